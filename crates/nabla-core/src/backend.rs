@@ -1,0 +1,225 @@
+//! The kernel interface every device implements.
+
+use crate::{
+    ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, DType, Distribution, HostData, Layout, ReduceOp, Result,
+    RngKey, Scalar, UnaryOp,
+};
+use std::fmt::Debug;
+
+/// Identifies the device a buffer lives on; tensors on different devices cannot be combined.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Device {
+    /// Kind of device (`"cpu"`, `"wgpu"`, ...).
+    pub kind: &'static str,
+    /// Index among devices of that kind.
+    pub ordinal: usize,
+}
+
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.kind, self.ordinal)
+    }
+}
+
+/// A compute device: a small kernel interface over device-resident buffers.
+///
+/// Contract, shared by every method:
+/// - A buffer is a [`Backend::Storage`], a cheap-to-clone handle that never changes once returned
+///   (kernels write only into buffers they allocate). An input comes with a [`Layout`] describing the view
+///   (strides may be zero or negative); each output is a new buffer holding a contiguous row-major result
+///   whose shape the caller knows from the contract of the method.
+/// - The backend knows nothing about autodiff. Shapes and dtypes have been checked by the caller
+///   (`nabla-tensor`), but a backend must still return an [`crate::Error`] rather than panic when an
+///   input is invalid (out-of-range indices are only discoverable here).
+/// - Work may be queued: only [`Backend::read`] and [`Backend::synchronize`] must wait for results.
+pub trait Backend: Clone + Debug + Send + Sync + 'static {
+    /// A handle to a buffer on this device.
+    type Storage: Clone + Debug + Send + Sync;
+
+    /// Short name (`"cpu"`, `"wgpu"`).
+    fn name(&self) -> &'static str;
+
+    /// The device this backend drives.
+    fn device(&self) -> Device;
+
+    /// Dtype of a buffer.
+    fn storage_dtype(&self, storage: &Self::Storage) -> DType;
+
+    /// Number of elements a buffer holds.
+    fn storage_len(&self, storage: &Self::Storage) -> usize;
+
+    /// Copies host data into a new buffer.
+    fn upload(&self, data: HostData) -> Result<Self::Storage>;
+
+    /// Reads the elements of a view back to the host, in row-major order of the view. Waits for queued work.
+    fn read(&self, storage: &Self::Storage, layout: &Layout) -> Result<HostData>;
+
+    /// Waits until all queued work has finished.
+    fn synchronize(&self) -> Result<()>;
+
+    /// A buffer of `len` copies of `value` converted to `dtype`.
+    fn full(&self, len: usize, value: Scalar, dtype: DType) -> Result<Self::Storage>;
+
+    /// `len` draws from `dist` as `dtype` (real floats; `Bernoulli` also gives bool, integers), where
+    /// element `i` is a pure function of `key` and `i` (see [`RngKey`]).
+    fn random(&self, dist: Distribution, len: usize, dtype: DType, key: RngKey) -> Result<Self::Storage>;
+
+    /// Materialises a view into a contiguous buffer.
+    fn copy(&self, x: &Self::Storage, layout: &Layout) -> Result<Self::Storage>;
+
+    /// Elementwise `op`; result dtype per [`UnaryOp::output_dtype`].
+    fn unary(&self, op: UnaryOp, x: &Self::Storage, layout: &Layout) -> Result<Self::Storage>;
+
+    /// Elementwise `op` on two views of equal shape and dtype.
+    fn binary(
+        &self,
+        op: BinaryOp,
+        a: &Self::Storage,
+        a_layout: &Layout,
+        b: &Self::Storage,
+        b_layout: &Layout,
+    ) -> Result<Self::Storage>;
+
+    /// Elementwise comparison of two views of equal shape and dtype; bool result.
+    fn compare(
+        &self,
+        op: CompareOp,
+        a: &Self::Storage,
+        a_layout: &Layout,
+        b: &Self::Storage,
+        b_layout: &Layout,
+    ) -> Result<Self::Storage>;
+
+    /// `cond ? on_true : on_false` elementwise; `cond` is bool, the branches share a dtype, all three views
+    /// have equal shape.
+    #[allow(clippy::too_many_arguments)]
+    fn select(
+        &self,
+        cond: &Self::Storage,
+        cond_layout: &Layout,
+        on_true: &Self::Storage,
+        true_layout: &Layout,
+        on_false: &Self::Storage,
+        false_layout: &Layout,
+    ) -> Result<Self::Storage>;
+
+    /// Converts every element to `dtype` with NumPy `astype` semantics.
+    fn cast(&self, x: &Self::Storage, layout: &Layout, dtype: DType) -> Result<Self::Storage>;
+
+    /// Reduces over `axes` (sorted, distinct, in range). The result has the input's shape with every
+    /// reduced axis set to 1 (keepdims).
+    fn reduce(&self, op: ReduceOp, x: &Self::Storage, layout: &Layout, axes: &[usize]) -> Result<Self::Storage>;
+
+    /// Index of the maximum or minimum along `axis`, as `I64`, with that axis set to 1 (keepdims).
+    fn arg_reduce(&self, op: ArgReduceOp, x: &Self::Storage, layout: &Layout, axis: usize) -> Result<Self::Storage>;
+
+    /// Inclusive cumulative sum along `axis`; same shape as the input.
+    fn cumsum(&self, x: &Self::Storage, layout: &Layout, axis: usize) -> Result<Self::Storage>;
+
+    /// Batched matrix product of `a: [..., m, k]` and `b: [..., k, n]` whose batch dimensions are already
+    /// equal (broadcast views have stride 0); result `[..., m, n]`.
+    fn matmul(&self, a: &Self::Storage, a_layout: &Layout, b: &Self::Storage, b_layout: &Layout)
+    -> Result<Self::Storage>;
+
+    /// Pads each dimension `i` with `pads[i].0` elements before and `pads[i].1` after, all equal to `value`.
+    fn pad(&self, x: &Self::Storage, layout: &Layout, pads: &[(usize, usize)], value: Scalar) -> Result<Self::Storage>;
+
+    /// Joins views of one dtype along `axis`; their shapes agree except on that axis.
+    fn concat(&self, parts: &[(&Self::Storage, &Layout)], axis: usize) -> Result<Self::Storage>;
+
+    /// NumPy `take_along_axis`: `out[i.., j, k..] = x[i.., index[i.., j, k..], k..]`. `index` is `I64`,
+    /// has the rank of `x`, and equals `x`'s shape except on `axis`; the result has `index`'s shape.
+    /// Negative indices count from the end; anything outside `-n..n` is an error.
+    fn gather(
+        &self,
+        x: &Self::Storage,
+        x_layout: &Layout,
+        axis: usize,
+        index: &Self::Storage,
+        index_layout: &Layout,
+    ) -> Result<Self::Storage>;
+
+    /// Selects entries of `axis` by a 1-D `I64` index; the result has that axis resized to the index length.
+    fn index_select(
+        &self,
+        x: &Self::Storage,
+        x_layout: &Layout,
+        axis: usize,
+        index: &Self::Storage,
+        index_layout: &Layout,
+    ) -> Result<Self::Storage>;
+
+    /// The transpose of [`Backend::gather`]: a copy of `dst` with each `src[i.., j, k..]` added at
+    /// `[i.., index[i.., j, k..], k..]`. `index` and `src` have one shape, which equals `dst`'s except on
+    /// `axis`. The result has `dst`'s shape.
+    #[allow(clippy::too_many_arguments)]
+    fn scatter_add(
+        &self,
+        dst: &Self::Storage,
+        dst_layout: &Layout,
+        axis: usize,
+        index: &Self::Storage,
+        index_layout: &Layout,
+        src: &Self::Storage,
+        src_layout: &Layout,
+    ) -> Result<Self::Storage>;
+
+    /// One-hot encodes an `I64` index tensor of shape `s` into shape `s + [classes]` of `dtype`.
+    fn one_hot(&self, index: &Self::Storage, layout: &Layout, classes: usize, dtype: DType) -> Result<Self::Storage>;
+
+    /// Stable sort along `axis`; returns the sorted values and their original positions (`I64`). NaN sorts
+    /// after every number (before, when `descending`).
+    fn sort(
+        &self,
+        x: &Self::Storage,
+        layout: &Layout,
+        axis: usize,
+        descending: bool,
+    ) -> Result<(Self::Storage, Self::Storage)>;
+
+    /// The `k` largest (or smallest) entries along `axis`, in sorted order, with their positions (`I64`).
+    fn topk(
+        &self,
+        x: &Self::Storage,
+        layout: &Layout,
+        axis: usize,
+        k: usize,
+        largest: bool,
+    ) -> Result<(Self::Storage, Self::Storage)>;
+
+    /// 2-D convolution (cross-correlation, as in PyTorch) of `x: [N, C_in, H, W]` with
+    /// `w: [C_out, C_in / groups, KH, KW]`; result `[N, C_out, H_out, W_out]`.
+    fn conv2d(
+        &self,
+        x: &Self::Storage,
+        x_layout: &Layout,
+        w: &Self::Storage,
+        w_layout: &Layout,
+        params: &Conv2dParams,
+    ) -> Result<Self::Storage>;
+
+    /// Gradient of [`Backend::conv2d`] with respect to its input: from `dy: [N, C_out, H_out, W_out]` and the
+    /// weights, a result of shape `[N, C_in, input_hw.0, input_hw.1]`.
+    fn conv2d_input_grad(
+        &self,
+        dy: &Self::Storage,
+        dy_layout: &Layout,
+        w: &Self::Storage,
+        w_layout: &Layout,
+        input_hw: (usize, usize),
+        params: &Conv2dParams,
+    ) -> Result<Self::Storage>;
+
+    /// Gradient of [`Backend::conv2d`] with respect to its weights: from the input and
+    /// `dy: [N, C_out, H_out, W_out]`, a result of shape `[C_out, C_in / groups, kernel_hw.0, kernel_hw.1]`.
+    #[allow(clippy::too_many_arguments)]
+    fn conv2d_weight_grad(
+        &self,
+        x: &Self::Storage,
+        x_layout: &Layout,
+        dy: &Self::Storage,
+        dy_layout: &Layout,
+        kernel_hw: (usize, usize),
+        params: &Conv2dParams,
+    ) -> Result<Self::Storage>;
+}

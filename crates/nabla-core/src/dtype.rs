@@ -1,0 +1,181 @@
+//! Runtime element types.
+
+use std::fmt;
+
+/// The element type of a tensor, chosen at run time.
+///
+/// `F16` and `BF16` are storage types: they can be created, moved, viewed and cast, while arithmetic on
+/// them reports [`crate::Error::UnsupportedDType`] (cast to `F32` first).
+///
+/// ```
+/// use nabla_core::DType;
+/// assert_eq!(DType::F32.size_in_bytes(), 4);
+/// assert!(DType::C64.is_complex());
+/// assert_eq!(DType::C128.real(), DType::F64);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    /// IEEE half precision (storage and casting only).
+    F16,
+    /// bfloat16 (storage and casting only).
+    BF16,
+    /// 32-bit float.
+    F32,
+    /// 64-bit float.
+    F64,
+    /// Complex number with two `f32` parts.
+    C64,
+    /// Complex number with two `f64` parts.
+    C128,
+    /// 32-bit signed integer.
+    I32,
+    /// 64-bit signed integer.
+    I64,
+    /// 8-bit unsigned integer.
+    U8,
+    /// Boolean.
+    Bool,
+}
+
+impl DType {
+    /// Every dtype, in declaration order.
+    pub const ALL: [DType; 10] = [
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+        DType::C64,
+        DType::C128,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::Bool,
+    ];
+
+    /// Bytes per element.
+    pub fn size_in_bytes(self) -> usize {
+        match self {
+            DType::U8 | DType::Bool => 1,
+            DType::F16 | DType::BF16 => 2,
+            DType::F32 | DType::I32 => 4,
+            DType::F64 | DType::I64 | DType::C64 => 8,
+            DType::C128 => 16,
+        }
+    }
+
+    /// Lower-case name as NumPy spells it (`float32`, `complex64`, `bool`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+            DType::C64 => "complex64",
+            DType::C128 => "complex128",
+            DType::I32 => "int32",
+            DType::I64 => "int64",
+            DType::U8 => "uint8",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// Parses a NumPy-style name (`"float32"`, `"f32"`, `"int64"`, `"bool"`, ...).
+    pub fn from_name(name: &str) -> Option<DType> {
+        Some(match name {
+            "float16" | "f16" | "half" => DType::F16,
+            "bfloat16" | "bf16" => DType::BF16,
+            "float32" | "f32" | "float" => DType::F32,
+            "float64" | "f64" | "double" => DType::F64,
+            "complex64" | "c64" => DType::C64,
+            "complex128" | "c128" => DType::C128,
+            "int32" | "i32" => DType::I32,
+            "int64" | "i64" | "long" => DType::I64,
+            "uint8" | "u8" => DType::U8,
+            "bool" => DType::Bool,
+            _ => return None,
+        })
+    }
+
+    /// `true` for every floating-point type, half precision included.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    /// `true` for the half-precision storage types.
+    pub fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
+    }
+
+    /// `true` for complex types.
+    pub fn is_complex(self) -> bool {
+        matches!(self, DType::C64 | DType::C128)
+    }
+
+    /// `true` for integer types (bool excluded).
+    pub fn is_int(self) -> bool {
+        matches!(self, DType::I32 | DType::I64 | DType::U8)
+    }
+
+    /// `true` for the boolean type.
+    pub fn is_bool(self) -> bool {
+        self == DType::Bool
+    }
+
+    /// `true` for dtypes that carry derivatives (real and complex floats).
+    pub fn is_differentiable(self) -> bool {
+        self.is_float() || self.is_complex()
+    }
+
+    /// `true` for dtypes with full arithmetic support (everything but the half-precision storage types).
+    pub fn is_computable(self) -> bool {
+        !self.is_half()
+    }
+
+    /// The real counterpart of a complex type (`C64 -> F32`, `C128 -> F64`); other types map to themselves.
+    pub fn real(self) -> DType {
+        match self {
+            DType::C64 => DType::F32,
+            DType::C128 => DType::F64,
+            other => other,
+        }
+    }
+
+    /// The complex counterpart of a real float type (`F32 -> C64`, `F64 -> C128`), if there is one.
+    pub fn complex(self) -> Option<DType> {
+        match self {
+            DType::F32 | DType::C64 => Some(DType::C64),
+            DType::F64 | DType::C128 => Some(DType::C128),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for dt in DType::ALL {
+            assert_eq!(DType::from_name(dt.name()), Some(dt));
+        }
+        assert_eq!(DType::from_name("nope"), None);
+    }
+
+    #[test]
+    fn categories_are_disjoint() {
+        for dt in DType::ALL {
+            let n = [dt.is_float(), dt.is_complex(), dt.is_int(), dt.is_bool()]
+                .iter()
+                .filter(|b| **b)
+                .count();
+            assert_eq!(n, 1, "{dt}");
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! The element trait that kernels are generic over, and host-side typed buffers.
+
+use crate::{DType, Scalar};
+use half::{bf16, f16};
+use num_complex::{Complex32, Complex64};
+use std::fmt::Debug;
+
+/// A Rust type that is the element of one [`DType`].
+///
+/// Kernels are written once, generic over `T: Element`, and dispatched once per op on the runtime dtype.
+///
+/// ```
+/// use nabla_core::{Element, DType};
+/// assert_eq!(<f32 as Element>::DTYPE, DType::F32);
+/// assert_eq!(f64::from_scalar(3i64.into()), 3.0);
+/// ```
+pub trait Element: Copy + Send + Sync + Debug + PartialEq + Default + 'static {
+    /// The runtime dtype of this element type.
+    const DTYPE: DType;
+    /// Converts a scalar to this type with NumPy casting semantics (floats truncate toward zero for
+    /// integers, integers wrap, non-zero becomes `true`).
+    fn from_scalar(s: Scalar) -> Self;
+    /// Converts this value to a scalar.
+    fn to_scalar(self) -> Scalar;
+    /// Wraps a typed vector into a [`HostData`].
+    fn into_host(data: Vec<Self>) -> HostData;
+    /// Borrows a typed slice out of a [`HostData`], if its dtype matches.
+    fn slice_of(host: &HostData) -> Option<&[Self]>;
+    /// Takes the typed vector out of a [`HostData`], if its dtype matches.
+    fn vec_of(host: HostData) -> Option<Vec<Self>>;
+    /// The additive identity.
+    fn zero() -> Self {
+        Self::default()
+    }
+    /// The multiplicative identity.
+    fn one() -> Self {
+        Self::from_scalar(Scalar::I64(1))
+    }
+}
+
+/// Host-resident contiguous data of one dtype: what is uploaded to and read back from a backend.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostData {
+    /// `f16` values.
+    F16(Vec<f16>),
+    /// `bf16` values.
+    BF16(Vec<bf16>),
+    /// `f32` values.
+    F32(Vec<f32>),
+    /// `f64` values.
+    F64(Vec<f64>),
+    /// `Complex<f32>` values.
+    C64(Vec<Complex32>),
+    /// `Complex<f64>` values.
+    C128(Vec<Complex64>),
+    /// `i32` values.
+    I32(Vec<i32>),
+    /// `i64` values.
+    I64(Vec<i64>),
+    /// `u8` values.
+    U8(Vec<u8>),
+    /// `bool` values.
+    Bool(Vec<bool>),
+}
+
+/// Runs `$body` with `$v` bound to the typed vector inside a [`HostData`] (or a reference to it), and `T`
+/// aliased to its element type.
+#[macro_export]
+macro_rules! with_host_data {
+    ($host:expr, $v:ident => $body:expr) => {
+        match $host {
+            $crate::HostData::F16($v) => $body,
+            $crate::HostData::BF16($v) => $body,
+            $crate::HostData::F32($v) => $body,
+            $crate::HostData::F64($v) => $body,
+            $crate::HostData::C64($v) => $body,
+            $crate::HostData::C128($v) => $body,
+            $crate::HostData::I32($v) => $body,
+            $crate::HostData::I64($v) => $body,
+            $crate::HostData::U8($v) => $body,
+            $crate::HostData::Bool($v) => $body,
+        }
+    };
+}
+
+impl HostData {
+    /// The dtype of the values.
+    pub fn dtype(&self) -> DType {
+        match self {
+            HostData::F16(_) => DType::F16,
+            HostData::BF16(_) => DType::BF16,
+            HostData::F32(_) => DType::F32,
+            HostData::F64(_) => DType::F64,
+            HostData::C64(_) => DType::C64,
+            HostData::C128(_) => DType::C128,
+            HostData::I32(_) => DType::I32,
+            HostData::I64(_) => DType::I64,
+            HostData::U8(_) => DType::U8,
+            HostData::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        with_host_data!(self, v => v.len())
+    }
+
+    /// `true` when there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The element at `i` as a scalar, or `None` when out of range.
+    pub fn get(&self, i: usize) -> Option<Scalar> {
+        with_host_data!(self, v => v.get(i).map(|x| x.to_scalar()))
+    }
+
+    /// Converts every element to `f64` (real part for complex, 0/1 for bool). Handy in tests.
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        with_host_data!(self, v => v.iter().map(|x| x.to_scalar().to_f64()).collect())
+    }
+
+    /// A vector of `len` copies of `value` converted to `dtype`.
+    pub fn filled(dtype: DType, len: usize, value: Scalar) -> HostData {
+        fn fill<T: Element>(len: usize, value: Scalar) -> HostData {
+            T::into_host(vec![T::from_scalar(value); len])
+        }
+        dispatch_dtype!(dtype, T => fill::<T>(len, value))
+    }
+}
+
+/// Runs `$body` with the type alias `$T` set to the element type of the runtime dtype `$dtype`.
+#[macro_export]
+macro_rules! dispatch_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::DType::F16 => {
+                type $T = $crate::half::f16;
+                $body
+            }
+            $crate::DType::BF16 => {
+                type $T = $crate::half::bf16;
+                $body
+            }
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::DType::C64 => {
+                type $T = $crate::num_complex::Complex32;
+                $body
+            }
+            $crate::DType::C128 => {
+                type $T = $crate::num_complex::Complex64;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+        }
+    };
+}
+
+use crate::dispatch_dtype;
+
+macro_rules! element_common {
+    ($t:ty, $variant:ident) => {
+        const DTYPE: DType = DType::$variant;
+        fn into_host(data: Vec<Self>) -> HostData {
+            HostData::$variant(data)
+        }
+        fn slice_of(host: &HostData) -> Option<&[Self]> {
+            match host {
+                HostData::$variant(v) => Some(v),
+                _ => None,
+            }
+        }
+        fn vec_of(host: HostData) -> Option<Vec<Self>> {
+            match host {
+                HostData::$variant(v) => Some(v),
+                _ => None,
+            }
+        }
+    };
+}
+
+macro_rules! element_real_float {
+    ($($t:ty => $variant:ident),*) => {$(
+        impl Element for $t {
+            element_common!($t, $variant);
+            fn from_scalar(s: Scalar) -> Self {
+                s.to_f64() as $t
+            }
+            fn to_scalar(self) -> Scalar {
+                Scalar::F64(self as f64)
+            }
+        }
+    )*};
+}
+element_real_float!(f32 => F32, f64 => F64);
+
+macro_rules! element_half {
+    ($($t:ty => $variant:ident),*) => {$(
+        impl Element for $t {
+            element_common!($t, $variant);
+            fn from_scalar(s: Scalar) -> Self {
+                <$t>::from_f64(s.to_f64())
+            }
+            fn to_scalar(self) -> Scalar {
+                Scalar::F64(self.to_f64())
+            }
+        }
+    )*};
+}
+element_half!(f16 => F16, bf16 => BF16);
+
+macro_rules! element_complex {
+    ($($t:ty => $variant:ident, $part:ty),*) => {$(
+        impl Element for $t {
+            element_common!($t, $variant);
+            fn from_scalar(s: Scalar) -> Self {
+                let c = s.to_c128();
+                <$t>::new(c.re as $part, c.im as $part)
+            }
+            fn to_scalar(self) -> Scalar {
+                Scalar::C128(Complex64::new(self.re as f64, self.im as f64))
+            }
+        }
+    )*};
+}
+element_complex!(Complex32 => C64, f32, Complex64 => C128, f64);
+
+macro_rules! element_int {
+    ($($t:ty => $variant:ident),*) => {$(
+        impl Element for $t {
+            element_common!($t, $variant);
+            fn from_scalar(s: Scalar) -> Self {
+                match s {
+                    // Floats truncate toward zero; out-of-range values saturate, NaN becomes 0.
+                    Scalar::F64(v) => v as $t,
+                    Scalar::C128(c) => c.re as $t,
+                    // Integers wrap, as in NumPy's astype.
+                    Scalar::I64(v) => v as $t,
+                    Scalar::Bool(b) => b as $t,
+                }
+            }
+            fn to_scalar(self) -> Scalar {
+                Scalar::I64(self as i64)
+            }
+        }
+    )*};
+}
+element_int!(i32 => I32, i64 => I64, u8 => U8);
+
+impl Element for bool {
+    element_common!(bool, Bool);
+    fn from_scalar(s: Scalar) -> Self {
+        s.to_bool()
+    }
+    fn to_scalar(self) -> Scalar {
+        Scalar::Bool(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn casting_follows_numpy() {
+        assert_eq!(i32::from_scalar(Scalar::F64(-2.7)), -2);
+        assert_eq!(u8::from_scalar(Scalar::I64(257)), 1);
+        assert!(bool::from_scalar(Scalar::F64(0.1)));
+        assert_eq!(f16::from_scalar(Scalar::F64(1.5)).to_f64(), 1.5);
+        assert_eq!(Complex32::from_scalar(Scalar::I64(2)), Complex32::new(2.0, 0.0));
+    }
+
+    #[test]
+    fn host_data_round_trip() {
+        let h = f32::into_host(vec![1.0, 2.0]);
+        assert_eq!(h.dtype(), DType::F32);
+        assert_eq!(f32::slice_of(&h), Some(&[1.0f32, 2.0][..]));
+        assert_eq!(f64::slice_of(&h), None);
+        assert_eq!(HostData::filled(DType::I64, 3, Scalar::F64(2.0)), HostData::I64(vec![2, 2, 2]));
+    }
+}

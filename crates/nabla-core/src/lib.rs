@@ -1,0 +1,30 @@
+//! Core types of nabla: runtime dtypes and their element types, shapes, strided layouts, the error type,
+//! the primitive op catalogue and the [`Backend`] trait that devices implement.
+//!
+//! Users normally reach these through the `nabla` facade crate.
+#![warn(missing_docs)]
+
+mod backend;
+mod dtype;
+mod element;
+mod error;
+mod layout;
+mod ops;
+mod rng;
+mod scalar;
+mod shape;
+
+pub use backend::{Backend, Device};
+pub use dtype::DType;
+pub use element::{Element, HostData};
+pub use error::{Error, Result};
+pub use layout::{Layout, Offsets};
+pub use ops::{ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, Distribution, ReduceOp, UnaryOp};
+pub use rng::{Generator, RngKey, philox4x32_10};
+pub use scalar::Scalar;
+pub use shape::{Shape, contiguous_strides, normalize_axes, normalize_axis};
+
+#[doc(hidden)]
+pub use half;
+#[doc(hidden)]
+pub use num_complex;

@@ -1,0 +1,424 @@
+//! The primitive op catalogue: the small set of operations every backend implements.
+//!
+//! Everything else in nabla (softmax, layer norm, attention, ...) is composed from these in ordinary Rust.
+
+use crate::DType;
+
+/// Elementwise operations with one operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    /// `-x` (wrapping for integers).
+    Neg,
+    /// `|x|` (for complex: the modulus, a real number).
+    Abs,
+    /// `-1`, `0` or `1` (NaN stays NaN; for complex: `x / |x|`, 0 at 0).
+    Sign,
+    /// `1 / x`.
+    Recip,
+    /// `x * x`.
+    Square,
+    /// Square root.
+    Sqrt,
+    /// `1 / sqrt(x)`.
+    Rsqrt,
+    /// `e^x`.
+    Exp,
+    /// `e^x - 1`, accurate near 0.
+    Expm1,
+    /// Natural logarithm.
+    Log,
+    /// `ln(1 + x)`, accurate near 0.
+    Log1p,
+    /// Sine.
+    Sin,
+    /// Cosine.
+    Cos,
+    /// Tangent.
+    Tan,
+    /// Inverse sine.
+    Asin,
+    /// Inverse cosine.
+    Acos,
+    /// Inverse tangent.
+    Atan,
+    /// Hyperbolic sine.
+    Sinh,
+    /// Hyperbolic cosine.
+    Cosh,
+    /// Hyperbolic tangent.
+    Tanh,
+    /// Logistic function `1 / (1 + e^-x)`, stable for large `|x|`.
+    Sigmoid,
+    /// Error function.
+    Erf,
+    /// Round toward negative infinity.
+    Floor,
+    /// Round toward positive infinity.
+    Ceil,
+    /// Round half to even (as NumPy and PyTorch do).
+    Round,
+    /// Round toward zero.
+    Trunc,
+    /// Logical not (bool only).
+    Not,
+    /// Complex conjugate (identity for real types).
+    Conj,
+    /// Real part (complex input gives a real output).
+    Real,
+    /// Imaginary part (complex input gives a real output; real input gives zeros).
+    Imag,
+    /// `true` where the value is NaN (bool output).
+    IsNan,
+    /// `true` where the value is finite (bool output).
+    IsFinite,
+}
+
+impl UnaryOp {
+    /// Every unary op.
+    pub const ALL: [UnaryOp; 32] = [
+        UnaryOp::Neg,
+        UnaryOp::Abs,
+        UnaryOp::Sign,
+        UnaryOp::Recip,
+        UnaryOp::Square,
+        UnaryOp::Sqrt,
+        UnaryOp::Rsqrt,
+        UnaryOp::Exp,
+        UnaryOp::Expm1,
+        UnaryOp::Log,
+        UnaryOp::Log1p,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Tan,
+        UnaryOp::Asin,
+        UnaryOp::Acos,
+        UnaryOp::Atan,
+        UnaryOp::Sinh,
+        UnaryOp::Cosh,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Erf,
+        UnaryOp::Floor,
+        UnaryOp::Ceil,
+        UnaryOp::Round,
+        UnaryOp::Trunc,
+        UnaryOp::Not,
+        UnaryOp::Conj,
+        UnaryOp::Real,
+        UnaryOp::Imag,
+        UnaryOp::IsNan,
+        UnaryOp::IsFinite,
+    ];
+
+    /// The op's name as used in error messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Sign => "sign",
+            UnaryOp::Recip => "recip",
+            UnaryOp::Square => "square",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Rsqrt => "rsqrt",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Expm1 => "expm1",
+            UnaryOp::Log => "log",
+            UnaryOp::Log1p => "log1p",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Tan => "tan",
+            UnaryOp::Asin => "asin",
+            UnaryOp::Acos => "acos",
+            UnaryOp::Atan => "atan",
+            UnaryOp::Sinh => "sinh",
+            UnaryOp::Cosh => "cosh",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Erf => "erf",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
+            UnaryOp::Round => "round",
+            UnaryOp::Trunc => "trunc",
+            UnaryOp::Not => "logical_not",
+            UnaryOp::Conj => "conj",
+            UnaryOp::Real => "real",
+            UnaryOp::Imag => "imag",
+            UnaryOp::IsNan => "isnan",
+            UnaryOp::IsFinite => "isfinite",
+        }
+    }
+
+    /// The dtype of the result for an input of `dtype`, or `None` if the op does not apply to it.
+    ///
+    /// Rules: half types support nothing (cast first); bool supports only `Not`; integers support the
+    /// exact ops (`Neg`, `Abs`, `Sign`, `Square`, rounding, `Conj`, `Real`, `Imag`, `IsNan`, `IsFinite`);
+    /// complex types support the analytic functions but not `Erf`, the inverse trigonometric functions or
+    /// rounding; `Abs`, `Real` and `Imag` of a complex input are real.
+    ///
+    /// ```
+    /// use nabla_core::{UnaryOp, DType};
+    /// assert_eq!(UnaryOp::Abs.output_dtype(DType::C64), Some(DType::F32));
+    /// assert_eq!(UnaryOp::Exp.output_dtype(DType::I64), None);
+    /// assert_eq!(UnaryOp::IsNan.output_dtype(DType::F32), Some(DType::Bool));
+    /// ```
+    pub fn output_dtype(self, dtype: DType) -> Option<DType> {
+        use UnaryOp::*;
+        if dtype.is_half() {
+            return None;
+        }
+        match self {
+            IsNan | IsFinite => (!dtype.is_bool()).then_some(DType::Bool),
+            Not => dtype.is_bool().then_some(DType::Bool),
+            Real | Imag => (!dtype.is_bool()).then_some(dtype.real()),
+            Abs if dtype.is_complex() => Some(dtype.real()),
+            Neg | Abs | Square | Conj => (!dtype.is_bool()).then_some(dtype),
+            Sign => (!dtype.is_bool()).then_some(dtype),
+            Floor | Ceil | Round | Trunc => (dtype.is_float() || dtype.is_int()).then_some(dtype),
+            Erf | Asin | Acos | Atan => dtype.is_float().then_some(dtype),
+            Recip | Sqrt | Rsqrt | Exp | Expm1 | Log | Log1p | Sin | Cos | Tan | Sinh | Cosh | Tanh
+            | Sigmoid => (dtype.is_float() || dtype.is_complex()).then_some(dtype),
+        }
+    }
+}
+
+/// Elementwise operations with two operands of one dtype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    /// `a + b` (wrapping for integers; logical or for bool).
+    Add,
+    /// `a - b` (wrapping for integers).
+    Sub,
+    /// `a * b` (wrapping for integers; logical and for bool).
+    Mul,
+    /// `a / b`; integers use floor division like NumPy's `//`, and division by zero gives 0.
+    Div,
+    /// Remainder with the sign of the divisor (NumPy's `%`); integer remainder by zero gives 0.
+    Rem,
+    /// `a ^ b`; integer powers with negative exponents give 0 (except bases 1 and -1).
+    Pow,
+    /// Elementwise maximum (NaN propagates).
+    Maximum,
+    /// Elementwise minimum (NaN propagates).
+    Minimum,
+    /// Two-argument arctangent `atan2(a, b)` (real floats only).
+    Atan2,
+    /// Logical and (bool only).
+    And,
+    /// Logical or (bool only).
+    Or,
+    /// Logical exclusive or (bool only).
+    Xor,
+}
+
+impl BinaryOp {
+    /// Every binary op.
+    pub const ALL: [BinaryOp; 12] = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Rem,
+        BinaryOp::Pow,
+        BinaryOp::Maximum,
+        BinaryOp::Minimum,
+        BinaryOp::Atan2,
+        BinaryOp::And,
+        BinaryOp::Or,
+        BinaryOp::Xor,
+    ];
+
+    /// The op's name as used in error messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Rem => "rem",
+            BinaryOp::Pow => "pow",
+            BinaryOp::Maximum => "maximum",
+            BinaryOp::Minimum => "minimum",
+            BinaryOp::Atan2 => "atan2",
+            BinaryOp::And => "logical_and",
+            BinaryOp::Or => "logical_or",
+            BinaryOp::Xor => "logical_xor",
+        }
+    }
+
+    /// `true` if the op is defined for operands of `dtype` (the result has the same dtype).
+    pub fn supports(self, dtype: DType) -> bool {
+        use BinaryOp::*;
+        if dtype.is_half() {
+            return false;
+        }
+        match self {
+            And | Or | Xor => dtype.is_bool(),
+            Add | Mul | Maximum | Minimum => true,
+            Sub | Div | Pow => !dtype.is_bool(),
+            Rem | Atan2 if dtype.is_complex() => false,
+            Rem => !dtype.is_bool(),
+            Atan2 => dtype.is_float(),
+        }
+    }
+}
+
+/// Elementwise comparisons; the result is bool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CompareOp {
+    /// `a == b`.
+    Eq,
+    /// `a != b`.
+    Ne,
+    /// `a < b`.
+    Lt,
+    /// `a <= b`.
+    Le,
+    /// `a > b`.
+    Gt,
+    /// `a >= b`.
+    Ge,
+}
+
+impl CompareOp {
+    /// Every comparison.
+    pub const ALL: [CompareOp; 6] =
+        [CompareOp::Eq, CompareOp::Ne, CompareOp::Lt, CompareOp::Le, CompareOp::Gt, CompareOp::Ge];
+
+    /// The op's name as used in error messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            CompareOp::Eq => "eq",
+            CompareOp::Ne => "ne",
+            CompareOp::Lt => "lt",
+            CompareOp::Le => "le",
+            CompareOp::Gt => "gt",
+            CompareOp::Ge => "ge",
+        }
+    }
+
+    /// `true` if the comparison is defined for `dtype` (ordering is undefined for complex numbers).
+    pub fn supports(self, dtype: DType) -> bool {
+        !dtype.is_half() && (matches!(self, CompareOp::Eq | CompareOp::Ne) || !dtype.is_complex())
+    }
+}
+
+/// Reductions over a set of axes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// Sum (0 for no elements).
+    Sum,
+    /// Product (1 for no elements).
+    Prod,
+    /// Maximum (NaN propagates; needs at least one element).
+    Max,
+    /// Minimum (NaN propagates; needs at least one element).
+    Min,
+}
+
+impl ReduceOp {
+    /// The op's name as used in error messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Prod => "prod",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+        }
+    }
+
+    /// `true` if the reduction is defined for `dtype` (bool supports `Max`/`Min` as any/all).
+    pub fn supports(self, dtype: DType) -> bool {
+        match self {
+            _ if dtype.is_half() => false,
+            ReduceOp::Sum | ReduceOp::Prod => !dtype.is_bool(),
+            ReduceOp::Max | ReduceOp::Min => !dtype.is_complex(),
+        }
+    }
+}
+
+/// Index-returning reductions along one axis; the result is `I64`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArgReduceOp {
+    /// Index of the first maximum (a NaN counts as the maximum).
+    ArgMax,
+    /// Index of the first minimum (a NaN counts as the minimum).
+    ArgMin,
+}
+
+impl ArgReduceOp {
+    /// The op's name as used in error messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            ArgReduceOp::ArgMax => "argmax",
+            ArgReduceOp::ArgMin => "argmin",
+        }
+    }
+}
+
+/// Parameters of a 2-D convolution over `[N, C, H, W]` inputs and `[C_out, C_in / groups, KH, KW]` weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Conv2dParams {
+    /// Step between windows, `(height, width)`.
+    pub stride: (usize, usize),
+    /// Zero padding added on both sides, `(height, width)`.
+    pub padding: (usize, usize),
+    /// Spacing between kernel taps, `(height, width)`.
+    pub dilation: (usize, usize),
+    /// Number of channel groups (1 for an ordinary convolution).
+    pub groups: usize,
+}
+
+impl Default for Conv2dParams {
+    fn default() -> Self {
+        Conv2dParams { stride: (1, 1), padding: (0, 0), dilation: (1, 1), groups: 1 }
+    }
+}
+
+impl Conv2dParams {
+    /// Output spatial size for an input of `(h, w)` and a kernel of `(kh, kw)`, or `None` when the
+    /// (dilated) kernel does not fit into the padded input.
+    ///
+    /// ```
+    /// use nabla_core::Conv2dParams;
+    /// let p = Conv2dParams { padding: (1, 1), ..Default::default() };
+    /// assert_eq!(p.output_size((28, 28), (3, 3)), Some((28, 28)));
+    /// ```
+    pub fn output_size(&self, input: (usize, usize), kernel: (usize, usize)) -> Option<(usize, usize)> {
+        let one = |i: usize, k: usize, s: usize, p: usize, d: usize| -> Option<usize> {
+            let span = d.checked_mul(k.checked_sub(1)?)?.checked_add(1)?;
+            let padded = i + 2 * p;
+            if s == 0 || span > padded {
+                return None;
+            }
+            Some((padded - span) / s + 1)
+        };
+        Some((
+            one(input.0, kernel.0, self.stride.0, self.padding.0, self.dilation.0)?,
+            one(input.1, kernel.1, self.stride.1, self.padding.1, self.dilation.1)?,
+        ))
+    }
+}
+
+/// A random distribution for [`crate::Backend::random`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Distribution {
+    /// Uniform on `[low, high)`.
+    Uniform {
+        /// Inclusive lower bound.
+        low: f64,
+        /// Exclusive upper bound.
+        high: f64,
+    },
+    /// Normal with the given mean and standard deviation.
+    Normal {
+        /// Mean.
+        mean: f64,
+        /// Standard deviation.
+        std: f64,
+    },
+    /// 1 (or `true`) with probability `p`, else 0.
+    Bernoulli {
+        /// Probability of a one.
+        p: f64,
+    },
+}
