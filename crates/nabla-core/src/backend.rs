@@ -1,8 +1,8 @@
 //! The kernel interface every device implements.
 
 use crate::{
-    ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, DType, Distribution, HostData, Layout, ReduceOp, Result,
-    RngKey, Scalar, UnaryOp,
+    ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, DType, Distribution, HostData, Layout,
+    ReduceOp, Result, RngKey, Scalar, UnaryOp,
 };
 use std::fmt::Debug;
 
@@ -62,7 +62,13 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
 
     /// `len` draws from `dist` as `dtype` (real floats; `Bernoulli` also gives bool, integers), where
     /// element `i` is a pure function of `key` and `i` (see [`RngKey`]).
-    fn random(&self, dist: Distribution, len: usize, dtype: DType, key: RngKey) -> Result<Self::Storage>;
+    fn random(
+        &self,
+        dist: Distribution,
+        len: usize,
+        dtype: DType,
+        key: RngKey,
+    ) -> Result<Self::Storage>;
 
     /// Materialises a view into a contiguous buffer.
     fn copy(&self, x: &Self::Storage, layout: &Layout) -> Result<Self::Storage>;
@@ -108,21 +114,44 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
 
     /// Reduces over `axes` (sorted, distinct, in range). The result has the input's shape with every
     /// reduced axis set to 1 (keepdims).
-    fn reduce(&self, op: ReduceOp, x: &Self::Storage, layout: &Layout, axes: &[usize]) -> Result<Self::Storage>;
+    fn reduce(
+        &self,
+        op: ReduceOp,
+        x: &Self::Storage,
+        layout: &Layout,
+        axes: &[usize],
+    ) -> Result<Self::Storage>;
 
     /// Index of the maximum or minimum along `axis`, as `I64`, with that axis set to 1 (keepdims).
-    fn arg_reduce(&self, op: ArgReduceOp, x: &Self::Storage, layout: &Layout, axis: usize) -> Result<Self::Storage>;
+    fn arg_reduce(
+        &self,
+        op: ArgReduceOp,
+        x: &Self::Storage,
+        layout: &Layout,
+        axis: usize,
+    ) -> Result<Self::Storage>;
 
     /// Inclusive cumulative sum along `axis`; same shape as the input.
     fn cumsum(&self, x: &Self::Storage, layout: &Layout, axis: usize) -> Result<Self::Storage>;
 
     /// Batched matrix product of `a: [..., m, k]` and `b: [..., k, n]` whose batch dimensions are already
     /// equal (broadcast views have stride 0); result `[..., m, n]`.
-    fn matmul(&self, a: &Self::Storage, a_layout: &Layout, b: &Self::Storage, b_layout: &Layout)
-    -> Result<Self::Storage>;
+    fn matmul(
+        &self,
+        a: &Self::Storage,
+        a_layout: &Layout,
+        b: &Self::Storage,
+        b_layout: &Layout,
+    ) -> Result<Self::Storage>;
 
     /// Pads each dimension `i` with `pads[i].0` elements before and `pads[i].1` after, all equal to `value`.
-    fn pad(&self, x: &Self::Storage, layout: &Layout, pads: &[(usize, usize)], value: Scalar) -> Result<Self::Storage>;
+    fn pad(
+        &self,
+        x: &Self::Storage,
+        layout: &Layout,
+        pads: &[(usize, usize)],
+        value: Scalar,
+    ) -> Result<Self::Storage>;
 
     /// Joins views of one dtype along `axis`; their shapes agree except on that axis.
     fn concat(&self, parts: &[(&Self::Storage, &Layout)], axis: usize) -> Result<Self::Storage>;
@@ -165,7 +194,13 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
     ) -> Result<Self::Storage>;
 
     /// One-hot encodes an `I64` index tensor of shape `s` into shape `s + [classes]` of `dtype`.
-    fn one_hot(&self, index: &Self::Storage, layout: &Layout, classes: usize, dtype: DType) -> Result<Self::Storage>;
+    fn one_hot(
+        &self,
+        index: &Self::Storage,
+        layout: &Layout,
+        classes: usize,
+        dtype: DType,
+    ) -> Result<Self::Storage>;
 
     /// Stable sort along `axis`; returns the sorted values and their original positions (`I64`). NaN sorts
     /// after every number (before, when `descending`).

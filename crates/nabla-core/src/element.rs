@@ -289,7 +289,10 @@ mod tests {
         assert_eq!(u8::from_scalar(Scalar::I64(257)), 1);
         assert!(bool::from_scalar(Scalar::F64(0.1)));
         assert_eq!(f16::from_scalar(Scalar::F64(1.5)).to_f64(), 1.5);
-        assert_eq!(Complex32::from_scalar(Scalar::I64(2)), Complex32::new(2.0, 0.0));
+        assert_eq!(
+            Complex32::from_scalar(Scalar::I64(2)),
+            Complex32::new(2.0, 0.0)
+        );
     }
 
     #[test]
@@ -298,6 +301,9 @@ mod tests {
         assert_eq!(h.dtype(), DType::F32);
         assert_eq!(f32::slice_of(&h), Some(&[1.0f32, 2.0][..]));
         assert_eq!(f64::slice_of(&h), None);
-        assert_eq!(HostData::filled(DType::I64, 3, Scalar::F64(2.0)), HostData::I64(vec![2, 2, 2]));
+        assert_eq!(
+            HostData::filled(DType::I64, 3, Scalar::F64(2.0)),
+            HostData::I64(vec![2, 2, 2])
+        );
     }
 }

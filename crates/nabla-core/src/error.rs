@@ -114,12 +114,20 @@ pub enum Error {
 impl Error {
     /// Shorthand for [`Error::InvalidArgument`].
     pub fn invalid(op: &'static str, message: impl Into<String>) -> Self {
-        Error::InvalidArgument { op, message: message.into() }
+        Error::InvalidArgument {
+            op,
+            message: message.into(),
+        }
     }
 
     /// Shorthand for [`Error::ShapeMismatch`] without a hint.
     pub fn shapes(op: &'static str, lhs: &[usize], rhs: &[usize]) -> Self {
-        Error::ShapeMismatch { op, lhs: lhs.to_vec(), rhs: rhs.to_vec(), hint: None }
+        Error::ShapeMismatch {
+            op,
+            lhs: lhs.to_vec(),
+            rhs: rhs.to_vec(),
+            hint: None,
+        }
     }
 
     /// Shorthand for [`Error::UnsupportedDType`] without a hint.
@@ -135,12 +143,17 @@ impl Error {
     /// Adds or replaces the hint of a shape mismatch; other variants are returned unchanged.
     pub fn with_hint(self, text: impl Into<String>) -> Self {
         match self {
-            Error::ShapeMismatch { op, lhs, rhs, .. } => {
-                Error::ShapeMismatch { op, lhs, rhs, hint: Some(text.into()) }
-            }
-            Error::UnsupportedDType { op, dtype, .. } => {
-                Error::UnsupportedDType { op, dtype, hint: Some(text.into()) }
-            }
+            Error::ShapeMismatch { op, lhs, rhs, .. } => Error::ShapeMismatch {
+                op,
+                lhs,
+                rhs,
+                hint: Some(text.into()),
+            },
+            Error::UnsupportedDType { op, dtype, .. } => Error::UnsupportedDType {
+                op,
+                dtype,
+                hint: Some(text.into()),
+            },
             other => other,
         }
     }
@@ -168,7 +181,10 @@ impl fmt::Display for Error {
                 let lo = -(*rank as isize);
                 let hi = *rank as isize - 1;
                 if *rank == 0 {
-                    write!(f, "{op}: axis {axis} is out of range for a tensor of rank 0")
+                    write!(
+                        f,
+                        "{op}: axis {axis} is out of range for a tensor of rank 0"
+                    )
                 } else {
                     write!(
                         f,
@@ -188,9 +204,17 @@ impl fmt::Display for Error {
                 write!(f, "{op}: not supported by the {backend} backend")
             }
             Error::IndexOutOfBounds { op, index, size } => {
-                write!(f, "{op}: index {index} is out of bounds for a dimension of size {size}")
+                write!(
+                    f,
+                    "{op}: index {index} is out of bounds for a dimension of size {size}"
+                )
             }
-            Error::DataLength { op, expected, got, shape } => write!(
+            Error::DataLength {
+                op,
+                expected,
+                got,
+                shape,
+            } => write!(
                 f,
                 "{op}: shape {shape:?} needs {expected} elements but {got} were given"
             ),
@@ -211,23 +235,53 @@ mod tests {
 
     #[test]
     fn messages_name_op_and_values() {
-        let e = Error::InvalidAxis { op: "sum", axis: 3, rank: 2 };
-        assert_eq!(e.to_string(), "sum: axis 3 is out of range for a tensor of rank 2 (expected -2..=1)");
+        let e = Error::InvalidAxis {
+            op: "sum",
+            axis: 3,
+            rank: 2,
+        };
+        assert_eq!(
+            e.to_string(),
+            "sum: axis 3 is out of range for a tensor of rank 2 (expected -2..=1)"
+        );
         let e = Error::dtype("exp", DType::F16);
         assert_eq!(
             e.to_string(),
             "exp: not supported for dtype float16 (half-precision types are for storage; cast to float32 first)"
         );
-        let e = Error::DTypeMismatch { op: "add", lhs: DType::F32, rhs: DType::F64 };
-        assert!(e.to_string().starts_with("add: dtype mismatch between float32 and float64"));
-        let e = Error::DataLength { op: "from_vec", expected: 6, got: 5, shape: vec![2, 3] };
-        assert_eq!(e.to_string(), "from_vec: shape [2, 3] needs 6 elements but 5 were given");
-        let e = Error::shapes("matmul", &[2, 3], &[4, 5]).with_hint("inner dimensions 3 and 4 differ");
+        let e = Error::DTypeMismatch {
+            op: "add",
+            lhs: DType::F32,
+            rhs: DType::F64,
+        };
+        assert!(
+            e.to_string()
+                .starts_with("add: dtype mismatch between float32 and float64")
+        );
+        let e = Error::DataLength {
+            op: "from_vec",
+            expected: 6,
+            got: 5,
+            shape: vec![2, 3],
+        };
+        assert_eq!(
+            e.to_string(),
+            "from_vec: shape [2, 3] needs 6 elements but 5 were given"
+        );
+        let e =
+            Error::shapes("matmul", &[2, 3], &[4, 5]).with_hint("inner dimensions 3 and 4 differ");
         assert_eq!(
             e.to_string(),
             "matmul: shape mismatch between [2, 3] and [4, 5] (inner dimensions 3 and 4 differ)"
         );
-        let e = Error::IndexOutOfBounds { op: "gather", index: 7, size: 3 };
-        assert_eq!(e.to_string(), "gather: index 7 is out of bounds for a dimension of size 3");
+        let e = Error::IndexOutOfBounds {
+            op: "gather",
+            index: 7,
+            size: 3,
+        };
+        assert_eq!(
+            e.to_string(),
+            "gather: index 7 is out of bounds for a dimension of size 3"
+        );
     }
 }

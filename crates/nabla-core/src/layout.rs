@@ -29,7 +29,11 @@ impl Layout {
     pub fn contiguous(shape: impl Into<Shape>) -> Self {
         let shape = shape.into().into_dims();
         let strides = contiguous_strides(&shape);
-        Layout { shape, strides, offset: 0 }
+        Layout {
+            shape,
+            strides,
+            offset: 0,
+        }
     }
 
     /// A layout from raw parts. The caller guarantees every reachable offset is inside its buffer;
@@ -41,9 +45,16 @@ impl Layout {
                 format!("shape {shape:?} and strides {strides:?} have different ranks"),
             ));
         }
-        let l = Layout { shape, strides, offset };
+        let l = Layout {
+            shape,
+            strides,
+            offset,
+        };
         if l.numel() > 0 && l.min_offset() < 0 {
-            return Err(Error::invalid("layout", format!("{l:?} reaches a negative offset")));
+            return Err(Error::invalid(
+                "layout",
+                format!("{l:?} reaches a negative offset"),
+            ));
         }
         Ok(l)
     }
@@ -90,9 +101,13 @@ impl Layout {
         true
     }
 
-    /// If the view is contiguous, the buffer range it covers.
+    /// If the view is contiguous, the buffer range it covers (`0..0` for an empty view).
     pub fn contiguous_range(&self) -> Option<std::ops::Range<usize>> {
-        self.is_contiguous().then(|| self.offset..self.offset + self.numel())
+        if self.numel() == 0 {
+            return Some(0..0);
+        }
+        self.is_contiguous()
+            .then(|| self.offset..self.offset + self.numel())
     }
 
     /// The smallest offset any element reaches (as a signed number; meaningless for empty views).
@@ -129,17 +144,29 @@ impl Layout {
 
     /// Iterates the buffer offsets of all elements in row-major order of the view.
     pub fn offsets(&self) -> Offsets<'_> {
-        Offsets { layout: self, index: vec![0; self.rank()], next: self.offset as isize, remaining: self.numel() }
+        Offsets {
+            layout: self,
+            index: vec![0; self.rank()],
+            next: self.offset as isize,
+            remaining: self.numel(),
+        }
     }
 
     /// Reorders dimensions: output dimension `i` is input dimension `perm[i]`.
     pub fn permute(&self, perm: &[usize]) -> Result<Layout> {
         let r = self.rank();
         let mut seen = vec![false; r];
-        if perm.len() != r || perm.iter().any(|&p| p >= r || std::mem::replace(&mut seen[p], true)) {
+        if perm.len() != r
+            || perm
+                .iter()
+                .any(|&p| p >= r || std::mem::replace(&mut seen[p], true))
+        {
             return Err(Error::invalid(
                 "permute",
-                format!("{perm:?} is not a permutation of the {r} axes of shape {:?}", self.shape),
+                format!(
+                    "{perm:?} is not a permutation of the {r} axes of shape {:?}",
+                    self.shape
+                ),
             ));
         }
         Ok(Layout {
@@ -153,7 +180,11 @@ impl Layout {
     pub fn transpose(&self, a: usize, b: usize) -> Result<Layout> {
         let mut perm: Vec<usize> = (0..self.rank()).collect();
         if a >= self.rank() || b >= self.rank() {
-            return Err(Error::InvalidAxis { op: "transpose", axis: a.max(b) as isize, rank: self.rank() });
+            return Err(Error::InvalidAxis {
+                op: "transpose",
+                axis: a.max(b) as isize,
+                rank: self.rank(),
+            });
         }
         perm.swap(a, b);
         self.permute(&perm)
@@ -170,31 +201,42 @@ impl Layout {
         let mut strides = vec![0isize; r];
         for i in 0..self.rank() {
             let (d, t) = (self.shape[i], shape[lead + i]);
-            strides[lead + i] = if d == t {
-                self.strides[i]
-            } else if d == 1 {
-                0
-            } else {
-                return Err(Error::shapes("broadcast_to", &self.shape, shape).with_hint(format!(
-                    "source dimension {i} has size {d}, which is neither 1 nor {t}"
-                )));
-            };
+            strides[lead + i] =
+                if d == t {
+                    self.strides[i]
+                } else if d == 1 {
+                    0
+                } else {
+                    return Err(Error::shapes("broadcast_to", &self.shape, shape).with_hint(
+                        format!("source dimension {i} has size {d}, which is neither 1 nor {t}"),
+                    ));
+                };
         }
-        Ok(Layout { shape: shape.to_vec(), strides, offset: self.offset })
+        Ok(Layout {
+            shape: shape.to_vec(),
+            strides,
+            offset: self.offset,
+        })
     }
 
     /// Selects `len` elements of `axis` starting at `start` and moving by `step` (non-zero, may be
     /// negative). Indices must already be resolved: every selected index lies in `0..shape[axis]`.
     pub fn slice(&self, axis: usize, start: usize, len: usize, step: isize) -> Result<Layout> {
         if axis >= self.rank() {
-            return Err(Error::InvalidAxis { op: "slice", axis: axis as isize, rank: self.rank() });
+            return Err(Error::InvalidAxis {
+                op: "slice",
+                axis: axis as isize,
+                rank: self.rank(),
+            });
         }
         let d = self.shape[axis];
         let last = start as isize + step * (len as isize - 1);
         if step == 0 || (len > 0 && (start >= d || last < 0 || last >= d as isize)) {
             return Err(Error::invalid(
                 "slice",
-                format!("start {start}, length {len}, step {step} do not fit axis {axis} of size {d}"),
+                format!(
+                    "start {start}, length {len}, step {step} do not fit axis {axis} of size {d}"
+                ),
             ));
         }
         let mut out = self.clone();
@@ -222,10 +264,18 @@ impl Layout {
     /// Inserts a dimension of size 1 at `axis` (`0..=rank`).
     pub fn unsqueeze(&self, axis: usize) -> Result<Layout> {
         if axis > self.rank() {
-            return Err(Error::InvalidAxis { op: "unsqueeze", axis: axis as isize, rank: self.rank() + 1 });
+            return Err(Error::InvalidAxis {
+                op: "unsqueeze",
+                axis: axis as isize,
+                rank: self.rank() + 1,
+            });
         }
         let mut out = self.clone();
-        let stride = if axis < self.rank() { self.strides[axis] * self.shape[axis] as isize } else { 1 };
+        let stride = if axis < self.rank() {
+            self.strides[axis] * self.shape[axis] as isize
+        } else {
+            1
+        };
         out.shape.insert(axis, 1);
         out.strides.insert(axis, stride);
         Ok(out)
@@ -234,7 +284,11 @@ impl Layout {
     /// Removes dimension `axis`, which must have size 1.
     pub fn squeeze(&self, axis: usize) -> Result<Layout> {
         match self.shape.get(axis) {
-            None => Err(Error::InvalidAxis { op: "squeeze", axis: axis as isize, rank: self.rank() }),
+            None => Err(Error::InvalidAxis {
+                op: "squeeze",
+                axis: axis as isize,
+                rank: self.rank(),
+            }),
             Some(&d) if d != 1 => Err(Error::invalid(
                 "squeeze",
                 format!("axis {axis} of shape {:?} has size {d}, not 1", self.shape),
@@ -255,7 +309,11 @@ impl Layout {
             return None;
         }
         if self.is_contiguous() {
-            return Some(Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset: self.offset });
+            return Some(Layout {
+                shape: shape.to_vec(),
+                strides: contiguous_strides(shape),
+                offset: self.offset,
+            });
         }
         if self.numel() == 0 {
             return Some(Layout::contiguous(shape.to_vec()));
@@ -298,7 +356,11 @@ impl Layout {
             oi = oj;
             oj += 1;
         }
-        Some(Layout { shape: shape.to_vec(), strides: new_strides, offset: self.offset })
+        Some(Layout {
+            shape: shape.to_vec(),
+            strides: new_strides,
+            offset: self.offset,
+        })
     }
 
     /// Merges adjacent dimensions that can be walked as one (a stride of `s * d` followed by `s`), drops
@@ -415,8 +477,14 @@ mod tests {
     fn reshape_of_transpose_needs_copy() {
         let t = Layout::contiguous([2, 3]).permute(&[1, 0]).unwrap();
         assert!(t.reshape(&[6]).is_none());
-        assert_eq!(materialize(&t.reshape(&[3, 2, 1]).unwrap()), materialize(&t));
-        assert_eq!(materialize(&t.reshape(&[3, 1, 2]).unwrap()), materialize(&t));
+        assert_eq!(
+            materialize(&t.reshape(&[3, 2, 1]).unwrap()),
+            materialize(&t)
+        );
+        assert_eq!(
+            materialize(&t.reshape(&[3, 1, 2]).unwrap()),
+            materialize(&t)
+        );
     }
 
     fn arb_view() -> impl Strategy<Value = Layout> {
@@ -424,7 +492,9 @@ mod tests {
             let mut l = Layout::contiguous(dims.clone());
             let mut s = seed;
             for ax in 0..dims.len() {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 match (s >> 33) % 4 {
                     0 => l = l.flip(ax).unwrap(),
                     1 if dims[ax] > 1 => l = l.slice(ax, 1, dims[ax] - 1, 1).unwrap(),

@@ -175,8 +175,8 @@ impl UnaryOp {
             Sign => (!dtype.is_bool()).then_some(dtype),
             Floor | Ceil | Round | Trunc => (dtype.is_float() || dtype.is_int()).then_some(dtype),
             Erf | Asin | Acos | Atan => dtype.is_float().then_some(dtype),
-            Recip | Sqrt | Rsqrt | Exp | Expm1 | Log | Log1p | Sin | Cos | Tan | Sinh | Cosh | Tanh
-            | Sigmoid => (dtype.is_float() || dtype.is_complex()).then_some(dtype),
+            Recip | Sqrt | Rsqrt | Exp | Expm1 | Log | Log1p | Sin | Cos | Tan | Sinh | Cosh
+            | Tanh | Sigmoid => (dtype.is_float() || dtype.is_complex()).then_some(dtype),
         }
     }
 }
@@ -281,8 +281,14 @@ pub enum CompareOp {
 
 impl CompareOp {
     /// Every comparison.
-    pub const ALL: [CompareOp; 6] =
-        [CompareOp::Eq, CompareOp::Ne, CompareOp::Lt, CompareOp::Le, CompareOp::Gt, CompareOp::Ge];
+    pub const ALL: [CompareOp; 6] = [
+        CompareOp::Eq,
+        CompareOp::Ne,
+        CompareOp::Lt,
+        CompareOp::Le,
+        CompareOp::Gt,
+        CompareOp::Ge,
+    ];
 
     /// The op's name as used in error messages.
     pub fn name(self) -> &'static str {
@@ -370,7 +376,12 @@ pub struct Conv2dParams {
 
 impl Default for Conv2dParams {
     fn default() -> Self {
-        Conv2dParams { stride: (1, 1), padding: (0, 0), dilation: (1, 1), groups: 1 }
+        Conv2dParams {
+            stride: (1, 1),
+            padding: (0, 0),
+            dilation: (1, 1),
+            groups: 1,
+        }
     }
 }
 
@@ -383,7 +394,11 @@ impl Conv2dParams {
     /// let p = Conv2dParams { padding: (1, 1), ..Default::default() };
     /// assert_eq!(p.output_size((28, 28), (3, 3)), Some((28, 28)));
     /// ```
-    pub fn output_size(&self, input: (usize, usize), kernel: (usize, usize)) -> Option<(usize, usize)> {
+    pub fn output_size(
+        &self,
+        input: (usize, usize),
+        kernel: (usize, usize),
+    ) -> Option<(usize, usize)> {
         let one = |i: usize, k: usize, s: usize, p: usize, d: usize| -> Option<usize> {
             let span = d.checked_mul(k.checked_sub(1)?)?.checked_add(1)?;
             let padded = i + 2 * p;
@@ -393,8 +408,20 @@ impl Conv2dParams {
             Some((padded - span) / s + 1)
         };
         Some((
-            one(input.0, kernel.0, self.stride.0, self.padding.0, self.dilation.0)?,
-            one(input.1, kernel.1, self.stride.1, self.padding.1, self.dilation.1)?,
+            one(
+                input.0,
+                kernel.0,
+                self.stride.0,
+                self.padding.0,
+                self.dilation.0,
+            )?,
+            one(
+                input.1,
+                kernel.1,
+                self.stride.1,
+                self.padding.1,
+                self.dilation.1,
+            )?,
         ))
     }
 }

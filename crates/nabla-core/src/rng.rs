@@ -33,7 +33,10 @@ impl Generator {
 
     /// Reserves `n` draws and returns the key that identifies them.
     pub fn next_key(&mut self, n: usize) -> RngKey {
-        let key = RngKey { seed: self.seed, offset: self.counter };
+        let key = RngKey {
+            seed: self.seed,
+            offset: self.counter,
+        };
         self.counter = self.counter.wrapping_add(n as u64);
         key
     }
@@ -53,7 +56,10 @@ impl RngKey {
     #[inline]
     pub fn bits(&self, i: u64) -> [u32; 4] {
         let c = self.offset.wrapping_add(i);
-        philox4x32_10([c as u32, (c >> 32) as u32, 0, 0], [self.seed as u32, (self.seed >> 32) as u32])
+        philox4x32_10(
+            [c as u32, (c >> 32) as u32, 0, 0],
+            [self.seed as u32, (self.seed >> 32) as u32],
+        )
     }
 
     /// A uniform `f64` in `[0, 1)` for element `i` (53 random bits).
@@ -112,7 +118,10 @@ mod tests {
     #[test]
     fn philox_known_answer() {
         // Known-answer vectors from the Random123 distribution (kat_vectors, philox4x32 10 rounds).
-        assert_eq!(philox4x32_10([0, 0, 0, 0], [0, 0]), [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]);
+        assert_eq!(
+            philox4x32_10([0, 0, 0, 0], [0, 0]),
+            [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]
+        );
         assert_eq!(
             philox4x32_10([0xffffffff; 4], [0xffffffff; 2]),
             [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd]

@@ -51,8 +51,16 @@ impl Shape {
         let rank = a.len().max(b.len());
         let mut out = vec![0; rank];
         for i in 0..rank {
-            let da = if i + a.len() >= rank { a[i + a.len() - rank] } else { 1 };
-            let db = if i + b.len() >= rank { b[i + b.len() - rank] } else { 1 };
+            let da = if i + a.len() >= rank {
+                a[i + a.len() - rank]
+            } else {
+                1
+            };
+            let db = if i + b.len() >= rank {
+                b[i + b.len() - rank]
+            } else {
+                1
+            };
             out[i] = if da == db || db == 1 {
                 da
             } else if da == 1 {
@@ -95,7 +103,11 @@ pub fn normalize_axis(op: &'static str, axis: isize, rank: usize) -> Result<usiz
     if axis >= r || axis < -r {
         return Err(Error::InvalidAxis { op, axis, rank });
     }
-    Ok(if axis < 0 { (axis + r) as usize } else { axis as usize })
+    Ok(if axis < 0 {
+        (axis + r) as usize
+    } else {
+        axis as usize
+    })
 }
 
 /// Resolves a list of axes, rejecting out-of-range and repeated ones; the result is sorted.
@@ -104,7 +116,10 @@ pub fn normalize_axes(op: &'static str, axes: &[isize], rank: usize) -> Result<V
     for &a in axes {
         let n = normalize_axis(op, a, rank)?;
         if out.contains(&n) {
-            return Err(Error::invalid(op, format!("axis {a} is repeated in {axes:?}")));
+            return Err(Error::invalid(
+                op,
+                format!("axis {a} is repeated in {axes:?}"),
+            ));
         }
         out.push(n);
     }
@@ -172,7 +187,10 @@ mod tests {
     #[test]
     fn broadcast_rules() {
         assert_eq!(Shape::broadcast("add", &[], &[3]).unwrap().dims(), &[3]);
-        assert_eq!(Shape::broadcast("add", &[0, 1], &[1, 5]).unwrap().dims(), &[0, 5]);
+        assert_eq!(
+            Shape::broadcast("add", &[0, 1], &[1, 5]).unwrap().dims(),
+            &[0, 5]
+        );
         let e = Shape::broadcast("add", &[2, 3], &[4]).unwrap_err();
         assert_eq!(
             e.to_string(),

@@ -1,1 +1,334 @@
-//! placeholder
+//! The CPU backend of nabla.
+//!
+//! Kernels are generic over [`nabla_core::Element`] and dispatched once per op on the runtime dtype. They
+//! accept strided views (broadcast, transposed, negative-step) directly, take contiguous fast paths that
+//! vectorise, and split work across threads with rayon above [`PARALLEL_THRESHOLD`] elements. Matrix
+//! products of float and complex types go through faer with the views' strides passed straight through.
+//!
+//! ```
+//! use nabla_core::{Backend, HostData, Layout, UnaryOp};
+//! use nabla_cpu::CpuBackend;
+//! let cpu = CpuBackend::new();
+//! let x = cpu.upload(HostData::F32(vec![0.0, 1.0])).unwrap();
+//! let y = cpu.unary(UnaryOp::Exp, &x, &Layout::contiguous([2])).unwrap();
+//! let out = cpu.read(&y, &Layout::contiguous([2])).unwrap();
+//! assert_eq!(out, HostData::F32(vec![1.0, std::f32::consts::E]));
+//! ```
+#![warn(missing_docs)]
+
+mod conv;
+mod elementwise;
+mod matmul;
+mod movement;
+mod random;
+mod reduce;
+mod simd_math;
+mod sort;
+mod storage;
+mod strided;
+
+pub use storage::CpuStorage;
+
+use nabla_core::{
+    ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution, HostData,
+    Layout, ReduceOp, Result, RngKey, Scalar, UnaryOp,
+};
+
+/// Views with at least this many elements are processed by several threads.
+pub const PARALLEL_THRESHOLD: usize = 1 << 15;
+
+/// The CPU device. Cheap to clone; all clones share the global rayon thread pool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CpuBackend;
+
+impl CpuBackend {
+    /// The CPU backend.
+    pub fn new() -> Self {
+        CpuBackend
+    }
+}
+
+impl Backend for CpuBackend {
+    type Storage = CpuStorage;
+
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn device(&self) -> Device {
+        Device {
+            kind: "cpu",
+            ordinal: 0,
+        }
+    }
+
+    fn storage_dtype(&self, storage: &CpuStorage) -> DType {
+        storage.dtype()
+    }
+
+    fn storage_len(&self, storage: &CpuStorage) -> usize {
+        storage.len()
+    }
+
+    fn upload(&self, data: HostData) -> Result<CpuStorage> {
+        Ok(CpuStorage::new(data))
+    }
+
+    fn read(&self, storage: &CpuStorage, layout: &Layout) -> Result<HostData> {
+        storage.check_layout("read", layout)?;
+        if let Some(range) = layout.contiguous_range() {
+            if range.start == 0 && range.end == storage.len() {
+                return Ok(storage.host().clone());
+            }
+        }
+        Ok(elementwise::copy(storage, layout)?.into_host())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn full(&self, len: usize, value: Scalar, dtype: DType) -> Result<CpuStorage> {
+        Ok(CpuStorage::new(HostData::filled(dtype, len, value)))
+    }
+
+    fn random(
+        &self,
+        dist: Distribution,
+        len: usize,
+        dtype: DType,
+        key: RngKey,
+    ) -> Result<CpuStorage> {
+        random::random(dist, len, dtype, key)
+    }
+
+    fn copy(&self, x: &CpuStorage, layout: &Layout) -> Result<CpuStorage> {
+        x.check_layout("copy", layout)?;
+        elementwise::copy(x, layout)
+    }
+
+    fn unary(&self, op: UnaryOp, x: &CpuStorage, layout: &Layout) -> Result<CpuStorage> {
+        x.check_layout(op.name(), layout)?;
+        elementwise::unary(op, x, layout)
+    }
+
+    fn binary(
+        &self,
+        op: BinaryOp,
+        a: &CpuStorage,
+        la: &Layout,
+        b: &CpuStorage,
+        lb: &Layout,
+    ) -> Result<CpuStorage> {
+        a.check_layout(op.name(), la)?;
+        b.check_layout(op.name(), lb)?;
+        elementwise::binary(op, a, la, b, lb)
+    }
+
+    fn compare(
+        &self,
+        op: CompareOp,
+        a: &CpuStorage,
+        la: &Layout,
+        b: &CpuStorage,
+        lb: &Layout,
+    ) -> Result<CpuStorage> {
+        a.check_layout(op.name(), la)?;
+        b.check_layout(op.name(), lb)?;
+        elementwise::compare(op, a, la, b, lb)
+    }
+
+    fn select(
+        &self,
+        cond: &CpuStorage,
+        lc: &Layout,
+        on_true: &CpuStorage,
+        lt: &Layout,
+        on_false: &CpuStorage,
+        lf: &Layout,
+    ) -> Result<CpuStorage> {
+        cond.check_layout("where", lc)?;
+        on_true.check_layout("where", lt)?;
+        on_false.check_layout("where", lf)?;
+        elementwise::select(cond, lc, on_true, lt, on_false, lf)
+    }
+
+    fn cast(&self, x: &CpuStorage, layout: &Layout, dtype: DType) -> Result<CpuStorage> {
+        x.check_layout("cast", layout)?;
+        elementwise::cast(x, layout, dtype)
+    }
+
+    fn reduce(
+        &self,
+        op: ReduceOp,
+        x: &CpuStorage,
+        layout: &Layout,
+        axes: &[usize],
+    ) -> Result<CpuStorage> {
+        x.check_layout(op.name(), layout)?;
+        reduce::reduce(op, x, layout, axes)
+    }
+
+    fn arg_reduce(
+        &self,
+        op: ArgReduceOp,
+        x: &CpuStorage,
+        layout: &Layout,
+        axis: usize,
+    ) -> Result<CpuStorage> {
+        x.check_layout(op.name(), layout)?;
+        reduce::arg_reduce(op, x, layout, axis)
+    }
+
+    fn cumsum(&self, x: &CpuStorage, layout: &Layout, axis: usize) -> Result<CpuStorage> {
+        x.check_layout("cumsum", layout)?;
+        reduce::cumsum(x, layout, axis)
+    }
+
+    fn matmul(
+        &self,
+        a: &CpuStorage,
+        la: &Layout,
+        b: &CpuStorage,
+        lb: &Layout,
+    ) -> Result<CpuStorage> {
+        a.check_layout("matmul", la)?;
+        b.check_layout("matmul", lb)?;
+        matmul::matmul(a, la, b, lb)
+    }
+
+    fn pad(
+        &self,
+        x: &CpuStorage,
+        layout: &Layout,
+        pads: &[(usize, usize)],
+        value: Scalar,
+    ) -> Result<CpuStorage> {
+        x.check_layout("pad", layout)?;
+        movement::pad(x, layout, pads, value)
+    }
+
+    fn concat(&self, parts: &[(&CpuStorage, &Layout)], axis: usize) -> Result<CpuStorage> {
+        for (s, l) in parts {
+            s.check_layout("concat", l)?;
+        }
+        movement::concat(parts, axis)
+    }
+
+    fn gather(
+        &self,
+        x: &CpuStorage,
+        lx: &Layout,
+        axis: usize,
+        index: &CpuStorage,
+        li: &Layout,
+    ) -> Result<CpuStorage> {
+        x.check_layout("gather", lx)?;
+        index.check_layout("gather", li)?;
+        movement::gather(x, lx, axis, index, li)
+    }
+
+    fn index_select(
+        &self,
+        x: &CpuStorage,
+        lx: &Layout,
+        axis: usize,
+        index: &CpuStorage,
+        li: &Layout,
+    ) -> Result<CpuStorage> {
+        x.check_layout("index_select", lx)?;
+        index.check_layout("index_select", li)?;
+        movement::index_select(x, lx, axis, index, li)
+    }
+
+    fn scatter_add(
+        &self,
+        dst: &CpuStorage,
+        ld: &Layout,
+        axis: usize,
+        index: &CpuStorage,
+        li: &Layout,
+        src: &CpuStorage,
+        ls: &Layout,
+    ) -> Result<CpuStorage> {
+        dst.check_layout("scatter_add", ld)?;
+        index.check_layout("scatter_add", li)?;
+        src.check_layout("scatter_add", ls)?;
+        movement::scatter_add(dst, ld, axis, index, li, src, ls)
+    }
+
+    fn one_hot(
+        &self,
+        index: &CpuStorage,
+        layout: &Layout,
+        classes: usize,
+        dtype: DType,
+    ) -> Result<CpuStorage> {
+        index.check_layout("one_hot", layout)?;
+        movement::one_hot(index, layout, classes, dtype)
+    }
+
+    fn sort(
+        &self,
+        x: &CpuStorage,
+        layout: &Layout,
+        axis: usize,
+        descending: bool,
+    ) -> Result<(CpuStorage, CpuStorage)> {
+        x.check_layout("sort", layout)?;
+        sort::sort(x, layout, axis, descending)
+    }
+
+    fn topk(
+        &self,
+        x: &CpuStorage,
+        layout: &Layout,
+        axis: usize,
+        k: usize,
+        largest: bool,
+    ) -> Result<(CpuStorage, CpuStorage)> {
+        x.check_layout("topk", layout)?;
+        sort::topk(x, layout, axis, k, largest)
+    }
+
+    fn conv2d(
+        &self,
+        x: &CpuStorage,
+        lx: &Layout,
+        w: &CpuStorage,
+        lw: &Layout,
+        p: &Conv2dParams,
+    ) -> Result<CpuStorage> {
+        x.check_layout("conv2d", lx)?;
+        w.check_layout("conv2d", lw)?;
+        conv::conv2d(x, lx, w, lw, p)
+    }
+
+    fn conv2d_input_grad(
+        &self,
+        dy: &CpuStorage,
+        ldy: &Layout,
+        w: &CpuStorage,
+        lw: &Layout,
+        input_hw: (usize, usize),
+        p: &Conv2dParams,
+    ) -> Result<CpuStorage> {
+        dy.check_layout("conv2d_input_grad", ldy)?;
+        w.check_layout("conv2d_input_grad", lw)?;
+        conv::conv2d_input_grad(dy, ldy, w, lw, input_hw, p)
+    }
+
+    fn conv2d_weight_grad(
+        &self,
+        x: &CpuStorage,
+        lx: &Layout,
+        dy: &CpuStorage,
+        ldy: &Layout,
+        kernel_hw: (usize, usize),
+        p: &Conv2dParams,
+    ) -> Result<CpuStorage> {
+        x.check_layout("conv2d_weight_grad", lx)?;
+        dy.check_layout("conv2d_weight_grad", ldy)?;
+        conv::conv2d_weight_grad(x, lx, dy, ldy, kernel_hw, p)
+    }
+}

@@ -1,0 +1,75 @@
+//! CPU buffers: immutable, reference-counted host vectors.
+
+use nabla_core::{DType, Element, Error, HostData, Layout, Result};
+use std::sync::Arc;
+
+/// A CPU buffer. Cloning shares the data; kernels never write into an existing buffer.
+#[derive(Clone, Debug)]
+pub struct CpuStorage {
+    data: Arc<HostData>,
+}
+
+impl CpuStorage {
+    /// Wraps host data.
+    pub fn new(data: HostData) -> Self {
+        CpuStorage {
+            data: Arc::new(data),
+        }
+    }
+
+    /// Wraps a typed vector.
+    pub fn from_vec<T: Element>(data: Vec<T>) -> Self {
+        CpuStorage::new(T::into_host(data))
+    }
+
+    /// The dtype of the elements.
+    pub fn dtype(&self) -> DType {
+        self.data.dtype()
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// `true` if the buffer holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The underlying host data.
+    pub fn host(&self) -> &HostData {
+        &self.data
+    }
+
+    /// The host data, without a copy when this is the only handle.
+    pub fn into_host(self) -> HostData {
+        Arc::try_unwrap(self.data).unwrap_or_else(|shared| (*shared).clone())
+    }
+
+    /// The elements as a typed slice, or a dtype error naming `op`.
+    pub fn typed<T: Element>(&self, op: &'static str) -> Result<&[T]> {
+        T::slice_of(&self.data).ok_or(Error::DTypeMismatch {
+            op,
+            lhs: T::DTYPE,
+            rhs: self.dtype(),
+        })
+    }
+
+    /// Checks that every offset `layout` reaches lies inside this buffer.
+    pub fn check_layout(&self, op: &'static str, layout: &Layout) -> Result<()> {
+        if layout.numel() == 0 {
+            return Ok(());
+        }
+        if layout.min_offset() < 0 || layout.max_offset() >= self.len() as isize {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "view {layout:?} reaches outside a buffer of {} elements",
+                    self.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}

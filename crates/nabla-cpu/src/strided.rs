@@ -1,0 +1,426 @@
+//! Walking strided views: the shared machinery behind every elementwise kernel.
+//!
+//! Views are first coalesced (adjacent dimensions that can be walked as one are merged), then walked as
+//! "rows": the innermost dimension is a tight loop, the outer dimensions are a counter. Rows are split
+//! across threads when the view is large. The innermost loop is specialised for unit and zero strides so
+//! that contiguous and broadcast-scalar operands vectorise.
+
+use crate::PARALLEL_THRESHOLD;
+use nabla_core::Layout;
+use rayon::prelude::*;
+use std::mem::MaybeUninit;
+
+/// Elements handled by one parallel task in contiguous kernels.
+pub(crate) const CHUNK: usize = 1 << 14;
+
+/// A view flattened for walking: outer dimensions, per-operand outer strides, and the inner row.
+pub(crate) struct RowPlan<const K: usize> {
+    outer_dims: Vec<usize>,
+    outer_strides: [Vec<isize>; K],
+    pub(crate) inner_len: usize,
+    pub(crate) inner_strides: [isize; K],
+    offsets: [isize; K],
+}
+
+impl<const K: usize> RowPlan<K> {
+    /// Plans a walk over `K` views of one shape.
+    pub(crate) fn new(layouts: [&Layout; K]) -> Self {
+        let (dims, strides) = Layout::coalesce(&layouts);
+        let offsets = std::array::from_fn(|k| layouts[k].offset() as isize);
+        if dims.is_empty() {
+            return RowPlan {
+                outer_dims: Vec::new(),
+                outer_strides: std::array::from_fn(|_| Vec::new()),
+                inner_len: if layouts[0].numel() == 0 { 0 } else { 1 },
+                inner_strides: [0; K],
+                offsets,
+            };
+        }
+        let last = dims.len() - 1;
+        RowPlan {
+            outer_dims: dims[..last].to_vec(),
+            outer_strides: std::array::from_fn(|k| strides[k][..last].to_vec()),
+            inner_len: dims[last],
+            inner_strides: std::array::from_fn(|k| strides[k][last]),
+            offsets,
+        }
+    }
+
+    /// Number of rows.
+    pub(crate) fn rows(&self) -> usize {
+        self.outer_dims.iter().product()
+    }
+
+    /// Calls `f(row, offsets)` for rows `start..end`, where `offsets[k]` is operand `k`'s buffer offset of
+    /// the row's first element.
+    pub(crate) fn for_rows(&self, start: usize, end: usize, mut f: impl FnMut(usize, [usize; K])) {
+        if start >= end {
+            return;
+        }
+        let nd = self.outer_dims.len();
+        let mut index = vec![0usize; nd];
+        let mut offs = self.offsets;
+        let mut rem = start;
+        for ax in (0..nd).rev() {
+            let d = self.outer_dims[ax];
+            index[ax] = rem % d;
+            rem /= d;
+            for (k, o) in offs.iter_mut().enumerate() {
+                *o += index[ax] as isize * self.outer_strides[k][ax];
+            }
+        }
+        for row in start..end {
+            f(row, offs.map(|o| o as usize));
+            for ax in (0..nd).rev() {
+                index[ax] += 1;
+                for (k, o) in offs.iter_mut().enumerate() {
+                    *o += self.outer_strides[k][ax];
+                }
+                if index[ax] < self.outer_dims[ax] {
+                    break;
+                }
+                for (k, o) in offs.iter_mut().enumerate() {
+                    *o -= self.outer_strides[k][ax] * self.outer_dims[ax] as isize;
+                }
+                index[ax] = 0;
+            }
+        }
+    }
+
+    /// Fills a new contiguous output of `rows * inner_len` elements, calling `fill(row_out, offsets)` once per
+    /// row; rows are split across threads when the output is large.
+    pub(crate) fn fill_rows<U: Send>(
+        &self,
+        fill: impl Fn(&mut [MaybeUninit<U>], [usize; K]) + Sync,
+    ) -> Vec<U> {
+        let rows = self.rows();
+        let n = rows * self.inner_len;
+        let mut out: Vec<U> = Vec::with_capacity(n);
+        if n > 0 {
+            let spare = &mut out.spare_capacity_mut()[..n];
+            let len = self.inner_len;
+            if n >= PARALLEL_THRESHOLD && rows > 1 {
+                let rows_per_task = (CHUNK / len).max(1);
+                spare
+                    .par_chunks_mut(rows_per_task * len)
+                    .enumerate()
+                    .for_each(|(task, chunk)| {
+                        let first = task * rows_per_task;
+                        let last = first + chunk.len() / len;
+                        self.for_rows(first, last, |row, offs| {
+                            let o = (row - first) * len;
+                            fill(&mut chunk[o..o + len], offs);
+                        });
+                    });
+            } else {
+                self.for_rows(0, rows, |row, offs| {
+                    fill(&mut spare[row * len..(row + 1) * len], offs)
+                });
+            }
+        }
+        // SAFETY: every row, and so every element of 0..n, was written by `fill`, which must initialise
+        // all elements of the slice it is given (all callers in this crate write each element once).
+        unsafe { out.set_len(n) };
+        out
+    }
+}
+
+/// Applies `f` to every element of a contiguous slice into `dst`, in parallel for large inputs.
+pub(crate) fn map_contiguous<T, U, F>(src: &[T], f: &F) -> Vec<U>
+where
+    T: Copy + Sync,
+    U: Send,
+    F: Fn(T) -> U + Sync,
+{
+    let n = src.len();
+    let mut out: Vec<U> = Vec::with_capacity(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    if n >= PARALLEL_THRESHOLD {
+        spare
+            .par_chunks_mut(CHUNK)
+            .zip(src.par_chunks(CHUNK))
+            .for_each(|(o, s)| apply1(s, o, f));
+    } else {
+        apply1(src, spare, f);
+    }
+    // SAFETY: apply1 wrote all n elements.
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// Applies `f` elementwise to two contiguous slices of one length.
+pub(crate) fn zip_contiguous<A, B, U, F>(a: &[A], b: &[B], f: &F) -> Vec<U>
+where
+    A: Copy + Sync,
+    B: Copy + Sync,
+    U: Send,
+    F: Fn(A, B) -> U + Sync,
+{
+    let n = a.len();
+    debug_assert_eq!(n, b.len());
+    let mut out: Vec<U> = Vec::with_capacity(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    if n >= PARALLEL_THRESHOLD {
+        spare
+            .par_chunks_mut(CHUNK)
+            .zip(a.par_chunks(CHUNK).zip(b.par_chunks(CHUNK)))
+            .for_each(|(o, (a, b))| apply2(a, b, o, f));
+    } else {
+        apply2(a, b, spare, f);
+    }
+    // SAFETY: apply2 wrote all n elements.
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// The innermost unary loop, compiled for AVX2+FMA when the CPU has it.
+#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
+pub(crate) fn apply1<T: Copy, U, F: Fn(T) -> U>(src: &[T], dst: &mut [MaybeUninit<U>], f: &F) {
+    for (o, &s) in dst.iter_mut().zip(src) {
+        o.write(f(s));
+    }
+}
+
+/// The innermost binary loop, compiled for AVX2+FMA when the CPU has it.
+#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
+pub(crate) fn apply2<A: Copy, B: Copy, U, F: Fn(A, B) -> U>(
+    a: &[A],
+    b: &[B],
+    dst: &mut [MaybeUninit<U>],
+    f: &F,
+) {
+    for ((o, &x), &y) in dst.iter_mut().zip(a).zip(b) {
+        o.write(f(x, y));
+    }
+}
+
+/// Maps one strided view through `f` into a new contiguous vector.
+pub(crate) fn map1<T, U, F>(x: &[T], lx: &Layout, f: F) -> Vec<U>
+where
+    T: Copy + Sync,
+    U: Send,
+    F: Fn(T) -> U + Sync,
+{
+    if let Some(r) = lx.contiguous_range() {
+        return map_contiguous(&x[r], &f);
+    }
+    let plan = RowPlan::new([lx]);
+    let [s] = plan.inner_strides;
+    plan.fill_rows(|out, [o]| {
+        let n = out.len();
+        if s == 1 {
+            apply1(&x[o..o + n], out, &f);
+        } else {
+            let mut p = o as isize;
+            for v in out.iter_mut() {
+                v.write(f(x[p as usize]));
+                p += s;
+            }
+        }
+    })
+}
+
+/// Maps two strided views of one shape through `f` into a new contiguous vector.
+pub(crate) fn map2<A, B, U, F>(a: &[A], la: &Layout, b: &[B], lb: &Layout, f: F) -> Vec<U>
+where
+    A: Copy + Sync,
+    B: Copy + Sync,
+    U: Send,
+    F: Fn(A, B) -> U + Sync,
+{
+    if let (Some(ra), Some(rb)) = (la.contiguous_range(), lb.contiguous_range()) {
+        return zip_contiguous(&a[ra], &b[rb], &f);
+    }
+    let plan = RowPlan::new([la, lb]);
+    let [sa, sb] = plan.inner_strides;
+    plan.fill_rows(|out, [oa, ob]| {
+        let n = out.len();
+        match (sa, sb) {
+            (1, 1) => apply2(&a[oa..oa + n], &b[ob..ob + n], out, &f),
+            (1, 0) => {
+                let y = b[ob];
+                apply1(&a[oa..oa + n], out, &|x| f(x, y));
+            }
+            (0, 1) => {
+                let x = a[oa];
+                apply1(&b[ob..ob + n], out, &|y| f(x, y));
+            }
+            _ => {
+                let (mut pa, mut pb) = (oa as isize, ob as isize);
+                for v in out.iter_mut() {
+                    v.write(f(a[pa as usize], b[pb as usize]));
+                    pa += sa;
+                    pb += sb;
+                }
+            }
+        }
+    })
+}
+
+/// Maps three strided views of one shape through `f` into a new contiguous vector.
+pub(crate) fn map3<A, B, C, U, F>(
+    a: &[A],
+    la: &Layout,
+    b: &[B],
+    lb: &Layout,
+    c: &[C],
+    lc: &Layout,
+    f: F,
+) -> Vec<U>
+where
+    A: Copy + Sync,
+    B: Copy + Sync,
+    C: Copy + Sync,
+    U: Send,
+    F: Fn(A, B, C) -> U + Sync,
+{
+    let plan = RowPlan::new([la, lb, lc]);
+    let [sa, sb, sc] = plan.inner_strides;
+    plan.fill_rows(|out, [oa, ob, oc]| {
+        let (mut pa, mut pb, mut pc) = (oa as isize, ob as isize, oc as isize);
+        for v in out.iter_mut() {
+            v.write(f(a[pa as usize], b[pb as usize], c[pc as usize]));
+            pa += sa;
+            pb += sb;
+            pc += sc;
+        }
+    })
+}
+
+/// Copies a strided view into a new contiguous vector. Views whose source is column-major in their two
+/// innermost (coalesced) dimensions, such as transposes, are copied in cache-sized tiles.
+pub(crate) fn gather_view<T: Copy + Send + Sync>(x: &[T], lx: &Layout) -> Vec<T> {
+    if let Some(r) = lx.contiguous_range() {
+        return x[r].to_vec();
+    }
+    let (dims, strides) = Layout::coalesce(&[lx]);
+    let s = &strides[0];
+    let nd = dims.len();
+    if nd >= 2 && s[nd - 1] != 1 && s[nd - 2] == 1 {
+        return transpose_tiles(x, lx, &dims, s);
+    }
+    map1(x, lx, |v| v)
+}
+
+/// Tiled copy for views whose second-innermost dimension has unit stride.
+fn transpose_tiles<T: Copy + Send + Sync>(
+    x: &[T],
+    lx: &Layout,
+    dims: &[usize],
+    strides: &[isize],
+) -> Vec<T> {
+    const TILE: usize = 32;
+    let nd = dims.len();
+    let (rows, cols) = (dims[nd - 2], dims[nd - 1]);
+    let col_stride = strides[nd - 1];
+    let outer = Layout::from_parts(
+        dims[..nd - 2].to_vec(),
+        strides[..nd - 2].to_vec(),
+        lx.offset(),
+    )
+    .expect("coalesced outer dims form a valid layout");
+    let outer_offsets: Vec<usize> = outer.offsets().collect();
+    let plane = rows * cols;
+    let n = plane * outer_offsets.len();
+    let mut out: Vec<T> = Vec::with_capacity(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    let tile_rows = rows.div_ceil(TILE);
+    // One task per band of TILE output rows in one outer plane.
+    let work = |band_index: usize, band: &mut [MaybeUninit<T>]| {
+        let plane_index = band_index / tile_rows;
+        let r0 = (band_index % tile_rows) * TILE;
+        let base = outer_offsets[plane_index] as isize;
+        let band_rows = band.len() / cols;
+        for c0 in (0..cols).step_by(TILE) {
+            let c1 = (c0 + TILE).min(cols);
+            for c in c0..c1 {
+                let src_col = base + c as isize * col_stride;
+                for r in 0..band_rows {
+                    band[r * cols + c].write(x[(src_col + (r0 + r) as isize) as usize]);
+                }
+            }
+        }
+    };
+    let bands: Vec<(usize, &mut [MaybeUninit<T>])> = spare
+        .chunks_mut(plane)
+        .flat_map(|p| p.chunks_mut(TILE * cols))
+        .enumerate()
+        .collect();
+    if n >= PARALLEL_THRESHOLD {
+        bands.into_par_iter().for_each(|(i, band)| work(i, band));
+    } else {
+        bands.into_iter().for_each(|(i, band)| work(i, band));
+    }
+    // SAFETY: the bands partition the output and each band writes all of its rows and columns.
+    unsafe { out.set_len(n) };
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn reference<T: Copy>(x: &[T], l: &Layout) -> Vec<T> {
+        l.offsets().map(|o| x[o]).collect()
+    }
+
+    fn arb_view() -> impl Strategy<Value = (Layout, usize)> {
+        (prop::collection::vec(0usize..6, 0..5), any::<u64>()).prop_map(|(dims, seed)| {
+            let mut l = Layout::contiguous(dims.clone());
+            let mut s = seed;
+            for ax in 0..dims.len() {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                match (s >> 33) % 5 {
+                    0 => l = l.flip(ax).unwrap(),
+                    1 if dims[ax] > 2 => l = l.slice(ax, 1, dims[ax] / 2, 2).unwrap(),
+                    2 if dims[ax] == 1 => {
+                        let mut shape = l.shape().to_vec();
+                        shape[ax] = 3;
+                        l = l.broadcast_to(&shape).unwrap();
+                    }
+                    _ => {}
+                }
+            }
+            if l.rank() >= 2 && seed % 2 == 0 {
+                l = l.transpose(0, l.rank() - 1).unwrap();
+            }
+            (l, dims.iter().product())
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn copies_match_reference((l, n) in arb_view()) {
+            let x: Vec<i64> = (0..n as i64).collect();
+            prop_assert_eq!(gather_view(&x, &l), reference(&x, &l));
+            prop_assert_eq!(map1(&x, &l, |v| v * 2), reference(&x, &l).iter().map(|v| v * 2).collect::<Vec<_>>());
+        }
+
+        #[test]
+        fn binary_walk_matches_reference((l, n) in arb_view()) {
+            let x: Vec<i64> = (0..n as i64).collect();
+            let c = Layout::contiguous(l.shape().to_vec());
+            let y: Vec<i64> = (0..c.numel() as i64).map(|v| v * 10).collect();
+            let got = map2(&x, &l, &y, &c, |a, b| a + b);
+            let want: Vec<i64> = reference(&x, &l).iter().zip(&y).map(|(a, b)| a + b).collect();
+            prop_assert_eq!(got, want);
+            let got3 = map3(&x, &l, &y, &c, &x, &l, |a, b, c| a + b - c);
+            prop_assert_eq!(got3, y.clone());
+        }
+    }
+
+    #[test]
+    fn large_transpose_copy() {
+        let l = Layout::contiguous([300, 200]).permute(&[1, 0]).unwrap();
+        let x: Vec<u32> = (0..60_000).collect();
+        assert_eq!(gather_view(&x, &l), reference(&x, &l));
+        let l3 = Layout::contiguous([3, 100, 120])
+            .permute(&[0, 2, 1])
+            .unwrap();
+        let x3: Vec<u32> = (0..36_000).collect();
+        assert_eq!(gather_view(&x3, &l3), reference(&x3, &l3));
+    }
+}
