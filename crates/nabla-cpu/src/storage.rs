@@ -9,6 +9,13 @@ pub struct CpuStorage {
     data: Arc<HostData>,
 }
 
+/// Two handles are equal when they share one buffer.
+impl PartialEq for CpuStorage {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.data, &other.data)
+    }
+}
+
 impl CpuStorage {
     /// Wraps host data.
     pub fn new(data: HostData) -> Self {

@@ -1,1 +1,35 @@
-//! placeholder
+//! The user-facing tensor of nabla.
+//!
+//! [`Tensor<B>`] is an n-dimensional array on a backend `B` (chosen at compile time) with a runtime
+//! [`DType`]. It offers every primitive of the op catalogue as a method, NumPy broadcasting, zero-copy
+//! views, operators that return `Result`, and NumPy-like printing.
+//!
+//! ```
+//! use nabla_tensor::Tensor;
+//! use nabla_cpu::CpuBackend;
+//! use nabla_core::DType;
+//! let cpu = CpuBackend::new();
+//! let a = Tensor::arange(0.0, 6.0, 1.0, DType::F32, &cpu)?.reshape([2, 3])?;
+//! let b = a.t()?.matmul(&a)?; // [3, 3]
+//! assert_eq!(b.shape(), &[3, 3]);
+//! assert_eq!(b.sum_all()?.item::<f32>()?, 135.0);
+//! # Ok::<(), nabla_core::Error>(())
+//! ```
+#![warn(missing_docs)]
+
+mod creation;
+mod display;
+mod elementwise;
+mod indexing;
+mod linalg;
+mod operand;
+mod operators;
+mod reduce;
+mod shape_ops;
+mod tensor;
+
+pub use display::PrintOptions;
+pub use nabla_core::{DType, Error, Result};
+pub use operand::Operand;
+pub use shape_ops::ReshapeDims;
+pub use tensor::Tensor;

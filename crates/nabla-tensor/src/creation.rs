@@ -1,0 +1,244 @@
+//! Constructors: filled, ranged, identity and random tensors.
+
+use crate::Tensor;
+use nabla_core::{Backend, DType, Distribution, Error, Generator, HostData, Result, Scalar, Shape};
+
+impl<B: Backend> Tensor<B> {
+    /// A tensor of `shape` with every element equal to `value` converted to `dtype`.
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend; use nabla_core::DType;
+    /// let x = Tensor::full([2, 2], 7, DType::F32, &CpuBackend::new())?;
+    /// assert_eq!(x.to_vec::<f32>()?, vec![7.0; 4]);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn full(
+        shape: impl Into<Shape>,
+        value: impl Into<Scalar>,
+        dtype: DType,
+        backend: &B,
+    ) -> Result<Self> {
+        let shape = shape.into();
+        let storage = backend.full(shape.numel(), value.into(), dtype)?;
+        Ok(Tensor::from_output(storage, shape, backend))
+    }
+
+    /// A tensor of zeros.
+    pub fn zeros(shape: impl Into<Shape>, dtype: DType, backend: &B) -> Result<Self> {
+        Tensor::full(shape, 0i64, dtype, backend)
+    }
+
+    /// A tensor of ones.
+    pub fn ones(shape: impl Into<Shape>, dtype: DType, backend: &B) -> Result<Self> {
+        Tensor::full(shape, 1i64, dtype, backend)
+    }
+
+    /// Zeros with the shape, dtype and backend of `self`.
+    pub fn zeros_like(&self) -> Result<Self> {
+        Tensor::zeros(self.shape().to_vec(), self.dtype(), self.backend())
+    }
+
+    /// Ones with the shape, dtype and backend of `self`.
+    pub fn ones_like(&self) -> Result<Self> {
+        Tensor::ones(self.shape().to_vec(), self.dtype(), self.backend())
+    }
+
+    /// `value` with the shape, dtype and backend of `self`.
+    pub fn full_like(&self, value: impl Into<Scalar>) -> Result<Self> {
+        Tensor::full(self.shape().to_vec(), value, self.dtype(), self.backend())
+    }
+
+    /// Values `start, start + step, ...` below `end` (above it for a negative step), as in NumPy.
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend; use nabla_core::DType;
+    /// let x = Tensor::arange(0.0, 1.0, 0.25, DType::F64, &CpuBackend::new())?;
+    /// assert_eq!(x.to_vec::<f64>()?, vec![0.0, 0.25, 0.5, 0.75]);
+    /// let i = Tensor::arange(5, 0, -2, DType::I64, &CpuBackend::new())?;
+    /// assert_eq!(i.to_vec::<i64>()?, vec![5, 3, 1]);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn arange(
+        start: impl Into<Scalar>,
+        end: impl Into<Scalar>,
+        step: impl Into<Scalar>,
+        dtype: DType,
+        backend: &B,
+    ) -> Result<Self> {
+        let (start, end, step) = (start.into(), end.into(), step.into());
+        let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
+        if st == 0.0 || !s.is_finite() || !e.is_finite() || !st.is_finite() {
+            return Err(Error::invalid(
+                "arange",
+                format!(
+                    "start {start}, end {end} and step {step} must be finite with a non-zero step"
+                ),
+            ));
+        }
+        let n = ((e - s) / st).ceil().max(0.0);
+        if n > (1u64 << 40) as f64 {
+            return Err(Error::invalid(
+                "arange",
+                format!("{n} elements is too many"),
+            ));
+        }
+        let n = n as usize;
+        let data = if dtype.is_int() {
+            let (s, st) = (start.to_i64(), step.to_i64());
+            HostData::I64((0..n as i64).map(|i| s + i * st).collect())
+        } else {
+            HostData::F64((0..n).map(|i| s + i as f64 * st).collect())
+        };
+        Tensor::from_host(data, [n], backend)?.cast(dtype)
+    }
+
+    /// `n` evenly spaced values from `start` to `end` inclusive.
+    pub fn linspace(start: f64, end: f64, n: usize, dtype: DType, backend: &B) -> Result<Self> {
+        if !start.is_finite() || !end.is_finite() {
+            return Err(Error::invalid(
+                "linspace",
+                format!("start {start} and end {end} must be finite"),
+            ));
+        }
+        let data: Vec<f64> = match n {
+            0 => Vec::new(),
+            1 => vec![start],
+            _ => {
+                let step = (end - start) / (n - 1) as f64;
+                (0..n)
+                    .map(|i| {
+                        if i == n - 1 {
+                            end
+                        } else {
+                            start + i as f64 * step
+                        }
+                    })
+                    .collect()
+            }
+        };
+        Tensor::from_host(HostData::F64(data), [n], backend)?.cast(dtype)
+    }
+
+    /// The `n x n` identity matrix.
+    pub fn eye(n: usize, dtype: DType, backend: &B) -> Result<Self> {
+        let mut data = vec![0.0f64; n * n];
+        for i in 0..n {
+            data[i * n + i] = 1.0;
+        }
+        Tensor::from_host(HostData::F64(data), [n, n], backend)?.cast(dtype)
+    }
+
+    /// Samples from `dist` with an explicit seeded generator. Element `i` depends only on the generator's
+    /// state and `i`, so every backend draws the same numbers.
+    pub fn random(
+        shape: impl Into<Shape>,
+        dist: Distribution,
+        dtype: DType,
+        generator: &mut Generator,
+        backend: &B,
+    ) -> Result<Self> {
+        let shape = shape.into();
+        let key = generator.next_key(shape.numel());
+        let storage = backend.random(dist, shape.numel(), dtype, key)?;
+        Ok(Tensor::from_output(storage, shape, backend))
+    }
+
+    /// Uniform samples on `[0, 1)`.
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend; use nabla_core::{DType, Generator};
+    /// let mut g = Generator::new(0);
+    /// let x = Tensor::rand([1000], DType::F32, &mut g, &CpuBackend::new())?;
+    /// assert!(x.to_vec::<f32>()?.iter().all(|v| (0.0..1.0).contains(v)));
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn rand(
+        shape: impl Into<Shape>,
+        dtype: DType,
+        generator: &mut Generator,
+        backend: &B,
+    ) -> Result<Self> {
+        Tensor::random(
+            shape,
+            Distribution::Uniform {
+                low: 0.0,
+                high: 1.0,
+            },
+            dtype,
+            generator,
+            backend,
+        )
+    }
+
+    /// Standard normal samples.
+    pub fn randn(
+        shape: impl Into<Shape>,
+        dtype: DType,
+        generator: &mut Generator,
+        backend: &B,
+    ) -> Result<Self> {
+        Tensor::random(
+            shape,
+            Distribution::Normal {
+                mean: 0.0,
+                std: 1.0,
+            },
+            dtype,
+            generator,
+            backend,
+        )
+    }
+
+    /// Uniform samples on `[low, high)`.
+    pub fn uniform(
+        shape: impl Into<Shape>,
+        low: f64,
+        high: f64,
+        dtype: DType,
+        generator: &mut Generator,
+        backend: &B,
+    ) -> Result<Self> {
+        Tensor::random(
+            shape,
+            Distribution::Uniform { low, high },
+            dtype,
+            generator,
+            backend,
+        )
+    }
+
+    /// Normal samples with the given mean and standard deviation.
+    pub fn normal(
+        shape: impl Into<Shape>,
+        mean: f64,
+        std: f64,
+        dtype: DType,
+        generator: &mut Generator,
+        backend: &B,
+    ) -> Result<Self> {
+        Tensor::random(
+            shape,
+            Distribution::Normal { mean, std },
+            dtype,
+            generator,
+            backend,
+        )
+    }
+
+    /// Ones with probability `p`, zeros otherwise (`dtype` may be bool, an integer or a float).
+    pub fn bernoulli(
+        shape: impl Into<Shape>,
+        p: f64,
+        dtype: DType,
+        generator: &mut Generator,
+        backend: &B,
+    ) -> Result<Self> {
+        Tensor::random(
+            shape,
+            Distribution::Bernoulli { p },
+            dtype,
+            generator,
+            backend,
+        )
+    }
+}

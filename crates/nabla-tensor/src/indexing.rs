@@ -1,0 +1,218 @@
+//! Index-based ops: gather, index_select, scatter-add, one-hot, sorting and top-k.
+
+use crate::Tensor;
+use nabla_core::{Backend, DType, Error, Result, normalize_axis};
+
+impl<B: Backend> Tensor<B> {
+    fn check_index(&self, op: &'static str, index: &Tensor<B>) -> Result<Tensor<B>> {
+        self.check_device(op, index)?;
+        match index.dtype() {
+            DType::I64 => Ok(index.clone()),
+            DType::I32 | DType::U8 => index.cast(DType::I64),
+            other => Err(Error::UnsupportedDType {
+                op,
+                dtype: other,
+                hint: Some("indices must be integers".into()),
+            }),
+        }
+    }
+
+    /// NumPy `take_along_axis`: `out[i.., j, k..] = self[i.., index[i.., j, k..], k..]`. The index has the
+    /// rank of `self`; its other dimensions broadcast against `self`'s. Negative indices count from the end.
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+    /// let cpu = CpuBackend::new();
+    /// let x = Tensor::from_vec(vec![10.0f32, 20.0, 30.0, 40.0], [2, 2], &cpu)?;
+    /// let i = Tensor::from_vec(vec![1i64, 0], [2, 1], &cpu)?;
+    /// assert_eq!(x.gather(1, &i)?.to_vec::<f32>()?, vec![20.0, 30.0]);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn gather(&self, axis: isize, index: &Tensor<B>) -> Result<Self> {
+        const OP: &str = "gather";
+        let index = self.check_index(OP, index)?;
+        let a = normalize_axis(OP, axis, self.rank())?;
+        if index.rank() != self.rank() {
+            return Err(Error::shapes(OP, self.shape(), index.shape())
+                .with_hint("the index must have the tensor's rank"));
+        }
+        // Broadcast the non-axis dimensions of both against each other.
+        let mut shape_x = Vec::with_capacity(self.rank());
+        let mut shape_i = Vec::with_capacity(self.rank());
+        for d in 0..self.rank() {
+            let (xd, id) = (self.shape()[d], index.shape()[d]);
+            if d == a {
+                shape_x.push(xd);
+                shape_i.push(id);
+                continue;
+            }
+            let b = if xd == id || id == 1 {
+                xd
+            } else if xd == 1 {
+                id
+            } else {
+                return Err(Error::shapes(OP, self.shape(), index.shape())
+                    .with_hint(format!("dimension {d} has sizes {xd} and {id}")));
+            };
+            shape_x.push(b);
+            shape_i.push(b);
+        }
+        let (x, index) = (
+            self.broadcast_to(shape_x)?,
+            index.broadcast_to(shape_i.clone())?,
+        );
+        let storage =
+            self.backend()
+                .gather(x.storage(), x.layout(), a, index.storage(), index.layout())?;
+        Ok(Tensor::from_output(storage, shape_i, self.backend()))
+    }
+
+    /// Selects entries of `axis` by a 1-D index (as `torch.index_select`; an embedding lookup for axis 0).
+    pub fn index_select(&self, axis: isize, index: &Tensor<B>) -> Result<Self> {
+        const OP: &str = "index_select";
+        let index = self.check_index(OP, index)?;
+        let a = normalize_axis(OP, axis, self.rank())?;
+        if index.rank() != 1 {
+            return Err(Error::invalid(
+                OP,
+                format!("the index must be 1-D, got shape {:?}", index.shape()),
+            ));
+        }
+        let storage = self.backend().index_select(
+            self.storage(),
+            self.layout(),
+            a,
+            index.storage(),
+            index.layout(),
+        )?;
+        let mut shape = self.shape().to_vec();
+        shape[a] = index.numel();
+        Ok(Tensor::from_output(storage, shape, self.backend()))
+    }
+
+    /// A copy of `self` with `src[i.., j, k..]` added at `[i.., index[i.., j, k..], k..]` (the transpose of
+    /// [`Tensor::gather`]). `index` and `src` share a shape that equals `self`'s except on `axis`.
+    pub fn scatter_add(&self, axis: isize, index: &Tensor<B>, src: &Tensor<B>) -> Result<Self> {
+        const OP: &str = "scatter_add";
+        let index = self.check_index(OP, index)?;
+        self.check_device(OP, src)?;
+        self.check_same_dtype(OP, src)?;
+        let a = normalize_axis(OP, axis, self.rank())?;
+        if index.shape() != src.shape() {
+            return Err(Error::shapes(OP, index.shape(), src.shape())
+                .with_hint("index and source must have one shape"));
+        }
+        let fits = index.rank() == self.rank()
+            && index
+                .shape()
+                .iter()
+                .zip(self.shape())
+                .enumerate()
+                .all(|(d, (i, x))| d == a || i == x);
+        if !fits {
+            return Err(
+                Error::shapes(OP, self.shape(), index.shape()).with_hint(format!(
+                    "the index must match the destination except on axis {axis}"
+                )),
+            );
+        }
+        let storage = self.backend().scatter_add(
+            self.storage(),
+            self.layout(),
+            a,
+            index.storage(),
+            index.layout(),
+            src.storage(),
+            src.layout(),
+        )?;
+        Ok(Tensor::from_output(
+            storage,
+            self.shape().to_vec(),
+            self.backend(),
+        ))
+    }
+
+    /// Adds the slices of `src` along `axis` into `self` at the positions of a 1-D index (as
+    /// `torch.index_add`): the transpose of [`Tensor::index_select`].
+    pub fn index_add(&self, axis: isize, index: &Tensor<B>, src: &Tensor<B>) -> Result<Self> {
+        const OP: &str = "index_add";
+        let index = self.check_index(OP, index)?;
+        let a = normalize_axis(OP, axis, self.rank())?;
+        if index.rank() != 1 || src.rank() != self.rank() || src.shape()[a] != index.numel() {
+            return Err(
+                Error::shapes(OP, self.shape(), src.shape()).with_hint(format!(
+                    "need a 1-D index with one entry per slice of src along axis {axis}"
+                )),
+            );
+        }
+        let mut view = vec![1usize; self.rank()];
+        view[a] = index.numel();
+        let index = index.reshape(view)?.broadcast_to(src.shape().to_vec())?;
+        self.scatter_add(axis, &index, src)
+    }
+
+    /// One-hot encodes integer class indices into a new last axis of size `classes`.
+    pub fn one_hot(&self, classes: usize, dtype: DType) -> Result<Self> {
+        let index = self.check_index("one_hot", self)?;
+        let storage = self
+            .backend()
+            .one_hot(index.storage(), index.layout(), classes, dtype)?;
+        let mut shape = self.shape().to_vec();
+        shape.push(classes);
+        Ok(Tensor::from_output(storage, shape, self.backend()))
+    }
+
+    /// Stable sort along `axis`; returns the sorted values and their original indices (`I64`).
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+    /// let x = Tensor::from_vec(vec![3.0f32, 1.0, 2.0], [3], &CpuBackend::new())?;
+    /// let (v, i) = x.sort(0, false)?;
+    /// assert_eq!(v.to_vec::<f32>()?, vec![1.0, 2.0, 3.0]);
+    /// assert_eq!(i.to_vec::<i64>()?, vec![1, 2, 0]);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn sort(&self, axis: isize, descending: bool) -> Result<(Self, Self)> {
+        let a = normalize_axis("sort", axis, self.rank())?;
+        if self.dtype().is_complex() || self.dtype().is_half() {
+            return Err(Error::dtype("sort", self.dtype()));
+        }
+        let (v, i) = self
+            .backend()
+            .sort(self.storage(), self.layout(), a, descending)?;
+        let shape = self.shape().to_vec();
+        Ok((
+            Tensor::from_output(v, shape.clone(), self.backend()),
+            Tensor::from_output(i, shape, self.backend()),
+        ))
+    }
+
+    /// Indices that sort `axis` (stable).
+    pub fn argsort(&self, axis: isize, descending: bool) -> Result<Self> {
+        Ok(self.sort(axis, descending)?.1)
+    }
+
+    /// The `k` largest (or smallest) entries along `axis`, sorted, with their indices (`I64`).
+    pub fn topk(&self, k: usize, axis: isize, largest: bool) -> Result<(Self, Self)> {
+        let a = normalize_axis("topk", axis, self.rank())?;
+        if self.dtype().is_complex() || self.dtype().is_half() {
+            return Err(Error::dtype("topk", self.dtype()));
+        }
+        let n = self.shape()[a];
+        if k > n {
+            return Err(Error::invalid(
+                "topk",
+                format!("k = {k} exceeds the size {n} of axis {axis}"),
+            ));
+        }
+        let (v, i) = self
+            .backend()
+            .topk(self.storage(), self.layout(), a, k, largest)?;
+        let mut shape = self.shape().to_vec();
+        shape[a] = k;
+        Ok((
+            Tensor::from_output(v, shape.clone(), self.backend()),
+            Tensor::from_output(i, shape, self.backend()),
+        ))
+    }
+}

@@ -1,0 +1,222 @@
+//! Matrix products and convolution.
+
+use crate::Tensor;
+use nabla_core::{Backend, Conv2dParams, Error, Result, Shape};
+
+impl<B: Backend> Tensor<B> {
+    /// Matrix product with NumPy `matmul` semantics: 1-D operands are promoted to a row (left) or column
+    /// (right) vector and the added axis removed afterwards; leading batch dimensions broadcast.
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend; use nabla_core::DType;
+    /// let cpu = CpuBackend::new();
+    /// let a = Tensor::ones([5, 1, 2, 3], DType::F32, &cpu)?;
+    /// let b = Tensor::ones([4, 3, 6], DType::F32, &cpu)?;
+    /// assert_eq!(a.matmul(&b)?.shape(), &[5, 4, 2, 6]);
+    /// let v = Tensor::ones([3], DType::F32, &cpu)?;
+    /// assert_eq!(a.matmul(&v)?.shape(), &[5, 1, 2]);
+    /// assert!(b.matmul(&a).is_err());
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn matmul(&self, rhs: &Tensor<B>) -> Result<Self> {
+        const OP: &str = "matmul";
+        self.check_device(OP, rhs)?;
+        self.check_same_dtype(OP, rhs)?;
+        if self.rank() == 0 || rhs.rank() == 0 {
+            return Err(Error::shapes(OP, self.shape(), rhs.shape())
+                .with_hint("matmul needs operands of rank >= 1"));
+        }
+        let a = if self.rank() == 1 {
+            self.unsqueeze(0)?
+        } else {
+            self.clone()
+        };
+        let b = if rhs.rank() == 1 {
+            rhs.unsqueeze(1)?
+        } else {
+            rhs.clone()
+        };
+        let (ar, br) = (a.rank(), b.rank());
+        let (m, k) = (a.shape()[ar - 2], a.shape()[ar - 1]);
+        let (k2, n) = (b.shape()[br - 2], b.shape()[br - 1]);
+        if k != k2 {
+            return Err(Error::shapes(OP, self.shape(), rhs.shape())
+                .with_hint(format!("inner dimensions {k} and {k2} differ")));
+        }
+        let batch = Shape::broadcast(OP, &a.shape()[..ar - 2], &b.shape()[..br - 2])?.into_dims();
+        let mut a_shape = batch.clone();
+        a_shape.extend([m, k]);
+        let mut b_shape = batch.clone();
+        b_shape.extend([k, n]);
+        let (a, b) = (a.broadcast_to(a_shape)?, b.broadcast_to(b_shape)?);
+        if a.dtype().is_bool() || a.dtype().is_half() {
+            return Err(Error::dtype(OP, a.dtype()));
+        }
+        let storage = self
+            .backend()
+            .matmul(a.storage(), a.layout(), b.storage(), b.layout())?;
+        let mut out_shape = batch;
+        out_shape.extend([m, n]);
+        let mut out = Tensor::from_output(storage, out_shape, self.backend());
+        if rhs.rank() == 1 {
+            out = out.squeeze(-1)?;
+        }
+        if self.rank() == 1 {
+            out = out.squeeze(-2)?;
+        }
+        Ok(out)
+    }
+
+    /// 2-D convolution (cross-correlation) of `self: [N, C_in, H, W]` with `weight: [C_out, C_in / groups,
+    /// KH, KW]`, as `torch.nn.functional.conv2d` without bias.
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend; use nabla_core::{DType, Conv2dParams};
+    /// let cpu = CpuBackend::new();
+    /// let x = Tensor::ones([1, 1, 4, 4], DType::F32, &cpu)?;
+    /// let w = Tensor::ones([2, 1, 3, 3], DType::F32, &cpu)?;
+    /// let y = x.conv2d(&w, &Conv2dParams::default())?;
+    /// assert_eq!(y.shape(), &[1, 2, 2, 2]);
+    /// assert_eq!(y.to_vec::<f32>()?, vec![9.0; 8]);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn conv2d(&self, weight: &Tensor<B>, params: &Conv2dParams) -> Result<Self> {
+        const OP: &str = "conv2d";
+        self.check_device(OP, weight)?;
+        self.check_same_dtype(OP, weight)?;
+        let (n, c_out, oh, ow) = conv_output_shape(OP, self.shape(), weight.shape(), params)?;
+        let storage = self.backend().conv2d(
+            self.storage(),
+            self.layout(),
+            weight.storage(),
+            weight.layout(),
+            params,
+        )?;
+        Ok(Tensor::from_output(
+            storage,
+            [n, c_out, oh, ow],
+            self.backend(),
+        ))
+    }
+
+    /// Gradient of [`Tensor::conv2d`] with respect to its input, for an input of spatial size `input_hw`.
+    /// `self` is the output gradient `[N, C_out, H_out, W_out]`.
+    pub fn conv2d_input_grad(
+        &self,
+        weight: &Tensor<B>,
+        input_hw: (usize, usize),
+        params: &Conv2dParams,
+    ) -> Result<Self> {
+        const OP: &str = "conv2d_input_grad";
+        self.check_device(OP, weight)?;
+        self.check_same_dtype(OP, weight)?;
+        if self.rank() != 4 || weight.rank() != 4 {
+            return Err(Error::shapes(OP, self.shape(), weight.shape())
+                .with_hint("expected rank-4 tensors"));
+        }
+        let c_in = weight.shape()[1] * params.groups;
+        let x_shape = [self.shape()[0], c_in, input_hw.0, input_hw.1];
+        let expect = conv_output_shape(OP, &x_shape, weight.shape(), params)?;
+        if [expect.0, expect.1, expect.2, expect.3] != self.shape() {
+            return Err(
+                Error::shapes(OP, self.shape(), &[expect.0, expect.1, expect.2, expect.3])
+                    .with_hint(format!(
+                        "the output gradient does not match an input of spatial size {input_hw:?}"
+                    )),
+            );
+        }
+        let storage = self.backend().conv2d_input_grad(
+            self.storage(),
+            self.layout(),
+            weight.storage(),
+            weight.layout(),
+            input_hw,
+            params,
+        )?;
+        Ok(Tensor::from_output(storage, x_shape, self.backend()))
+    }
+
+    /// Gradient of [`Tensor::conv2d`] with respect to its weights, for a kernel of size `kernel_hw`.
+    /// `self` is the input `[N, C_in, H, W]`, `grad_out` the output gradient.
+    pub fn conv2d_weight_grad(
+        &self,
+        grad_out: &Tensor<B>,
+        kernel_hw: (usize, usize),
+        params: &Conv2dParams,
+    ) -> Result<Self> {
+        const OP: &str = "conv2d_weight_grad";
+        self.check_device(OP, grad_out)?;
+        self.check_same_dtype(OP, grad_out)?;
+        if self.rank() != 4 || grad_out.rank() != 4 || params.groups == 0 {
+            return Err(Error::shapes(OP, self.shape(), grad_out.shape())
+                .with_hint("expected rank-4 tensors"));
+        }
+        let c_out = grad_out.shape()[1];
+        if self.shape()[1] % params.groups != 0 {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "{} input channels are not divisible into {} groups",
+                    self.shape()[1],
+                    params.groups
+                ),
+            ));
+        }
+        let w_shape = [
+            c_out,
+            self.shape()[1] / params.groups,
+            kernel_hw.0,
+            kernel_hw.1,
+        ];
+        let expect = conv_output_shape(OP, self.shape(), &w_shape, params)?;
+        if [expect.0, expect.1, expect.2, expect.3] != grad_out.shape() {
+            return Err(Error::shapes(
+                OP,
+                grad_out.shape(),
+                &[expect.0, expect.1, expect.2, expect.3],
+            )
+            .with_hint("the output gradient does not match the input and kernel size"));
+        }
+        let storage = self.backend().conv2d_weight_grad(
+            self.storage(),
+            self.layout(),
+            grad_out.storage(),
+            grad_out.layout(),
+            kernel_hw,
+            params,
+        )?;
+        Ok(Tensor::from_output(storage, w_shape, self.backend()))
+    }
+}
+
+/// Validates a convolution and returns `(N, C_out, H_out, W_out)`.
+fn conv_output_shape(
+    op: &'static str,
+    x: &[usize],
+    w: &[usize],
+    p: &Conv2dParams,
+) -> Result<(usize, usize, usize, usize)> {
+    if x.len() != 4 || w.len() != 4 {
+        return Err(Error::shapes(op, x, w)
+            .with_hint("expected input [N, C, H, W] and weight [C_out, C_in/groups, KH, KW]"));
+    }
+    if p.groups == 0 || p.stride.0 == 0 || p.stride.1 == 0 || p.dilation.0 == 0 || p.dilation.1 == 0
+    {
+        return Err(Error::invalid(
+            op,
+            format!("groups, strides and dilations must be positive, got {p:?}"),
+        ));
+    }
+    if x[1] != w[1] * p.groups || w[0] % p.groups != 0 {
+        return Err(Error::shapes(op, x, w).with_hint(format!(
+            "input channels {} must equal weight channels {} x groups {}, and output channels {} must divide into the groups",
+            x[1], w[1], p.groups, w[0]
+        )));
+    }
+    let (oh, ow) = p.output_size((x[2], x[3]), (w[2], w[3])).ok_or_else(|| {
+        Error::shapes(op, x, w).with_hint(format!(
+            "the dilated kernel does not fit the padded input with {p:?}"
+        ))
+    })?;
+    Ok((x[0], w[0], oh, ow))
+}

@@ -1,0 +1,335 @@
+//! The tensor type: a handle to a device buffer plus a strided view of it.
+
+use nabla_core::{Backend, DType, Element, Error, HostData, Layout, Result, Scalar, Shape};
+
+/// An n-dimensional array on backend `B`, with a runtime [`DType`].
+///
+/// Cloning is cheap: clones share the device buffer. Views (transpose, permute, broadcast, slice,
+/// squeeze, unsqueeze, compatible reshape) share it too and copy nothing.
+///
+/// ```
+/// use nabla_tensor::Tensor;
+/// use nabla_cpu::CpuBackend;
+/// let cpu = CpuBackend::new();
+/// let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3], &cpu)?;
+/// let t = a.t()?; // a zero-copy view
+/// assert_eq!(t.shape(), &[3, 2]);
+/// assert_eq!(t.to_vec::<f32>()?, vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+/// let b = (&a * 2.0)?.sum_all()?;
+/// assert_eq!(b.item::<f32>()?, 42.0);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Tensor<B: Backend> {
+    storage: B::Storage,
+    layout: Layout,
+    dtype: DType,
+    backend: B,
+}
+
+impl<B: Backend> Tensor<B> {
+    /// Wraps a backend buffer viewed through `layout`. Fails if the view reaches outside the buffer.
+    pub fn from_storage(storage: B::Storage, layout: Layout, backend: &B) -> Result<Self> {
+        let len = backend.storage_len(&storage);
+        if layout.numel() > 0 && (layout.min_offset() < 0 || layout.max_offset() >= len as isize) {
+            return Err(Error::invalid(
+                "from_storage",
+                format!("view {layout:?} reaches outside a buffer of {len} elements"),
+            ));
+        }
+        let dtype = backend.storage_dtype(&storage);
+        Ok(Tensor {
+            storage,
+            layout,
+            dtype,
+            backend: backend.clone(),
+        })
+    }
+
+    /// Wraps a freshly computed contiguous buffer of the given shape (kernel outputs).
+    pub(crate) fn from_output(storage: B::Storage, shape: impl Into<Shape>, backend: &B) -> Self {
+        let dtype = backend.storage_dtype(&storage);
+        Tensor {
+            storage,
+            layout: Layout::contiguous(shape),
+            dtype,
+            backend: backend.clone(),
+        }
+    }
+
+    /// The same buffer seen through another layout (views).
+    pub(crate) fn with_layout(&self, layout: Layout) -> Self {
+        Tensor {
+            storage: self.storage.clone(),
+            layout,
+            dtype: self.dtype,
+            backend: self.backend.clone(),
+        }
+    }
+
+    /// Uploads host data with the given shape.
+    pub fn from_host(data: HostData, shape: impl Into<Shape>, backend: &B) -> Result<Self> {
+        let shape = shape.into();
+        if data.len() != shape.numel() {
+            return Err(Error::DataLength {
+                op: "from_host",
+                expected: shape.numel(),
+                got: data.len(),
+                shape: shape.into_dims(),
+            });
+        }
+        let storage = backend.upload(data)?;
+        Ok(Tensor::from_output(storage, shape, backend))
+    }
+
+    /// A tensor from a vector of elements in row-major order.
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+    /// let x = Tensor::from_vec(vec![1i64, 2, 3], [3], &CpuBackend::new())?;
+    /// assert_eq!(x.dtype(), nabla_core::DType::I64);
+    /// assert!(Tensor::from_vec(vec![1i64, 2, 3], [2, 2], &CpuBackend::new()).is_err());
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn from_vec<T: Element>(
+        data: Vec<T>,
+        shape: impl Into<Shape>,
+        backend: &B,
+    ) -> Result<Self> {
+        let shape = shape.into();
+        if data.len() != shape.numel() {
+            return Err(Error::DataLength {
+                op: "from_vec",
+                expected: shape.numel(),
+                got: data.len(),
+                shape: shape.into_dims(),
+            });
+        }
+        Tensor::from_host(T::into_host(data), shape, backend)
+    }
+
+    /// A tensor from a slice of elements in row-major order.
+    pub fn from_slice<T: Element>(
+        data: &[T],
+        shape: impl Into<Shape>,
+        backend: &B,
+    ) -> Result<Self> {
+        let shape = shape.into();
+        if data.len() != shape.numel() {
+            return Err(Error::DataLength {
+                op: "from_slice",
+                expected: shape.numel(),
+                got: data.len(),
+                shape: shape.into_dims(),
+            });
+        }
+        Tensor::from_host(T::into_host(data.to_vec()), shape, backend)
+    }
+
+    /// A rank-0 tensor holding `value` converted to `dtype`.
+    pub fn scalar(value: impl Into<Scalar>, dtype: DType, backend: &B) -> Result<Self> {
+        let storage = backend.full(1, value.into(), dtype)?;
+        Ok(Tensor::from_output(storage, Shape::scalar(), backend))
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        self.layout.shape()
+    }
+
+    /// The shape as a [`Shape`] value.
+    pub fn dims(&self) -> Shape {
+        Shape::from(self.layout.shape())
+    }
+
+    /// Number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.layout.rank()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.layout.numel()
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The strided view into the buffer.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The backend buffer.
+    pub fn storage(&self) -> &B::Storage {
+        &self.storage
+    }
+
+    /// The backend this tensor lives on.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// `true` if the view is dense and row-major.
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
+    }
+
+    /// `true` if `self` and `other` are views of the same buffer (for checking that views copy nothing).
+    pub fn shares_storage_with(&self, other: &Tensor<B>) -> bool
+    where
+        B::Storage: PartialEq,
+    {
+        self.storage == other.storage
+    }
+
+    /// Size of dimension `axis` (negative counts from the end).
+    pub fn dim(&self, axis: isize) -> Result<usize> {
+        let a = nabla_core::normalize_axis("dim", axis, self.rank())?;
+        Ok(self.shape()[a])
+    }
+
+    /// Reads the elements back to the host in row-major order. This is the explicit device-to-host copy.
+    pub fn to_host(&self) -> Result<HostData> {
+        self.backend.read(&self.storage, &self.layout)
+    }
+
+    /// Reads the elements back as a vector of `T`, which must match the dtype.
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+    /// let x = Tensor::from_vec(vec![1.0f64, 2.0], [2], &CpuBackend::new())?;
+    /// assert_eq!(x.to_vec::<f64>()?, vec![1.0, 2.0]);
+    /// assert!(x.to_vec::<f32>().is_err());
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if T::DTYPE != self.dtype {
+            return Err(Error::DTypeMismatch {
+                op: "to_vec",
+                lhs: self.dtype,
+                rhs: T::DTYPE,
+            });
+        }
+        let host = self.to_host()?;
+        Ok(T::vec_of(host).expect("backend returned the dtype it reported"))
+    }
+
+    /// Reads a rank-2 tensor back as nested rows.
+    pub fn to_vec2<T: Element>(&self) -> Result<Vec<Vec<T>>> {
+        if self.rank() != 2 {
+            return Err(Error::invalid(
+                "to_vec2",
+                format!("expected rank 2, got shape {:?}", self.shape()),
+            ));
+        }
+        let flat = self.to_vec::<T>()?;
+        let cols = self.shape()[1];
+        if cols == 0 {
+            return Ok(vec![Vec::new(); self.shape()[0]]);
+        }
+        Ok(flat.chunks(cols).map(|c| c.to_vec()).collect())
+    }
+
+    /// The single element of a one-element tensor, as `T` (which must match the dtype).
+    pub fn item<T: Element>(&self) -> Result<T> {
+        if self.numel() != 1 {
+            return Err(Error::invalid(
+                "item",
+                format!(
+                    "a tensor of shape {:?} has {} elements, not 1",
+                    self.shape(),
+                    self.numel()
+                ),
+            ));
+        }
+        Ok(self.to_vec::<T>()?[0])
+    }
+
+    /// The single element of a one-element tensor as a [`Scalar`], whatever the dtype.
+    pub fn to_scalar(&self) -> Result<Scalar> {
+        if self.numel() != 1 {
+            return Err(Error::invalid(
+                "to_scalar",
+                format!(
+                    "a tensor of shape {:?} has {} elements, not 1",
+                    self.shape(),
+                    self.numel()
+                ),
+            ));
+        }
+        Ok(self.to_host()?.get(0).expect("one element"))
+    }
+
+    /// Copies this tensor to another backend (through host memory).
+    pub fn to_backend<B2: Backend>(&self, backend: &B2) -> Result<Tensor<B2>> {
+        Tensor::from_host(self.to_host()?, self.shape().to_vec(), backend)
+    }
+
+    /// A contiguous tensor with the same values: `self` when already contiguous, else a copy.
+    pub fn contiguous(&self) -> Result<Self> {
+        if self.is_contiguous() {
+            return Ok(self.clone());
+        }
+        let storage = self.backend.copy(&self.storage, &self.layout)?;
+        Ok(Tensor::from_output(
+            storage,
+            self.shape().to_vec(),
+            &self.backend,
+        ))
+    }
+
+    /// Converts to another dtype (NumPy `astype` semantics). Same dtype returns `self`.
+    pub fn cast(&self, dtype: DType) -> Result<Self> {
+        if dtype == self.dtype {
+            return Ok(self.clone());
+        }
+        let storage = self.backend.cast(&self.storage, &self.layout, dtype)?;
+        Ok(Tensor::from_output(
+            storage,
+            self.shape().to_vec(),
+            &self.backend,
+        ))
+    }
+
+    /// Fails with a device-mismatch error if `other` lives on another device.
+    pub(crate) fn check_device(&self, op: &'static str, other: &Tensor<B>) -> Result<()> {
+        let (a, b) = (self.backend.device(), other.backend.device());
+        if a != b {
+            return Err(Error::DeviceMismatch {
+                op,
+                lhs: a.to_string(),
+                rhs: b.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Fails with a dtype-mismatch error if `other` has another dtype.
+    pub(crate) fn check_same_dtype(&self, op: &'static str, other: &Tensor<B>) -> Result<()> {
+        if self.dtype != other.dtype {
+            return Err(Error::DTypeMismatch {
+                op,
+                lhs: self.dtype,
+                rhs: other.dtype,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl<B: Backend> std::fmt::Debug for Tensor<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Tensor(shape={:?}, dtype={}, device={}, strides={:?}, offset={})",
+            self.shape(),
+            self.dtype,
+            self.backend.device(),
+            self.layout.strides(),
+            self.layout.offset()
+        )
+    }
+}
