@@ -9,11 +9,10 @@
 //! let mut rng = Generator::new(0);
 //! let x = Tensor::randn([4, 3], DType::F32, &mut rng, &cpu)?;
 //! let w = Tensor::ones([3, 2], DType::F32, &cpu)?;
-//! let y = x.matmul(&w)?.relu_like()?;
+//! let y = x.matmul(&w)?.maximum(0)?; // a dense layer with ReLU
 //! assert_eq!(y.shape(), &[4, 2]);
+//! println!("{y}");
 //! # Ok::<(), nabla::Error>(())
-//! # trait ReluLike: Sized { fn relu_like(&self) -> nabla::Result<Self>; }
-//! # impl ReluLike for Tensor<CpuBackend> { fn relu_like(&self) -> nabla::Result<Self> { self.maximum(0) } }
 //! ```
 #![warn(missing_docs)]
 

@@ -1,0 +1,133 @@
+//! Element capabilities the reductions (and the integer matmul) need, with dtype dispatch macros.
+
+use nabla_core::Element;
+use num_complex::{Complex32, Complex64};
+
+/// Types with a sum and a product: real floats, complex numbers and integers (which wrap on overflow).
+pub(crate) trait Arith: Element {
+    /// `self + other` (wrapping for integers).
+    fn add(self, other: Self) -> Self;
+    /// `self * other` (wrapping for integers).
+    fn mul(self, other: Self) -> Self;
+}
+
+macro_rules! arith_ops {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            #[inline(always)]
+            fn add(self, other: Self) -> Self {
+                self + other
+            }
+            #[inline(always)]
+            fn mul(self, other: Self) -> Self {
+                self * other
+            }
+        }
+    )*};
+}
+arith_ops!(f32, f64, Complex32, Complex64);
+
+macro_rules! arith_wrapping {
+    ($($t:ty),*) => {$(
+        impl Arith for $t {
+            #[inline(always)]
+            fn add(self, other: Self) -> Self {
+                self.wrapping_add(other)
+            }
+            #[inline(always)]
+            fn mul(self, other: Self) -> Self {
+                self.wrapping_mul(other)
+            }
+        }
+    )*};
+}
+arith_wrapping!(i32, i64, u8);
+
+/// The larger of two values; a NaN in either operand wins. For bool this is logical or.
+#[inline(always)]
+pub(crate) fn max_nan<T: PartialOrd>(acc: T, v: T) -> T {
+    // `v != v` is true only for NaN; once `acc` is NaN, no comparison is true and it stays.
+    #[allow(clippy::eq_op)]
+    if v > acc || v != v { v } else { acc }
+}
+
+/// The smaller of two values; a NaN in either operand wins. For bool this is logical and.
+#[inline(always)]
+pub(crate) fn min_nan<T: PartialOrd>(acc: T, v: T) -> T {
+    #[allow(clippy::eq_op)]
+    if v < acc || v != v { v } else { acc }
+}
+
+/// Runs `$body` with `$T` bound to the element type of a dtype that implements [`Arith`], or evaluates
+/// `$otherwise` for any other dtype.
+macro_rules! dispatch_arith {
+    ($dtype:expr, $T:ident => $body:expr, _ => $otherwise:expr) => {
+        match $dtype {
+            nabla_core::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            nabla_core::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            nabla_core::DType::C64 => {
+                type $T = num_complex::Complex32;
+                $body
+            }
+            nabla_core::DType::C128 => {
+                type $T = num_complex::Complex64;
+                $body
+            }
+            nabla_core::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            nabla_core::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            nabla_core::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            _ => $otherwise,
+        }
+    };
+}
+pub(crate) use dispatch_arith;
+
+/// Runs `$body` with `$T` bound to the element type of a totally ordered dtype (real floats, integers,
+/// bool), or evaluates `$otherwise` for any other dtype.
+macro_rules! dispatch_ordered {
+    ($dtype:expr, $T:ident => $body:expr, _ => $otherwise:expr) => {
+        match $dtype {
+            nabla_core::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            nabla_core::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            nabla_core::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            nabla_core::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            nabla_core::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            nabla_core::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            _ => $otherwise,
+        }
+    };
+}
+pub(crate) use dispatch_ordered;
