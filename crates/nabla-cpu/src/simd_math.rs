@@ -1,1 +1,237 @@
-//! (being written) vectorisable math functions.
+//! Branch-free elementary functions that the compiler can vectorise.
+//!
+//! The functions here contain no calls, no loops and no data-dependent branches (only `if` expressions
+//! between values that are already computed, which become vector blends), so the elementwise loops in
+//! [`crate::strided`] that call them compile to SIMD code, including the AVX2+FMA build of those loops.
+//!
+//! `exp` works as follows, for `f32` and `f64` alike:
+//! 1. clamp `x` into a range just wider than the one with finite, non-zero results (NaN is restored at
+//!    the end), so every intermediate integer stays in range;
+//! 2. `n = round(x / ln 2)` with the "shifter" trick (adding `1.5 * 2^(mantissa bits)` rounds to an
+//!    integer and leaves that integer in the low bits of the sum);
+//! 3. `r = x - n ln 2` with a Cody–Waite split `ln 2 = LN2_HI + LN2_LO`, where `LN2_HI` has few enough
+//!    significant bits that `n * LN2_HI` and the subtraction are exact, so `|r| <= ln 2 / 2` carries no
+//!    cancellation error;
+//! 4. `e^r` by its Taylor polynomial (degree 7 for `f32`, 13 for `f64`, truncation error below 2^-27 and
+//!    2^-57 respectively on `|r| <= ln 2 / 2`) in Horner form;
+//! 5. multiply by `2^n` as two factors `2^(n >> 1)` and `2^(n - (n >> 1))` built from bit patterns, so
+//!    that both are normal numbers and a subnormal result is rounded once, and results beyond the
+//!    range overflow to infinity or underflow to zero through ordinary IEEE rounding.
+//!
+//! Measured accuracy (see the tests): at most 1 ulp from the correctly rounded result for `f32` over a
+//! sweep of the whole range and at most 2 ulp from `std`'s `f64::exp` for `f64`.
+
+/// Generates `exp` and `sigmoid` for one float type from its constants.
+macro_rules! exp_impl {
+    (
+        $exp:ident, $sigmoid:ident, $f:ty, $bits:ty, $int:ty, mantissa = $mant:expr, bias = $bias:expr,
+        shifter = $shift:expr, lo = $lo:expr, hi = $hi:expr, ln2_hi = $ln2_hi:expr, ln2_lo = $ln2_lo:expr,
+        taylor = [$($c:expr),+ $(,)?]
+    ) => {
+        /// `e^x`, branch-free and vectorisable; overflow gives `inf`, underflow `0`, NaN stays NaN.
+        #[inline(always)]
+        pub(crate) fn $exp(x: $f) -> $f {
+            const LOG2E: $f = std::f64::consts::LOG2_E as $f;
+            const SHIFT: $f = $shift;
+            // NaN goes to `lo` here (max ignores NaN) and is restored below.
+            let xc = x.max($lo).min($hi);
+            let t = xc * LOG2E + SHIFT;
+            let nf = t - SHIFT;
+            let n = (t.to_bits() as $int).wrapping_sub(SHIFT.to_bits() as $int);
+            let r = (xc - nf * $ln2_hi) - nf * $ln2_lo;
+            // Horner on the reversed Taylor coefficients 1/k!, highest degree first.
+            let mut p: $f = 0.0;
+            $(p = p * r + $c;)+
+            let n1 = n >> 1;
+            let n2 = n.wrapping_sub(n1);
+            let s1 = <$f>::from_bits((n1.wrapping_add($bias) as $bits) << $mant);
+            let s2 = <$f>::from_bits((n2.wrapping_add($bias) as $bits) << $mant);
+            let y = p * s1 * s2;
+            if x.is_nan() { x } else { y }
+        }
+
+        /// The logistic function `1 / (1 + e^-x)`, from `e^-|x|` so that nothing overflows: exactly `1` and
+        /// `0` in the limits, NaN for NaN.
+        #[inline(always)]
+        pub(crate) fn $sigmoid(x: $f) -> $f {
+            let e = $exp(-x.abs());
+            let s = 1.0 / (1.0 + e);
+            if x >= 0.0 { s } else { e * s }
+        }
+    };
+}
+
+exp_impl!(
+    exp_f32, sigmoid_f32, f32, u32, i32, mantissa = 23, bias = 127,
+    shifter = 12_582_912.0, // 1.5 * 2^23
+    lo = -105.0, hi = 89.0, // e^-105 rounds to 0 and e^89 overflows
+    ln2_hi = 0.693_145_751_953_125, // ln 2 rounded down to 16 bits: n * LN2_HI is exact for |n| < 256
+    ln2_lo = 1.428_606_820_309_417_3e-6, // ln 2 - LN2_HI
+    taylor = [
+        1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0,
+    ]
+);
+
+exp_impl!(
+    exp_f64, sigmoid_f64, f64, u64, i64, mantissa = 52, bias = 1023,
+    shifter = 6_755_399_441_055_744.0, // 1.5 * 2^52
+    lo = -746.0, hi = 710.0, // e^-746 rounds to 0 and e^710 overflows
+    ln2_hi = 0.693_147_180_559_208_2, // ln 2 rounded down to 40 bits: n * LN2_HI is exact for |n| < 2^13
+    ln2_lo = 7.371_002_565_167_799e-13, // ln 2 - LN2_HI
+    taylor = [
+        1.0 / 6_227_020_800.0, 1.0 / 479_001_600.0, 1.0 / 39_916_800.0, 1.0 / 3_628_800.0,
+        1.0 / 362_880.0, 1.0 / 40_320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0,
+        1.0 / 6.0, 0.5, 1.0, 1.0,
+    ]
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Distance in units in the last place between two floats of one sign (or zero).
+    fn ulps32(a: f32, b: f32) -> u64 {
+        let key = |v: f32| {
+            let b = v.to_bits() as i64;
+            if b < 0x8000_0000 { b } else { 0x8000_0000 - b }
+        };
+        (key(a) - key(b)).unsigned_abs()
+    }
+
+    fn ulps64(a: f64, b: f64) -> u64 {
+        let key = |v: f64| {
+            let b = v.to_bits() as i128;
+            if b < 1 << 63 { b } else { (1i128 << 63) - b }
+        };
+        (key(a) - key(b)).unsigned_abs() as u64
+    }
+
+    fn same_class32(got: f32, want: f32) -> bool {
+        (got.is_nan() && want.is_nan()) || got == want || ulps32(got, want) <= 1
+    }
+
+    #[test]
+    fn exp_f32_within_one_ulp_over_the_whole_range() {
+        let mut worst = (0u64, 0.0f32);
+        // Every 61st bit pattern covers all exponents and many mantissas, both signs.
+        for bits in (0..=u32::MAX).step_by(61) {
+            let x = f32::from_bits(bits);
+            let want = (x as f64).exp() as f32;
+            let got = exp_f32(x);
+            if want.is_nan() {
+                assert!(got.is_nan(), "exp({x:e}) = {got:e}, want NaN");
+                continue;
+            }
+            let d = ulps32(got, want);
+            if d > worst.0 {
+                worst = (d, x);
+            }
+        }
+        assert!(worst.0 <= 1, "worst error {} ulp at x = {:e}", worst.0, worst.1);
+    }
+
+    #[test]
+    fn exp_f32_edge_cases() {
+        let cases: [(f32, f32); 9] = [
+            (0.0, 1.0),
+            (-0.0, 1.0),
+            (f32::INFINITY, f32::INFINITY),
+            (f32::NEG_INFINITY, 0.0),
+            (89.0, f32::INFINITY),
+            (-104.0, 0.0),
+            (1e-30, 1.0),
+            (-1e-30, 1.0),
+            (88.0, (88.0f64).exp() as f32),
+        ];
+        for (x, want) in cases {
+            assert!(same_class32(exp_f32(x), want), "exp({x}) = {}", exp_f32(x));
+        }
+        assert!(exp_f32(f32::NAN).is_nan());
+        // Near the overflow and underflow thresholds, and in the subnormal range.
+        let max_finite = f32::from_bits(0x42B1_7217); // largest x with finite e^x
+        assert!(exp_f32(max_finite).is_finite());
+        assert!(exp_f32(f32::from_bits(0x42B1_7218)).is_infinite());
+        for x in [-87.0f32, -87.5, -95.0, -100.0, -103.0, -103.9, -103.97] {
+            let want = (x as f64).exp() as f32;
+            assert!(ulps32(exp_f32(x), want) <= 1, "exp({x}) = {:e} want {want:e}", exp_f32(x));
+        }
+    }
+
+    #[test]
+    fn exp_f64_within_two_ulp() {
+        let mut worst = (0u64, 0.0f64);
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            1e-300,
+            -1e-300,
+            5e-324,
+            1.0,
+            -1.0,
+            709.78,
+            709.782712893384,
+            -708.39,
+            -745.13,
+            -744.0,
+            -730.0,
+            -720.5,
+        ];
+        for _ in 0..400_000 {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let u = (s >> 11) as f64 / (1u64 << 53) as f64;
+            xs.push(-746.0 + 1456.0 * u);
+            xs.push((u - 0.5) * 2.0);
+            xs.push((u - 0.5) * 1e-6);
+        }
+        for x in xs {
+            let got = exp_f64(x);
+            let want = x.exp();
+            let d = ulps64(got, want);
+            if d > worst.0 {
+                worst = (d, x);
+            }
+        }
+        assert!(worst.0 <= 2, "worst error {} ulp at x = {:e}", worst.0, worst.1);
+    }
+
+    #[test]
+    fn exp_f64_edge_cases() {
+        assert_eq!(exp_f64(0.0), 1.0);
+        assert_eq!(exp_f64(-0.0), 1.0);
+        assert_eq!(exp_f64(f64::INFINITY), f64::INFINITY);
+        assert_eq!(exp_f64(f64::NEG_INFINITY), 0.0);
+        assert_eq!(exp_f64(709.8), f64::INFINITY);
+        assert!(exp_f64(709.78).is_finite());
+        assert_eq!(exp_f64(-746.0), 0.0);
+        assert_eq!(exp_f64(-745.2), 0.0);
+        assert_eq!(exp_f64(-745.0), (-745.0f64).exp()); // the smallest subnormal
+        assert!(exp_f64(f64::NAN).is_nan());
+        assert!(ulps64(exp_f64(1.0), std::f64::consts::E) <= 1);
+    }
+
+    #[test]
+    fn sigmoid_is_stable_and_accurate() {
+        for x in [-1e4f32, -200.0, -90.0, -20.0, -1.0, -1e-8, 0.0, 1e-8, 0.5, 3.0, 20.0, 1e4] {
+            let want = (1.0 / (1.0 + (-(x as f64)).exp())) as f32;
+            let got = sigmoid_f32(x);
+            assert!(got.is_finite(), "sigmoid({x})");
+            assert!(ulps32(got, want) <= 3, "sigmoid({x}) = {got:e}, want {want:e}");
+        }
+        assert_eq!(sigmoid_f32(1e4), 1.0);
+        assert_eq!(sigmoid_f32(-1e4), 0.0);
+        assert_eq!(sigmoid_f64(1e4), 1.0);
+        assert_eq!(sigmoid_f64(-1e4), 0.0);
+        assert_eq!(sigmoid_f64(f64::INFINITY), 1.0);
+        assert_eq!(sigmoid_f64(f64::NEG_INFINITY), 0.0);
+        assert!(sigmoid_f64(f64::NAN).is_nan());
+        for i in -400..=400 {
+            let x = i as f64 * 0.37;
+            let e = (-x.abs()).exp();
+            let want = if x >= 0.0 { 1.0 / (1.0 + e) } else { e / (1.0 + e) };
+            assert!(ulps64(sigmoid_f64(x), want) <= 4, "sigmoid({x})");
+        }
+    }
+}

@@ -1,28 +1,89 @@
-//! (being written)
+//! Sorting along an axis: stable `sort` (values and their original positions) and `topk`.
+//!
+//! Both work lane by lane (a lane is the run of elements along `axis` at one position of the other
+//! dimensions), reading the lane straight from the strided input and writing the outputs in place; lanes
+//! are split across threads for large inputs. The order is total: numbers ascending with NaN after every
+//! number; descending is its exact reverse (NaN first). Ties always keep their original relative order, so
+//! `sort` is stable in both directions and `topk` prefers the lower index. `topk` selects its `k` entries
+//! with `select_nth_unstable_by` and sorts only those.
+//!
+//! Real floats, integers and bool are supported; complex numbers have no order and half-precision types
+//! are storage-only, both are reported as unsupported.
 
 use crate::CpuStorage;
-#[allow(unused_imports)]
-use nabla_core::*;
+use crate::movement::walk::{SharedOut, drop_axis, for_each_lane};
+use crate::movement::{build_pair, check_axis};
+use nabla_core::{DType, Element, Error, HostData, Layout, Result};
+use std::cmp::Ordering;
 
-fn pending(op: &'static str) -> Error {
-    Error::UnsupportedOp {
-        op,
-        backend: "cpu (kernel being written)".into(),
+/// Element types the sort kernels order.
+trait SortKey: Element {
+    /// The ascending order: numbers ascending, NaN after every number, NaNs equal to each other.
+    fn cmp_asc(a: Self, b: Self) -> Ordering;
+}
+
+macro_rules! sort_key_float {
+    ($($t:ty),*) => {$(
+        impl SortKey for $t {
+            #[inline]
+            fn cmp_asc(a: Self, b: Self) -> Ordering {
+                a.partial_cmp(&b).unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
+            }
+        }
+    )*};
+}
+sort_key_float!(f32, f64);
+
+macro_rules! sort_key_ord {
+    ($($t:ty),*) => {$(
+        impl SortKey for $t {
+            #[inline]
+            fn cmp_asc(a: Self, b: Self) -> Ordering {
+                a.cmp(&b)
+            }
+        }
+    )*};
+}
+sort_key_ord!(i32, i64, u8, bool);
+
+/// Runs `$body` with `$v` bound to the typed data of a sortable buffer, or reports the dtype.
+macro_rules! with_sortable {
+    ($op:expr, $host:expr, $v:ident => $body:expr) => {
+        match $host {
+            HostData::F32($v) => $body,
+            HostData::F64($v) => $body,
+            HostData::I32($v) => $body,
+            HostData::I64($v) => $body,
+            HostData::U8($v) => $body,
+            HostData::Bool($v) => $body,
+            other => Err(unsortable($op, other.dtype())),
+        }
+    };
+}
+
+/// The error for a dtype without an order (complex) or without arithmetic (half precision).
+fn unsortable(op: &'static str, dtype: DType) -> Error {
+    let e = Error::dtype(op, dtype);
+    if dtype.is_complex() {
+        e.with_hint("complex numbers have no order; sort the real part or the magnitude")
+    } else {
+        e
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Stable sort along `axis`; returns the sorted values and their original positions (`I64`).
 pub(crate) fn sort(
     x: &CpuStorage,
     layout: &Layout,
     axis: usize,
     descending: bool,
 ) -> Result<(CpuStorage, CpuStorage)> {
-    let _ = (x, layout, axis, descending);
-    Err(pending("sort"))
+    check_axis("sort", axis, layout.rank())?;
+    let n = layout.shape()[axis];
+    with_sortable!("sort", x.host(), v => sorted_lanes(v, layout, axis, n, descending))
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The `k` largest (or smallest) entries along `axis` in sorted order, with their positions (`I64`).
 pub(crate) fn topk(
     x: &CpuStorage,
     layout: &Layout,
@@ -30,6 +91,250 @@ pub(crate) fn topk(
     k: usize,
     largest: bool,
 ) -> Result<(CpuStorage, CpuStorage)> {
-    let _ = (x, layout, axis, k, largest);
-    Err(pending("topk"))
+    check_axis("topk", axis, layout.rank())?;
+    let n = layout.shape()[axis];
+    if k > n {
+        return Err(Error::invalid(
+            "topk",
+            format!(
+                "k = {k} is larger than the size {n} of axis {axis} of shape {:?}",
+                layout.shape()
+            ),
+        ));
+    }
+    with_sortable!("topk", x.host(), v => sorted_lanes(v, layout, axis, k, largest))
+}
+
+/// The first `k` entries of every lane along `axis` in sorted order (descending when `descending`), and
+/// their positions in the lane.
+fn sorted_lanes<T: SortKey>(
+    x: &[T],
+    lx: &Layout,
+    axis: usize,
+    k: usize,
+    descending: bool,
+) -> Result<(CpuStorage, CpuStorage)> {
+    let n = lx.shape()[axis];
+    let mut out_shape = lx.shape().to_vec();
+    out_shape[axis] = k;
+    let out_layout = Layout::contiguous(out_shape);
+    let total = out_layout.numel();
+    if total == 0 {
+        return Ok((
+            CpuStorage::from_vec(Vec::<T>::new()),
+            CpuStorage::from_vec(Vec::<i64>::new()),
+        ));
+    }
+    // The output is non-empty, so `k > 0`, every lane is non-empty, and `lx` is a valid non-empty view.
+    let sa = lx.strides()[axis];
+    let os = out_layout.strides()[axis] as usize;
+    let x_rest = drop_axis(lx, axis)?;
+    let o_rest = drop_axis(&out_layout, axis)?;
+    // A total order on (value, position): ties go to the lower position in both directions.
+    let cmp = move |a: &(T, usize), b: &(T, usize)| {
+        let by_value = if descending {
+            T::cmp_asc(b.0, a.0)
+        } else {
+            T::cmp_asc(a.0, b.0)
+        };
+        by_value.then(a.1.cmp(&b.1))
+    };
+    let (values, positions) = build_pair::<T, i64>(total, |values, positions| {
+        let (values, positions) = (SharedOut::new(values), SharedOut::new(positions));
+        let work = lx.numel();
+        for_each_lane(&x_rest, &o_rest, work, Vec::new, |lane: &mut Vec<(T, usize)>, xo, oo| {
+            lane.clear();
+            lane.extend((0..n).map(|t| (x[(xo as isize + t as isize * sa) as usize], t)));
+            if k < n {
+                lane.select_nth_unstable_by(k - 1, cmp);
+            }
+            let head = &mut lane[..k];
+            head.sort_unstable_by(cmp);
+            for (t, &(v, p)) in head.iter().enumerate() {
+                // SAFETY: each lane writes only its own `k` output positions; lanes are disjoint.
+                unsafe {
+                    values.write(oo + t * os, v);
+                    positions.write(oo + t * os, p as i64);
+                }
+            }
+        });
+    });
+    Ok((CpuStorage::from_vec(values), CpuStorage::from_vec(positions)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CpuBackend;
+    use crate::movement::tests::{Lcg, multi_indices, typed, view_of};
+    use half::f16;
+    use nabla_core::num_complex::Complex32;
+    use nabla_core::{Backend, Scalar};
+    use proptest::prelude::*;
+
+    /// Values with duplicates, signed zeros and (for floats) NaN.
+    fn sort_values<T: Element>(len: usize, seed: u64) -> Vec<T> {
+        let mut rng = Lcg(seed);
+        (0..len)
+            .map(|_| {
+                let v = match rng.below(10) {
+                    0 => f64::NAN,
+                    1 => -0.0,
+                    r => r as f64 - 5.0 + (rng.below(4) * 50) as f64,
+                };
+                T::from_scalar(Scalar::F64(v))
+            })
+            .collect()
+    }
+
+    /// The reference order, through `f64`: ascending, NaN last, NaNs equal.
+    fn reference_cmp(a: f64, b: f64) -> Ordering {
+        match (a.is_nan(), b.is_nan()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            _ => a.partial_cmp(&b).unwrap(),
+        }
+    }
+
+    /// Checks `sort` (when `k` is `None`) or `topk` against a std stable sort of every lane.
+    fn check<T: Element>(shape: &[usize], axis: usize, k: Option<usize>, desc: bool, seed: u64) {
+        let (l, len) = view_of(shape, seed);
+        let x = sort_values::<T>(len, seed);
+        let s = CpuStorage::from_vec(x.clone());
+        let (vals, pos) = match k {
+            None => CpuBackend.sort(&s, &l, axis, desc),
+            Some(k) => CpuBackend.topk(&s, &l, axis, k, desc),
+        }
+        .unwrap();
+        let n = shape[axis];
+        let k = k.unwrap_or(n);
+        let mut out_shape = shape.to_vec();
+        out_shape[axis] = k;
+        let out = Layout::contiguous(out_shape);
+        let mut want_vals = vec![T::default(); out.numel()];
+        let mut want_pos = vec![0i64; out.numel()];
+        let mut lane_shape = shape.to_vec();
+        lane_shape[axis] = 1;
+        for mut o in multi_indices(&lane_shape) {
+            let lane: Vec<T> = (0..n)
+                .map(|t| {
+                    o[axis] = t;
+                    x[l.offset_of(&o)]
+                })
+                .collect();
+            let key = |t: usize| lane[t].to_scalar().to_f64();
+            let mut perm: Vec<usize> = (0..n).collect();
+            if desc {
+                perm.sort_by(|&a, &b| reference_cmp(key(b), key(a)));
+            } else {
+                perm.sort_by(|&a, &b| reference_cmp(key(a), key(b)));
+            }
+            for (t, &p) in perm.iter().take(k).enumerate() {
+                o[axis] = t;
+                want_vals[out.offset_of(&o)] = lane[p];
+                want_pos[out.offset_of(&o)] = p as i64;
+            }
+        }
+        assert_eq!(typed::<i64>(&pos), want_pos, "positions of {l:?}, axis {axis}, k {k}, desc {desc}");
+        assert_eq!(
+            format!("{:?}", typed::<T>(&vals)),
+            format!("{want_vals:?}"),
+            "values of {l:?}, axis {axis}, k {k}, desc {desc}"
+        );
+    }
+
+    fn all_dtypes(shape: &[usize], axis: usize, k: Option<usize>, desc: bool, seed: u64) {
+        check::<f32>(shape, axis, k, desc, seed);
+        check::<f64>(shape, axis, k, desc, seed);
+        check::<i64>(shape, axis, k, desc, seed);
+        check::<i32>(shape, axis, k, desc, seed);
+        check::<u8>(shape, axis, k, desc, seed);
+        check::<bool>(shape, axis, k, desc, seed);
+    }
+
+    fn arb_axis_shape() -> impl Strategy<Value = (Vec<usize>, usize)> {
+        prop::collection::vec(0usize..6, 1..4).prop_flat_map(|s| {
+            let r = s.len();
+            (Just(s), 0..r)
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        #[test]
+        fn sort_matches_stable_reference((shape, axis) in arb_axis_shape(), desc in any::<bool>(), seed in any::<u64>()) {
+            all_dtypes(&shape, axis, None, desc, seed);
+        }
+
+        #[test]
+        fn topk_matches_sorted_prefix(
+            (shape, axis) in arb_axis_shape(),
+            frac in 0.0f64..=1.0,
+            largest in any::<bool>(),
+            seed in any::<u64>(),
+        ) {
+            let k = (frac * shape[axis] as f64).round() as usize;
+            all_dtypes(&shape, axis, Some(k), largest, seed);
+        }
+    }
+
+    #[test]
+    fn large_inputs_split_lanes_across_threads() {
+        check::<f32>(&[300, 200], 0, None, false, 1);
+        check::<f32>(&[300, 200], 1, None, true, 2);
+        check::<i64>(&[1, 50_000], 1, None, false, 3);
+        check::<f64>(&[100, 1000], 1, Some(5), true, 4);
+        check::<f64>(&[1000, 100], 0, Some(3), false, 5);
+        check::<u8>(&[64, 1024], 1, Some(1000), true, 6);
+    }
+
+    #[test]
+    fn nan_order_and_ties() {
+        let x = CpuStorage::from_vec(vec![3.0f32, f32::NAN, 1.0, f32::NAN, 3.0, 2.0]);
+        let l = Layout::contiguous([6]);
+        let (v, p) = CpuBackend.sort(&x, &l, 0, false).unwrap();
+        assert_eq!(format!("{:?}", typed::<f32>(&v)), "[1.0, 2.0, 3.0, 3.0, NaN, NaN]");
+        assert_eq!(typed::<i64>(&p), vec![2, 5, 0, 4, 1, 3]);
+        let (v, p) = CpuBackend.sort(&x, &l, 0, true).unwrap();
+        assert_eq!(format!("{:?}", typed::<f32>(&v)), "[NaN, NaN, 3.0, 3.0, 2.0, 1.0]");
+        assert_eq!(typed::<i64>(&p), vec![1, 3, 0, 4, 5, 2]);
+        let (v, p) = CpuBackend.topk(&x, &l, 0, 3, true).unwrap();
+        assert_eq!(format!("{:?}", typed::<f32>(&v)), "[NaN, NaN, 3.0]");
+        assert_eq!(typed::<i64>(&p), vec![1, 3, 0]);
+        let (v, p) = CpuBackend.topk(&x, &l, 0, 3, false).unwrap();
+        assert_eq!(typed::<f32>(&v), vec![1.0, 2.0, 3.0]);
+        assert_eq!(typed::<i64>(&p), vec![2, 5, 0]);
+    }
+
+    #[test]
+    fn sort_errors_name_the_op_and_values() {
+        let text = |r: Result<(CpuStorage, CpuStorage)>| r.expect_err("an error").to_string();
+        let l = Layout::contiguous([2, 3]);
+        let c = CpuStorage::from_vec(vec![Complex32::new(1.0, 0.0); 6]);
+        assert_eq!(
+            text(CpuBackend.sort(&c, &l, 1, false)),
+            "sort: not supported for dtype complex64 (complex numbers have no order; sort the real part or the magnitude)"
+        );
+        let h = CpuStorage::from_vec(vec![f16::ONE; 6]);
+        assert_eq!(
+            text(CpuBackend.topk(&h, &l, 1, 1, true)),
+            "topk: not supported for dtype float16 (half-precision types are for storage; cast to float32 first)"
+        );
+        let x = CpuStorage::from_vec(vec![1i64; 6]);
+        assert_eq!(
+            text(CpuBackend.topk(&x, &l, 1, 4, true)),
+            "topk: k = 4 is larger than the size 3 of axis 1 of shape [2, 3]"
+        );
+        assert_eq!(
+            text(CpuBackend.sort(&x, &l, 2, false)),
+            "sort: axis 2 is out of range for a tensor of rank 2 (expected -2..=1)"
+        );
+        let s = CpuStorage::from_vec(vec![1i64]);
+        assert_eq!(
+            text(CpuBackend.sort(&s, &Layout::contiguous([]), 0, false)),
+            "sort: axis 0 is out of range for a tensor of rank 0"
+        );
+    }
 }

@@ -12,7 +12,7 @@
 //! let a = Tensor::arange(0.0, 6.0, 1.0, DType::F32, &cpu)?.reshape([2, 3])?;
 //! let b = a.t()?.matmul(&a)?; // [3, 3]
 //! assert_eq!(b.shape(), &[3, 3]);
-//! assert_eq!(b.sum_all()?.item::<f32>()?, 135.0);
+//! assert_eq!(b.sum_all()?.item::<f32>()?, 153.0);
 //! # Ok::<(), nabla_core::Error>(())
 //! ```
 #![warn(missing_docs)]
@@ -20,6 +20,7 @@
 mod creation;
 mod display;
 mod elementwise;
+mod index;
 mod indexing;
 mod linalg;
 mod operand;
@@ -29,6 +30,7 @@ mod shape_ops;
 mod tensor;
 
 pub use display::PrintOptions;
+pub use index::{IndexOp, Indexer, Slice, s};
 pub use nabla_core::{DType, Error, Result};
 pub use operand::Operand;
 pub use shape_ops::ReshapeDims;

@@ -42,7 +42,10 @@ macro_rules! tensor_operator {
                 self.binary(BinaryOp::$op, rhs)
             }
         }
-        tensor_operator!(@scalars $trait, $method, $op, f64, f32, i64, i32);
+        // One float and one integer type only: with more, a literal such as `2.0` would match several
+        // impls and `(&x * 2.0)?` would need a type annotation. Other number types go through the
+        // method forms (`x.mul(2.0f32)`), which accept any `Operand`.
+        tensor_operator!(@scalars $trait, $method, $op, f64, i64);
     };
     (@scalars $trait:ident, $method:ident, $op:ident, $($s:ty),*) => {$(
         impl<B: Backend> $trait<$s> for &Tensor<B> {

@@ -35,3 +35,8 @@ pub mod prelude {
         Shape, Tensor,
     };
 }
+
+/// The README's tour, compiled and run as a doctest so it stays true.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

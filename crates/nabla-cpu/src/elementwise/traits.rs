@@ -1,0 +1,297 @@
+//! Element families the elementwise kernels are generic over: real floats, complex floats and integers.
+//!
+//! Each trait lists exactly the operations the kernels need, implemented once per family by a macro that
+//! forwards to the inherent methods of the primitive (or `num_complex`) type, so a kernel is written once
+//! per family and monomorphised per dtype, with every call inlined into the vectorised loops.
+
+use super::erf::{erf_f32, erf_f64};
+use crate::simd_math::{exp_f32, exp_f64, sigmoid_f32, sigmoid_f64};
+use nabla_core::Element;
+use num_complex::{Complex, Complex32, Complex64};
+use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
+
+/// `f32` and `f64`.
+pub(crate) trait Real:
+    Element
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Rem<Output = Self>
+    + Neg<Output = Self>
+{
+    /// 0.
+    const ZERO: Self;
+    /// 1.
+    const ONE: Self;
+    /// The complex type whose parts are `Self`.
+    type Complex: Cplx<Real = Self>;
+    /// Absolute value.
+    fn abs(self) -> Self;
+    /// Square root.
+    fn sqrt(self) -> Self;
+    /// `e^x` through the vectorisable kernel of [`crate::simd_math`].
+    fn exp(self) -> Self;
+    /// `e^x - 1`.
+    fn exp_m1(self) -> Self;
+    /// Natural logarithm.
+    fn ln(self) -> Self;
+    /// `ln(1 + x)`.
+    fn ln_1p(self) -> Self;
+    /// Sine.
+    fn sin(self) -> Self;
+    /// Cosine.
+    fn cos(self) -> Self;
+    /// Tangent.
+    fn tan(self) -> Self;
+    /// Arcsine.
+    fn asin(self) -> Self;
+    /// Arccosine.
+    fn acos(self) -> Self;
+    /// Arctangent.
+    fn atan(self) -> Self;
+    /// Hyperbolic sine.
+    fn sinh(self) -> Self;
+    /// Hyperbolic cosine.
+    fn cosh(self) -> Self;
+    /// Hyperbolic tangent.
+    fn tanh(self) -> Self;
+    /// Logistic function (vectorisable, stable).
+    fn sigmoid(self) -> Self;
+    /// Error function.
+    fn erf(self) -> Self;
+    /// Round down.
+    fn floor(self) -> Self;
+    /// Round up.
+    fn ceil(self) -> Self;
+    /// Round half to even.
+    fn round_ties_even(self) -> Self;
+    /// Round toward zero.
+    fn trunc(self) -> Self;
+    /// `true` for NaN.
+    fn is_nan(self) -> bool;
+    /// `true` for finite values.
+    fn is_finite(self) -> bool;
+    /// `self ^ e`.
+    fn powf(self, e: Self) -> Self;
+    /// `atan2(self, x)`.
+    fn atan2(self, x: Self) -> Self;
+    /// `|self|` with the sign of `s`.
+    fn copysign(self, s: Self) -> Self;
+    /// `sqrt(self^2 + o^2)` without undue overflow.
+    fn hypot(self, o: Self) -> Self;
+}
+
+macro_rules! forward {
+    ($t:ty: $($m:ident),*) => {$(
+        #[inline(always)]
+        fn $m(self) -> Self {
+            <$t>::$m(self)
+        }
+    )*};
+}
+
+macro_rules! impl_real {
+    ($t:ident, $c:ty, $exp:path, $sigmoid:path, $erf:path) => {
+        impl Real for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            type Complex = $c;
+            forward!($t: abs, sqrt, exp_m1, ln, ln_1p, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh);
+            forward!($t: floor, ceil, round_ties_even, trunc);
+            #[inline(always)]
+            fn exp(self) -> Self {
+                $exp(self)
+            }
+            #[inline(always)]
+            fn sigmoid(self) -> Self {
+                $sigmoid(self)
+            }
+            #[inline(always)]
+            fn erf(self) -> Self {
+                $erf(self)
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            #[inline(always)]
+            fn is_finite(self) -> bool {
+                <$t>::is_finite(self)
+            }
+            #[inline(always)]
+            fn powf(self, e: Self) -> Self {
+                <$t>::powf(self, e)
+            }
+            #[inline(always)]
+            fn atan2(self, x: Self) -> Self {
+                <$t>::atan2(self, x)
+            }
+            #[inline(always)]
+            fn copysign(self, s: Self) -> Self {
+                <$t>::copysign(self, s)
+            }
+            #[inline(always)]
+            fn hypot(self, o: Self) -> Self {
+                <$t>::hypot(self, o)
+            }
+        }
+    };
+}
+
+impl_real!(f32, Complex32, exp_f32, sigmoid_f32, erf_f32);
+impl_real!(f64, Complex64, exp_f64, sigmoid_f64, erf_f64);
+
+/// `Complex32` and `Complex64`.
+pub(crate) trait Cplx:
+    Element + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Neg<Output = Self>
+{
+    /// The type of the real and imaginary parts.
+    type Real: Real<Complex = Self>;
+    /// `re + i im`.
+    fn new(re: Self::Real, im: Self::Real) -> Self;
+    /// Real part.
+    fn re(self) -> Self::Real;
+    /// Imaginary part.
+    fn im(self) -> Self::Real;
+    /// Complex conjugate.
+    fn conj(self) -> Self;
+    /// `e^z`.
+    fn exp(self) -> Self;
+    /// Principal natural logarithm.
+    fn ln(self) -> Self;
+    /// Principal square root.
+    fn sqrt(self) -> Self;
+    /// Sine.
+    fn sin(self) -> Self;
+    /// Cosine.
+    fn cos(self) -> Self;
+    /// Tangent.
+    fn tan(self) -> Self;
+    /// Hyperbolic sine.
+    fn sinh(self) -> Self;
+    /// Hyperbolic cosine.
+    fn cosh(self) -> Self;
+    /// Hyperbolic tangent.
+    fn tanh(self) -> Self;
+    /// `self ^ e` through `exp(e ln self)`.
+    fn powc(self, e: Self) -> Self;
+}
+
+macro_rules! impl_cplx {
+    ($t:ty, $r:ty) => {
+        impl Cplx for $t {
+            type Real = $r;
+            #[inline(always)]
+            fn new(re: $r, im: $r) -> Self {
+                Complex::new(re, im)
+            }
+            #[inline(always)]
+            fn re(self) -> $r {
+                self.re
+            }
+            #[inline(always)]
+            fn im(self) -> $r {
+                self.im
+            }
+            forward!($t: exp, ln, sqrt, sin, cos, tan, sinh, cosh, tanh);
+            #[inline(always)]
+            fn conj(self) -> Self {
+                Complex::new(self.re, -self.im)
+            }
+            #[inline(always)]
+            fn powc(self, e: Self) -> Self {
+                <$t>::powc(self, e)
+            }
+        }
+    };
+}
+
+impl_cplx!(Complex32, f32);
+impl_cplx!(Complex64, f64);
+
+/// `i32`, `i64` and `u8`, with wrapping arithmetic.
+pub(crate) trait Int: Element + Ord {
+    /// 0.
+    const ZERO: Self;
+    /// 1.
+    const ONE: Self;
+    /// `a + b`, wrapping.
+    fn wrapping_add(self, o: Self) -> Self;
+    /// `a - b`, wrapping.
+    fn wrapping_sub(self, o: Self) -> Self;
+    /// `a * b`, wrapping.
+    fn wrapping_mul(self, o: Self) -> Self;
+    /// `-a`, wrapping.
+    fn wrapping_neg(self) -> Self;
+    /// `|a|`, wrapping (`MIN` stays `MIN`).
+    fn wrapping_abs(self) -> Self;
+    /// Truncating division, wrapping (`MIN / -1 = MIN`); `o` must not be 0.
+    fn wrapping_div(self, o: Self) -> Self;
+    /// Truncating remainder, wrapping (`MIN % -1 = 0`); `o` must not be 0.
+    fn wrapping_rem(self, o: Self) -> Self;
+    /// `-1`, `0` or `1`.
+    fn signum(self) -> Self;
+    /// `true` when the value is below zero.
+    fn is_negative(self) -> bool;
+    /// The low bit (odd numbers give `true`).
+    fn is_odd(self) -> bool;
+    /// The value as a 64-bit exponent (only called on non-negative values).
+    fn as_u64(self) -> u64;
+}
+
+macro_rules! impl_int {
+    ($($t:ty),*) => {$(
+        impl Int for $t {
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            #[inline(always)]
+            fn wrapping_add(self, o: Self) -> Self {
+                <$t>::wrapping_add(self, o)
+            }
+            #[inline(always)]
+            fn wrapping_sub(self, o: Self) -> Self {
+                <$t>::wrapping_sub(self, o)
+            }
+            #[inline(always)]
+            fn wrapping_mul(self, o: Self) -> Self {
+                <$t>::wrapping_mul(self, o)
+            }
+            #[inline(always)]
+            fn wrapping_div(self, o: Self) -> Self {
+                <$t>::wrapping_div(self, o)
+            }
+            #[inline(always)]
+            fn wrapping_rem(self, o: Self) -> Self {
+                <$t>::wrapping_rem(self, o)
+            }
+            forward!($t: wrapping_neg);
+            #[inline(always)]
+            #[allow(unused_comparisons)]
+            fn wrapping_abs(self) -> Self {
+                if self < 0 { self.wrapping_neg() } else { self }
+            }
+            #[inline(always)]
+            #[allow(unused_comparisons)]
+            fn signum(self) -> Self {
+                if self > 0 { 1 } else if self < 0 { (0 as $t).wrapping_sub(1) } else { 0 }
+            }
+            #[inline(always)]
+            #[allow(unused_comparisons)]
+            fn is_negative(self) -> bool {
+                self < 0
+            }
+            #[inline(always)]
+            fn is_odd(self) -> bool {
+                self & 1 == 1
+            }
+            #[inline(always)]
+            fn as_u64(self) -> u64 {
+                self as u64
+            }
+        }
+    )*};
+}
+
+impl_int!(i32, i64, u8);

@@ -1,0 +1,222 @@
+//! Batched matrix products.
+//!
+//! Float and complex products go through faer with the views' strides passed straight through: a
+//! transposed, sliced or reversed operand is never copied, and broadcast batch dimensions (stride 0) are
+//! never materialised. One large product lets faer use every thread; a batch of small products runs one
+//! product per thread with faer sequential. Integer products use a simple row-oriented kernel with
+//! wrapping arithmetic.
+
+mod int;
+#[cfg(test)]
+mod tests;
+
+use crate::CpuStorage;
+use crate::reduce::Arith;
+use faer::traits::ComplexField;
+use faer::{Accum, MatMut, MatRef, Par};
+use nabla_core::{DType, Element, Error, Layout, Result};
+use rayon::prelude::*;
+
+/// Multiply-adds per product above which a single product is worth parallelising inside faer.
+const PAR_MATRIX_FLOPS: usize = 1 << 18;
+
+/// The shapes of a validated batched product.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Dims {
+    /// Number of products.
+    pub batch: usize,
+    /// Rows of the left operand and of the result.
+    pub m: usize,
+    /// Shared inner dimension.
+    pub k: usize,
+    /// Columns of the right operand and of the result.
+    pub n: usize,
+}
+
+/// A matrix operand: where each batch item starts, and its row and column strides.
+pub(crate) struct Operand {
+    /// Buffer offset of each batch item's `[0, 0]` element.
+    pub offsets: Vec<usize>,
+    /// Step between rows.
+    pub rs: isize,
+    /// Step between columns.
+    pub cs: isize,
+}
+
+impl Operand {
+    fn new(layout: &Layout) -> Result<Operand> {
+        let r = layout.rank();
+        let batch = Layout::from_parts(
+            layout.shape()[..r - 2].to_vec(),
+            layout.strides()[..r - 2].to_vec(),
+            layout.offset(),
+        )?;
+        Ok(Operand {
+            offsets: batch.offsets().collect(),
+            rs: layout.strides()[r - 2],
+            cs: layout.strides()[r - 1],
+        })
+    }
+}
+
+/// Checks the operands of a batched product `[..., m, k] x [..., k, n]` and returns its dimensions.
+pub(crate) fn check(op: &'static str, sa: &[usize], sb: &[usize]) -> Result<Dims> {
+    if sa.len() < 2 || sb.len() < 2 {
+        return Err(Error::shapes(op, sa, sb)
+            .with_hint("both operands need at least two dimensions, [..., m, k] and [..., k, n]"));
+    }
+    let (ra, rb) = (sa.len(), sb.len());
+    if sa[..ra - 2] != sb[..rb - 2] {
+        return Err(Error::shapes(op, sa, sb).with_hint(format!(
+            "batch dimensions {:?} and {:?} differ (broadcast them to one shape first)",
+            &sa[..ra - 2],
+            &sb[..rb - 2]
+        )));
+    }
+    let (m, k, k2, n) = (sa[ra - 2], sa[ra - 1], sb[rb - 2], sb[rb - 1]);
+    if k != k2 {
+        return Err(Error::shapes(op, sa, sb)
+            .with_hint(format!("inner dimensions {k} and {k2} differ")));
+    }
+    Ok(Dims {
+        batch: sa[..ra - 2].iter().product(),
+        m,
+        k,
+        n,
+    })
+}
+
+/// Batched product of `a: [..., m, k]` and `b: [..., k, n]` with equal batch dimensions.
+pub(crate) fn matmul(
+    a: &CpuStorage,
+    la: &Layout,
+    b: &CpuStorage,
+    lb: &Layout,
+) -> Result<CpuStorage> {
+    let dims = check("matmul", la.shape(), lb.shape())?;
+    let dtype = a.dtype();
+    if dtype != b.dtype() {
+        return Err(Error::DTypeMismatch {
+            op: "matmul",
+            lhs: dtype,
+            rhs: b.dtype(),
+        });
+    }
+    fn float<T: Element + ComplexField>(
+        a: &CpuStorage,
+        la: &Layout,
+        b: &CpuStorage,
+        lb: &Layout,
+        dims: Dims,
+    ) -> Result<CpuStorage> {
+        let (x, y) = (a.typed::<T>("matmul")?, b.typed::<T>("matmul")?);
+        let out = matmul_faer(x, &Operand::new(la)?, y, &Operand::new(lb)?, dims);
+        Ok(CpuStorage::from_vec(out))
+    }
+    fn int<T: Arith>(
+        a: &CpuStorage,
+        la: &Layout,
+        b: &CpuStorage,
+        lb: &Layout,
+        dims: Dims,
+    ) -> Result<CpuStorage> {
+        let (x, y) = (a.typed::<T>("matmul")?, b.typed::<T>("matmul")?);
+        let out = int::matmul_int(x, &Operand::new(la)?, y, &Operand::new(lb)?, dims);
+        Ok(CpuStorage::from_vec(out))
+    }
+    match dtype {
+        DType::F32 => float::<f32>(a, la, b, lb, dims),
+        DType::F64 => float::<f64>(a, la, b, lb, dims),
+        DType::C64 => float::<num_complex::Complex32>(a, la, b, lb, dims),
+        DType::C128 => float::<num_complex::Complex64>(a, la, b, lb, dims),
+        DType::I32 => int::<i32>(a, la, b, lb, dims),
+        DType::I64 => int::<i64>(a, la, b, lb, dims),
+        DType::U8 => int::<u8>(a, la, b, lb, dims),
+        DType::Bool | DType::F16 | DType::BF16 => Err(Error::dtype("matmul", dtype)),
+    }
+}
+
+/// A faer view of one strided matrix of `data` starting at `offset`.
+///
+/// # Safety
+/// Every element `offset + i * rs + j * cs` (`i < rows`, `j < cols`) must lie inside `data`, and
+/// `rows` and `cols` must be non-zero.
+pub(crate) unsafe fn mat_ref<T>(
+    data: &[T],
+    offset: usize,
+    rows: usize,
+    cols: usize,
+    rs: isize,
+    cs: isize,
+) -> MatRef<'_, T> {
+    debug_assert!(offset < data.len());
+    // SAFETY: the caller guarantees every addressed element is inside `data`, which outlives the view.
+    unsafe { MatRef::from_raw_parts(data.as_ptr().add(offset), rows, cols, rs, cs) }
+}
+
+/// A faer view of a contiguous row-major `rows x cols` matrix (non-empty).
+pub(crate) fn mat_mut<T>(data: &mut [T], rows: usize, cols: usize) -> MatMut<'_, T> {
+    assert!(data.len() >= rows * cols && rows > 0 && cols > 0);
+    // SAFETY: the `rows * cols` elements lie in `data`, which is borrowed mutably for the view's life.
+    unsafe { MatMut::from_raw_parts_mut(data.as_mut_ptr(), rows, cols, cols as isize, 1) }
+}
+
+/// `dst = a * b` (or `dst += a * b`) for one product, with faer's parallelism chosen from its size.
+pub(crate) fn gemm<T: ComplexField>(
+    dst: MatMut<'_, T>,
+    accum: Accum,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    par: Par,
+) {
+    faer::linalg::matmul::matmul(dst, accum, a, b, T::one_impl(), par);
+}
+
+/// Faer parallelism for one product of `m x k` by `k x n` that runs alone.
+pub(crate) fn par_for(m: usize, k: usize, n: usize) -> Par {
+    if m.saturating_mul(k).saturating_mul(n) >= PAR_MATRIX_FLOPS {
+        Par::rayon(0)
+    } else {
+        Par::Seq
+    }
+}
+
+/// The batched product through faer; returns the contiguous `[batch, m, n]` result.
+fn matmul_faer<T: Element + ComplexField>(
+    a: &[T],
+    oa: &Operand,
+    b: &[T],
+    ob: &Operand,
+    d: Dims,
+) -> Vec<T> {
+    let mut out = vec![T::zero(); d.batch * d.m * d.n];
+    if out.is_empty() || d.k == 0 {
+        return out;
+    }
+    let one = |i: usize, dst: &mut [T], par: Par| {
+        // SAFETY: the layouts were checked against the buffers by the backend, and m, k, n are non-zero.
+        let (lhs, rhs) = unsafe {
+            (
+                mat_ref(a, oa.offsets[i], d.m, d.k, oa.rs, oa.cs),
+                mat_ref(b, ob.offsets[i], d.k, d.n, ob.rs, ob.cs),
+            )
+        };
+        gemm(mat_mut(dst, d.m, d.n), Accum::Replace, lhs, rhs, par);
+    };
+    let per = d.m * d.n;
+    let big = d.m * d.k * d.n >= PAR_MATRIX_FLOPS;
+    if d.batch == 1 || (big && d.batch < rayon::current_num_threads()) {
+        for (i, dst) in out.chunks_mut(per).enumerate() {
+            one(i, dst, par_for(d.m, d.k, d.n));
+        }
+    } else if d.batch * d.m * d.k * d.n >= PAR_MATRIX_FLOPS {
+        out.par_chunks_mut(per)
+            .enumerate()
+            .for_each(|(i, dst)| one(i, dst, Par::Seq));
+    } else {
+        for (i, dst) in out.chunks_mut(per).enumerate() {
+            one(i, dst, Par::Seq);
+        }
+    }
+    out
+}
