@@ -43,7 +43,14 @@ impl<B: Backend> Tensor<B> {
             return Err(Error::shapes(OP, self.shape(), rhs.shape())
                 .with_hint(format!("inner dimensions {k} and {k2} differ")));
         }
-        let batch = Shape::broadcast(OP, &a.shape()[..ar - 2], &b.shape()[..br - 2])?.into_dims();
+        let (a_batch, b_batch) = (&a.shape()[..ar - 2], &b.shape()[..br - 2]);
+        let batch = Shape::broadcast(OP, a_batch, b_batch)
+            .map_err(|_| {
+                Error::shapes(OP, self.shape(), rhs.shape()).with_hint(format!(
+                    "batch dimensions {a_batch:?} and {b_batch:?} do not broadcast"
+                ))
+            })?
+            .into_dims();
         let mut a_shape = batch.clone();
         a_shape.extend([m, k]);
         let mut b_shape = batch.clone();

@@ -245,6 +245,13 @@ impl<B: Backend> Tensor<B> {
                 ),
             ));
         }
+        if T::DTYPE != self.dtype {
+            return Err(Error::DTypeMismatch {
+                op: "item",
+                lhs: self.dtype,
+                rhs: T::DTYPE,
+            });
+        }
         Ok(self.to_vec::<T>()?[0])
     }
 

@@ -61,13 +61,14 @@ pub(super) fn expm1<C: Cplx>(z: C) -> C {
     C::new(x.exp_m1() * y.cos() - two * half * half, x.exp() * y.sin())
 }
 
-/// `ln(1 + z)`: for `|z| < 1` the real part is `log1p(2x + x^2 + y^2) / 2`, accurate near 0.
+/// `ln(1 + z)`: for `|z| < 1/2` the real part is `log1p(2x + x^2 + y^2) / 2`, accurate near 0 (and far
+/// from the cancellation of `1 + 2x + x^2` near `x = -1`); elsewhere `ln(1 + z)` directly.
 #[inline]
 pub(super) fn log1p<C: Cplx>(z: C) -> C {
     let (x, y) = (z.re(), z.im());
     let one = C::Real::ONE;
-    if abs(z) < one {
-        let two = one + one;
+    let two = one + one;
+    if abs(z) < one / two {
         C::new((x * (two + x) + y * y).ln_1p() / two, y.atan2(one + x))
     } else {
         (C::new(one + x, y)).ln()

@@ -15,7 +15,13 @@ fn axpy<T: Arith>(dst: &mut [T], s: T, src: &[T]) {
 }
 
 /// The batched product with wrapping arithmetic; returns the contiguous `[batch, m, n]` result.
-pub(super) fn matmul_int<T: Arith>(a: &[T], oa: &Operand, b: &[T], ob: &Operand, d: Dims) -> Vec<T> {
+pub(super) fn matmul_int<T: Arith>(
+    a: &[T],
+    oa: &Operand,
+    b: &[T],
+    ob: &Operand,
+    d: Dims,
+) -> Vec<T> {
     let mut out = vec![T::zero(); d.batch * d.m * d.n];
     if out.is_empty() || d.k == 0 {
         return out;

@@ -75,8 +75,9 @@ pub(crate) fn check(op: &'static str, sa: &[usize], sb: &[usize]) -> Result<Dims
     }
     let (m, k, k2, n) = (sa[ra - 2], sa[ra - 1], sb[rb - 2], sb[rb - 1]);
     if k != k2 {
-        return Err(Error::shapes(op, sa, sb)
-            .with_hint(format!("inner dimensions {k} and {k2} differ")));
+        return Err(
+            Error::shapes(op, sa, sb).with_hint(format!("inner dimensions {k} and {k2} differ"))
+        );
     }
     Ok(Dims {
         batch: sa[..ra - 2].iter().product(),

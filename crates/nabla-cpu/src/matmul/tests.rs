@@ -53,7 +53,11 @@ fn operand(batch: &[usize], rows: usize, cols: usize, bits: u32) -> (Layout, usi
         .enumerate()
         .map(|(i, &d)| if bit(8 + i as u32) { 1 } else { d })
         .collect();
-    let tall = if bit(1) && rows > 0 { 2 * rows - 1 } else { rows };
+    let tall = if bit(1) && rows > 0 {
+        2 * rows - 1
+    } else {
+        rows
+    };
     let r = batch.len();
     let mut l = if bit(0) {
         let dims: Vec<usize> = stored_batch.iter().copied().chain([cols, tall]).collect();
@@ -61,7 +65,13 @@ fn operand(batch: &[usize], rows: usize, cols: usize, bits: u32) -> (Layout, usi
         perm.extend([r + 1, r]);
         Layout::contiguous(dims).permute(&perm).unwrap()
     } else {
-        Layout::contiguous(stored_batch.iter().copied().chain([tall, cols]).collect::<Vec<_>>())
+        Layout::contiguous(
+            stored_batch
+                .iter()
+                .copied()
+                .chain([tall, cols])
+                .collect::<Vec<_>>(),
+        )
     };
     if tall != rows {
         l = l.slice(r, 0, rows, 2).unwrap();
@@ -97,7 +107,11 @@ fn run<T: Element>(a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Result<Vec<T>>
 fn check_exact<T: Arith>(la: &Layout, na: usize, lb: &Layout, nb: usize, seed: u64) {
     let a: Vec<T> = values(na, seed, |v| Scalar::I64((v % 9) as i64 - 4));
     let b: Vec<T> = values(nb, seed ^ 1, |v| Scalar::I64((v % 7) as i64 - 3));
-    assert_eq!(run(&a, la, &b, lb).unwrap(), reference(&a, la, &b, lb), "{la:?} x {lb:?}");
+    assert_eq!(
+        run(&a, la, &b, lb).unwrap(),
+        reference(&a, la, &b, lb),
+        "{la:?} x {lb:?}"
+    );
 }
 
 proptest! {
@@ -160,7 +174,13 @@ fn rows_broadcast_inside_a_matrix() {
     let la = Layout::contiguous([1, 40]).broadcast_to(&[50, 40]).unwrap();
     let lb = Layout::contiguous([40, 60]);
     check_exact::<f32>(&la, 40, &lb, 2400, 5);
-    check_exact::<f64>(&lb.permute(&[1, 0]).unwrap(), 2400, &Layout::contiguous([40, 1]).broadcast_to(&[40, 70]).unwrap(), 40, 6);
+    check_exact::<f64>(
+        &lb.permute(&[1, 0]).unwrap(),
+        2400,
+        &Layout::contiguous([40, 1]).broadcast_to(&[40, 70]).unwrap(),
+        40,
+        6,
+    );
 }
 
 #[test]
@@ -168,28 +188,72 @@ fn empty_products() {
     let z: Vec<f32> = vec![];
     // k = 0: zeros.
     assert_eq!(
-        run(&z, &Layout::contiguous([2, 3, 0]), &z, &Layout::contiguous([2, 0, 4])).unwrap(),
+        run(
+            &z,
+            &Layout::contiguous([2, 3, 0]),
+            &z,
+            &Layout::contiguous([2, 0, 4])
+        )
+        .unwrap(),
         vec![0.0; 24]
     );
     let zi: Vec<i32> = vec![];
     assert_eq!(
-        run(&zi, &Layout::contiguous([3, 0]), &zi, &Layout::contiguous([0, 2])).unwrap(),
+        run(
+            &zi,
+            &Layout::contiguous([3, 0]),
+            &zi,
+            &Layout::contiguous([0, 2])
+        )
+        .unwrap(),
         vec![0; 6]
     );
     // m = 0 or n = 0 or an empty batch: empty.
     let a = vec![1.0f64; 6];
-    assert!(run(&[], &Layout::contiguous([0, 3]), &a, &Layout::contiguous([3, 2])).unwrap().is_empty());
-    assert!(run(&a, &Layout::contiguous([2, 3]), &[], &Layout::contiguous([3, 0])).unwrap().is_empty());
-    assert!(run::<f32>(&[], &Layout::contiguous([0, 2, 3]), &[], &Layout::contiguous([0, 3, 2])).unwrap().is_empty());
+    assert!(
+        run(
+            &[],
+            &Layout::contiguous([0, 3]),
+            &a,
+            &Layout::contiguous([3, 2])
+        )
+        .unwrap()
+        .is_empty()
+    );
+    assert!(
+        run(
+            &a,
+            &Layout::contiguous([2, 3]),
+            &[],
+            &Layout::contiguous([3, 0])
+        )
+        .unwrap()
+        .is_empty()
+    );
+    assert!(
+        run::<f32>(
+            &[],
+            &Layout::contiguous([0, 2, 3]),
+            &[],
+            &Layout::contiguous([0, 3, 2])
+        )
+        .unwrap()
+        .is_empty()
+    );
 }
 
 #[test]
 fn errors_name_matmul_and_both_shapes() {
     let s = CpuStorage::from_vec(vec![1.0f32; 24]);
     let err = |la: &[usize], lb: &[usize]| {
-        matmul(&s, &Layout::contiguous(la.to_vec()), &s, &Layout::contiguous(lb.to_vec()))
-            .unwrap_err()
-            .to_string()
+        matmul(
+            &s,
+            &Layout::contiguous(la.to_vec()),
+            &s,
+            &Layout::contiguous(lb.to_vec()),
+        )
+        .unwrap_err()
+        .to_string()
     };
     assert_eq!(
         err(&[2, 3], &[4, 2]),
@@ -211,7 +275,19 @@ fn errors_name_matmul_and_both_shapes() {
         "matmul: dtype mismatch between float32 and float64 (cast one operand with .cast(...))"
     );
     let b = CpuStorage::new(HostData::Bool(vec![true; 4]));
-    assert_eq!(matmul(&b, &l, &b, &l).unwrap_err().to_string(), "matmul: not supported for dtype bool");
-    let h = CpuStorage::new(HostData::filled(nabla_core::DType::F16, 4, Scalar::F64(1.0)));
-    assert!(matmul(&h, &l, &h, &l).unwrap_err().to_string().starts_with("matmul: not supported for dtype float16"));
+    assert_eq!(
+        matmul(&b, &l, &b, &l).unwrap_err().to_string(),
+        "matmul: not supported for dtype bool"
+    );
+    let h = CpuStorage::new(HostData::filled(
+        nabla_core::DType::F16,
+        4,
+        Scalar::F64(1.0),
+    ));
+    assert!(
+        matmul(&h, &l, &h, &l)
+            .unwrap_err()
+            .to_string()
+            .starts_with("matmul: not supported for dtype float16")
+    );
 }

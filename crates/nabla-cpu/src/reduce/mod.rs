@@ -31,7 +31,10 @@ fn check_axes(op: &'static str, layout: &Layout, axes: &[usize]) -> Result<()> {
     if axes.windows(2).any(|w| w[0] >= w[1]) {
         return Err(Error::invalid(
             op,
-            format!("axes {axes:?} must be sorted and distinct (shape {:?})", layout.shape()),
+            format!(
+                "axes {axes:?} must be sorted and distinct (shape {:?})",
+                layout.shape()
+            ),
         ));
     }
     Ok(())
@@ -51,10 +54,18 @@ pub(crate) fn reduce(
     check_axes(op.name(), layout, axes)?;
     let unsupported = || Err(Error::dtype(op.name(), dtype));
     match op {
-        ReduceOp::Sum => dispatch_arith!(dtype, T => run::<T, _>(op, x, layout, axes, Some(T::zero()), T::add), _ => unsupported()),
-        ReduceOp::Prod => dispatch_arith!(dtype, T => run::<T, _>(op, x, layout, axes, Some(T::one()), T::mul), _ => unsupported()),
-        ReduceOp::Max => dispatch_ordered!(dtype, T => run::<T, _>(op, x, layout, axes, None, max_nan::<T>), _ => unsupported()),
-        ReduceOp::Min => dispatch_ordered!(dtype, T => run::<T, _>(op, x, layout, axes, None, min_nan::<T>), _ => unsupported()),
+        ReduceOp::Sum => {
+            dispatch_arith!(dtype, T => run::<T, _>(op, x, layout, axes, Some(T::zero()), T::add), _ => unsupported())
+        }
+        ReduceOp::Prod => {
+            dispatch_arith!(dtype, T => run::<T, _>(op, x, layout, axes, Some(T::one()), T::mul), _ => unsupported())
+        }
+        ReduceOp::Max => {
+            dispatch_ordered!(dtype, T => run::<T, _>(op, x, layout, axes, None, max_nan::<T>), _ => unsupported())
+        }
+        ReduceOp::Min => {
+            dispatch_ordered!(dtype, T => run::<T, _>(op, x, layout, axes, None, min_nan::<T>), _ => unsupported())
+        }
     }
 }
 

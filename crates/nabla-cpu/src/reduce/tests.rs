@@ -186,26 +186,61 @@ fn large_views_take_every_path() {
         (Layout::contiguous([100_003, 3]), vec![0]),
         (Layout::contiguous([3, 100_003]), vec![0]),
         (Layout::contiguous([40, 50, 60]), vec![0, 2]),
-        (Layout::contiguous([517, 300]).permute(&[1, 0]).unwrap(), vec![0]),
-        (Layout::contiguous([517, 300]).permute(&[1, 0]).unwrap(), vec![1]),
-        (Layout::contiguous([300, 517]).flip(1).unwrap().flip(0).unwrap(), vec![1]),
-        (Layout::contiguous([1, 700]).broadcast_to(&[400, 700]).unwrap(), vec![0]),
-        (Layout::contiguous([1, 700]).broadcast_to(&[400, 700]).unwrap(), vec![1]),
+        (
+            Layout::contiguous([517, 300]).permute(&[1, 0]).unwrap(),
+            vec![0],
+        ),
+        (
+            Layout::contiguous([517, 300]).permute(&[1, 0]).unwrap(),
+            vec![1],
+        ),
+        (
+            Layout::contiguous([300, 517])
+                .flip(1)
+                .unwrap()
+                .flip(0)
+                .unwrap(),
+            vec![1],
+        ),
+        (
+            Layout::contiguous([1, 700])
+                .broadcast_to(&[400, 700])
+                .unwrap(),
+            vec![0],
+        ),
+        (
+            Layout::contiguous([1, 700])
+                .broadcast_to(&[400, 700])
+                .unwrap(),
+            vec![1],
+        ),
         (Layout::contiguous([200_000]), vec![0]),
     ];
     for (l, axes) in cases {
         let n = l.max_offset() as usize + 1;
         let x: Vec<i64> = values(n, 7, |v| Scalar::I64((v % 1000) as i64 - 500));
         for (op, id, f) in [
-            (ReduceOp::Sum, Some(0), (|a: i64, b: i64| a.wrapping_add(b)) as fn(i64, i64) -> i64),
+            (
+                ReduceOp::Sum,
+                Some(0),
+                (|a: i64, b: i64| a.wrapping_add(b)) as fn(i64, i64) -> i64,
+            ),
             (ReduceOp::Max, None, max_nan::<i64>),
         ] {
             let want = reference(&x, &l, &axes, id, f).unwrap();
-            assert_eq!(run_reduce(op, &x, &l, &axes).unwrap(), want, "{op:?} {axes:?} {l:?}");
+            assert_eq!(
+                run_reduce(op, &x, &l, &axes).unwrap(),
+                want,
+                "{op:?} {axes:?} {l:?}"
+            );
         }
         let xf: Vec<f64> = x.iter().map(|&v| v as f64).collect();
         let want = reference(&xf, &l, &axes, Some(0.0), |a, b| a + b).unwrap();
-        assert_eq!(run_reduce(ReduceOp::Sum, &xf, &l, &axes).unwrap(), want, "{axes:?} {l:?}");
+        assert_eq!(
+            run_reduce(ReduceOp::Sum, &xf, &l, &axes).unwrap(),
+            want,
+            "{axes:?} {l:?}"
+        );
     }
 }
 
@@ -233,7 +268,10 @@ fn float_sums_are_accurate() {
     let cols = run_reduce(ReduceOp::Sum, &u, &l, &[0]).unwrap();
     for (c, &got) in cols.iter().enumerate() {
         let exact: f64 = u.iter().skip(c).step_by(4).map(|&v| v as f64).sum();
-        assert!((got as f64 - exact).abs() / exact < 1e-6, "column {c}: {got} vs {exact}");
+        assert!(
+            (got as f64 - exact).abs() / exact < 1e-6,
+            "column {c}: {got} vs {exact}"
+        );
     }
     let strided = Layout::contiguous([m]).slice(0, 0, m / 2, 2).unwrap();
     let got = run_reduce(ReduceOp::Sum, &u, &strided, &[0]).unwrap()[0] as f64;
@@ -245,18 +283,33 @@ fn float_sums_are_accurate() {
 fn empty_reductions() {
     let x: Vec<f32> = vec![];
     let l = Layout::contiguous([0, 3]);
-    assert_eq!(run_reduce(ReduceOp::Sum, &x, &l, &[0]).unwrap(), vec![0.0; 3]);
-    assert_eq!(run_reduce(ReduceOp::Prod, &x, &l, &[0]).unwrap(), vec![1.0; 3]);
-    assert_eq!(run_reduce(ReduceOp::Max, &x, &l, &[1]).unwrap(), Vec::<f32>::new());
+    assert_eq!(
+        run_reduce(ReduceOp::Sum, &x, &l, &[0]).unwrap(),
+        vec![0.0; 3]
+    );
+    assert_eq!(
+        run_reduce(ReduceOp::Prod, &x, &l, &[0]).unwrap(),
+        vec![1.0; 3]
+    );
+    assert_eq!(
+        run_reduce(ReduceOp::Max, &x, &l, &[1]).unwrap(),
+        Vec::<f32>::new()
+    );
     let e = run_reduce(ReduceOp::Max, &x, &l, &[0]).unwrap_err();
     assert_eq!(
         e.to_string(),
         "max: zero-size reduction has no identity (reducing axes [0] of shape [0, 3])"
     );
     let e = run_reduce(ReduceOp::Min, &x, &Layout::contiguous([0]), &[0]).unwrap_err();
-    assert!(e.to_string().starts_with("min: zero-size reduction has no identity"));
+    assert!(
+        e.to_string()
+            .starts_with("min: zero-size reduction has no identity")
+    );
     // A rank-0 view reduced over no axes is a copy.
-    assert_eq!(run_reduce(ReduceOp::Sum, &[5i32], &Layout::contiguous([]), &[]).unwrap(), vec![5]);
+    assert_eq!(
+        run_reduce(ReduceOp::Sum, &[5i32], &Layout::contiguous([]), &[]).unwrap(),
+        vec![5]
+    );
 }
 
 #[test]
@@ -269,12 +322,23 @@ fn reduce_errors_name_the_op() {
     let e = reduce(ReduceOp::Max, &c, &l, &[0]).unwrap_err();
     assert_eq!(e.to_string(), "max: not supported for dtype complex64");
     let h = CpuStorage::new(HostData::filled(DType::F16, 4, Scalar::F64(1.0)));
-    assert!(reduce(ReduceOp::Prod, &h, &l, &[0]).unwrap_err().to_string().contains("cast to float32"));
+    assert!(
+        reduce(ReduceOp::Prod, &h, &l, &[0])
+            .unwrap_err()
+            .to_string()
+            .contains("cast to float32")
+    );
     let f = CpuStorage::from_vec(vec![1.0f32; 4]);
     let e = reduce(ReduceOp::Sum, &f, &l, &[2]).unwrap_err();
-    assert!(e.to_string().starts_with("sum: axis 2 is out of range for a tensor of rank 2"));
+    assert!(
+        e.to_string()
+            .starts_with("sum: axis 2 is out of range for a tensor of rank 2")
+    );
     let e = reduce(ReduceOp::Sum, &f, &l, &[1, 0]).unwrap_err();
-    assert_eq!(e.to_string(), "sum: axes [1, 0] must be sorted and distinct (shape [2, 2])");
+    assert_eq!(
+        e.to_string(),
+        "sum: axes [1, 0] must be sorted and distinct (shape [2, 2])"
+    );
 }
 
 /// Reference argmax/argmin: first index whose value beats all earlier ones (NaN beats everything).
@@ -299,7 +363,13 @@ fn arg_reference<T: Copy + PartialOrd>(x: &[T], l: &Layout, axis: usize, max: bo
                 None => true,
                 Some((b, _)) if b != b => false,
                 Some(_) if v != v => true,
-                Some((b, _)) => if max { v > b } else { v < b },
+                Some((b, _)) => {
+                    if max {
+                        v > b
+                    } else {
+                        v < b
+                    }
+                }
             };
             if better {
                 best = Some((v, i));
@@ -388,9 +458,18 @@ fn large_arg_reductions_and_cumsum() {
     ] {
         let n = l.max_offset() as usize + 1;
         let x: Vec<i64> = values(n, 3, |v| Scalar::I64((v % 1000) as i64));
-        assert_eq!(run_arg(ArgReduceOp::ArgMax, &x, &l, axis).unwrap(), arg_reference(&x, &l, axis, true));
-        assert_eq!(run_arg(ArgReduceOp::ArgMin, &x, &l, axis).unwrap(), arg_reference(&x, &l, axis, false));
-        assert_eq!(run_cumsum(&x, &l, axis).unwrap(), cumsum_reference(&x, &l, axis, |a, b| a + b));
+        assert_eq!(
+            run_arg(ArgReduceOp::ArgMax, &x, &l, axis).unwrap(),
+            arg_reference(&x, &l, axis, true)
+        );
+        assert_eq!(
+            run_arg(ArgReduceOp::ArgMin, &x, &l, axis).unwrap(),
+            arg_reference(&x, &l, axis, false)
+        );
+        assert_eq!(
+            run_cumsum(&x, &l, axis).unwrap(),
+            cumsum_reference(&x, &l, axis, |a, b| a + b)
+        );
     }
 }
 
@@ -409,10 +488,28 @@ fn arg_reduce_and_cumsum_errors() {
     let out = arg_reduce(ArgReduceOp::ArgMin, &f, &Layout::contiguous([0, 3]), 1).unwrap();
     assert_eq!(out.len(), 0);
     let x = CpuStorage::from_vec(vec![1.0f32; 4]);
-    assert!(arg_reduce(ArgReduceOp::ArgMax, &x, &l, 2).unwrap_err().to_string().contains("axis 2 is out of range"));
+    assert!(
+        arg_reduce(ArgReduceOp::ArgMax, &x, &l, 2)
+            .unwrap_err()
+            .to_string()
+            .contains("axis 2 is out of range")
+    );
     let b = CpuStorage::new(HostData::Bool(vec![true; 4]));
-    assert_eq!(cumsum(&b, &l, 0).unwrap_err().to_string(), "cumsum: not supported for dtype bool");
+    assert_eq!(
+        cumsum(&b, &l, 0).unwrap_err().to_string(),
+        "cumsum: not supported for dtype bool"
+    );
     let h = CpuStorage::new(HostData::filled(DType::BF16, 4, Scalar::F64(1.0)));
-    assert!(cumsum(&h, &l, 0).unwrap_err().to_string().starts_with("cumsum: not supported for dtype bfloat16"));
-    assert!(cumsum(&x, &l, 5).unwrap_err().to_string().contains("axis 5 is out of range"));
+    assert!(
+        cumsum(&h, &l, 0)
+            .unwrap_err()
+            .to_string()
+            .starts_with("cumsum: not supported for dtype bfloat16")
+    );
+    assert!(
+        cumsum(&x, &l, 5)
+            .unwrap_err()
+            .to_string()
+            .contains("axis 5 is out of range")
+    );
 }

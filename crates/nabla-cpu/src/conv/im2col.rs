@@ -1,0 +1,185 @@
+//! Unfolding image patches into columns (`im2col`) and its adjoint, folding columns back into an image
+//! with accumulation (`col2im`).
+//!
+//! The columns matrix of one image and one channel group has a row per `(channel, ki, kj)` kernel tap and
+//! a column per output pixel `(oy, ox)`: entry `[(c, ki, kj), (oy, ox)]` is the input at
+//! `(c, oy * stride + ki * dilation - padding, ox * stride + kj * dilation - padding)`, or 0 in the padding.
+
+use crate::reduce::Arith;
+use nabla_core::Conv2dParams;
+
+/// The sizes of one convolution.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Geom {
+    /// Batch size.
+    pub n: usize,
+    /// Input channels.
+    pub c: usize,
+    /// Input height.
+    pub h: usize,
+    /// Input width.
+    pub w: usize,
+    /// Output channels.
+    pub o: usize,
+    /// Kernel height.
+    pub kh: usize,
+    /// Kernel width.
+    pub kw: usize,
+    /// Output height.
+    pub oh: usize,
+    /// Output width.
+    pub ow: usize,
+    /// Stride, padding, dilation, groups.
+    pub p: Conv2dParams,
+}
+
+impl Geom {
+    /// Input channels per group.
+    pub fn cg(&self) -> usize {
+        self.c / self.p.groups
+    }
+
+    /// Output channels per group.
+    pub fn og(&self) -> usize {
+        self.o / self.p.groups
+    }
+
+    /// Rows of the columns matrix: kernel taps per group.
+    pub fn taps(&self) -> usize {
+        self.cg() * self.kh * self.kw
+    }
+
+    /// Output pixels per channel.
+    pub fn pixels(&self) -> usize {
+        self.oh * self.ow
+    }
+
+    /// `true` when the columns matrix is the input itself: a 1x1 kernel with unit stride and no padding.
+    pub fn is_pointwise(&self) -> bool {
+        self.kh == 1 && self.kw == 1 && self.p.stride == (1, 1) && self.p.padding == (0, 0)
+    }
+}
+
+/// Where the channels of one image group start in a buffer, and the steps between channels, rows and
+/// columns.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Image {
+    /// Buffer offset of element `[c0, 0, 0]`.
+    pub offset: usize,
+    /// Steps between channels, rows and columns.
+    pub strides: [isize; 3],
+}
+
+/// Output positions `lo..hi` along one axis for which kernel tap `tap` reads inside the input of `size`:
+/// `o * stride + tap * dilation - padding` in `0..size`.
+fn valid(
+    out: usize,
+    size: usize,
+    stride: usize,
+    dilation: usize,
+    pad: usize,
+    tap: usize,
+) -> (usize, usize) {
+    let shift = tap * dilation;
+    let lo = if shift >= pad {
+        0
+    } else {
+        (pad - shift).div_ceil(stride)
+    };
+    let hi = if size + pad <= shift {
+        0
+    } else {
+        (size + pad - shift).div_ceil(stride)
+    };
+    let lo = lo.min(out);
+    (lo, hi.clamp(lo, out))
+}
+
+/// One run of the columns matrix that reads the input: kernel-tap row `row` (channel `c`), output row
+/// `oy` (input row `iy`), output columns `x0..x1` reading input columns `ix0, ix0 + stride, ...`.
+struct Segment {
+    row: usize,
+    c: usize,
+    oy: usize,
+    iy: usize,
+    x0: usize,
+    x1: usize,
+    ix0: usize,
+}
+
+/// Calls `f` for every segment of the columns matrix that reads the input; every other entry is padding.
+fn for_each_segment(g: &Geom, mut f: impl FnMut(Segment)) {
+    let Conv2dParams {
+        stride: (sy, sx),
+        padding: (py, px),
+        dilation: (dy, dx),
+        ..
+    } = g.p;
+    for c in 0..g.cg() {
+        for ki in 0..g.kh {
+            let (y0, y1) = valid(g.oh, g.h, sy, dy, py, ki);
+            for kj in 0..g.kw {
+                let (x0, x1) = valid(g.ow, g.w, sx, dx, px, kj);
+                if x0 == x1 {
+                    continue;
+                }
+                let row = (c * g.kh + ki) * g.kw + kj;
+                let ix0 = x0 * sx + kj * dx - px;
+                for oy in y0..y1 {
+                    let iy = oy * sy + ki * dy - py;
+                    f(Segment {
+                        row,
+                        c,
+                        oy,
+                        iy,
+                        x0,
+                        x1,
+                        ix0,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Fills `cols` (`taps x pixels`, row-major) with the patches of one image group of `x`.
+pub(super) fn im2col<T: Arith>(x: &[T], img: Image, g: &Geom, cols: &mut [T]) {
+    let pixels = g.pixels();
+    cols[..g.taps() * pixels].fill(T::zero());
+    let [sc, sh, sw] = img.strides;
+    let step = g.p.stride.1 as isize * sw;
+    for_each_segment(g, |s| {
+        let dst = &mut cols[s.row * pixels + s.oy * g.ow..][s.x0..s.x1];
+        let src =
+            img.offset as isize + s.c as isize * sc + s.iy as isize * sh + s.ix0 as isize * sw;
+        if step == 1 {
+            let src = src as usize;
+            dst.copy_from_slice(&x[src..src + dst.len()]);
+        } else {
+            for (t, v) in dst.iter_mut().enumerate() {
+                *v = x[(src + t as isize * step) as usize];
+            }
+        }
+    });
+}
+
+/// Adds the columns matrix `cols` (`taps x pixels`, row-major) back onto the contiguous
+/// `[channels, h, w]` image group `dx`: the adjoint of [`im2col`].
+pub(super) fn col2im<T: Arith>(cols: &[T], g: &Geom, dx: &mut [T]) {
+    let pixels = g.pixels();
+    let step = g.p.stride.1;
+    for_each_segment(g, |s| {
+        let src = &cols[s.row * pixels + s.oy * g.ow..][s.x0..s.x1];
+        let start = (s.c * g.h + s.iy) * g.w + s.ix0;
+        if step == 1 {
+            for (d, &v) in dx[start..start + src.len()].iter_mut().zip(src) {
+                *d = d.add(v);
+            }
+        } else {
+            for (t, &v) in src.iter().enumerate() {
+                let d = &mut dx[start + t * step];
+                *d = d.add(v);
+            }
+        }
+    });
+}

@@ -1,0 +1,491 @@
+//! 2-D convolution (cross-correlation, as in PyTorch) over NCHW inputs and OIHW weights, with its input
+//! and weight gradients, through `im2col` and faer matrix products.
+//!
+//! For one image `n` and channel group `g` (with `P = OH * OW` output pixels and `K = C/groups * KH * KW`
+//! kernel taps):
+//! - forward: `y[n, g] (og x P) = W[g] (og x K) * cols(x[n, g]) (K x P)`;
+//! - input gradient: `dx[n, g] = col2im(W[g]^T * dy[n, g])`;
+//! - weight gradient: `dW[g] = sum over n of dy[n, g] * cols(x[n, g])^T`.
+//!
+//! Work is split across threads over (image, group) pairs when there are enough of them; otherwise faer
+//! parallelises each product. Strided inputs are read in place.
+
+mod im2col;
+#[cfg(test)]
+mod tests;
+
+use crate::CpuStorage;
+use crate::matmul::{gemm, mat_mut, mat_ref, par_for};
+use crate::reduce::Arith;
+use crate::strided::gather_view;
+use faer::traits::ComplexField;
+use faer::{Accum, MatRef, Par};
+use im2col::{Geom, Image, col2im, im2col};
+use nabla_core::{Conv2dParams, DType, Element, Error, Layout, Result};
+use rayon::prelude::*;
+use std::borrow::Cow;
+
+/// Multiply-adds above which a convolution is worth splitting across threads.
+const PAR_FLOPS: usize = 1 << 18;
+
+/// The float types convolutions support.
+trait Float: Element + Arith + ComplexField {}
+impl Float for f32 {}
+impl Float for f64 {}
+
+/// Checks `params` on their own.
+fn check_params(op: &'static str, p: &Conv2dParams) -> Result<()> {
+    if p.groups == 0 {
+        return Err(Error::invalid(op, "groups must be at least 1"));
+    }
+    if p.stride.0 == 0 || p.stride.1 == 0 || p.dilation.0 == 0 || p.dilation.1 == 0 {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "stride {:?} and dilation {:?} must be positive",
+                p.stride, p.dilation
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that `shape` has rank 4.
+fn check_rank(op: &'static str, what: &str, shape: &[usize]) -> Result<()> {
+    if shape.len() != 4 {
+        return Err(Error::invalid(
+            op,
+            format!("expected {what}, got shape {shape:?}"),
+        ));
+    }
+    Ok(())
+}
+
+const INPUT: &str = "a 4-D input [N, C_in, H, W]";
+const WEIGHT: &str = "4-D weights [C_out, C_in / groups, KH, KW]";
+const GRAD: &str = "a 4-D output gradient [N, C_out, H_out, W_out]";
+
+/// Checks that both channel counts divide into the groups.
+fn check_groups(
+    op: &'static str,
+    c: usize,
+    o: usize,
+    p: &Conv2dParams,
+    lhs: &[usize],
+    rhs: &[usize],
+) -> Result<()> {
+    if c % p.groups != 0 || o % p.groups != 0 {
+        return Err(Error::shapes(op, lhs, rhs).with_hint(format!(
+            "{c} input channels and {o} output channels must both be divisible by groups = {}",
+            p.groups
+        )));
+    }
+    Ok(())
+}
+
+/// The output size, or an error explaining that the kernel does not fit.
+fn output_hw(
+    op: &'static str,
+    hw: (usize, usize),
+    k: (usize, usize),
+    p: &Conv2dParams,
+) -> Result<(usize, usize)> {
+    p.output_size(hw, k).ok_or_else(|| {
+        Error::invalid(
+            op,
+            format!(
+                "a {}x{} kernel with dilation {:?} does not fit an input of {}x{} with padding {:?}",
+                k.0, k.1, p.dilation, hw.0, hw.1, p.padding
+            ),
+        )
+    })
+}
+
+/// The common dtype of two operands, which must be `F32` or `F64`.
+fn float_dtype(op: &'static str, a: &CpuStorage, b: &CpuStorage) -> Result<DType> {
+    let dtype = a.dtype();
+    if dtype != b.dtype() {
+        return Err(Error::DTypeMismatch {
+            op,
+            lhs: dtype,
+            rhs: b.dtype(),
+        });
+    }
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        return Err(Error::dtype(op, dtype));
+    }
+    Ok(dtype)
+}
+
+/// A `[batch, rows, cols]` strided view of a 4-D operand whose last two dimensions are merged; the
+/// operand is copied only when they cannot be merged without copying.
+struct Mats<'a, T: Clone> {
+    data: Cow<'a, [T]>,
+    offset: usize,
+    strides: [isize; 3],
+}
+
+impl<'a, T: Copy + Send + Sync> Mats<'a, T> {
+    fn new(x: &'a [T], l: &Layout, dims: [usize; 3]) -> Self {
+        match l.reshape(&dims) {
+            Some(v) => Mats {
+                data: Cow::Borrowed(x),
+                offset: v.offset(),
+                strides: [v.strides()[0], v.strides()[1], v.strides()[2]],
+            },
+            None => Mats {
+                data: Cow::Owned(gather_view(x, l)),
+                offset: 0,
+                strides: [(dims[1] * dims[2]) as isize, dims[2] as isize, 1],
+            },
+        }
+    }
+
+    /// `rows x cols` (both non-zero) starting at row `row0` of batch item `b`.
+    fn mat(&self, b: usize, row0: usize, rows: usize, cols: usize) -> MatRef<'_, T> {
+        let [s0, s1, s2] = self.strides;
+        let off = self.offset as isize + b as isize * s0 + row0 as isize * s1;
+        // SAFETY: the view was checked against its buffer (or is a fresh contiguous copy) and the rows
+        // and columns asked for lie inside it.
+        unsafe { mat_ref(&self.data, off as usize, rows, cols, s1, s2) }
+    }
+}
+
+/// The channels `c0..` of image `n` of a 4-D view.
+fn image(l: &Layout, n: usize, c0: usize) -> Image {
+    let s = l.strides();
+    let off = l.offset() as isize + n as isize * s[0] + c0 as isize * s[1];
+    Image {
+        offset: off as usize,
+        strides: [s[1], s[2], s[3]],
+    }
+}
+
+/// Faer parallelism for a product of the given size when (image, group) units run one after another,
+/// or `None` when the units should be spread over threads instead.
+fn unit_par(units: usize, m: usize, k: usize, n: usize) -> Option<Par> {
+    let flops = units.saturating_mul(m).saturating_mul(k).saturating_mul(n);
+    if units > 1 && units >= rayon::current_num_threads() && flops >= PAR_FLOPS {
+        None
+    } else {
+        Some(par_for(m, k, n))
+    }
+}
+
+/// 2-D convolution of `x: [N, C_in, H, W]` with `w: [C_out, C_in / groups, KH, KW]`.
+pub(crate) fn conv2d(
+    x: &CpuStorage,
+    lx: &Layout,
+    w: &CpuStorage,
+    lw: &Layout,
+    p: &Conv2dParams,
+) -> Result<CpuStorage> {
+    const OP: &str = "conv2d";
+    let (sx, sw) = (lx.shape(), lw.shape());
+    check_params(OP, p)?;
+    check_rank(OP, INPUT, sx)?;
+    check_rank(OP, WEIGHT, sw)?;
+    let (c, o) = (sx[1], sw[0]);
+    check_groups(OP, c, o, p, sx, sw)?;
+    if sw[1] != c / p.groups {
+        return Err(Error::shapes(OP, sx, sw).with_hint(format!(
+            "the weights take {} channels per group but the input has {c} channels in {} groups",
+            sw[1], p.groups
+        )));
+    }
+    let (oh, ow) = output_hw(OP, (sx[2], sx[3]), (sw[2], sw[3]), p)?;
+    let g = Geom {
+        n: sx[0],
+        c,
+        h: sx[2],
+        w: sx[3],
+        o,
+        kh: sw[2],
+        kw: sw[3],
+        oh,
+        ow,
+        p: *p,
+    };
+    fn run<T: Float>(
+        x: &CpuStorage,
+        lx: &Layout,
+        w: &CpuStorage,
+        lw: &Layout,
+        g: Geom,
+    ) -> Result<CpuStorage> {
+        let out = forward(x.typed::<T>(OP)?, lx, w.typed::<T>(OP)?, lw, &g);
+        Ok(CpuStorage::from_vec(out))
+    }
+    match float_dtype(OP, x, w)? {
+        DType::F32 => run::<f32>(x, lx, w, lw, g),
+        _ => run::<f64>(x, lx, w, lw, g),
+    }
+}
+
+fn forward<T: Float>(x: &[T], lx: &Layout, w: &[T], lw: &Layout, g: &Geom) -> Vec<T> {
+    let (og, cg, taps, pix) = (g.og(), g.cg(), g.taps(), g.pixels());
+    let mut out = vec![T::zero(); g.n * g.o * pix];
+    if out.is_empty() || taps == 0 {
+        return out;
+    }
+    let wm = Mats::new(w, lw, [1, g.o, taps]);
+    // A pointwise convolution multiplies by the input itself when its pixels merge into one axis.
+    let direct = g
+        .is_pointwise()
+        .then(|| lx.reshape(&[g.n, g.c, g.h * g.w]))
+        .flatten();
+    let xm = direct.map(|_| Mats::new(x, lx, [g.n, g.c, g.h * g.w]));
+    let unit = |u: usize, dst: &mut [T], cols: &mut Vec<T>, par: Par| {
+        let (n, gi) = (u / g.p.groups, u % g.p.groups);
+        let rhs = match &xm {
+            Some(xm) => xm.mat(n, gi * cg, cg, pix),
+            None => {
+                cols.resize(taps * pix, T::zero());
+                im2col(x, image(lx, n, gi * cg), g, cols);
+                // SAFETY: `cols` holds `taps * pix` elements, both non-zero.
+                unsafe { mat_ref(cols, 0, taps, pix, pix as isize, 1) }
+            }
+        };
+        gemm(
+            mat_mut(dst, og, pix),
+            Accum::Replace,
+            wm.mat(0, gi * og, og, taps),
+            rhs,
+            par,
+        );
+    };
+    let units = g.n * g.p.groups;
+    match unit_par(units, og, taps, pix) {
+        None => out
+            .par_chunks_mut(og * pix)
+            .enumerate()
+            .for_each_init(Vec::new, |cols, (u, dst)| unit(u, dst, cols, Par::Seq)),
+        Some(par) => {
+            let mut cols = Vec::new();
+            for (u, dst) in out.chunks_mut(og * pix).enumerate() {
+                unit(u, dst, &mut cols, par);
+            }
+        }
+    }
+    out
+}
+
+/// Gradient of [`conv2d`] with respect to its input, of shape `[N, C_in, input_hw.0, input_hw.1]`.
+pub(crate) fn conv2d_input_grad(
+    dy: &CpuStorage,
+    ldy: &Layout,
+    w: &CpuStorage,
+    lw: &Layout,
+    input_hw: (usize, usize),
+    p: &Conv2dParams,
+) -> Result<CpuStorage> {
+    const OP: &str = "conv2d_input_grad";
+    let (sd, sw) = (ldy.shape(), lw.shape());
+    check_params(OP, p)?;
+    check_rank(OP, GRAD, sd)?;
+    check_rank(OP, WEIGHT, sw)?;
+    let (o, c) = (sw[0], sw[1] * p.groups);
+    check_groups(OP, c, o, p, sd, sw)?;
+    if sd[1] != o {
+        return Err(Error::shapes(OP, sd, sw).with_hint(format!(
+            "the gradient has {} channels but the weights have {o} output channels",
+            sd[1]
+        )));
+    }
+    let (oh, ow) = output_hw(OP, input_hw, (sw[2], sw[3]), p)?;
+    if (oh, ow) != (sd[2], sd[3]) {
+        return Err(Error::shapes(OP, sd, sw).with_hint(format!(
+            "an input of {}x{} gives an output of {oh}x{ow}, not {}x{}",
+            input_hw.0, input_hw.1, sd[2], sd[3]
+        )));
+    }
+    let g = Geom {
+        n: sd[0],
+        c,
+        h: input_hw.0,
+        w: input_hw.1,
+        o,
+        kh: sw[2],
+        kw: sw[3],
+        oh,
+        ow,
+        p: *p,
+    };
+    fn run<T: Float>(
+        dy: &CpuStorage,
+        ldy: &Layout,
+        w: &CpuStorage,
+        lw: &Layout,
+        g: Geom,
+    ) -> Result<CpuStorage> {
+        let out = input_grad(dy.typed::<T>(OP)?, ldy, w.typed::<T>(OP)?, lw, &g);
+        Ok(CpuStorage::from_vec(out))
+    }
+    match float_dtype(OP, dy, w)? {
+        DType::F32 => run::<f32>(dy, ldy, w, lw, g),
+        _ => run::<f64>(dy, ldy, w, lw, g),
+    }
+}
+
+fn input_grad<T: Float>(dy: &[T], ldy: &Layout, w: &[T], lw: &Layout, g: &Geom) -> Vec<T> {
+    let (og, cg, taps, pix) = (g.og(), g.cg(), g.taps(), g.pixels());
+    let image_len = cg * g.h * g.w;
+    let mut dx = vec![T::zero(); g.n * g.c * g.h * g.w];
+    if dx.is_empty() || og == 0 || pix == 0 {
+        return dx;
+    }
+    let wm = Mats::new(w, lw, [1, g.o, taps]);
+    let dym = Mats::new(dy, ldy, [g.n, g.o, pix]);
+    let unit = |u: usize, dst: &mut [T], cols: &mut Vec<T>, par: Par| {
+        let (n, gi) = (u / g.p.groups, u % g.p.groups);
+        let wt = wm.mat(0, gi * og, og, taps).transpose();
+        let rhs = dym.mat(n, gi * og, og, pix);
+        if g.is_pointwise() {
+            gemm(mat_mut(dst, cg, pix), Accum::Replace, wt, rhs, par);
+        } else {
+            cols.resize(taps * pix, T::zero());
+            gemm(mat_mut(cols, taps, pix), Accum::Replace, wt, rhs, par);
+            col2im(cols, g, dst);
+        }
+    };
+    let units = g.n * g.p.groups;
+    match unit_par(units, taps, og, pix) {
+        None => dx
+            .par_chunks_mut(image_len)
+            .enumerate()
+            .for_each_init(Vec::new, |cols, (u, dst)| unit(u, dst, cols, Par::Seq)),
+        Some(par) => {
+            let mut cols = Vec::new();
+            for (u, dst) in dx.chunks_mut(image_len).enumerate() {
+                unit(u, dst, &mut cols, par);
+            }
+        }
+    }
+    dx
+}
+
+/// Gradient of [`conv2d`] with respect to its weights, of shape `[C_out, C_in / groups, KH, KW]`.
+pub(crate) fn conv2d_weight_grad(
+    x: &CpuStorage,
+    lx: &Layout,
+    dy: &CpuStorage,
+    ldy: &Layout,
+    kernel_hw: (usize, usize),
+    p: &Conv2dParams,
+) -> Result<CpuStorage> {
+    const OP: &str = "conv2d_weight_grad";
+    let (sx, sd) = (lx.shape(), ldy.shape());
+    check_params(OP, p)?;
+    check_rank(OP, INPUT, sx)?;
+    check_rank(OP, GRAD, sd)?;
+    let (c, o) = (sx[1], sd[1]);
+    check_groups(OP, c, o, p, sx, sd)?;
+    let (oh, ow) = output_hw(OP, (sx[2], sx[3]), kernel_hw, p)?;
+    if sx[0] != sd[0] || (oh, ow) != (sd[2], sd[3]) {
+        return Err(Error::shapes(OP, sx, sd).with_hint(format!(
+            "an input batch of {} with a {}x{} kernel gives an output gradient of [{}, {o}, {oh}, {ow}]",
+            sx[0], kernel_hw.0, kernel_hw.1, sx[0]
+        )));
+    }
+    let g = Geom {
+        n: sx[0],
+        c,
+        h: sx[2],
+        w: sx[3],
+        o,
+        kh: kernel_hw.0,
+        kw: kernel_hw.1,
+        oh,
+        ow,
+        p: *p,
+    };
+    fn run<T: Float>(
+        x: &CpuStorage,
+        lx: &Layout,
+        dy: &CpuStorage,
+        ldy: &Layout,
+        g: Geom,
+    ) -> Result<CpuStorage> {
+        let out = weight_grad(x.typed::<T>(OP)?, lx, dy.typed::<T>(OP)?, ldy, &g);
+        Ok(CpuStorage::from_vec(out))
+    }
+    match float_dtype(OP, x, dy)? {
+        DType::F32 => run::<f32>(x, lx, dy, ldy, g),
+        _ => run::<f64>(x, lx, dy, ldy, g),
+    }
+}
+
+fn weight_grad<T: Float>(x: &[T], lx: &Layout, dy: &[T], ldy: &Layout, g: &Geom) -> Vec<T> {
+    let (og, cg, taps, pix) = (g.og(), g.cg(), g.taps(), g.pixels());
+    let len = g.o * taps;
+    if len == 0 || g.n == 0 || pix == 0 {
+        return vec![T::zero(); len];
+    }
+    let dym = Mats::new(dy, ldy, [g.n, g.o, pix]);
+    let direct = g
+        .is_pointwise()
+        .then(|| lx.reshape(&[g.n, g.c, g.h * g.w]))
+        .flatten();
+    let xm = direct.map(|_| Mats::new(x, lx, [g.n, g.c, g.h * g.w]));
+    // Adds image `n`'s contribution to group `gi`'s `og x taps` block of the gradient.
+    let add = |n: usize, gi: usize, dst: &mut [T], cols: &mut Vec<T>, par: Par| {
+        let lhs = dym.mat(n, gi * og, og, pix);
+        let cols_t = match &xm {
+            Some(xm) => xm.mat(n, gi * cg, cg, pix).transpose(),
+            None => {
+                cols.resize(taps * pix, T::zero());
+                im2col(x, image(lx, n, gi * cg), g, cols);
+                // SAFETY: `cols` holds `taps * pix` elements, both non-zero.
+                unsafe { mat_ref(cols, 0, pix, taps, 1, pix as isize) }
+            }
+        };
+        gemm(mat_mut(dst, og, taps), Accum::Add, lhs, cols_t, par);
+    };
+    let groups = g.p.groups;
+    let threads = rayon::current_num_threads();
+    let mut dw = vec![T::zero(); len];
+    let big = g.n * g.o * taps * pix >= PAR_FLOPS;
+    if big && groups > 1 && groups >= threads {
+        // Groups own disjoint blocks of the gradient.
+        dw.par_chunks_mut(og * taps)
+            .enumerate()
+            .for_each_init(Vec::new, |cols, (gi, dst)| {
+                for n in 0..g.n {
+                    add(n, gi, dst, cols, Par::Seq);
+                }
+            });
+    } else if big && g.n > 1 && g.n >= threads {
+        // Each thread sums a share of the batch into its own gradient; the shares are added at the end.
+        let partial = (0..g.n)
+            .into_par_iter()
+            .with_min_len(g.n.div_ceil(threads))
+            .fold(
+                || (vec![T::zero(); len], Vec::new()),
+                |(mut acc, mut cols), n| {
+                    for (gi, dst) in acc.chunks_mut(og * taps).enumerate() {
+                        add(n, gi, dst, &mut cols, Par::Seq);
+                    }
+                    (acc, cols)
+                },
+            )
+            .map(|(acc, _)| acc)
+            .reduce_with(|mut a, b| {
+                for (x, y) in a.iter_mut().zip(&b) {
+                    *x = Arith::add(*x, *y);
+                }
+                a
+            });
+        if let Some(sum) = partial {
+            dw = sum;
+        }
+    } else {
+        let par = par_for(og, pix, taps);
+        let mut cols = Vec::new();
+        for n in 0..g.n {
+            for (gi, dst) in dw.chunks_mut(og * taps).enumerate() {
+                add(n, gi, dst, &mut cols, par);
+            }
+        }
+    }
+    dw
+}
