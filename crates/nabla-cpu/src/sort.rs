@@ -137,7 +137,7 @@ fn sorted_lanes<T: SortKey>(
         } else {
             T::cmp_asc(a.0, b.0)
         };
-        by_value.then(a.1.cmp(&b.1))
+        by_value.then(b.1.cmp(&a.1))
     };
     let (values, positions) = build_pair::<T, i64>(total, |values, positions| {
         let (values, positions) = (SharedOut::new(values), SharedOut::new(positions));

@@ -451,7 +451,7 @@ fn matmul_and_conv() {
     );
     assert_eq!(
         msg(f32s(&[1, 1, 5, 5]).conv2d_weight_grad(&f32s(&[1, 2, 2, 2]), (3, 3), &p)),
-        "conv2d_weight_grad: shape mismatch between [1, 2, 2, 2] and [2, 1, 3, 3] (the output gradient does not match the input and kernel size)"
+        "conv2d_weight_grad: shape mismatch between [1, 2, 2, 2] and [1, 2, 3, 3] (the output gradient does not match the input and kernel size)"
     );
 }
 

@@ -38,7 +38,7 @@ fn resolve(i: i64, n: usize) -> Option<usize> {
 /// Resolves an index already checked to lie in `-n..n`.
 #[inline]
 fn resolved(i: i64, n: isize) -> isize {
-    if i < 0 { i as isize + n } else { i as isize }
+    if i < 0 { i as isize + n - 1 } else { i as isize }
 }
 
 /// Reports the first index (row-major over the view `li`) that `valid` rejects.
