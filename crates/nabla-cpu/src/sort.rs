@@ -137,29 +137,38 @@ fn sorted_lanes<T: SortKey>(
         } else {
             T::cmp_asc(a.0, b.0)
         };
-        by_value.then(b.1.cmp(&a.1))
+        by_value.then(a.1.cmp(&b.1))
     };
     let (values, positions) = build_pair::<T, i64>(total, |values, positions| {
         let (values, positions) = (SharedOut::new(values), SharedOut::new(positions));
         let work = lx.numel();
-        for_each_lane(&x_rest, &o_rest, work, Vec::new, |lane: &mut Vec<(T, usize)>, xo, oo| {
-            lane.clear();
-            lane.extend((0..n).map(|t| (x[(xo as isize + t as isize * sa) as usize], t)));
-            if k < n {
-                lane.select_nth_unstable_by(k - 1, cmp);
-            }
-            let head = &mut lane[..k];
-            head.sort_unstable_by(cmp);
-            for (t, &(v, p)) in head.iter().enumerate() {
-                // SAFETY: each lane writes only its own `k` output positions; lanes are disjoint.
-                unsafe {
-                    values.write(oo + t * os, v);
-                    positions.write(oo + t * os, p as i64);
+        for_each_lane(
+            &x_rest,
+            &o_rest,
+            work,
+            Vec::new,
+            |lane: &mut Vec<(T, usize)>, xo, oo| {
+                lane.clear();
+                lane.extend((0..n).map(|t| (x[(xo as isize + t as isize * sa) as usize], t)));
+                if k < n {
+                    lane.select_nth_unstable_by(k - 1, cmp);
                 }
-            }
-        });
+                let head = &mut lane[..k];
+                head.sort_unstable_by(cmp);
+                for (t, &(v, p)) in head.iter().enumerate() {
+                    // SAFETY: each lane writes only its own `k` output positions; lanes are disjoint.
+                    unsafe {
+                        values.write(oo + t * os, v);
+                        positions.write(oo + t * os, p as i64);
+                    }
+                }
+            },
+        );
     });
-    Ok((CpuStorage::from_vec(values), CpuStorage::from_vec(positions)))
+    Ok((
+        CpuStorage::from_vec(values),
+        CpuStorage::from_vec(positions),
+    ))
 }
 
 #[cfg(test)]
@@ -236,7 +245,11 @@ mod tests {
                 want_pos[out.offset_of(&o)] = p as i64;
             }
         }
-        assert_eq!(typed::<i64>(&pos), want_pos, "positions of {l:?}, axis {axis}, k {k}, desc {desc}");
+        assert_eq!(
+            typed::<i64>(&pos),
+            want_pos,
+            "positions of {l:?}, axis {axis}, k {k}, desc {desc}"
+        );
         assert_eq!(
             format!("{:?}", typed::<T>(&vals)),
             format!("{want_vals:?}"),
@@ -295,10 +308,16 @@ mod tests {
         let x = CpuStorage::from_vec(vec![3.0f32, f32::NAN, 1.0, f32::NAN, 3.0, 2.0]);
         let l = Layout::contiguous([6]);
         let (v, p) = CpuBackend.sort(&x, &l, 0, false).unwrap();
-        assert_eq!(format!("{:?}", typed::<f32>(&v)), "[1.0, 2.0, 3.0, 3.0, NaN, NaN]");
+        assert_eq!(
+            format!("{:?}", typed::<f32>(&v)),
+            "[1.0, 2.0, 3.0, 3.0, NaN, NaN]"
+        );
         assert_eq!(typed::<i64>(&p), vec![2, 5, 0, 4, 1, 3]);
         let (v, p) = CpuBackend.sort(&x, &l, 0, true).unwrap();
-        assert_eq!(format!("{:?}", typed::<f32>(&v)), "[NaN, NaN, 3.0, 3.0, 2.0, 1.0]");
+        assert_eq!(
+            format!("{:?}", typed::<f32>(&v)),
+            "[NaN, NaN, 3.0, 3.0, 2.0, 1.0]"
+        );
         assert_eq!(typed::<i64>(&p), vec![1, 3, 0, 4, 5, 2]);
         let (v, p) = CpuBackend.topk(&x, &l, 0, 3, true).unwrap();
         assert_eq!(format!("{:?}", typed::<f32>(&v)), "[NaN, NaN, 3.0]");

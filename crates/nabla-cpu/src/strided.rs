@@ -95,7 +95,7 @@ impl<const K: usize> RowPlan<K> {
     ) -> Vec<U> {
         let rows = self.rows();
         let n = rows * self.inner_len;
-        let mut out: Vec<U> = Vec::with_capacity(n);
+        let mut out: Vec<U> = output_vec(n);
         if n > 0 {
             let spare = &mut out.spare_capacity_mut()[..n];
             let len = self.inner_len;
@@ -125,6 +125,38 @@ impl<const K: usize> RowPlan<K> {
     }
 }
 
+/// An empty vector with room for `n` elements, for a kernel's output. On Linux, buffers of several
+/// megabytes are marked for transparent huge pages (as NumPy does), so that first-touch page faults,
+/// which otherwise dominate the cost of a large elementwise op, happen once per 2 MiB instead of 4 KiB.
+pub(crate) fn output_vec<U>(n: usize) -> Vec<U> {
+    let v: Vec<U> = Vec::with_capacity(n);
+    #[cfg(target_os = "linux")]
+    advise_huge_pages(v.as_ptr() as usize, n * std::mem::size_of::<U>());
+    v
+}
+
+#[cfg(target_os = "linux")]
+fn advise_huge_pages(addr: usize, bytes: usize) {
+    use std::ffi::{c_int, c_void};
+    const PAGE: usize = 4096;
+    const MADV_HUGEPAGE: c_int = 14;
+    unsafe extern "C" {
+        fn madvise(addr: *mut c_void, len: usize, advice: c_int) -> c_int;
+    }
+    if bytes < (8 << 20) {
+        return;
+    }
+    let start = addr.next_multiple_of(PAGE);
+    let end = (addr + bytes) / PAGE * PAGE;
+    if end > start {
+        // SAFETY: the range lies inside an allocation this function's caller owns; the advice changes
+        // only how the kernel backs the pages, never their contents, and a failure is harmless.
+        unsafe {
+            madvise(start as *mut c_void, end - start, MADV_HUGEPAGE);
+        }
+    }
+}
+
 /// Applies `f` to every element of a contiguous slice into `dst`, in parallel for large inputs.
 pub(crate) fn map_contiguous<T, U, F>(src: &[T], f: &F) -> Vec<U>
 where
@@ -133,7 +165,7 @@ where
     F: Fn(T) -> U + Sync,
 {
     let n = src.len();
-    let mut out: Vec<U> = Vec::with_capacity(n);
+    let mut out: Vec<U> = output_vec(n);
     let spare = &mut out.spare_capacity_mut()[..n];
     if n >= PARALLEL_THRESHOLD {
         spare
@@ -158,7 +190,7 @@ where
 {
     let n = a.len();
     debug_assert_eq!(n, b.len());
-    let mut out: Vec<U> = Vec::with_capacity(n);
+    let mut out: Vec<U> = output_vec(n);
     let spare = &mut out.spare_capacity_mut()[..n];
     if n >= PARALLEL_THRESHOLD {
         spare
@@ -291,7 +323,9 @@ where
 /// innermost (coalesced) dimensions, such as transposes, are copied in cache-sized tiles.
 pub(crate) fn gather_view<T: Copy + Send + Sync>(x: &[T], lx: &Layout) -> Vec<T> {
     if let Some(r) = lx.contiguous_range() {
-        return x[r].to_vec();
+        let mut out = output_vec(r.len());
+        out.extend_from_slice(&x[r]);
+        return out;
     }
     let (dims, strides) = Layout::coalesce(&[lx]);
     let s = &strides[0];
@@ -322,7 +356,7 @@ fn transpose_tiles<T: Copy + Send + Sync>(
     let outer_offsets: Vec<usize> = outer.offsets().collect();
     let plane = rows * cols;
     let n = plane * outer_offsets.len();
-    let mut out: Vec<T> = Vec::with_capacity(n);
+    let mut out: Vec<T> = output_vec(n);
     let spare = &mut out.spare_capacity_mut()[..n];
     let tile_rows = rows.div_ceil(TILE);
     // One task per band of TILE output rows in one outer plane.

@@ -65,11 +65,12 @@ impl<B: Backend> Tensor<B> {
         let mut out_shape = batch;
         out_shape.extend([m, n]);
         let mut out = Tensor::from_output(storage, out_shape, self.backend());
-        if rhs.rank() == 1 {
-            out = out.squeeze(-1)?;
-        }
+        // Drop the row axis first: for 1-D @ 1-D the result [1, 1] then still has a last axis to drop.
         if self.rank() == 1 {
             out = out.squeeze(-2)?;
+        }
+        if rhs.rank() == 1 {
+            out = out.squeeze(-1)?;
         }
         Ok(out)
     }

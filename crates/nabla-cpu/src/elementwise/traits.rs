@@ -5,7 +5,7 @@
 //! per family and monomorphised per dtype, with every call inlined into the vectorised loops.
 
 use super::erf::{erf_f32, erf_f64};
-use crate::simd_math::{exp_f32, exp_f64, sigmoid_f32, sigmoid_f64};
+use crate::simd_math::{exp_f32, exp_f64, sigmoid_f32, sigmoid_f64, tanh_f32, tanh_f64};
 use nabla_core::Element;
 use num_complex::{Complex, Complex32, Complex64};
 use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
@@ -55,7 +55,7 @@ pub(crate) trait Real:
     fn sinh(self) -> Self;
     /// Hyperbolic cosine.
     fn cosh(self) -> Self;
-    /// Hyperbolic tangent.
+    /// Hyperbolic tangent (vectorisable).
     fn tanh(self) -> Self;
     /// Logistic function (vectorisable, stable).
     fn sigmoid(self) -> Self;
@@ -93,16 +93,20 @@ macro_rules! forward {
 }
 
 macro_rules! impl_real {
-    ($t:ident, $c:ty, $exp:path, $sigmoid:path, $erf:path) => {
+    ($t:ident, $c:ty, $exp:path, $sigmoid:path, $tanh:path, $erf:path) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             type Complex = $c;
-            forward!($t: abs, sqrt, exp_m1, ln, ln_1p, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh);
+            forward!($t: abs, sqrt, exp_m1, ln, ln_1p, sin, cos, tan, asin, acos, atan, sinh, cosh);
             forward!($t: floor, ceil, round_ties_even, trunc);
             #[inline(always)]
             fn exp(self) -> Self {
                 $exp(self)
+            }
+            #[inline(always)]
+            fn tanh(self) -> Self {
+                $tanh(self)
             }
             #[inline(always)]
             fn sigmoid(self) -> Self {
@@ -140,8 +144,8 @@ macro_rules! impl_real {
     };
 }
 
-impl_real!(f32, Complex32, exp_f32, sigmoid_f32, erf_f32);
-impl_real!(f64, Complex64, exp_f64, sigmoid_f64, erf_f64);
+impl_real!(f32, Complex32, exp_f32, sigmoid_f32, tanh_f32, erf_f32);
+impl_real!(f64, Complex64, exp_f64, sigmoid_f64, tanh_f64, erf_f64);
 
 /// `Complex32` and `Complex64`.
 pub(crate) trait Cplx:
@@ -173,7 +177,7 @@ pub(crate) trait Cplx:
     fn sinh(self) -> Self;
     /// Hyperbolic cosine.
     fn cosh(self) -> Self;
-    /// Hyperbolic tangent.
+    /// Hyperbolic tangent (vectorisable).
     fn tanh(self) -> Self;
     /// `self ^ e` through `exp(e ln self)`.
     fn powc(self, e: Self) -> Self;

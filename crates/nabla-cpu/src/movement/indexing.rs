@@ -38,7 +38,7 @@ fn resolve(i: i64, n: usize) -> Option<usize> {
 /// Resolves an index already checked to lie in `-n..n`.
 #[inline]
 fn resolved(i: i64, n: isize) -> isize {
-    if i < 0 { i as isize + n - 1 } else { i as isize }
+    if i < 0 { i as isize + n } else { i as isize }
 }
 
 /// Reports the first index (row-major over the view `li`) that `valid` rejects.
@@ -65,9 +65,14 @@ fn check_signed(op: &'static str, idx: &[i64], li: &Layout, n: usize) -> Result<
 }
 
 /// The index must have the rank of `shape` and equal sizes on every axis except `axis`.
-fn check_index_shape(op: &'static str, shape: &[usize], index: &[usize], axis: usize) -> Result<()> {
-    let agrees = shape.len() == index.len()
-        && (0..shape.len()).all(|d| d == axis || shape[d] == index[d]);
+fn check_index_shape(
+    op: &'static str,
+    shape: &[usize],
+    index: &[usize],
+    axis: usize,
+) -> Result<()> {
+    let agrees =
+        shape.len() == index.len() && (0..shape.len()).all(|d| d == axis || shape[d] == index[d]);
     if !agrees {
         return Err(Error::shapes(op, shape, index).with_hint(format!(
             "the index must have rank {} and the same size on every axis except {axis}",
@@ -322,7 +327,10 @@ fn scatter_checked<T: Accumulate>(
     let base = Layout::from_parts(li.shape().to_vec(), strides, 0)?;
     // Walk with `axis` innermost: a row then holds every contribution to one line of the output along
     // `axis`, so distinct rows write disjoint output elements and rows can go to different threads.
-    let perm: Vec<usize> = (0..ld.rank()).filter(|&d| d != axis).chain([axis]).collect();
+    let perm: Vec<usize> = (0..ld.rank())
+        .filter(|&d| d != axis)
+        .chain([axis])
+        .collect();
     let (base, li, ls) = (base.permute(&perm)?, li.permute(&perm)?, ls.permute(&perm)?);
     let plan = RowPlan::new([&base, &li, &ls]);
     let (rows, len) = (plan.rows(), plan.inner_len);

@@ -17,8 +17,7 @@ pub(crate) use indexing::{gather, index_select, one_hot, scatter_add};
 use crate::strided::CHUNK;
 use crate::{CpuStorage, PARALLEL_THRESHOLD};
 use nabla_core::{
-    Element, Error, Layout, Result, Scalar, contiguous_strides, dispatch_dtype,
-    with_host_data,
+    Element, Error, Layout, Result, Scalar, contiguous_strides, dispatch_dtype, with_host_data,
 };
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
@@ -60,7 +59,10 @@ pub(crate) fn build_pair<A, B>(
 ) -> (Vec<A>, Vec<B>) {
     let mut a = Vec::with_capacity(n);
     let mut b = Vec::with_capacity(n);
-    fill(&mut a.spare_capacity_mut()[..n], &mut b.spare_capacity_mut()[..n]);
+    fill(
+        &mut a.spare_capacity_mut()[..n],
+        &mut b.spare_capacity_mut()[..n],
+    );
     // SAFETY: every caller's `fill` writes all `n` elements of both slices (documented contract).
     unsafe {
         a.set_len(n);
@@ -102,7 +104,11 @@ pub(crate) fn pad(
         })?;
     let n = checked_numel("pad", &out_shape)?;
     let strides = contiguous_strides(&out_shape);
-    let start: isize = pads.iter().zip(&strides).map(|(p, s)| p.0 as isize * s).sum();
+    let start: isize = pads
+        .iter()
+        .zip(&strides)
+        .map(|(p, s)| p.0 as isize * s)
+        .sum();
     let interior = Layout::from_parts(layout.shape().to_vec(), strides, start as usize)?;
     Ok(with_host_data!(x.host(), v => {
         CpuStorage::from_vec(pad_typed(v, layout, &interior, n, value))
@@ -174,7 +180,11 @@ pub(crate) fn concat(parts: &[(&CpuStorage, &Layout)], axis: usize) -> Result<Cp
     let mut slabs = Vec::with_capacity(parts.len());
     for &(_, l) in parts {
         let at = start as isize * strides[axis];
-        slabs.push(Layout::from_parts(l.shape().to_vec(), strides.clone(), at as usize)?);
+        slabs.push(Layout::from_parts(
+            l.shape().to_vec(),
+            strides.clone(),
+            at as usize,
+        )?);
         start += l.shape()[axis];
     }
     fn join<T: Element>(

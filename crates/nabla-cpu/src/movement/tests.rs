@@ -40,7 +40,11 @@ pub(crate) fn view_of(shape: &[usize], seed: u64) -> (Layout, usize) {
         })
         .collect();
     // Storage order: a random rotation of the axes (a transpose when rank >= 2).
-    let rot = if rank > 1 { rng.below(rank as u64) as usize } else { 0 };
+    let rot = if rank > 1 {
+        rng.below(rank as u64) as usize
+    } else {
+        0
+    };
     let perm: Vec<usize> = (0..rank).map(|i| (i + rot) % rank).collect();
     let mut inverse = vec![0; rank];
     for (i, &p) in perm.iter().enumerate() {
@@ -49,8 +53,7 @@ pub(crate) fn view_of(shape: &[usize], seed: u64) -> (Layout, usize) {
     let stored: Vec<usize> = perm.iter().map(|&p| base_dims[p]).collect();
     let base = Layout::contiguous(stored).permute(&inverse).unwrap();
     let lead = rng.below(3) as usize;
-    let mut l =
-        Layout::from_parts(base.shape().to_vec(), base.strides().to_vec(), lead).unwrap();
+    let mut l = Layout::from_parts(base.shape().to_vec(), base.strides().to_vec(), lead).unwrap();
     for (ax, (&d, &m)) in shape.iter().zip(&modes).enumerate() {
         match m {
             1 => l = l.flip(ax).unwrap(),
@@ -145,8 +148,15 @@ fn check_concat<T: Element>(shape: &[usize], axis: usize, sizes: &[usize], seed:
         let (l, len) = view_of(&sh, seed.wrapping_add(p as u64 * 77));
         parts.push((values::<T>(len, seed + p as u64), l));
     }
-    let storages: Vec<CpuStorage> = parts.iter().map(|(v, _)| CpuStorage::from_vec(v.clone())).collect();
-    let args: Vec<(&CpuStorage, &Layout)> = storages.iter().zip(&parts).map(|(s, (_, l))| (s, l)).collect();
+    let storages: Vec<CpuStorage> = parts
+        .iter()
+        .map(|(v, _)| CpuStorage::from_vec(v.clone()))
+        .collect();
+    let args: Vec<(&CpuStorage, &Layout)> = storages
+        .iter()
+        .zip(&parts)
+        .map(|(s, (_, l))| (s, l))
+        .collect();
     let got = CpuBackend.concat(&args, axis).unwrap();
     let mut out_shape = shape.to_vec();
     out_shape[axis] = sizes.iter().sum();
@@ -161,7 +171,11 @@ fn check_concat<T: Element>(shape: &[usize], axis: usize, sizes: &[usize], seed:
             parts[p].0[parts[p].1.offset_of(&o)]
         })
         .collect();
-    assert_eq!(typed::<T>(&got), want, "concat {sizes:?} on axis {axis} of {shape:?}");
+    assert_eq!(
+        typed::<T>(&got),
+        want,
+        "concat {sizes:?} on axis {axis} of {shape:?}"
+    );
 }
 
 fn check_gather<T: Element>(shape: &[usize], axis: usize, m: usize, seed: u64) {
@@ -181,7 +195,11 @@ fn check_gather<T: Element>(shape: &[usize], axis: usize, m: usize, seed: u64) {
     );
     if n == 0 && li.numel() > 0 {
         let e = got.unwrap_err();
-        assert!(e.to_string().contains("out of bounds for a dimension of size 0"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("out of bounds for a dimension of size 0"),
+            "{e}"
+        );
         return;
     }
     let want: Vec<T> = multi_indices(&ishape)
@@ -220,7 +238,11 @@ fn check_index_select<T: Element>(shape: &[usize], axis: usize, m: usize, seed: 
             x[lx.offset_of(&o)]
         })
         .collect();
-    assert_eq!(typed::<T>(&got.unwrap()), want, "index_select {lx:?} by {li:?}");
+    assert_eq!(
+        typed::<T>(&got.unwrap()),
+        want,
+        "index_select {lx:?} by {li:?}"
+    );
 }
 
 /// Sequential scatter-add in row-major order of the index: the order the kernel must reproduce exactly.
@@ -275,7 +297,11 @@ fn check_scatter<T: Element>(
         return;
     }
     let want = scatter_reference(&dst, &ld, axis, &idx, &li, &src, &ls, add);
-    assert_eq!(typed::<T>(&got.unwrap()), want, "scatter_add into {ld:?} by {li:?} from {ls:?}");
+    assert_eq!(
+        typed::<T>(&got.unwrap()),
+        want,
+        "scatter_add into {ld:?} by {li:?} from {ls:?}"
+    );
 }
 
 fn check_one_hot<T: Element>(shape: &[usize], classes: usize, seed: u64) {
@@ -447,7 +473,10 @@ fn embedding_lookup_copies_rows() {
     assert_eq!(out.len(), 600 * 64);
     for (r, &i) in ids.iter().enumerate() {
         let row = resolve(i, 1000);
-        assert_eq!(out[r * 64..(r + 1) * 64], (0..64).map(|c| (row * 64 + c) as f32).collect::<Vec<_>>()[..]);
+        assert_eq!(
+            out[r * 64..(r + 1) * 64],
+            (0..64).map(|c| (row * 64 + c) as f32).collect::<Vec<_>>()[..]
+        );
     }
 }
 
@@ -459,7 +488,9 @@ fn scatter_add_duplicates_are_exact_and_deterministic() {
     let idx = CpuStorage::from_vec(vec![1i64, 1, -1, 1, 0, 1, 1, 1]);
     let li = Layout::contiguous([2, 4]);
     let src = CpuStorage::from_vec(vec![0.5f32, 0.25, 4.0, 0.125, 1.0, 2.0, 3.0, 4.0]);
-    let out = CpuBackend.scatter_add(&dst, &ld, 1, &idx, &li, &src, &li).unwrap();
+    let out = CpuBackend
+        .scatter_add(&dst, &ld, 1, &idx, &li, &src, &li)
+        .unwrap();
     assert_eq!(typed::<f32>(&out), vec![1.0, 2.875, 7.0, 11.0, 29.0, 30.0]);
     // Large: 80 000 contributions onto 200 outputs, split across threads; equal bit for bit to the
     // sequential row-major accumulation, on both axes.
@@ -468,7 +499,9 @@ fn scatter_add_duplicates_are_exact_and_deterministic() {
         let li = Layout::contiguous(ishape);
         let dst = values::<f32>(ld.numel(), 1);
         let mut rng = Lcg(3);
-        let src: Vec<f32> = (0..li.numel()).map(|_| rng.below(1 << 20) as f32 * 1e-3).collect();
+        let src: Vec<f32> = (0..li.numel())
+            .map(|_| rng.below(1 << 20) as f32 * 1e-3)
+            .collect();
         let n = shape[axis] as i64;
         let idx = indices(li.numel(), -n, n, 4);
         let got = CpuBackend
@@ -493,9 +526,13 @@ fn negative_indices_count_from_the_end() {
     let x = CpuStorage::from_vec(vec![10i64, 11, 12, 20, 21, 22]);
     let lx = Layout::contiguous([2, 3]);
     let idx = CpuStorage::from_vec(vec![-1i64, -3, 2, -2]);
-    let g = CpuBackend.gather(&x, &lx, 1, &idx, &Layout::contiguous([2, 2])).unwrap();
+    let g = CpuBackend
+        .gather(&x, &lx, 1, &idx, &Layout::contiguous([2, 2]))
+        .unwrap();
     assert_eq!(typed::<i64>(&g), vec![12, 10, 22, 21]);
-    let s = CpuBackend.index_select(&x, &lx, 0, &idx, &Layout::contiguous([1])).unwrap();
+    let s = CpuBackend
+        .index_select(&x, &lx, 0, &idx, &Layout::contiguous([1]))
+        .unwrap();
     assert_eq!(typed::<i64>(&s), vec![20, 21, 22]);
 }
 
@@ -514,10 +551,15 @@ fn movement_errors_name_the_op_and_values() {
         "pad: 1 (before, after) pairs were given for shape [2, 3] of rank 2; give one pair per dimension"
     );
     // concat
-    assert_eq!(err_text(cpu.concat(&[], 0)), "concat: at least one tensor is needed");
+    assert_eq!(
+        err_text(cpu.concat(&[], 0)),
+        "concat: at least one tensor is needed"
+    );
     let y = CpuStorage::from_vec(vec![1.0f64; 6]);
-    assert!(err_text(cpu.concat(&[(&x, &lx), (&y, &lx)], 0))
-        .starts_with("concat: dtype mismatch between float32 and float64"));
+    assert!(
+        err_text(cpu.concat(&[(&x, &lx), (&y, &lx)], 0))
+            .starts_with("concat: dtype mismatch between float32 and float64")
+    );
     let l32 = Layout::contiguous([3, 2]);
     assert_eq!(
         err_text(cpu.concat(&[(&x, &lx), (&x, &l32)], 0)),
@@ -560,7 +602,13 @@ fn movement_errors_name_the_op_and_values() {
         "index_select: index 2 is out of bounds for a dimension of size 2"
     );
     assert_eq!(
-        err_text(cpu.index_select(&x, &lx, 0, &CpuStorage::from_vec(vec![1.0f32]), &Layout::contiguous([1]))),
+        err_text(cpu.index_select(
+            &x,
+            &lx,
+            0,
+            &CpuStorage::from_vec(vec![1.0f32]),
+            &Layout::contiguous([1])
+        )),
         "index_select: not supported for dtype float32 (indices must be int64)"
     );
     // scatter_add
@@ -573,10 +621,20 @@ fn movement_errors_name_the_op_and_values() {
         err_text(cpu.scatter_add(&x, &lx, 1, &bad_dtype, &li, &src, &li)),
         "scatter_add: not supported for dtype int32 (indices must be int64)"
     );
-    assert!(err_text(cpu.scatter_add(&x, &lx, 1, &i64s(vec![0, 0]), &li, &y, &li))
-        .starts_with("scatter_add: dtype mismatch between float32 and float64"));
+    assert!(
+        err_text(cpu.scatter_add(&x, &lx, 1, &i64s(vec![0, 0]), &li, &y, &li))
+            .starts_with("scatter_add: dtype mismatch between float32 and float64")
+    );
     assert_eq!(
-        err_text(cpu.scatter_add(&x, &lx, 1, &i64s(vec![0, 0]), &li, &src, &Layout::contiguous([1, 2]))),
+        err_text(cpu.scatter_add(
+            &x,
+            &lx,
+            1,
+            &i64s(vec![0, 0]),
+            &li,
+            &src,
+            &Layout::contiguous([1, 2])
+        )),
         "scatter_add: shape mismatch between [2, 1] and [1, 2] (the index and the source must have one shape)"
     );
     let b = CpuStorage::from_vec(vec![true; 6]);
@@ -608,12 +666,23 @@ fn movement_errors_name_the_op_and_values() {
 fn zero_classes_and_scalars() {
     let cpu = CpuBackend;
     let none = CpuStorage::from_vec(Vec::<i64>::new());
-    let out = cpu.one_hot(&none, &Layout::contiguous([0]), 0, DType::F64).unwrap();
+    let out = cpu
+        .one_hot(&none, &Layout::contiguous([0]), 0, DType::F64)
+        .unwrap();
     assert_eq!(out.len(), 0);
     let s = CpuStorage::from_vec(vec![5u8]);
-    let p = cpu.pad(&s, &Layout::contiguous([]), &[], Scalar::I64(0)).unwrap();
+    let p = cpu
+        .pad(&s, &Layout::contiguous([]), &[], Scalar::I64(0))
+        .unwrap();
     assert_eq!(typed::<u8>(&p), vec![5]);
     let e = CpuStorage::from_vec(Vec::<f32>::new());
-    let p = cpu.pad(&e, &Layout::contiguous([0, 2]), &[(1, 0), (0, 1)], Scalar::F64(2.0)).unwrap();
+    let p = cpu
+        .pad(
+            &e,
+            &Layout::contiguous([0, 2]),
+            &[(1, 0), (0, 1)],
+            Scalar::F64(2.0),
+        )
+        .unwrap();
     assert_eq!(typed::<f32>(&p), vec![2.0; 3]);
 }

@@ -176,7 +176,11 @@ pub(crate) fn for_each_lane<S>(
         let (r0, r1) = (a / len, (b - 1) / len + 1);
         plan.for_rows(r0, r1, |row, [ox, oo]| {
             let k0 = if row == r0 { a % len } else { 0 };
-            let k1 = if row == r1 - 1 { (b - 1) % len + 1 } else { len };
+            let k1 = if row == r1 - 1 {
+                (b - 1) % len + 1
+            } else {
+                len
+            };
             for k in k0..k1 {
                 let k = k as isize;
                 f(

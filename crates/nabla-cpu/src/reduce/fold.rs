@@ -50,6 +50,17 @@ pub(super) fn combine_into<T: Copy, F: Fn(T, T) -> T>(dst: &mut [T], src: &[T], 
     }
 }
 
+/// `dst[j] = f(dst[j], f(f(a[j], b[j]), f(c[j], d[j])))` for four source rows `[a, b, c, d]`: one pass
+/// over `dst` per four rows.
+#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
+pub(super) fn combine4_into<T: Copy, F: Fn(T, T) -> T>(dst: &mut [T], src: [&[T]; 4], f: &F) {
+    let n = dst.len();
+    let [a, b, c, d] = src.map(|s| &s[..n]);
+    for j in 0..n {
+        dst[j] = f(dst[j], f(f(a[j], b[j]), f(c[j], d[j])));
+    }
+}
+
 /// Pairwise fold of a non-empty contiguous slice; halves longer than [`PAR_LEAF`] run on two threads
 /// when `par` is set.
 pub(super) fn fold_contiguous<T, F>(x: &[T], f: &F, par: bool) -> T

@@ -9,7 +9,7 @@
 //!
 //! Both combine partial results pairwise, and both split work across threads for large inputs.
 
-use super::fold::{LEAF, PAR_LEAF, combine_into, fold_run};
+use super::fold::{LEAF, PAR_LEAF, combine_into, combine4_into, fold_run};
 use crate::strided::{CHUNK, RowPlan};
 use nabla_core::{Layout, Result};
 use rayon::prelude::*;
@@ -17,8 +17,9 @@ use std::mem::MaybeUninit;
 
 /// Reduced elements accumulated serially into an output row before partial rows are combined pairwise.
 const ROW_BLOCK: usize = 64;
-/// Bytes of one column tile of a vertical reduction.
-const TILE_BYTES: usize = 16 * 1024;
+/// Bytes of one column tile of a vertical reduction. Tiles are wide: when a tile spans whole rows of a
+/// contiguous input, the rows of a task form one sequential stream, which the hardware prefetches best.
+const TILE_BYTES: usize = 256 * 1024;
 
 /// Calls `f(i, offsets)` for the elements `start..end` of a plan, in row-major order.
 pub(super) fn for_each_elem<const K: usize>(
@@ -234,24 +235,27 @@ fn accumulate_rows<T, F>(
     let n = e1 - e0;
     let w = dst.len();
     if n <= ROW_BLOCK {
-        let mut first = true;
-        for_each_elem(red, e0, e1, |_, [o]| {
-            let src = base + o;
-            if ks == 1 {
-                let row = &x[src..src + w];
-                if first {
-                    dst.copy_from_slice(row);
-                } else {
-                    combine_into(dst, row, f);
-                }
-            } else {
+        let mut rows = [0usize; ROW_BLOCK];
+        for_each_elem(red, e0, e1, |e, [o]| rows[e - e0] = base + o);
+        let rows = &rows[..n];
+        if ks == 1 {
+            let row = |r: usize| &x[r..r + w];
+            dst.copy_from_slice(row(rows[0]));
+            let mut quads = rows[1..].chunks_exact(4);
+            for q in &mut quads {
+                combine4_into(dst, [row(q[0]), row(q[1]), row(q[2]), row(q[3])], f);
+            }
+            for &r in quads.remainder() {
+                combine_into(dst, row(r), f);
+            }
+        } else {
+            for (i, &r) in rows.iter().enumerate() {
                 for (j, d) in dst.iter_mut().enumerate() {
-                    let v = x[(src as isize + j as isize * ks) as usize];
-                    *d = if first { v } else { f(*d, v) };
+                    let v = x[(r as isize + j as isize * ks) as usize];
+                    *d = if i == 0 { v } else { f(*d, v) };
                 }
             }
-            first = false;
-        });
+        }
         return;
     }
     let mid = e0 + n / 2;

@@ -193,7 +193,10 @@ impl Input {
 
     /// The logical values as they read back from a tensor of `dtype`.
     pub fn values_as(&self, dtype: DType) -> Vec<f64> {
-        self.values().into_iter().map(|x| round_to(dtype, x)).collect()
+        self.values()
+            .into_iter()
+            .map(|x| round_to(dtype, x))
+            .collect()
     }
 
     /// The same layout with every stored value mapped by `f`.
