@@ -8,9 +8,10 @@ Run from the repository root:
     python3 scripts/bench_compare.py --filter matmul # a subset (substring of the workload names)
     python3 scripts/bench_compare.py --no-jax --json results.json
 
-The nabla side is `cargo run --release -p nabla --example bench_report` (crates/nabla/examples/
-bench_report.rs), which times the same workloads (defined in crates/nabla/benches/common/workloads.rs) and
-prints JSON. Every library is timed the same way: warm-up (at least 2 runs and 0.3 s; for JAX this includes
+The nabla side is `cargo run --release -p nabla --example bench_report -- --name WORKLOAD`
+(crates/nabla/examples/bench_report.rs), which times the same workloads (defined in crates/nabla/benches/
+common/workloads.rs) and prints JSON. The three libraries run one workload after another (nabla, NumPy,
+JAX, then the next workload), so that a change in machine load affects all three alike. Every library is timed the same way: warm-up (at least 2 runs and 0.3 s; for JAX this includes
 compilation), then at least --repeats runs and until --budget seconds have passed; the median is reported.
 JAX runs jit-compiled on the CPU and every run ends with block_until_ready().
 
@@ -103,17 +104,22 @@ def time_it(run, repeats, budget):
     return float(np.median(times)), len(times)
 
 
-def run_nabla(args):
-    cmd = ["cargo", "run", "--release", "-q", "-p", "nabla", "--example", "bench_report", "--",
-           "--repeats", str(args.repeats), "--budget", str(args.budget)]
-    if args.filter:
-        cmd += ["--filter", args.filter]
+def build_nabla():
+    cmd = ["cargo", "build", "--release", "-q", "-p", "nabla", "--example", "bench_report"]
     print("$ " + " ".join(cmd), file=sys.stderr)
-    proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True)
+    if subprocess.run(cmd, cwd=REPO).returncode != 0:
+        raise SystemExit("building bench_report failed")
+
+
+def run_nabla(args, name):
+    """Times one workload with the Rust bench_report example; returns its JSON entry."""
+    cmd = ["cargo", "run", "--release", "-q", "-p", "nabla", "--example", "bench_report", "--",
+           "--name", name, "--repeats", str(args.repeats), "--budget", str(args.budget)]
+    proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     if proc.returncode != 0:
-        raise SystemExit(f"bench_report failed with exit code {proc.returncode}")
-    doc = json.loads(proc.stdout)
-    return {r["name"]: r for r in doc["results"]}
+        return {"name": name, "error": f"bench_report exited with code {proc.returncode}"}
+    results = json.loads(proc.stdout)["results"]
+    return results[0] if results else {"name": name, "error": "no result"}
 
 
 def fmt_ms(s):
@@ -138,7 +144,8 @@ def main() -> int:
     if not selected:
         raise SystemExit(f"no workload matches {args.filter!r}")
 
-    nabla = {} if args.no_nabla else run_nabla(args)
+    if not args.no_nabla:
+        build_nabla()
 
     jax = jnp = None
     if not args.no_jax:
@@ -153,7 +160,9 @@ def main() -> int:
 
     rng = np.random.default_rng(0)
     rows = []
+    # Workload by workload, nabla then NumPy then JAX, so that all three see the same machine load.
     for name, kind, flops, nbytes, spec in selected:
+        r = {} if args.no_nabla else run_nabla(args, name)
         inputs = make_inputs(kind, spec, rng)
         f = numpy_fn(kind)
         np_s, _ = time_it(lambda: f(*inputs), args.repeats, args.budget)
@@ -164,7 +173,6 @@ def main() -> int:
             jax_s, _ = time_it(lambda: g(*dev).block_until_ready(), args.repeats, args.budget)
             del dev
         del inputs
-        r = nabla.get(name, {})
         ours = r.get("median_s")
         if "error" in r:
             print(f"nabla failed on {name}: {r['error']}", file=sys.stderr)

@@ -40,6 +40,19 @@ fn main() {
             flops / tt / 1e9
         );
     }
+    let (batch, n) = (64usize, 128usize);
+    let data: Vec<f32> = (0..batch * n * n).map(|i| (i % 11) as f32).collect();
+    let a = cpu.upload(HostData::F32(data)).unwrap();
+    let l = Layout::contiguous([batch, n, n]);
+    let t = best_of(20, || {
+        cpu.matmul(&a, &l, &a, &l).unwrap();
+    });
+    let flops = 2.0 * (batch * n * n * n) as f64;
+    println!(
+        "f32 batched matmul [{batch}, {n}, {n}]: {:7.1} GFLOP/s ({:.2} ms)",
+        flops / t / 1e9,
+        t * 1e3
+    );
     let n = 4096;
     let x = cpu
         .upload(HostData::F32((0..n * n).map(|i| (i % 17) as f32).collect()))

@@ -13,7 +13,8 @@
 //!    significant bits that `n * LN2_HI` and the subtraction are exact, so `|r| <= ln 2 / 2` carries no
 //!    cancellation error;
 //! 4. `e^r` by its Taylor polynomial (degree 7 for `f32`, 13 for `f64`, truncation error below 2^-27 and
-//!    2^-57 respectively on `|r| <= ln 2 / 2`), evaluated by [`poly`];
+//!    2^-57 respectively on `|r| <= ln 2 / 2`), as `1 + (r + r^2 Q(r))` with `Q` (the coefficients from
+//!    `1/2!` on) evaluated by [`poly`];
 //! 5. multiply by `2^n` as two factors `2^(n >> 1)` and `2^(n - (n >> 1))` built from bit patterns, so
 //!    that both are normal numbers and a subnormal result is rounded once, and results beyond the
 //!    range overflow to infinity or underflow to zero through ordinary IEEE rounding.
@@ -72,7 +73,9 @@ macro_rules! exp_impl {
             let nf = t - SHIFT;
             let n = (t.to_bits() as $int).wrapping_sub(SHIFT.to_bits() as $int);
             let r = (xc - nf * $ln2_hi) - nf * $ln2_lo;
-            let p = poly::<$f>(&[$($c),+], r);
+            // e^r = 1 + (r + r^2 Q(r)): the rounding errors of Q are damped by r^2 <= 0.121.
+            let q = poly::<$f>(&[$($c),+], r);
+            let p = 1.0 + (r + (r * r) * q);
             let n1 = n >> 1;
             let n2 = n.wrapping_sub(n1);
             let s1 = <$f>::from_bits((n1.wrapping_add($bias) as $bits) << $mant);
@@ -93,26 +96,54 @@ macro_rules! exp_impl {
 }
 
 exp_impl!(
-    exp_f32, sigmoid_f32, f32, u32, i32, mantissa = 23, bias = 127,
+    exp_f32,
+    sigmoid_f32,
+    f32,
+    u32,
+    i32,
+    mantissa = 23,
+    bias = 127,
     shifter = 12_582_912.0, // 1.5 * 2^23
-    lo = -105.0, hi = 89.0, // e^-105 rounds to 0 and e^89 overflows
-    ln2_hi = 0.693_145_751_953_125, // ln 2 rounded down to 16 bits: n * LN2_HI is exact for |n| < 256
-    ln2_lo = 1.428_606_820_309_417_3e-6, // ln 2 - LN2_HI
+    lo = -105.0,
+    hi = 89.0,               // e^-105 rounds to 0 and e^89 overflows
+    ln2_hi = 0.693_145_75, // = 0.693145751953125, ln 2 rounded down to 16 bits: n * LN2_HI is exact for |n| < 256
+    ln2_lo = 1.428_606_8e-6, // ln 2 - LN2_HI
     taylor = [
-        1.0, 1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0,
+        0.5,
+        1.0 / 6.0,
+        1.0 / 24.0,
+        1.0 / 120.0,
+        1.0 / 720.0,
+        1.0 / 5040.0
     ]
 );
 
 exp_impl!(
-    exp_f64, sigmoid_f64, f64, u64, i64, mantissa = 52, bias = 1023,
+    exp_f64,
+    sigmoid_f64,
+    f64,
+    u64,
+    i64,
+    mantissa = 52,
+    bias = 1023,
     shifter = 6_755_399_441_055_744.0, // 1.5 * 2^52
-    lo = -746.0, hi = 710.0, // e^-746 rounds to 0 and e^710 overflows
+    lo = -746.0,
+    hi = 710.0,                         // e^-746 rounds to 0 and e^710 overflows
     ln2_hi = 0.693_147_180_559_208_2, // ln 2 rounded down to 40 bits: n * LN2_HI is exact for |n| < 2^13
     ln2_lo = 7.371_002_565_167_799e-13, // ln 2 - LN2_HI
     taylor = [
-        1.0, 1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0,
-        1.0 / 40_320.0, 1.0 / 362_880.0, 1.0 / 3_628_800.0, 1.0 / 39_916_800.0,
-        1.0 / 479_001_600.0, 1.0 / 6_227_020_800.0,
+        0.5,
+        1.0 / 6.0,
+        1.0 / 24.0,
+        1.0 / 120.0,
+        1.0 / 720.0,
+        1.0 / 5040.0,
+        1.0 / 40_320.0,
+        1.0 / 362_880.0,
+        1.0 / 3_628_800.0,
+        1.0 / 39_916_800.0,
+        1.0 / 479_001_600.0,
+        1.0 / 6_227_020_800.0,
     ]
 );
 
@@ -136,21 +167,42 @@ macro_rules! tanh_impl {
 }
 
 tanh_impl!(
-    tanh_f32, exp_f32, f32,
+    tanh_f32,
+    exp_f32,
+    f32,
     poly = [
-        -0.333_333_33, 0.133_333_11, -0.053_963_415, 0.021_829_549, -0.008_697_847_6,
-        0.003_206_803_4, -0.000_923_500_85, 0.000_142_793_19,
+        -0.333_333_33,
+        0.133_333_11,
+        -0.053_963_415,
+        0.021_829_55,
+        -0.008_697_848,
+        0.003_206_803_4,
+        -0.000_923_500_85,
+        0.000_142_793_19,
     ]
 );
 
 tanh_impl!(
-    tanh_f64, exp_f64, f64,
+    tanh_f64,
+    exp_f64,
+    f64,
     poly = [
-        -0.3333333333333333, 0.1333333333333309, -0.05396825396804637, 0.02186948852912909,
-        -0.008863235404578283, 0.003592126679366341, -0.0014558246920964941, 0.0005899792946300052,
-        -0.00023895705228738225, 9.646277743313181e-05, -3.8389607893147334e-05,
-        1.4606131676715378e-05, -4.987760317520347e-06, 1.3791814499083342e-06,
-        -2.6330772232959337e-07, 2.5155023659382105e-08,
+        -0.3333333333333333,
+        0.1333333333333309,
+        -0.05396825396804637,
+        0.02186948852912909,
+        -0.008863235404578283,
+        0.003592126679366341,
+        -0.0014558246920964941,
+        0.0005899792946300052,
+        -0.00023895705228738225,
+        9.646277743313181e-05,
+        -3.8389607893147334e-05,
+        1.4606131676715378e-05,
+        -4.987760317520347e-06,
+        1.3791814499083342e-06,
+        -2.6330772232959337e-07,
+        2.5155023659382105e-08,
     ]
 );
 
@@ -196,7 +248,12 @@ mod tests {
                 worst = (d, x);
             }
         }
-        assert!(worst.0 <= 1, "worst error {} ulp at x = {:e}", worst.0, worst.1);
+        assert!(
+            worst.0 <= 1,
+            "worst error {} ulp at x = {:e}",
+            worst.0,
+            worst.1
+        );
     }
 
     #[test]
@@ -222,7 +279,11 @@ mod tests {
         assert!(exp_f32(f32::from_bits(0x42B1_7218)).is_infinite());
         for x in [-87.0f32, -87.5, -95.0, -100.0, -103.0, -103.9, -103.97] {
             let want = (x as f64).exp() as f32;
-            assert!(ulps32(exp_f32(x), want) <= 1, "exp({x}) = {:e} want {want:e}", exp_f32(x));
+            assert!(
+                ulps32(exp_f32(x), want) <= 1,
+                "exp({x}) = {:e} want {want:e}",
+                exp_f32(x)
+            );
         }
     }
 
@@ -263,7 +324,12 @@ mod tests {
                 worst = (d, x);
             }
         }
-        assert!(worst.0 <= 2, "worst error {} ulp at x = {:e}", worst.0, worst.1);
+        assert!(
+            worst.0 <= 2,
+            "worst error {} ulp at x = {:e}",
+            worst.0,
+            worst.1
+        );
     }
 
     #[test]
@@ -283,11 +349,16 @@ mod tests {
 
     #[test]
     fn sigmoid_is_stable_and_accurate() {
-        for x in [-1e4f32, -200.0, -90.0, -20.0, -1.0, -1e-8, 0.0, 1e-8, 0.5, 3.0, 20.0, 1e4] {
+        for x in [
+            -1e4f32, -200.0, -90.0, -20.0, -1.0, -1e-8, 0.0, 1e-8, 0.5, 3.0, 20.0, 1e4,
+        ] {
             let want = (1.0 / (1.0 + (-(x as f64)).exp())) as f32;
             let got = sigmoid_f32(x);
             assert!(got.is_finite(), "sigmoid({x})");
-            assert!(ulps32(got, want) <= 3, "sigmoid({x}) = {got:e}, want {want:e}");
+            assert!(
+                ulps32(got, want) <= 3,
+                "sigmoid({x}) = {got:e}, want {want:e}"
+            );
         }
         assert_eq!(sigmoid_f32(1e4), 1.0);
         assert_eq!(sigmoid_f32(-1e4), 0.0);
@@ -299,7 +370,11 @@ mod tests {
         for i in -400..=400 {
             let x = i as f64 * 0.37;
             let e = (-x.abs()).exp();
-            let want = if x >= 0.0 { 1.0 / (1.0 + e) } else { e / (1.0 + e) };
+            let want = if x >= 0.0 {
+                1.0 / (1.0 + e)
+            } else {
+                e / (1.0 + e)
+            };
             assert!(ulps64(sigmoid_f64(x), want) <= 4, "sigmoid({x})");
         }
     }
@@ -320,7 +395,12 @@ mod tests {
                 worst = (d, x);
             }
         }
-        assert!(worst.0 <= 2, "worst error {} ulp at x = {:e}", worst.0, worst.1);
+        assert!(
+            worst.0 <= 2,
+            "worst error {} ulp at x = {:e}",
+            worst.0,
+            worst.1
+        );
     }
 
     #[test]
@@ -342,7 +422,12 @@ mod tests {
                 worst = (d, x);
             }
         }
-        assert!(worst.0 <= 3, "worst error {} ulp at x = {:e}", worst.0, worst.1);
+        assert!(
+            worst.0 <= 3,
+            "worst error {} ulp at x = {:e}",
+            worst.0,
+            worst.1
+        );
     }
 
     #[test]

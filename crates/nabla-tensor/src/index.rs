@@ -2,8 +2,14 @@
 //!
 //! [`Tensor::i`] takes one indexer or a tuple of up to six. Each indexer is an integer (selects one entry
 //! and removes the axis; negative counts from the end), a Rust range (`a..b`, `a..`, `..b`, `a..=b`, `..`;
-//! bounds may be negative and are clamped like Python slices), a stepped slice built with [`s`], or
-//! [`Indexer::NewAxis`]. Axes without an indexer are kept whole. The result is always a zero-copy view.
+//! bounds may be negative, counting from the end, and are clamped like Python slices), a stepped range
+//! built with [`s`], or [`Indexer::NewAxis`]. Axes without an indexer are kept whole. The result is
+//! always a zero-copy view.
+//!
+//! A range always names a set of positions from low to high, as Rust ranges do; a step takes every
+//! `|step|`-th of them, starting from the back when it is negative, like
+//! `(a..b).rev().step_by(k)`. So `s(..).step(-1)` is NumPy's `[::-1]` and `s(1..=4).step(-2)` picks
+//! 4 and 2 (NumPy's `[4:0:-2]`).
 //!
 //! ```
 //! use nabla_tensor::{Indexer, Tensor, s};
@@ -35,20 +41,24 @@ const OP: &str = "index";
 /// assert_eq!(Indexer::from(-1), Indexer::Select(-1));
 /// assert_eq!(Indexer::from(..), Indexer::Full);
 /// assert_eq!(Indexer::from(1..), Indexer::Range { start: Some(1), end: None, step: 1 });
-/// assert_eq!(Indexer::from(s(..=2).step(2)), Indexer::Range { start: None, end: Some(3), step: 2 });
+/// assert_eq!(Indexer::from(s(..=2).step(-2)), Indexer::Range { start: None, end: Some(3), step: -2 });
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Indexer {
     /// Picks one entry and removes the axis; negative counts from the end.
     Select(isize),
-    /// A Python slice `start:end:step` (exclusive end; `None` is the open end; negative bounds count
-    /// from the end; out-of-range bounds are clamped; `step` is non-zero and may be negative).
+    /// The positions `start..end` (`None` is the open end; negative bounds count from the end;
+    /// out-of-range bounds are clamped), of which every `|step|`-th is taken, from the first for a
+    /// positive step and from the last for a negative one (`step` must not be zero).
+    ///
+    /// For positive steps this is NumPy's `start:end:step`. For negative steps the bounds still name the
+    /// low and the high end, unlike NumPy, as in `(start..end).rev().step_by(-step)`.
     Range {
-        /// First position (`None`: the start for a positive step, the end for a negative one).
+        /// Lowest position (inclusive; `None`: the beginning).
         start: Option<isize>,
-        /// Exclusive stop position (`None`: run to the far end).
+        /// Highest position (exclusive; `None`: the end).
         end: Option<isize>,
-        /// Distance between picked entries.
+        /// Distance between picked entries; negative walks from the high end down.
         step: isize,
     },
     /// Keeps the whole axis (`..`).
@@ -57,26 +67,26 @@ pub enum Indexer {
     NewAxis,
 }
 
-/// A slice under construction: made by [`s`] from a Rust range, given a step with [`Slice::step`].
-///
-/// An inclusive range keeps its last entry whatever the step's sign: `s(4..=1).step(-1)` picks 4, 3, 2, 1.
+/// A range under construction: made by [`s`] from a Rust range, given a step with [`Slice::step`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Slice {
     start: Option<isize>,
+    /// Exclusive.
     end: Option<isize>,
-    inclusive: bool,
     step: isize,
 }
 
 impl Slice {
-    /// The same range walked with `step` (non-zero; negative walks backwards from `start`).
+    /// Takes every `|step|`-th position of the range, from its high end when `step` is negative
+    /// (`step` must not be zero; that is reported when indexing).
     ///
     /// ```
     /// # use nabla_tensor::{Tensor, s}; use nabla_cpu::CpuBackend; use nabla_core::DType;
     /// let x = Tensor::arange(0, 6, 1, DType::I64, &CpuBackend::new())?;
     /// assert_eq!(x.i(s(1..).step(2))?.to_vec::<i64>()?, vec![1, 3, 5]);
     /// assert_eq!(x.i(s(..).step(-2))?.to_vec::<i64>()?, vec![5, 3, 1]);
-    /// assert_eq!(x.i(s(4..=1).step(-1))?.to_vec::<i64>()?, vec![4, 3, 2, 1]);
+    /// assert_eq!(x.i(s(1..=4).step(-1))?.to_vec::<i64>()?, vec![4, 3, 2, 1]);
+    /// assert_eq!(x.i(s(..-1).step(-2))?.to_vec::<i64>()?, vec![4, 2, 0]);
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub fn step(self, step: isize) -> Slice {
@@ -85,7 +95,7 @@ impl Slice {
 }
 
 /// Turns a Rust range into a [`Slice`] so that it can take a step: `s(..).step(-1)` reverses an axis,
-/// `s(1..).step(2)` takes every other entry from the second.
+/// `s(1..).step(2)` takes every other entry from the second, `s(2..=5).step(-1)` walks 5, 4, 3, 2.
 ///
 /// ```
 /// # use nabla_tensor::{Tensor, s}; use nabla_cpu::CpuBackend; use nabla_core::DType;
@@ -103,10 +113,14 @@ impl From<RangeFull> for Slice {
         Slice {
             start: None,
             end: None,
-            inclusive: false,
             step: 1,
         }
     }
+}
+
+/// The exclusive end of an inclusive range ending at `e` (`-1`, the last position, leaves it open).
+fn inclusive_end(e: isize) -> Option<isize> {
+    (e != -1).then(|| e.saturating_add(1))
 }
 
 /// Converts an index bound to `isize`, saturating (such bounds are clamped to the axis anyway).
@@ -123,27 +137,27 @@ macro_rules! bound_types {
         }
         impl From<Range<$t>> for Slice {
             fn from(r: Range<$t>) -> Slice {
-                Slice { start: Some(r.start.to_isize()), end: Some(r.end.to_isize()), inclusive: false, step: 1 }
+                Slice { start: Some(r.start.to_isize()), end: Some(r.end.to_isize()), step: 1 }
             }
         }
         impl From<RangeFrom<$t>> for Slice {
             fn from(r: RangeFrom<$t>) -> Slice {
-                Slice { start: Some(r.start.to_isize()), end: None, inclusive: false, step: 1 }
+                Slice { start: Some(r.start.to_isize()), end: None, step: 1 }
             }
         }
         impl From<RangeTo<$t>> for Slice {
             fn from(r: RangeTo<$t>) -> Slice {
-                Slice { start: None, end: Some(r.end.to_isize()), inclusive: false, step: 1 }
+                Slice { start: None, end: Some(r.end.to_isize()), step: 1 }
             }
         }
         impl From<RangeInclusive<$t>> for Slice {
             fn from(r: RangeInclusive<$t>) -> Slice {
-                Slice { start: Some(r.start().to_isize()), end: Some(r.end().to_isize()), inclusive: true, step: 1 }
+                Slice { start: Some(r.start().to_isize()), end: inclusive_end(r.end().to_isize()), step: 1 }
             }
         }
         impl From<RangeToInclusive<$t>> for Slice {
             fn from(r: RangeToInclusive<$t>) -> Slice {
-                Slice { start: None, end: Some(r.end.to_isize()), inclusive: true, step: 1 }
+                Slice { start: None, end: inclusive_end(r.end.to_isize()), step: 1 }
             }
         }
         impl From<$t> for Indexer {
@@ -177,20 +191,10 @@ impl From<RangeFull> for Indexer {
 }
 
 impl From<Slice> for Indexer {
-    /// Resolves an inclusive end into the exclusive one of a Python slice, for either step direction.
     fn from(s: Slice) -> Indexer {
-        let end = match (s.end, s.inclusive) {
-            (e, false) => e,
-            (None, true) => None,
-            // The last entry (-1) going forward, or the first (0) going backward, means "to the far end".
-            (Some(-1), true) if s.step > 0 => None,
-            (Some(0), true) if s.step < 0 => None,
-            (Some(e), true) if s.step < 0 => Some(e.saturating_sub(1)),
-            (Some(e), true) => Some(e.saturating_add(1)),
-        };
         Indexer::Range {
             start: s.start,
-            end,
+            end: s.end,
             step: s.step,
         }
     }
@@ -303,7 +307,16 @@ impl<B: Backend> Tensor<B> {
                             ),
                         ));
                     }
-                    t = t.slice(ax as isize, start, end, step)?;
+                    let n = t.shape()[ax] as isize;
+                    let bound = |b: isize| (if b < 0 { b + n } else { b }).clamp(0, n);
+                    let lo = start.map_or(0, bound);
+                    let hi = end.map_or(n, bound).max(lo);
+                    t = if step > 0 || lo == hi {
+                        t.slice(ax as isize, Some(lo), Some(hi), step)?
+                    } else {
+                        // From the high end down to `lo` inclusive; all bounds are resolved by now.
+                        t.slice(ax as isize, Some(hi - 1), (lo > 0).then_some(lo - 1), step)?
+                    };
                     ax += 1;
                     src += 1;
                 }
@@ -368,18 +381,18 @@ mod tests {
             }
         );
         assert_eq!(
-            Indexer::from(s(5..=0).step(-2)),
+            Indexer::from(s(0..=5).step(-2)),
             Indexer::Range {
-                start: Some(5),
-                end: None,
+                start: Some(0),
+                end: Some(6),
                 step: -2
             }
         );
         assert_eq!(
-            Indexer::from(s(5..=2).step(-1)),
+            Indexer::from(s(2..=5).step(-1)),
             Indexer::Range {
-                start: Some(5),
-                end: Some(1),
+                start: Some(2),
+                end: Some(6),
                 step: -1
             }
         );
@@ -412,7 +425,25 @@ mod tests {
         assert_eq!(v.shape(), &[1, 1, 2, 4]);
         assert_eq!(values(&v), vec![12, 13, 14, 15, 16, 17, 18, 19]);
         // empty and clamped ranges
-        assert_eq!(x.i((.., 2..1)).unwrap().shape(), &[2, 0, 4]);
+        assert_eq!(x.i((.., 2..2)).unwrap().shape(), &[2, 0, 4]);
+        let reversed_bounds = Indexer::Range {
+            start: Some(2),
+            end: Some(1),
+            step: -1,
+        };
+        assert_eq!(x.i((.., reversed_bounds)).unwrap().shape(), &[2, 0, 4]);
+        // Negative steps walk the range from its high end.
+        assert_eq!(values(&x.i((0, 0, s(..-1).step(-2))).unwrap()), vec![2, 0]);
+        assert_eq!(values(&x.i((0, 0, s(1..=3).step(-2))).unwrap()), vec![3, 1]);
+        assert_eq!(
+            values(&x.i((0, 0, s(-3..).step(-1))).unwrap()),
+            vec![3, 2, 1]
+        );
+        assert_eq!(values(&x.i((0, 0, s(1..).step(-5))).unwrap()), vec![3]);
+        assert_eq!(
+            values(&x.i((0, 0, s(-10..10).step(-3))).unwrap()),
+            vec![3, 0]
+        );
         assert_eq!(x.i((.., -10..10)).unwrap().shape(), &[2, 3, 4]);
         // runtime-built index
         let v = x.i(vec![Indexer::Select(1), Indexer::Full, Indexer::Select(-1)]);

@@ -160,7 +160,7 @@ impl<B: Backend> Tensor<B> {
                 .with_hint("expected rank-4 tensors"));
         }
         let c_out = grad_out.shape()[1];
-        if self.shape()[1] % params.groups != 0 {
+        if !self.shape()[1].is_multiple_of(params.groups) {
             return Err(Error::invalid(
                 OP,
                 format!(
@@ -215,7 +215,7 @@ fn conv_output_shape(
             format!("groups, strides and dilations must be positive, got {p:?}"),
         ));
     }
-    if x[1] != w[1] * p.groups || w[0] % p.groups != 0 {
+    if x[1] != w[1] * p.groups || !w[0].is_multiple_of(p.groups) {
         return Err(Error::shapes(op, x, w).with_hint(format!(
             "input channels {} must equal weight channels {} x groups {}, and output channels {} must divide into the groups",
             x[1], w[1], p.groups, w[0]

@@ -106,7 +106,7 @@ impl<B: Backend> Tensor<B> {
             }
         }
         if let Some(i) = infer {
-            if known == 0 || numel % known != 0 {
+            if known == 0 || !numel.is_multiple_of(known) {
                 return Err(bad());
             }
             out[i] = numel / known;
@@ -402,10 +402,13 @@ impl<B: Backend> Tensor<B> {
 mod tests {
     use super::resolve_slice;
 
+    /// `(n, start, end, step, expected positions)`.
+    type Case = (usize, Option<isize>, Option<isize>, isize, Vec<usize>);
+
     #[test]
     fn slice_bounds_follow_python() {
         // Checked against Python: list(range(n))[start:end:step].
-        let cases: &[(usize, Option<isize>, Option<isize>, isize, Vec<usize>)] = &[
+        let cases: &[Case] = &[
             (5, None, None, 1, vec![0, 1, 2, 3, 4]),
             (5, Some(-2), None, 1, vec![3, 4]),
             (5, None, None, -2, vec![4, 2, 0]),

@@ -555,11 +555,11 @@ fn where_condition_and_branches() {
     );
     let c = zeros(&[2], DType::Bool);
     assert_eq!(
-        msg(c.where_(&x, &zeros(&[2], DType::I64))),
+        msg(c.where_(&x, zeros(&[2], DType::I64))),
         "where: dtype mismatch between float32 and int64 (cast one operand with .cast(...))"
     );
     assert_eq!(
-        msg(c.where_(&f32s(&[3]), 0.0)),
+        msg(c.where_(f32s(&[3]), 0.0)),
         "where: shape mismatch between [2] and [3] (dimension 0 of the broadcast has sizes 2 and 3; each must be equal or 1)"
     );
 }

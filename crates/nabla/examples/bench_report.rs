@@ -2,7 +2,7 @@
 //! `scripts/bench_compare.py` (which times the same workloads in NumPy and JAX in the same run).
 //!
 //! ```sh
-//! cargo run --release -p nabla --example bench_report -- [--filter SUBSTRING] [--repeats N] [--budget SECONDS]
+//! cargo run --release -p nabla --example bench_report -- [--filter SUBSTRING | --name NAME] [--repeats N] [--budget SECONDS]
 //! ```
 //!
 //! Each workload is warmed up (at least 2 runs and 0.3 s), then run at least `--repeats` times (default 10)
@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 struct Options {
     filter: Option<String>,
+    name: Option<String>,
     repeats: usize,
     budget: Duration,
 }
@@ -24,6 +25,7 @@ struct Options {
 fn parse_args() -> std::result::Result<Options, String> {
     let mut opts = Options {
         filter: None,
+        name: None,
         repeats: 10,
         budget: Duration::from_secs(2),
     };
@@ -32,6 +34,7 @@ fn parse_args() -> std::result::Result<Options, String> {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
         match arg.as_str() {
             "--filter" => opts.filter = Some(value("--filter")?),
+            "--name" => opts.name = Some(value("--name")?),
             "--repeats" => {
                 let v = value("--repeats")?;
                 opts.repeats = v
@@ -51,7 +54,7 @@ fn parse_args() -> std::result::Result<Options, String> {
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: bench_report [--filter SUBSTRING] [--repeats N] [--budget SECONDS]"
+                    "usage: bench_report [--filter SUBSTRING | --name NAME] [--repeats N] [--budget SECONDS]"
                         .into(),
                 );
             }
@@ -104,11 +107,11 @@ fn main() {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut entries = Vec::new();
     for w in workloads::all() {
-        if opts
+        let filtered_out = opts
             .filter
             .as_ref()
-            .is_some_and(|f| !w.name.contains(f.as_str()))
-        {
+            .is_some_and(|f| !w.name.contains(f.as_str()));
+        if filtered_out || opts.name.as_ref().is_some_and(|n| *n != w.name) {
             continue;
         }
         eprint!("nabla {:<32}", w.name);

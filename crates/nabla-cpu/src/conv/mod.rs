@@ -74,7 +74,7 @@ fn check_groups(
     lhs: &[usize],
     rhs: &[usize],
 ) -> Result<()> {
-    if c % p.groups != 0 || o % p.groups != 0 {
+    if !c.is_multiple_of(p.groups) || !o.is_multiple_of(p.groups) {
         return Err(Error::shapes(op, lhs, rhs).with_hint(format!(
             "{c} input channels and {o} output channels must both be divisible by groups = {}",
             p.groups

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 /// Nested-loop cross-correlation through `Layout::offset_of`.
 fn reference(x: &[f64], lx: &Layout, w: &[f64], lw: &Layout, p: &Conv2dParams) -> Vec<f64> {
     let (sx, sw) = (lx.shape(), lw.shape());
-    let (n, c, h, wd) = (sx[0], sx[1], sx[2], sx[3]);
+    let (n, h, wd) = (sx[0], sx[2], sx[3]);
     let (o, cg, kh, kw) = (sw[0], sw[1], sw[2], sw[3]);
     let og = o / p.groups;
     let (oh, ow) = p.output_size((h, wd), (kh, kw)).unwrap();

@@ -89,7 +89,13 @@ pub(super) fn pow_int<T: Int>(base: T, e: T) -> T {
 }
 
 /// Binary ops on `f32` and `f64` (IEEE arithmetic; maximum and minimum propagate NaN).
-pub(super) fn real<T: Real>(op: B, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Result<CpuStorage> {
+pub(super) fn real<T: Real>(
+    op: B,
+    a: &[T],
+    la: &Layout,
+    b: &[T],
+    lb: &Layout,
+) -> Result<CpuStorage> {
     Ok(match op {
         B::Add => zip!(a, la, b, lb, |x: T, y| x + y),
         B::Sub => zip!(a, la, b, lb, |x: T, y| x - y),
@@ -97,8 +103,16 @@ pub(super) fn real<T: Real>(op: B, a: &[T], la: &Layout, b: &[T], lb: &Layout) -
         B::Div => zip!(a, la, b, lb, |x: T, y| x / y),
         B::Rem => zip!(a, la, b, lb, |x: T, y| rem_real(x, y)),
         B::Pow => zip!(a, la, b, lb, |x: T, y| x.powf(y)),
-        B::Maximum => zip!(a, la, b, lb, |x: T, y| if x >= y || x.is_nan() { x } else { y }),
-        B::Minimum => zip!(a, la, b, lb, |x: T, y| if x <= y || x.is_nan() { x } else { y }),
+        B::Maximum => zip!(a, la, b, lb, |x: T, y| if x >= y || x.is_nan() {
+            x
+        } else {
+            y
+        }),
+        B::Minimum => zip!(a, la, b, lb, |x: T, y| if x <= y || x.is_nan() {
+            x
+        } else {
+            y
+        }),
         B::Atan2 => zip!(a, la, b, lb, |x: T, y| x.atan2(y)),
         B::And | B::Or | B::Xor => return unsupported::<T>(op),
     })
@@ -199,7 +213,15 @@ pub(super) fn select<T: Element>(
     f: &[T],
     lf: &Layout,
 ) -> CpuStorage {
-    CpuStorage::from_vec(map3(cond, lc, t, lt, f, lf, |c: bool, x: T, y: T| {
-        if c { x } else { y }
-    }))
+    CpuStorage::from_vec(map3(
+        cond,
+        lc,
+        t,
+        lt,
+        f,
+        lf,
+        |c: bool, x: T, y: T| {
+            if c { x } else { y }
+        },
+    ))
 }

@@ -37,7 +37,11 @@ pub(crate) fn f64_to_f32_odd(v: f64) -> f32 {
         return f;
     }
     let bits = f.to_bits();
-    f32::from_bits(if back.abs() < v.abs() { bits + 1 } else { bits - 1 })
+    f32::from_bits(if back.abs() < v.abs() {
+        bits + 1
+    } else {
+        bits - 1
+    })
 }
 
 /// [`f64_to_f32_odd`] for integers.
@@ -49,7 +53,11 @@ pub(crate) fn i64_to_f32_odd(v: i64) -> f32 {
         return f;
     }
     let bits = f.to_bits();
-    f32::from_bits(if back.abs() < (v as i128).abs() { bits + 1 } else { bits - 1 })
+    f32::from_bits(if back.abs() < (v as i128).abs() {
+        bits + 1
+    } else {
+        bits - 1
+    })
 }
 
 macro_rules! cast_float {
@@ -144,11 +152,19 @@ mod tests {
     /// The correctly rounded `f16` nearest to `v` (ties to even), by searching the neighbours of a guess.
     fn nearest_f16(v: f64) -> f16 {
         if v.abs() >= 65520.0 {
-            return if v > 0.0 { f16::INFINITY } else { f16::NEG_INFINITY };
+            return if v > 0.0 {
+                f16::INFINITY
+            } else {
+                f16::NEG_INFINITY
+            };
         }
         let guess = f16::from_f64(v);
         let mut best = guess;
-        for cand in [f16::from_bits(guess.to_bits().wrapping_sub(1)), guess, f16::from_bits(guess.to_bits() + 1)] {
+        for cand in [
+            f16::from_bits(guess.to_bits().wrapping_sub(1)),
+            guess,
+            f16::from_bits(guess.to_bits() + 1),
+        ] {
             if !cand.is_finite() {
                 continue;
             }
@@ -165,11 +181,20 @@ mod tests {
         // Just above the midpoint between two f16 (bf16) values: rounding through f32 first would land on
         // the midpoint and round down to even.
         let v = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
-        assert_eq!(f16::cast_from(Scalar::F64(v)).to_f64(), 1.0 + 2f64.powi(-10));
+        assert_eq!(
+            f16::cast_from(Scalar::F64(v)).to_f64(),
+            1.0 + 2f64.powi(-10)
+        );
         let v = 1.0 + 2f64.powi(-8) + 2f64.powi(-40);
-        assert_eq!(bf16::cast_from(Scalar::F64(v)).to_f64(), 1.0 + 2f64.powi(-7));
+        assert_eq!(
+            bf16::cast_from(Scalar::F64(v)).to_f64(),
+            1.0 + 2f64.powi(-7)
+        );
         let i = (1i64 << 40) + (1 << 32) + 1; // just above a bf16 midpoint
-        assert_eq!(bf16::cast_from(Scalar::I64(i)).to_f64(), ((1i64 << 40) + (1 << 33)) as f64);
+        assert_eq!(
+            bf16::cast_from(Scalar::I64(i)).to_f64(),
+            ((1i64 << 40) + (1 << 33)) as f64
+        );
         assert_eq!(f16::cast_from(Scalar::I64(2049)).to_f64(), 2048.0);
         assert_eq!(f16::cast_from(Scalar::I64(2051)).to_f64(), 2052.0);
         // Exact and special values.
@@ -188,7 +213,8 @@ mod tests {
             s ^= s >> 7;
             s ^= s << 17;
             // Values around the f16 range, with random low bits that f32 would discard.
-            let v = f64::from_bits((s & 0x800F_FFFF_FFFF_FFFF) | ((0x3E0 + (s >> 52) % 0x40) << 52));
+            let v =
+                f64::from_bits((s & 0x800F_FFFF_FFFF_FFFF) | ((0x3E0 + (s >> 52) % 0x40) << 52));
             let got = f16::cast_from(Scalar::F64(v));
             assert_eq!(got.to_bits(), nearest_f16(v).to_bits(), "{v:e}");
         }
@@ -202,7 +228,10 @@ mod tests {
         assert_eq!(f64_to_f32_odd(-v).to_bits(), (-1.0f32).to_bits() + 1);
         assert_eq!(f64_to_f32_odd(1e-300).to_bits(), 1);
         assert_eq!(f64_to_f32_odd(f64::INFINITY), f32::INFINITY);
-        assert_eq!(i64_to_f32_odd((1 << 30) + 1).to_bits(), ((1u32 << 30) as f32).to_bits() + 1);
+        assert_eq!(
+            i64_to_f32_odd((1 << 30) + 1).to_bits(),
+            ((1u32 << 30) as f32).to_bits() + 1
+        );
         assert_eq!(i64_to_f32_odd(i64::MIN), i64::MIN as f32);
         assert_eq!(i64_to_f32_odd(7), 7.0);
     }

@@ -100,8 +100,7 @@ pub(super) fn pow<C: Cplx>(a: C, b: C) -> C {
         return if b.re() > zero && b.im() == zero {
             C::new(zero, zero)
         } else {
-            let nan = zero / zero;
-            C::new(nan, nan)
+            C::new(C::Real::NAN, C::Real::NAN)
         };
     }
     let br = b.re().to_scalar().to_f64();

@@ -44,7 +44,7 @@ impl Rng {
             -100.0,
         ];
         let r = self.next();
-        if specials && r % 5 == 0 {
+        if specials && r.is_multiple_of(5) {
             SPECIAL[(r >> 8) as usize % SPECIAL.len()]
         } else if r % 7 == 1 {
             ((r >> 8) % 9) as f64 - 4.0
@@ -57,7 +57,7 @@ impl Rng {
     fn int(&mut self) -> i64 {
         const SPECIAL: [i64; 6] = [i64::MIN, i64::MAX, i32::MIN as i64, i32::MAX as i64, 255, 0];
         let r = self.next();
-        if r % 6 == 0 {
+        if r.is_multiple_of(6) {
             SPECIAL[(r >> 8) as usize % SPECIAL.len()]
         } else {
             ((r >> 8) % 21) as i64 - 10
@@ -69,7 +69,13 @@ impl Rng {
 pub(super) fn host_of(dtype: DType, n: usize, seed: u64, specials: bool) -> HostData {
     let mut rng = Rng(seed);
     let complex = |r: &mut Rng| {
-        let pick = |r: &mut Rng| if r.next() % 9 == 0 { 0.0 } else { r.real(false) };
+        let pick = |r: &mut Rng| {
+            if r.next().is_multiple_of(9) {
+                0.0
+            } else {
+                r.real(false)
+            }
+        };
         Complex64::new(pick(r), pick(r))
     };
     match dtype {
@@ -89,7 +95,7 @@ pub(super) fn host_of(dtype: DType, n: usize, seed: u64, specials: bool) -> Host
         DType::I32 => HostData::I32((0..n).map(|_| rng.int() as i32).collect()),
         DType::I64 => HostData::I64((0..n).map(|_| rng.int()).collect()),
         DType::U8 => HostData::U8((0..n).map(|_| rng.int() as u8).collect()),
-        DType::Bool => HostData::Bool((0..n).map(|_| rng.next() % 2 == 0).collect()),
+        DType::Bool => HostData::Bool((0..n).map(|_| rng.next().is_multiple_of(2)).collect()),
     }
 }
 
@@ -136,12 +142,19 @@ pub(super) fn make_view(shape: &[usize], kind: u8, seed: u64) -> (Layout, usize)
         }
         // Broadcast from size 1 along some axes.
         _ => {
-            let small: Vec<usize> =
-                shape.iter().enumerate().map(|(ax, &d)| if bit(ax) { 1 } else { d }).collect();
+            let small: Vec<usize> = shape
+                .iter()
+                .enumerate()
+                .map(|(ax, &d)| if bit(ax) { 1 } else { d })
+                .collect();
             Layout::contiguous(small).broadcast_to(shape).unwrap()
         }
     };
-    let len = if view.numel() == 0 { 0 } else { view.max_offset() as usize + 1 };
+    let len = if view.numel() == 0 {
+        0
+    } else {
+        view.max_offset() as usize + 1
+    };
     (view, len)
 }
 
@@ -165,7 +178,11 @@ fn ulps(a: f64, b: f64, dtype: DType) -> u64 {
 
 /// `true` when `got` matches `want` within `tol` ulp (NaN matches NaN, the zeros match each other).
 pub(super) fn close(got: f64, want: f64, tol: u64, dtype: DType) -> bool {
-    let want = if dtype == DType::F32 { want as f32 as f64 } else { want };
+    let want = if dtype == DType::F32 {
+        want as f32 as f64
+    } else {
+        want
+    };
     (got.is_nan() && want.is_nan())
         || got == want
         || (got.is_finite() && want.is_finite() && ulps(got, want, dtype) <= tol)
@@ -326,7 +343,10 @@ fn check_unary(dtype: DType, l: &Layout, len: usize, seed: u64) -> Result<(), Te
     for op in UnaryOp::ALL {
         let Some(out_dtype) = op.output_dtype(dtype) else {
             let err = unary(op, &x, l).unwrap_err().to_string();
-            prop_assert!(err.starts_with(&format!("{}: not supported for dtype", op.name())), "{err}");
+            prop_assert!(
+                err.starts_with(&format!("{}: not supported for dtype", op.name())),
+                "{err}"
+            );
             continue;
         };
         let got = unary(op, &x, l).unwrap().into_host();
@@ -337,17 +357,36 @@ fn check_unary(dtype: DType, l: &Layout, len: usize, seed: u64) -> Result<(), Te
             let tol = if TRANSCENDENTAL.contains(&op) { 4 } else { 0 };
             for (g, x) in got.to_f64_vec().iter().zip(&input) {
                 let want = ref_real(op, x.re);
-                prop_assert!(close(*g, want, tol, out_dtype), "{:?}({}) = {} want {} ({})", op, x.re, g, want, dtype);
+                prop_assert!(
+                    close(*g, want, tol, out_dtype),
+                    "{:?}({}) = {} want {} ({})",
+                    op,
+                    x.re,
+                    g,
+                    want,
+                    dtype
+                );
             }
         } else if dtype.is_complex() {
             let tol = if dtype == DType::C64 { 2e-5 } else { 1e-12 };
             for (g, z) in as_complex(&got).iter().zip(&input) {
                 let want = ref_complex(op, *z);
                 // Near a pole the result is ill-conditioned; single precision cannot match there.
-                if dtype == DType::C64 && matches!(op, UnaryOp::Tan | UnaryOp::Tanh | UnaryOp::Sigmoid) && want.norm() > 10.0 {
+                if dtype == DType::C64
+                    && matches!(op, UnaryOp::Tan | UnaryOp::Tanh | UnaryOp::Sigmoid)
+                    && want.norm() > 10.0
+                {
                     continue;
                 }
-                prop_assert!(close_complex(*g, want, tol), "{:?}({}) = {} want {} ({})", op, z, g, want, dtype);
+                prop_assert!(
+                    close_complex(*g, want, tol),
+                    "{:?}({}) = {} want {} ({})",
+                    op,
+                    z,
+                    g,
+                    want,
+                    dtype
+                );
             }
         } else if dtype.is_int() {
             let input = gather(&as_i128(&host), l);
@@ -402,7 +441,10 @@ fn ref_int_binary(op: BinaryOp, a: i128, b: i128) -> i128 {
         BinaryOp::Pow => {
             // std's wrapping_pow on 64 bits, split so that exponents beyond u32 work too.
             let (base, e) = (a as i64, b as u64);
-            let high = base.wrapping_pow((e >> 32) as u32).wrapping_pow(1 << 31).wrapping_pow(2);
+            let high = base
+                .wrapping_pow((e >> 32) as u32)
+                .wrapping_pow(1 << 31)
+                .wrapping_pow(2);
             high.wrapping_mul(base.wrapping_pow(e as u32)) as i128
         }
         BinaryOp::Maximum => a.max(b),
@@ -425,36 +467,83 @@ fn ref_complex_binary(op: BinaryOp, a: Complex64, b: Complex64) -> Complex64 {
         BinaryOp::Pow if a == zero && b.re > 0.0 && b.im == 0.0 => zero,
         BinaryOp::Pow if a == zero => Complex64::new(f64::NAN, f64::NAN),
         BinaryOp::Pow => a.powc(b),
-        BinaryOp::Maximum => if lex_ge { a } else { b },
-        BinaryOp::Minimum => if lex_ge && a != b { b } else { a },
+        BinaryOp::Maximum => {
+            if lex_ge {
+                a
+            } else {
+                b
+            }
+        }
+        BinaryOp::Minimum => {
+            if lex_ge && a != b {
+                b
+            } else {
+                a
+            }
+        }
         _ => Complex64::new(f64::NAN, 0.0),
     }
 }
 
 /// Checks every binary op and comparison on `dtype` over two views of one shape.
-fn check_binary(dtype: DType, la: &Layout, lena: usize, lb: &Layout, lenb: usize, seed: u64) -> Result<(), TestCaseError> {
-    let (ha, hb) = (host_of(dtype, lena, seed, true), host_of(dtype, lenb, seed ^ 0x55, true));
+fn check_binary(
+    dtype: DType,
+    la: &Layout,
+    lena: usize,
+    lb: &Layout,
+    lenb: usize,
+    seed: u64,
+) -> Result<(), TestCaseError> {
+    let (ha, hb) = (
+        host_of(dtype, lena, seed, true),
+        host_of(dtype, lenb, seed ^ 0x55, true),
+    );
     let (a, b) = (CpuStorage::new(ha.clone()), CpuStorage::new(hb.clone()));
     let (ca, cb) = (gather(&as_complex(&ha), la), gather(&as_complex(&hb), lb));
     for op in BinaryOp::ALL {
         if !op.supports(dtype) {
             let err = binary(op, &a, la, &b, lb).unwrap_err().to_string();
-            prop_assert!(err.starts_with(&format!("{}: not supported for dtype {dtype}", op.name())), "{err}");
+            prop_assert!(
+                err.starts_with(&format!("{}: not supported for dtype {dtype}", op.name())),
+                "{err}"
+            );
             continue;
         }
         let got = binary(op, &a, la, &b, lb).unwrap().into_host();
         prop_assert_eq!(got.dtype(), dtype);
         if dtype.is_float() {
-            let tol = if matches!(op, BinaryOp::Pow | BinaryOp::Atan2) { 2 } else { 0 };
+            let tol = if matches!(op, BinaryOp::Pow | BinaryOp::Atan2) {
+                2
+            } else {
+                0
+            };
             for ((g, x), y) in got.to_f64_vec().iter().zip(&ca).zip(&cb) {
                 let want = ref_real_binary(op, x.re, y.re);
-                prop_assert!(close(*g, want, tol, dtype), "{:?}({}, {}) = {} want {} ({})", op, x.re, y.re, g, want, dtype);
+                prop_assert!(
+                    close(*g, want, tol, dtype),
+                    "{:?}({}, {}) = {} want {} ({})",
+                    op,
+                    x.re,
+                    y.re,
+                    g,
+                    want,
+                    dtype
+                );
             }
         } else if dtype.is_complex() {
             let tol = if dtype == DType::C64 { 1e-5 } else { 1e-12 };
             for ((g, x), y) in as_complex(&got).iter().zip(&ca).zip(&cb) {
                 let want = ref_complex_binary(op, *x, *y);
-                prop_assert!(close_complex(*g, want, tol), "{:?}({}, {}) = {} want {} ({})", op, x, y, g, want, dtype);
+                prop_assert!(
+                    close_complex(*g, want, tol),
+                    "{:?}({}, {}) = {} want {} ({})",
+                    op,
+                    x,
+                    y,
+                    g,
+                    want,
+                    dtype
+                );
             }
         } else {
             let (ia, ib) = (gather(&as_i128(&ha), la), gather(&as_i128(&hb), lb));
@@ -496,12 +585,27 @@ fn check_binary(dtype: DType, la: &Layout, lena: usize, lb: &Layout, lenb: usize
             }
         } else if dtype.is_float() {
             for ((g, x), y) in got.iter().zip(&ca).zip(&cb) {
-                prop_assert_eq!(*g, reference(op, x.re, y.re), "{:?}({}, {})", op, x.re, y.re);
+                prop_assert_eq!(
+                    *g,
+                    reference(op, x.re, y.re),
+                    "{:?}({}, {})",
+                    op,
+                    x.re,
+                    y.re
+                );
             }
         } else {
             let (ia, ib) = (gather(&as_i128(&ha), la), gather(&as_i128(&hb), lb));
             for ((g, x), y) in got.iter().zip(&ia).zip(&ib) {
-                prop_assert_eq!(*g, reference(op, x, y), "{:?}({}, {}) on {}", op, x, y, dtype);
+                prop_assert_eq!(
+                    *g,
+                    reference(op, x, y),
+                    "{:?}({}, {}) on {}",
+                    op,
+                    x,
+                    y,
+                    dtype
+                );
             }
         }
     }
@@ -509,11 +613,25 @@ fn check_binary(dtype: DType, la: &Layout, lena: usize, lb: &Layout, lenb: usize
 }
 
 fn arb_case() -> impl Strategy<Value = (Vec<usize>, u8, u8, u8, u64)> {
-    (prop::collection::vec(0usize..5, 0..=4), 0u8..6, 0u8..6, 0u8..6, any::<u64>())
+    (
+        prop::collection::vec(0usize..5, 0..=4),
+        0u8..6,
+        0u8..6,
+        0u8..6,
+        any::<u64>(),
+    )
 }
 
-const COMPUTABLE: [DType; 8] =
-    [DType::F32, DType::F64, DType::C64, DType::C128, DType::I32, DType::I64, DType::U8, DType::Bool];
+const COMPUTABLE: [DType; 8] = [
+    DType::F32,
+    DType::F64,
+    DType::C64,
+    DType::C128,
+    DType::I32,
+    DType::I64,
+    DType::U8,
+    DType::Bool,
+];
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]

@@ -25,6 +25,8 @@ pub(crate) trait Real:
     const ZERO: Self;
     /// 1.
     const ONE: Self;
+    /// Not a number.
+    const NAN: Self;
     /// The complex type whose parts are `Self`.
     type Complex: Cplx<Real = Self>;
     /// Absolute value.
@@ -97,6 +99,7 @@ macro_rules! impl_real {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
+            const NAN: Self = <$t>::NAN;
             type Complex = $c;
             forward!($t: abs, sqrt, exp_m1, ln, ln_1p, sin, cos, tan, asin, acos, atan, sinh, cosh);
             forward!($t: floor, ceil, round_ties_even, trunc);

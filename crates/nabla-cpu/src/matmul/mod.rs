@@ -205,12 +205,15 @@ fn matmul_faer<T: Element + ComplexField>(
         gemm(mat_mut(dst, d.m, d.n), Accum::Replace, lhs, rhs, par);
     };
     let per = d.m * d.n;
+    let threads = rayon::current_num_threads();
     let big = d.m * d.k * d.n >= PAR_MATRIX_FLOPS;
-    if d.batch == 1 || (big && d.batch < rayon::current_num_threads()) {
+    if d.batch == 1 || (big && d.batch < 4 * threads) {
+        // Few large products: faer's threads share each one, with no imbalance between products.
         for (i, dst) in out.chunks_mut(per).enumerate() {
             one(i, dst, par_for(d.m, d.k, d.n));
         }
     } else if d.batch * d.m * d.k * d.n >= PAR_MATRIX_FLOPS {
+        // Many products: one per task, each sequential.
         out.par_chunks_mut(per)
             .enumerate()
             .for_each(|(i, dst)| one(i, dst, Par::Seq));

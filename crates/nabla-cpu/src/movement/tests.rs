@@ -246,6 +246,7 @@ fn check_index_select<T: Element>(shape: &[usize], axis: usize, m: usize, seed: 
 }
 
 /// Sequential scatter-add in row-major order of the index: the order the kernel must reproduce exactly.
+#[allow(clippy::too_many_arguments)]
 fn scatter_reference<T: Element>(
     dst: &[T],
     ld: &Layout,
@@ -685,4 +686,57 @@ fn zero_classes_and_scalars() {
         )
         .unwrap();
     assert_eq!(typed::<f32>(&p), vec![2.0; 3]);
+}
+
+#[test]
+#[ignore]
+fn zz_timing_probe() {
+    use std::time::Instant;
+    let cpu = CpuBackend;
+    let time = |name: &str, f: &mut dyn FnMut()| {
+        f();
+        let t = Instant::now();
+        let reps = 5;
+        for _ in 0..reps {
+            f();
+        }
+        println!("{name}: {:.2} ms", t.elapsed().as_secs_f64() * 1e3 / reps as f64);
+    };
+    let n = 4096;
+    let x = CpuStorage::from_vec(values::<f32>(n * n, 1));
+    let l = Layout::contiguous([n, n]);
+    time("copy 4096^2 f32 (baseline)", &mut || { cpu.copy(&x, &l).unwrap(); });
+    let xs = typed::<f32>(&x);
+    time("build+fill serial", &mut || { let v = super::build::<f32>(n * n, |o| { for e in o.iter_mut() { e.write(1.0); } }); assert_eq!(v.len(), n * n); });
+    time("vec![1.0; n]", &mut || { let v = vec![1.0f32; n * n]; assert_eq!(v.len(), n * n); });
+    time("build+copy_into", &mut || {
+        let v = super::build::<f32>(n * n, |o| { let s = super::walk::SharedOut::new(o); unsafe { super::walk::copy_into(&s, &l, &xs, &l) } });
+        assert_eq!(v.len(), n * n);
+    });
+    time("pad 4096^2 f32 by 1", &mut || { cpu.pad(&x, &l, &[(1, 1), (1, 1)], Scalar::F64(0.0)).unwrap(); });
+    let t = l.permute(&[1, 0]).unwrap();
+    time("pad transposed 4096^2", &mut || { cpu.pad(&x, &t, &[(1, 1), (1, 1)], Scalar::F64(0.0)).unwrap(); });
+    let h = Layout::contiguous([n, n / 2]);
+    let a = CpuStorage::from_vec(values::<f32>(n * n / 2, 2));
+    time("concat 2x[4096,2048] axis 1", &mut || { cpu.concat(&[(&a, &h), (&a, &h)], 1).unwrap(); });
+    time("concat 2x[4096,2048] axis 0", &mut || { cpu.concat(&[(&a, &h), (&a, &h)], 0).unwrap(); });
+    let idx = CpuStorage::from_vec(indices(n * n, 0, n as i64, 3));
+    time("gather [4096,4096] axis 1", &mut || { cpu.gather(&x, &l, 1, &idx, &l).unwrap(); });
+    let table = CpuStorage::from_vec(values::<f32>(50_000 * 256, 4));
+    let ids = CpuStorage::from_vec(indices(16_384, 0, 50_000, 5));
+    time("index_select [50000,256] x 16384 rows", &mut || {
+        cpu.index_select(&table, &Layout::contiguous([50_000, 256]), 0, &ids, &Layout::contiguous([16_384])).unwrap();
+    });
+    let dst = CpuStorage::from_vec(vec![0.0f32; n * 1024]);
+    let sidx = CpuStorage::from_vec(indices(n * n, 0, 1024, 6));
+    time("scatter_add [4096,4096] -> [4096,1024] axis 1", &mut || {
+        cpu.scatter_add(&dst, &Layout::contiguous([n, 1024]), 1, &sidx, &l, &x, &l).unwrap();
+    });
+    let oh = CpuStorage::from_vec(indices(1 << 20, 0, 10, 7));
+    time("one_hot 1M x 10 f32", &mut || { cpu.one_hot(&oh, &Layout::contiguous([1 << 20]), 10, DType::F32).unwrap(); });
+    let s = CpuStorage::from_vec(values::<f32>(1024 * 4096, 8).into_iter().enumerate().map(|(i, v)| v + (i % 977) as f32 * 0.01).collect::<Vec<_>>());
+    let ls = Layout::contiguous([1024, 4096]);
+    time("sort [1024,4096] f32 axis 1", &mut || { cpu.sort(&s, &ls, 1, false).unwrap(); });
+    time("sort [1024,4096] f32 axis 0", &mut || { cpu.sort(&s, &ls, 0, false).unwrap(); });
+    time("topk k=10 [1024,4096] axis 1", &mut || { cpu.topk(&s, &ls, 1, 10, true).unwrap(); });
 }

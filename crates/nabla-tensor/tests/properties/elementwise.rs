@@ -243,7 +243,8 @@ proptest! {
         let t = T::from_vec(z.clone(), shape.clone(), &cpu()).unwrap().t().unwrap();
         let zt = T::from_vec(z, shape.clone(), &cpu()).unwrap().t().unwrap().contiguous().unwrap();
         let host = |t: &T| t.to_vec::<Complex64>().unwrap();
-        let cases: [(UnaryOp, fn(Complex64) -> Complex64); 5] = [
+        type Case = (UnaryOp, fn(Complex64) -> Complex64);
+        let cases: [Case; 5] = [
             (UnaryOp::Exp, |z| z.exp()),
             (UnaryOp::Conj, |z| z.conj()),
             (UnaryOp::Sqrt, |z| z.sqrt()),
@@ -278,7 +279,7 @@ proptest! {
     fn float_remainder_takes_the_divisor_sign((a, b) in pair(small_ints())) {
         let b = b.map(|v| if v == 0.0 { 4.0 } else { v });
         for dtype in [DType::F64, DType::F32] {
-            let got = a.tensor(dtype).rem(&b.tensor(dtype)).unwrap();
+            let got = a.tensor(dtype).rem(b.tensor(dtype)).unwrap();
             let out = Shape::broadcast("t", &a.shape, &b.shape).unwrap();
             let want: Vec<f64> = expand(&a.values(), &a.shape, out.dims())
                 .iter()
@@ -339,7 +340,7 @@ proptest! {
     ) {
         let out = Shape::broadcast("t", &c.shape, &a.shape).unwrap();
         let out = Shape::broadcast("t", out.dims(), &b.shape).unwrap();
-        let got = c.tensor(DType::Bool).where_(&a.tensor(DType::F64), &b.tensor(DType::F64)).unwrap();
+        let got = c.tensor(DType::Bool).where_(a.tensor(DType::F64), b.tensor(DType::F64)).unwrap();
         assert_shape(&got, out.dims(), "where");
         let ec = expand(&c.values(), &c.shape, out.dims());
         let ea = expand(&a.values(), &a.shape, out.dims());
@@ -347,7 +348,7 @@ proptest! {
         let want: Vec<f64> = (0..ec.len()).map(|i| if ec[i] != 0.0 { ea[i] } else { eb[i] }).collect();
         assert_close(&read(&got), &want, 0.0, 0.0, "where");
         // A number branch adopts the other branch's dtype.
-        let got = c.tensor(DType::Bool).where_(&a.tensor(DType::I32), 5).unwrap();
+        let got = c.tensor(DType::Bool).where_(a.tensor(DType::I32), 5).unwrap();
         prop_assert_eq!(got.dtype(), DType::I32);
     }
 

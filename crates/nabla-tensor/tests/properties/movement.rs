@@ -88,7 +88,6 @@ proptest! {
         let p: Vec<isize> = perm.iter().map(|&a| a as isize).collect();
         let v = t.permute(&p).unwrap();
         prop_assert!(v.shares_storage_with(&t));
-        let lists: Vec<Vec<usize>> = (0..x.shape.len()).map(|d| (0..x.shape[d]).collect()).collect();
         let out_shape: Vec<usize> = perm.iter().map(|&a| x.shape[a]).collect();
         let want: Vec<f64> = (0..vals.len()).map(|i| {
             let o = unravel(i, &out_shape);
@@ -97,7 +96,6 @@ proptest! {
             vals[ravel(&src, &x.shape)]
         }).collect();
         assert_close(&read(&v), &want, 0.0, 0.0, "permute");
-        let _ = lists;
 
         let axes: Vec<isize> = (0..x.shape.len()).filter(|&d| flips[d]).map(|d| d as isize).collect();
         let f = t.flip(&axes).unwrap();
@@ -158,7 +156,12 @@ proptest! {
                 }
                 Ix::Range(a, b, s) => {
                     indexers.push(Indexer::Range { start: a, end: b, step: s });
-                    let l = py_slice(x.shape[axis], a, b, s);
+                    // The bounds name positions low to high; a negative step walks them from the top.
+                    let mut l = py_slice(x.shape[axis], a, b, 1);
+                    if s < 0 {
+                        l.reverse();
+                    }
+                    let l: Vec<usize> = l.into_iter().step_by(s.unsigned_abs()).collect();
                     out_shape.push(l.len());
                     lists.push(l);
                     axis += 1;

@@ -88,7 +88,8 @@ fn check_reduce(
     let reduced = if chosen.is_empty() { &all } else { chosen };
     let t = x.tensor(dtype);
     let vals = x.values_as(dtype);
-    let ops: [(ReduceOp, f64, fn(f64, f64) -> f64); 4] = [
+    type Case = (ReduceOp, f64, fn(f64, f64) -> f64);
+    let ops: [Case; 4] = [
         (ReduceOp::Sum, 0.0, |a, b| a + b),
         (ReduceOp::Prod, 1.0, |a, b| a * b),
         (ReduceOp::Max, f64::NEG_INFINITY, f64::max),

@@ -1,7 +1,7 @@
 //! Shared pieces of the property tests: shapes, strided views with known logical values, plain-Rust
 //! reference helpers and tolerant comparison.
 
-use nabla_core::{DType, Element, HostData, Shape};
+use nabla_core::{DType, Element, HostData};
 use nabla_cpu::CpuBackend;
 use nabla_tensor::Tensor;
 use proptest::prelude::*;
@@ -267,8 +267,8 @@ impl Input {
                     data[ravel(&sidx, &stored)] = v;
                 }
                 let mut t = tensor(&data, &stored, dtype);
-                for d in 0..shape.len() {
-                    t = if backwards[d] {
+                for (d, &back) in backwards.iter().enumerate() {
+                    t = if back {
                         t.slice(d as isize, Some(-2), None, -2)
                     } else {
                         t.slice(d as isize, Some(1), None, 2)
@@ -317,7 +317,29 @@ pub fn assert_shape(t: &T, want: &[usize], what: &str) {
     assert_eq!(t.shape(), want, "{what}: shape");
 }
 
-/// A shape as a [`Shape`].
-pub fn sh(dims: &[usize]) -> Shape {
-    Shape::from(dims)
+/// The layouts the properties rely on really are strided views holding the intended values.
+#[test]
+fn view_kinds_are_strided_views_of_their_values() {
+    let kinds = [
+        ViewKind::Permuted(vec![1, 0]),
+        ViewKind::Flipped(vec![true, false]),
+        ViewKind::Strided(vec![false, true]),
+        ViewKind::Strided(vec![false, false]),
+        ViewKind::Broadcast(vec![1, 3]),
+    ];
+    for kind in kinds {
+        let n = if matches!(kind, ViewKind::Broadcast(_)) {
+            3
+        } else {
+            6
+        };
+        let x = Input {
+            shape: vec![2, 3],
+            kind,
+            src: (0..n).map(f64::from).collect(),
+        };
+        let t = x.tensor(DType::F64);
+        assert!(!t.is_contiguous(), "{:?}", x.kind);
+        assert_eq!(read(&t), x.values(), "{:?}", x.kind);
+    }
 }
