@@ -5,6 +5,8 @@
 
 #[path = "properties/elementwise.rs"]
 mod elementwise;
+#[path = "properties/large.rs"]
+mod large;
 #[path = "properties/linalg.rs"]
 mod linalg;
 #[path = "properties/movement.rs"]

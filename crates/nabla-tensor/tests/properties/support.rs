@@ -18,7 +18,7 @@ pub fn cpu() -> CpuBackend {
 /// whole file well under a minute.
 pub fn config() -> ProptestConfig {
     ProptestConfig {
-        cases: 48,
+        cases: 64,
         failure_persistence: None,
         ..ProptestConfig::default()
     }
