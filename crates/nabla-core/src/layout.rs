@@ -491,13 +491,13 @@ mod tests {
         (prop::collection::vec(1usize..4, 0..4), any::<u64>()).prop_map(|(dims, seed)| {
             let mut l = Layout::contiguous(dims.clone());
             let mut s = seed;
-            for ax in 0..dims.len() {
+            for (ax, &d) in dims.iter().enumerate() {
                 s = s
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
                 match (s >> 33) % 4 {
                     0 => l = l.flip(ax).unwrap(),
-                    1 if dims[ax] > 1 => l = l.slice(ax, 1, dims[ax] - 1, 1).unwrap(),
+                    1 if d > 1 => l = l.slice(ax, 1, d - 1, 1).unwrap(),
                     _ => {}
                 }
             }

@@ -76,10 +76,11 @@ impl Backend for CpuBackend {
 
     fn read(&self, storage: &CpuStorage, layout: &Layout) -> Result<HostData> {
         storage.check_layout("read", layout)?;
-        if let Some(range) = layout.contiguous_range() {
-            if range.start == 0 && range.end == storage.len() {
-                return Ok(storage.host().clone());
-            }
+        if let Some(range) = layout.contiguous_range()
+            && range.start == 0
+            && range.end == storage.len()
+        {
+            return Ok(storage.host().clone());
         }
         Ok(elementwise::copy(storage, layout)?.into_host())
     }

@@ -4,8 +4,10 @@
 //! dimensions), reading the lane straight from the strided input and writing the outputs in place; lanes
 //! are split across threads for large inputs. The order is total: numbers ascending with NaN after every
 //! number; descending is its exact reverse (NaN first). Ties always keep their original relative order, so
-//! `sort` is stable in both directions and `topk` prefers the lower index. `topk` selects its `k` entries
-//! with `select_nth_unstable_by` and sorts only those.
+//! `sort` is stable in both directions and `topk` prefers the lower index. Each value is mapped to an
+//! unsigned key whose integer order is that order, and packed with its position into one `u64` (`u128`
+//! for 64-bit types), so lanes sort as plain integers and ties fall to the lower position. `topk` selects
+//! its `k` entries with `select_nth_unstable` and sorts only those.
 //!
 //! Real floats, integers and bool are supported; complex numbers have no order and half-precision types
 //! are storage-only, both are reported as unsupported.
@@ -14,37 +16,80 @@ use crate::CpuStorage;
 use crate::movement::walk::{SharedOut, drop_axis, for_each_lane};
 use crate::movement::{build_pair, check_axis};
 use nabla_core::{DType, Element, Error, HostData, Layout, Result};
-use std::cmp::Ordering;
 
-/// Element types the sort kernels order.
+/// Element types the sort kernels order, through an order-preserving map to unsigned integer keys.
 trait SortKey: Element {
-    /// The ascending order: numbers ascending, NaN after every number, NaNs equal to each other.
-    fn cmp_asc(a: Self, b: Self) -> Ordering;
+    /// Significant bits of [`SortKey::key`].
+    const KEY_BITS: u32;
+    /// A key whose unsigned order is the ascending order of values: numbers ascending, `-0.0` equal to
+    /// `0.0`, every NaN equal to every other and after every number.
+    fn key(self) -> u64;
 }
 
 macro_rules! sort_key_float {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $bits:ty),*) => {$(
         impl SortKey for $t {
+            const KEY_BITS: u32 = <$bits>::BITS;
             #[inline]
-            fn cmp_asc(a: Self, b: Self) -> Ordering {
-                a.partial_cmp(&b).unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
+            fn key(self) -> u64 {
+                const SIGN: $bits = 1 << (<$bits>::BITS - 1);
+                if self.is_nan() {
+                    return <$bits>::MAX as u64;
+                }
+                // Adding 0.0 turns -0.0 into 0.0; flipping makes the IEEE bits order like the values.
+                let b = (self + 0.0).to_bits();
+                (if b & SIGN != 0 { !b } else { b | SIGN }) as u64
             }
         }
     )*};
 }
-sort_key_float!(f32, f64);
+sort_key_float!(f32 => u32, f64 => u64);
 
-macro_rules! sort_key_ord {
-    ($($t:ty),*) => {$(
+macro_rules! sort_key_int {
+    ($($t:ty => $bits:ty, $bias:expr),*) => {$(
         impl SortKey for $t {
+            const KEY_BITS: u32 = <$bits>::BITS;
             #[inline]
-            fn cmp_asc(a: Self, b: Self) -> Ordering {
-                a.cmp(&b)
+            fn key(self) -> u64 {
+                ((self as $bits) ^ $bias) as u64
             }
         }
     )*};
 }
-sort_key_ord!(i32, i64, u8, bool);
+sort_key_int!(i32 => u32, 1 << 31, i64 => u64, 1 << 63, u8 => u8, 0);
+
+impl SortKey for bool {
+    const KEY_BITS: u32 = 1;
+    #[inline]
+    fn key(self) -> u64 {
+        self as u64
+    }
+}
+
+/// A key and a position packed into one integer, key in the high bits: sorting the integers orders by key
+/// and breaks ties by position, which makes an unstable sort stable.
+trait Packed: Ord + Copy + Send + Sync + 'static {
+    /// Packs `key` above the `bits` low bits that hold `position`.
+    fn pack(key: u64, position: usize, bits: u32) -> Self;
+    /// The position stored in the `bits` low bits.
+    fn position(self, bits: u32) -> usize;
+}
+
+macro_rules! packed {
+    ($($t:ty),*) => {$(
+        impl Packed for $t {
+            #[inline]
+            fn pack(key: u64, position: usize, bits: u32) -> Self {
+                ((key as $t) << bits) | position as $t
+            }
+            #[inline]
+            fn position(self, bits: u32) -> usize {
+                (self & ((1 << bits) - 1)) as usize
+            }
+        }
+    )*};
+}
+packed!(u64, u128);
 
 /// Runs `$body` with `$v` bound to the typed data of a sortable buffer, or reports the dtype.
 macro_rules! with_sortable {
@@ -130,45 +175,87 @@ fn sorted_lanes<T: SortKey>(
     let os = out_layout.strides()[axis] as usize;
     let x_rest = drop_axis(lx, axis)?;
     let o_rest = drop_axis(&out_layout, axis)?;
-    // A total order on (value, position): ties go to the lower position in both directions.
-    let cmp = move |a: &(T, usize), b: &(T, usize)| {
-        let by_value = if descending {
-            T::cmp_asc(b.0, a.0)
+    // Positions need this many bits; the key goes above them, in a u64 when both fit.
+    let bits = usize::BITS - (n - 1).leading_zeros();
+    let lanes = Lanes {
+        x,
+        sa,
+        n,
+        k,
+        os,
+        flip: if descending {
+            u64::MAX >> (64 - T::KEY_BITS)
         } else {
-            T::cmp_asc(a.0, b.0)
-        };
-        by_value.then(a.1.cmp(&b.1))
+            0
+        },
+        bits,
     };
     let (values, positions) = build_pair::<T, i64>(total, |values, positions| {
         let (values, positions) = (SharedOut::new(values), SharedOut::new(positions));
-        let work = lx.numel();
-        for_each_lane(
-            &x_rest,
-            &o_rest,
-            work,
-            Vec::new,
-            |lane: &mut Vec<(T, usize)>, xo, oo| {
-                lane.clear();
-                lane.extend((0..n).map(|t| (x[(xo as isize + t as isize * sa) as usize], t)));
-                if k < n {
-                    lane.select_nth_unstable_by(k - 1, cmp);
-                }
-                let head = &mut lane[..k];
-                head.sort_unstable_by(cmp);
-                for (t, &(v, p)) in head.iter().enumerate() {
-                    // SAFETY: each lane writes only its own `k` output positions; lanes are disjoint.
-                    unsafe {
-                        values.write(oo + t * os, v);
-                        positions.write(oo + t * os, p as i64);
-                    }
-                }
-            },
-        );
+        if T::KEY_BITS + bits <= 64 {
+            lanes.run::<u64>(&x_rest, &o_rest, &values, &positions);
+        } else {
+            lanes.run::<u128>(&x_rest, &o_rest, &values, &positions);
+        }
     });
     Ok((
         CpuStorage::from_vec(values),
         CpuStorage::from_vec(positions),
     ))
+}
+
+/// What every lane of one sort or topk shares.
+struct Lanes<'a, T> {
+    x: &'a [T],
+    /// Stride of the lane axis in `x`.
+    sa: isize,
+    /// Lane length.
+    n: usize,
+    /// Entries kept per lane.
+    k: usize,
+    /// Stride of the lane axis in the outputs.
+    os: usize,
+    /// XOR-ed into every key: all ones (within the key bits) for descending order, else zero.
+    flip: u64,
+    /// Bits that hold a position in a packed key.
+    bits: u32,
+}
+
+impl<T: SortKey> Lanes<'_, T> {
+    /// Sorts (or selects) every lane and writes the first `k` values and positions of each.
+    fn run<P: Packed>(
+        &self,
+        x_rest: &Layout,
+        o_rest: &Layout,
+        values: &SharedOut<'_, T>,
+        positions: &SharedOut<'_, i64>,
+    ) {
+        let (n, k) = (self.n, self.k);
+        let work = n * x_rest.numel();
+        let scratch = || (Vec::<P>::with_capacity(n), Vec::<T>::with_capacity(n));
+        for_each_lane(x_rest, o_rest, work, scratch, |(keys, lane), xo, oo| {
+            lane.clear();
+            lane.extend((0..n).map(|t| self.x[(xo as isize + t as isize * self.sa) as usize]));
+            keys.clear();
+            keys.extend(
+                lane.iter()
+                    .enumerate()
+                    .map(|(t, v)| P::pack(v.key() ^ self.flip, t, self.bits)),
+            );
+            if k < n {
+                keys.select_nth_unstable(k - 1);
+            }
+            keys[..k].sort_unstable();
+            for (t, key) in keys[..k].iter().enumerate() {
+                let p = key.position(self.bits);
+                // SAFETY: each lane writes only its own `k` output positions; lanes are disjoint.
+                unsafe {
+                    values.write(oo + t * self.os, lane[p]);
+                    positions.write(oo + t * self.os, p as i64);
+                }
+            }
+        });
+    }
 }
 
 #[cfg(test)]
@@ -180,6 +267,7 @@ mod tests {
     use nabla_core::num_complex::Complex32;
     use nabla_core::{Backend, Scalar};
     use proptest::prelude::*;
+    use std::cmp::Ordering;
 
     /// Values with duplicates, signed zeros and (for floats) NaN.
     fn sort_values<T: Element>(len: usize, seed: u64) -> Vec<T> {

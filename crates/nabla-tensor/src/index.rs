@@ -244,8 +244,10 @@ tuple_index!(A, B, C, D, E);
 tuple_index!(A, B, C, D, E, F);
 
 impl<B: Backend> Tensor<B> {
-    /// Indexes with integers, ranges, stepped slices and new axes, NumPy style (see the [module
-    /// docs](crate::index)). The result is a zero-copy view; axes past the last indexer are kept whole.
+    /// Indexes with integers, ranges, stepped ranges ([`s`]) and new axes ([`Indexer::NewAxis`]), NumPy
+    /// style: see [`Indexer`] for what each entry does. The result is a zero-copy view; axes past the
+    /// last indexer are kept whole. A negative step walks its range from the high end: `s(1..4).step(-1)`
+    /// picks 3, 2, 1.
     ///
     /// Errors: an integer outside `-n..n` ([`Error::IndexOutOfBounds`]), a zero step, or more indexers
     /// than the tensor has axes.

@@ -11,6 +11,7 @@ mod complex;
 mod erf;
 mod traits;
 mod unary;
+mod vector;
 
 #[cfg(test)]
 mod tests;

@@ -5,8 +5,12 @@
 //! per family and monomorphised per dtype, with every call inlined into the vectorised loops.
 
 use super::erf::{erf_f32, erf_f64};
+use super::vector::{
+    SliceKernel, erf_slice_f32, erf_slice_f64, exp_slice_f32, exp_slice_f64, sigmoid_slice_f32,
+    sigmoid_slice_f64, tanh_slice_f32, tanh_slice_f64,
+};
 use crate::simd_math::{exp_f32, exp_f64, sigmoid_f32, sigmoid_f64, tanh_f32, tanh_f64};
-use nabla_core::Element;
+use nabla_core::{Element, UnaryOp};
 use num_complex::{Complex, Complex32, Complex64};
 use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
 
@@ -83,6 +87,8 @@ pub(crate) trait Real:
     fn copysign(self, s: Self) -> Self;
     /// `sqrt(self^2 + o^2)` without undue overflow.
     fn hypot(self, o: Self) -> Self;
+    /// The vectorised slice kernel for `op`, where there is one (`Exp`, `Sigmoid`, `Tanh`, `Erf`).
+    fn slice_kernel(op: UnaryOp) -> Option<SliceKernel<Self>>;
 }
 
 macro_rules! forward {
@@ -95,7 +101,7 @@ macro_rules! forward {
 }
 
 macro_rules! impl_real {
-    ($t:ident, $c:ty, $exp:path, $sigmoid:path, $tanh:path, $erf:path) => {
+    ($t:ident, $c:ty, $exp:path, $sigmoid:path, $tanh:path, $erf:path, [$ek:path, $sk:path, $tk:path, $fk:path]) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -143,12 +149,47 @@ macro_rules! impl_real {
             fn hypot(self, o: Self) -> Self {
                 <$t>::hypot(self, o)
             }
+            fn slice_kernel(op: UnaryOp) -> Option<SliceKernel<Self>> {
+                match op {
+                    UnaryOp::Exp => Some($ek),
+                    UnaryOp::Sigmoid => Some($sk),
+                    UnaryOp::Tanh => Some($tk),
+                    UnaryOp::Erf => Some($fk),
+                    _ => None,
+                }
+            }
         }
     };
 }
 
-impl_real!(f32, Complex32, exp_f32, sigmoid_f32, tanh_f32, erf_f32);
-impl_real!(f64, Complex64, exp_f64, sigmoid_f64, tanh_f64, erf_f64);
+impl_real!(
+    f32,
+    Complex32,
+    exp_f32,
+    sigmoid_f32,
+    tanh_f32,
+    erf_f32,
+    [
+        exp_slice_f32,
+        sigmoid_slice_f32,
+        tanh_slice_f32,
+        erf_slice_f32
+    ]
+);
+impl_real!(
+    f64,
+    Complex64,
+    exp_f64,
+    sigmoid_f64,
+    tanh_f64,
+    erf_f64,
+    [
+        exp_slice_f64,
+        sigmoid_slice_f64,
+        tanh_slice_f64,
+        erf_slice_f64
+    ]
+);
 
 /// `Complex32` and `Complex64`.
 pub(crate) trait Cplx:

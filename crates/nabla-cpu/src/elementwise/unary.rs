@@ -2,6 +2,7 @@
 
 use super::complex;
 use super::traits::{Cplx, Int, Real};
+use super::vector::map_slices;
 use crate::CpuStorage;
 use crate::strided::{gather_view, map1};
 use nabla_core::{Element, Error, Layout, Result, UnaryOp as U};
@@ -19,6 +20,9 @@ fn unsupported<T: Element>(op: U) -> Result<CpuStorage> {
 
 /// Unary ops on `f32` and `f64`.
 pub(super) fn real<T: Real>(op: U, x: &[T], l: &Layout) -> Result<CpuStorage> {
+    if let Some(kernel) = T::slice_kernel(op) {
+        return Ok(CpuStorage::from_vec(map_slices(x, l, kernel)));
+    }
     let (zero, one) = (T::ZERO, T::ONE);
     Ok(match op {
         U::Neg => map!(x, l, |v: T| -v),

@@ -457,6 +457,52 @@ fn large_inputs_take_the_parallel_paths() {
 }
 
 #[test]
+fn transposed_sources_are_copied_in_tiles() {
+    // Views whose innermost dimension is strided and the next one unit-stride, small and large, with and
+    // without outer planes and reversed axes.
+    let cases = [
+        Layout::contiguous([200, 300]).permute(&[1, 0]).unwrap(),
+        Layout::contiguous([7, 5]).permute(&[1, 0]).unwrap(),
+        Layout::contiguous([4, 50, 60]).permute(&[0, 2, 1]).unwrap(),
+        Layout::contiguous([3, 40, 33])
+            .permute(&[2, 0, 1])
+            .unwrap()
+            .flip(2)
+            .unwrap(),
+    ];
+    for l in cases {
+        let x: Vec<i32> = (0..l.numel() as i32).collect();
+        let rank = l.rank();
+        let pads: Vec<(usize, usize)> = (0..rank).map(|d| (d % 2, 1)).collect();
+        let got = CpuBackend
+            .pad(&CpuStorage::from_vec(x.clone()), &l, &pads, Scalar::I64(-1))
+            .unwrap();
+        let out_shape: Vec<usize> = l
+            .shape()
+            .iter()
+            .zip(&pads)
+            .map(|(d, p)| d + p.0 + p.1)
+            .collect();
+        let want: Vec<i32> = multi_indices(&out_shape)
+            .into_iter()
+            .map(|o| {
+                let inner: Option<Vec<usize>> = (0..rank)
+                    .map(|d| o[d].checked_sub(pads[d].0).filter(|&i| i < l.shape()[d]))
+                    .collect();
+                inner.map_or(-1, |i| x[l.offset_of(&i)])
+            })
+            .collect();
+        assert_eq!(typed::<i32>(&got), want, "pad of {l:?}");
+        let c = Layout::contiguous(l.shape().to_vec());
+        let s = CpuStorage::from_vec(x.clone());
+        let got = CpuBackend.concat(&[(&s, &l), (&s, &c)], 0).unwrap();
+        let mut want: Vec<i32> = l.offsets().map(|o| x[o]).collect();
+        want.extend(c.offsets().map(|o| x[o]));
+        assert_eq!(typed::<i32>(&got), want, "concat of {l:?}");
+    }
+}
+
+#[test]
 fn embedding_lookup_copies_rows() {
     let table: Vec<f32> = (0..1000 * 64).map(|v| v as f32).collect();
     let lt = Layout::contiguous([1000, 64]);
@@ -700,43 +746,96 @@ fn zz_timing_probe() {
         for _ in 0..reps {
             f();
         }
-        println!("{name}: {:.2} ms", t.elapsed().as_secs_f64() * 1e3 / reps as f64);
+        println!(
+            "{name}: {:.2} ms",
+            t.elapsed().as_secs_f64() * 1e3 / reps as f64
+        );
     };
     let n = 4096;
     let x = CpuStorage::from_vec(values::<f32>(n * n, 1));
     let l = Layout::contiguous([n, n]);
-    time("copy 4096^2 f32 (baseline)", &mut || { cpu.copy(&x, &l).unwrap(); });
+    time("copy 4096^2 f32 (baseline)", &mut || {
+        cpu.copy(&x, &l).unwrap();
+    });
     let xs = typed::<f32>(&x);
-    time("build+fill serial", &mut || { let v = super::build::<f32>(n * n, |o| { for e in o.iter_mut() { e.write(1.0); } }); assert_eq!(v.len(), n * n); });
-    time("vec![1.0; n]", &mut || { let v = vec![1.0f32; n * n]; assert_eq!(v.len(), n * n); });
-    time("build+copy_into", &mut || {
-        let v = super::build::<f32>(n * n, |o| { let s = super::walk::SharedOut::new(o); unsafe { super::walk::copy_into(&s, &l, &xs, &l) } });
+    time("build+fill serial", &mut || {
+        let v = super::build::<f32>(n * n, |o| {
+            for e in o.iter_mut() {
+                e.write(1.0);
+            }
+        });
         assert_eq!(v.len(), n * n);
     });
-    time("pad 4096^2 f32 by 1", &mut || { cpu.pad(&x, &l, &[(1, 1), (1, 1)], Scalar::F64(0.0)).unwrap(); });
+    time("vec![1.0; n]", &mut || {
+        let v = vec![1.0f32; n * n];
+        assert_eq!(v.len(), n * n);
+    });
+    time("build+copy_into", &mut || {
+        let v = super::build::<f32>(n * n, |o| {
+            let s = super::walk::SharedOut::new(o);
+            unsafe { super::walk::copy_into(&s, &l, &xs, &l) }
+        });
+        assert_eq!(v.len(), n * n);
+    });
+    time("pad 4096^2 f32 by 1", &mut || {
+        cpu.pad(&x, &l, &[(1, 1), (1, 1)], Scalar::F64(0.0))
+            .unwrap();
+    });
     let t = l.permute(&[1, 0]).unwrap();
-    time("pad transposed 4096^2", &mut || { cpu.pad(&x, &t, &[(1, 1), (1, 1)], Scalar::F64(0.0)).unwrap(); });
+    time("pad transposed 4096^2", &mut || {
+        cpu.pad(&x, &t, &[(1, 1), (1, 1)], Scalar::F64(0.0))
+            .unwrap();
+    });
     let h = Layout::contiguous([n, n / 2]);
     let a = CpuStorage::from_vec(values::<f32>(n * n / 2, 2));
-    time("concat 2x[4096,2048] axis 1", &mut || { cpu.concat(&[(&a, &h), (&a, &h)], 1).unwrap(); });
-    time("concat 2x[4096,2048] axis 0", &mut || { cpu.concat(&[(&a, &h), (&a, &h)], 0).unwrap(); });
+    time("concat 2x[4096,2048] axis 1", &mut || {
+        cpu.concat(&[(&a, &h), (&a, &h)], 1).unwrap();
+    });
+    time("concat 2x[4096,2048] axis 0", &mut || {
+        cpu.concat(&[(&a, &h), (&a, &h)], 0).unwrap();
+    });
     let idx = CpuStorage::from_vec(indices(n * n, 0, n as i64, 3));
-    time("gather [4096,4096] axis 1", &mut || { cpu.gather(&x, &l, 1, &idx, &l).unwrap(); });
+    time("gather [4096,4096] axis 1", &mut || {
+        cpu.gather(&x, &l, 1, &idx, &l).unwrap();
+    });
     let table = CpuStorage::from_vec(values::<f32>(50_000 * 256, 4));
     let ids = CpuStorage::from_vec(indices(16_384, 0, 50_000, 5));
     time("index_select [50000,256] x 16384 rows", &mut || {
-        cpu.index_select(&table, &Layout::contiguous([50_000, 256]), 0, &ids, &Layout::contiguous([16_384])).unwrap();
+        cpu.index_select(
+            &table,
+            &Layout::contiguous([50_000, 256]),
+            0,
+            &ids,
+            &Layout::contiguous([16_384]),
+        )
+        .unwrap();
     });
     let dst = CpuStorage::from_vec(vec![0.0f32; n * 1024]);
     let sidx = CpuStorage::from_vec(indices(n * n, 0, 1024, 6));
     time("scatter_add [4096,4096] -> [4096,1024] axis 1", &mut || {
-        cpu.scatter_add(&dst, &Layout::contiguous([n, 1024]), 1, &sidx, &l, &x, &l).unwrap();
+        cpu.scatter_add(&dst, &Layout::contiguous([n, 1024]), 1, &sidx, &l, &x, &l)
+            .unwrap();
     });
     let oh = CpuStorage::from_vec(indices(1 << 20, 0, 10, 7));
-    time("one_hot 1M x 10 f32", &mut || { cpu.one_hot(&oh, &Layout::contiguous([1 << 20]), 10, DType::F32).unwrap(); });
-    let s = CpuStorage::from_vec(values::<f32>(1024 * 4096, 8).into_iter().enumerate().map(|(i, v)| v + (i % 977) as f32 * 0.01).collect::<Vec<_>>());
+    time("one_hot 1M x 10 f32", &mut || {
+        cpu.one_hot(&oh, &Layout::contiguous([1 << 20]), 10, DType::F32)
+            .unwrap();
+    });
+    let s = CpuStorage::from_vec(
+        values::<f32>(1024 * 4096, 8)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| v + (i % 977) as f32 * 0.01)
+            .collect::<Vec<_>>(),
+    );
     let ls = Layout::contiguous([1024, 4096]);
-    time("sort [1024,4096] f32 axis 1", &mut || { cpu.sort(&s, &ls, 1, false).unwrap(); });
-    time("sort [1024,4096] f32 axis 0", &mut || { cpu.sort(&s, &ls, 0, false).unwrap(); });
-    time("topk k=10 [1024,4096] axis 1", &mut || { cpu.topk(&s, &ls, 1, 10, true).unwrap(); });
+    time("sort [1024,4096] f32 axis 1", &mut || {
+        cpu.sort(&s, &ls, 1, false).unwrap();
+    });
+    time("sort [1024,4096] f32 axis 0", &mut || {
+        cpu.sort(&s, &ls, 0, false).unwrap();
+    });
+    time("topk k=10 [1024,4096] axis 1", &mut || {
+        cpu.topk(&s, &ls, 1, 10, true).unwrap();
+    });
 }

@@ -92,7 +92,9 @@ pub(crate) fn write_slice<T: Copy>(dst: &mut [MaybeUninit<T>], src: &[T]) {
 }
 
 /// Copies the view `ls` of `src` into `dst` at the positions of `ld`, a view of the same shape; splits the
-/// copy across threads when it is large. Pairs of unit-stride rows are copied with `memcpy`.
+/// copy across threads when it is large. Pairs of unit-stride rows are copied with `memcpy`; sources whose
+/// innermost (coalesced) dimension is strided while the next one has unit stride, such as transposes, are
+/// copied in cache-sized tiles.
 ///
 /// # Safety
 /// `ld` must be injective (distinct elements at distinct offsets), and no other thread may access its
@@ -104,6 +106,14 @@ pub(crate) unsafe fn copy_into<T: Copy + Send + Sync>(
     ls: &Layout,
 ) {
     if ld.numel() == 0 {
+        return;
+    }
+    let (dims, strides) = Layout::coalesce(&[ls, ld]);
+    let nd = dims.len();
+    if nd >= 2 && strides[0][nd - 1].abs() > 1 && strides[0][nd - 2].abs() == 1 {
+        let offsets = [ls.offset() as isize, ld.offset() as isize];
+        // SAFETY: forwarded from this function's contract.
+        unsafe { copy_tiles(dst, src, &dims, &strides, offsets) };
         return;
     }
     let plan = RowPlan::new([ls, ld]);
@@ -141,6 +151,66 @@ pub(crate) unsafe fn copy_into<T: Copy + Send + Sync>(
         (0..rows.div_ceil(per_task))
             .into_par_iter()
             .for_each(|t| copy(t * per_task, ((t + 1) * per_task).min(rows), 0..len));
+    }
+}
+
+/// Side of the square tiles of [`copy_tiles`].
+const TILE: usize = 32;
+
+/// Tiled copy for a coalesced source whose second-innermost dimension has unit stride: each tile reads
+/// source columns contiguously and writes a few destination rows, so neither side strides through memory.
+///
+/// # Safety
+/// As [`copy_into`]; `dims`/`strides` are the coalesced `[src, dst]` walk with the given start offsets.
+unsafe fn copy_tiles<T: Copy + Send + Sync>(
+    dst: &SharedOut<'_, T>,
+    src: &[T],
+    dims: &[usize],
+    strides: &[Vec<isize>],
+    offsets: [isize; 2],
+) {
+    let nd = dims.len();
+    let (rows, cols) = (dims[nd - 2], dims[nd - 1]);
+    let (ssr, ssc, sdr, sdc) = (
+        strides[0][nd - 2],
+        strides[0][nd - 1],
+        strides[1][nd - 2],
+        strides[1][nd - 1],
+    );
+    // Start offsets of every plane (position of the outer dimensions), in row-major order.
+    let mut planes = vec![offsets];
+    for ax in (0..nd - 2).rev() {
+        let step = [strides[0][ax], strides[1][ax]];
+        planes = (0..dims[ax] as isize)
+            .flat_map(|i| {
+                planes
+                    .iter()
+                    .map(move |p| [p[0] + i * step[0], p[1] + i * step[1]])
+            })
+            .collect();
+    }
+    let bands = rows.div_ceil(TILE);
+    // One task per band of TILE rows of one plane.
+    let task = |t: usize| {
+        let [s0, d0] = planes[t / bands];
+        let r0 = (t % bands) * TILE;
+        let r1 = (r0 + TILE).min(rows);
+        for c0 in (0..cols).step_by(TILE) {
+            for c in c0..(c0 + TILE).min(cols) {
+                let (sc, dc) = (s0 + c as isize * ssc, d0 + c as isize * sdc);
+                for r in r0..r1 {
+                    let r = r as isize;
+                    // SAFETY: positions of the destination are injective and exclusive per the contract.
+                    unsafe { dst.write((dc + r * sdr) as usize, src[(sc + r * ssr) as usize]) };
+                }
+            }
+        }
+    };
+    let tasks = planes.len() * bands;
+    if rows * cols * planes.len() >= PARALLEL_THRESHOLD {
+        (0..tasks).into_par_iter().for_each(task);
+    } else {
+        (0..tasks).for_each(task);
     }
 }
 

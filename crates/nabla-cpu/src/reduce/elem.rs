@@ -48,14 +48,14 @@ arith_wrapping!(i32, i64, u8);
 pub(crate) fn max_nan<T: PartialOrd>(acc: T, v: T) -> T {
     // `v != v` is true only for NaN; once `acc` is NaN, no comparison is true and it stays.
     #[allow(clippy::eq_op)]
-    if v > acc || v != v { v } else { acc }
+    if (v > acc) | (v != v) { v } else { acc }
 }
 
 /// The smaller of two values; a NaN in either operand wins. For bool this is logical and.
 #[inline(always)]
 pub(crate) fn min_nan<T: PartialOrd>(acc: T, v: T) -> T {
     #[allow(clippy::eq_op)]
-    if v < acc || v != v { v } else { acc }
+    if (v < acc) | (v != v) { v } else { acc }
 }
 
 /// Runs `$body` with `$T` bound to the element type of a dtype that implements [`Arith`], or evaluates

@@ -100,7 +100,7 @@ where
     if split.n_out == 0 {
         return Ok(Vec::new());
     }
-    if split.n_red == 0 {
+    if split.n_red() == 0 {
         return match identity {
             Some(id) => Ok(vec![id; split.n_out]),
             None => Err(Error::invalid(
@@ -112,7 +112,7 @@ where
             )),
         };
     }
-    let par = split.n_out * split.n_red >= PARALLEL_THRESHOLD;
+    let par = split.n_out * split.n_red() >= PARALLEL_THRESHOLD;
     Ok(walk::reduce_split(x, &split, f, par))
 }
 

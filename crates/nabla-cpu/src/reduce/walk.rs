@@ -1,13 +1,15 @@
-//! The two ways a reduction walks its input.
+//! How a reduction walks its input.
 //!
 //! The input's axes are split into kept axes (which index the output, in output order) and reduced axes
-//! (sorted so the smallest stride is innermost, with negative strides flipped: the order of a reduction
-//! does not matter). Then either
-//! - *horizontal*: each output element folds its reduced elements, innermost run first (a row sum), or
-//! - *vertical*: when the innermost kept axis has the smaller stride (a column sum), whole output rows
-//!   accumulate input rows, `out[j] = f(out[j], x[r, j])`, in cache-sized column tiles.
+//! (negative strides flipped: the order of a reduction does not matter). Reduced axes whose stride is
+//! smaller than that of the innermost kept axis are *inner*: each output element folds them itself, as a
+//! row sum does. The others are *outer*: whole output rows accumulate one partial row per outer index,
+//! `out[j] = f(out[j], partial[o, j])`, as a column sum does. Walking outer axes across output rows keeps
+//! the input streaming in memory order, whichever axes are reduced: a row sum has no outer axes, a column
+//! sum no inner ones, and a batch-norm style reduction of `[N, C, L]` over `(0, 2)` has both.
 //!
-//! Both combine partial results pairwise, and both split work across threads for large inputs.
+//! Partial results are combined pairwise (so float sums stay accurate), and large inputs are split across
+//! threads by output tiles and by halves of the reduced range.
 
 use super::fold::{LEAF, PAR_LEAF, combine_into, combine4_into, fold_run};
 use crate::strided::{CHUNK, RowPlan};
@@ -15,11 +17,13 @@ use nabla_core::{Layout, Result};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
-/// Reduced elements accumulated serially into an output row before partial rows are combined pairwise.
+/// Outer elements accumulated serially into an output row before partial rows are combined pairwise.
 const ROW_BLOCK: usize = 64;
-/// Bytes of one column tile of a vertical reduction. Tiles are wide: when a tile spans whole rows of a
+/// Bytes of one column tile of output rows. Tiles are wide: when a tile spans whole rows of a
 /// contiguous input, the rows of a task form one sequential stream, which the hardware prefetches best.
 const TILE_BYTES: usize = 256 * 1024;
+/// Inner runs up to this long are folded inline, one output element after another.
+const SHORT_RUN: usize = 16;
 
 /// Calls `f(i, offsets)` for the elements `start..end` of a plan, in row-major order.
 pub(super) fn for_each_elem<const K: usize>(
@@ -45,16 +49,26 @@ pub(super) fn for_each_elem<const K: usize>(
     });
 }
 
-/// A view split into kept and reduced axes.
+/// A view split into kept, outer-reduced and inner-reduced axes.
 pub(super) struct Split {
     /// Buffer offsets of the output elements' first reduced element, in output order.
-    pub kept: RowPlan<1>,
-    /// Offsets of the reduced elements relative to that first one (all strides non-negative).
-    pub red: RowPlan<1>,
+    kept: RowPlan<1>,
+    /// Offsets of the outer reduced elements relative to that first one (non-negative strides).
+    outer: RowPlan<1>,
+    /// Offsets of the inner reduced elements relative to an outer one (non-negative strides).
+    inner: RowPlan<1>,
+    /// `true` when there are inner reduced axes of size above 1.
+    has_inner: bool,
     /// Number of output elements.
     pub n_out: usize,
-    /// Number of elements folded into each output element.
-    pub n_red: usize,
+    /// Number of outer reduced elements.
+    n_outer: usize,
+    /// Number of inner reduced elements.
+    n_inner: usize,
+}
+
+fn plan(dims: Vec<usize>, strides: Vec<isize>, offset: usize) -> Result<RowPlan<1>> {
+    Ok(RowPlan::new([&Layout::from_parts(dims, strides, offset)?]))
 }
 
 impl Split {
@@ -78,169 +92,218 @@ impl Split {
         // Broadcast (stride 0) axes outermost, then by decreasing stride.
         red.sort_by_key(|&(_, s)| if s == 0 { isize::MIN } else { -s });
         let n_out = kept_dims.iter().product();
-        let n_red = red.iter().map(|r| r.0).product();
-        let kept = Layout::from_parts(kept_dims, kept_strides, base as usize)?;
-        let (red_dims, red_strides) = red.into_iter().unzip();
-        let red = Layout::from_parts(red_dims, red_strides, 0)?;
+        let kept = plan(kept_dims, kept_strides, base as usize)?;
+        let ks = kept.inner_strides[0].unsigned_abs();
+        let split_at = if kept.inner_len > 1 {
+            red.iter()
+                .take_while(|&&(_, s)| s == 0 || s.unsigned_abs() > ks)
+                .count()
+        } else {
+            0
+        };
+        let (outer, inner) = red.split_at(split_at);
+        let unzip =
+            |v: &[(usize, isize)]| -> (Vec<usize>, Vec<isize>) { v.iter().copied().unzip() };
+        let ((od, os), (id, is)) = (unzip(outer), unzip(inner));
         Ok(Split {
-            kept: RowPlan::new([&kept]),
-            red: RowPlan::new([&red]),
             n_out,
-            n_red,
+            n_outer: od.iter().product(),
+            n_inner: id.iter().product(),
+            has_inner: id.iter().any(|&d| d > 1),
+            kept,
+            outer: plan(od, os, 0)?,
+            inner: plan(id, is, 0)?,
         })
     }
 
-    /// `true` when output rows should accumulate input rows (see the module docs).
-    pub fn is_vertical(&self) -> bool {
-        let ks = self.kept.inner_strides[0].unsigned_abs();
-        let rs = self.red.inner_strides[0].unsigned_abs();
-        self.kept.inner_len > 1 && (rs == 0 || ks < rs)
+    /// Number of input elements folded into each output element.
+    pub fn n_red(&self) -> usize {
+        self.n_outer * self.n_inner
     }
 }
 
-/// Reduces with `f` over a split view of `x` whose `n_out` and `n_red` are both non-zero.
+/// What every step of one reduction needs.
+struct Walk<'a, T, F> {
+    x: &'a [T],
+    split: &'a Split,
+    f: &'a F,
+    par: bool,
+}
+
+/// Reduces with `f` over a split view of `x` whose `n_out` and `n_red()` are both non-zero.
 pub(super) fn reduce_split<T, F>(x: &[T], split: &Split, f: &F, par: bool) -> Vec<T>
 where
     T: Copy + Send + Sync,
     F: Fn(T, T) -> T + Sync,
 {
-    if split.is_vertical() {
-        vertical(x, split, f, par)
+    let w = Walk { x, split, f, par };
+    if split.outer.rows() * split.outer.inner_len > 1 {
+        w.rows()
     } else {
-        horizontal(x, split, f, par)
+        w.elements()
     }
 }
 
-/// One output element at a time: folds its reduced rows pairwise.
-fn horizontal<T, F>(x: &[T], split: &Split, f: &F, par: bool) -> Vec<T>
+/// Treats a fully initialised slice of `MaybeUninit<T>` as `[T]`.
+fn assume_init<T>(s: &mut [MaybeUninit<T>]) -> &mut [T] {
+    // SAFETY: callers pass only slices whose every element has been written.
+    unsafe { &mut *(s as *mut [MaybeUninit<T>] as *mut [T]) }
+}
+
+impl<T, F> Walk<'_, T, F>
 where
     T: Copy + Send + Sync,
     F: Fn(T, T) -> T + Sync,
 {
-    let n_out = split.n_out;
-    let rows = split.red.rows();
-    let mut out: Vec<T> = Vec::with_capacity(n_out);
-    let spare = &mut out.spare_capacity_mut()[..n_out];
-    let work = |start: usize, chunk: &mut [MaybeUninit<T>]| {
-        for_each_elem(&split.kept, start, start + chunk.len(), |i, [base]| {
-            chunk[i - start].write(fold_rows(x, &split.red, base, 0, rows, f, par));
-        });
-    };
-    if par && n_out > 1 {
-        let per = (CHUNK / split.n_red).max(1);
-        spare
-            .par_chunks_mut(per)
-            .enumerate()
-            .for_each(|(t, chunk)| work(t * per, chunk));
-    } else {
-        work(0, spare);
+    /// Folds the inner reduced elements of the output element whose first one is at `base`.
+    fn fold_inner(&self, base: usize, par: bool) -> T {
+        let inner = &self.split.inner;
+        if inner.rows() == 1 && inner.inner_len <= SHORT_RUN {
+            let (len, s) = (inner.inner_len, inner.inner_strides[0]);
+            let mut acc = self.x[base];
+            for t in 1..len {
+                acc = (self.f)(acc, self.x[(base as isize + t as isize * s) as usize]);
+            }
+            return acc;
+        }
+        self.fold_inner_rows(base, 0, inner.rows(), par)
     }
-    // SAFETY: `for_each_elem` visited every index of `0..n_out` and each was written once.
-    unsafe { out.set_len(n_out) };
-    out
-}
 
-/// Folds reduced rows `r0..r1` (non-empty) of the element whose first reduced element is at `base`.
-fn fold_rows<T, F>(
-    x: &[T],
-    red: &RowPlan<1>,
-    base: usize,
-    r0: usize,
-    r1: usize,
-    f: &F,
-    par: bool,
-) -> T
-where
-    T: Copy + Send + Sync,
-    F: Fn(T, T) -> T + Sync,
-{
-    let (len, stride) = (red.inner_len, red.inner_strides[0]);
-    let n = r1 - r0;
-    if n == 1 || n * len <= LEAF {
-        let mut acc = x[base];
-        let mut first = true;
-        red.for_rows(r0, r1, |_, [o]| {
-            let v = fold_run(x, base + o, len, stride, f, par);
-            acc = if first { v } else { f(acc, v) };
-            first = false;
-        });
-        return acc;
+    /// Folds inner rows `r0..r1` (non-empty) pairwise.
+    fn fold_inner_rows(&self, base: usize, r0: usize, r1: usize, par: bool) -> T {
+        let inner = &self.split.inner;
+        let (len, stride) = (inner.inner_len, inner.inner_strides[0]);
+        let n = r1 - r0;
+        if n == 1 || n * len <= LEAF {
+            let mut acc = self.x[base];
+            let mut first = true;
+            inner.for_rows(r0, r1, |_, [o]| {
+                let v = fold_run(self.x, base + o, len, stride, self.f, par);
+                acc = if first { v } else { (self.f)(acc, v) };
+                first = false;
+            });
+            return acc;
+        }
+        let mid = r0 + n / 2;
+        let (a, b) = if par && n * len >= PAR_LEAF {
+            rayon::join(
+                || self.fold_inner_rows(base, r0, mid, par),
+                || self.fold_inner_rows(base, mid, r1, par),
+            )
+        } else {
+            (
+                self.fold_inner_rows(base, r0, mid, par),
+                self.fold_inner_rows(base, mid, r1, par),
+            )
+        };
+        (self.f)(a, b)
     }
-    let mid = r0 + n / 2;
-    let (a, b) = if par && n * len >= PAR_LEAF {
-        rayon::join(
-            || fold_rows(x, red, base, r0, mid, f, par),
-            || fold_rows(x, red, base, mid, r1, f, par),
-        )
-    } else {
-        (
-            fold_rows(x, red, base, r0, mid, f, par),
-            fold_rows(x, red, base, mid, r1, f, par),
-        )
-    };
-    f(a, b)
-}
 
-/// Output rows accumulate input rows, one column tile at a time.
-fn vertical<T, F>(x: &[T], split: &Split, f: &F, par: bool) -> Vec<T>
-where
-    T: Copy + Send + Sync,
-    F: Fn(T, T) -> T + Sync,
-{
-    let width = split.kept.inner_len;
-    let ks = split.kept.inner_strides[0];
-    let tile = (TILE_BYTES / size_of::<T>()).max(1);
-    // Every element is overwritten; `x[0]` is just a valid value to start from.
-    let mut out = vec![x[0]; split.n_out];
-    let units: Vec<(usize, usize, &mut [T])> = out
-        .chunks_mut(width)
-        .enumerate()
-        .flat_map(|(row, r)| {
-            r.chunks_mut(tile)
+    /// No outer axes: one output element at a time.
+    fn elements(&self) -> Vec<T> {
+        let n_out = self.split.n_out;
+        let mut out: Vec<T> = Vec::with_capacity(n_out);
+        let spare = &mut out.spare_capacity_mut()[..n_out];
+        let work = |start: usize, chunk: &mut [MaybeUninit<T>]| {
+            for_each_elem(&self.split.kept, start, start + chunk.len(), |i, [base]| {
+                chunk[i - start].write(self.fold_inner(base, self.par));
+            });
+        };
+        if self.par && n_out > 1 {
+            let per = (CHUNK / self.split.n_red()).max(1);
+            spare
+                .par_chunks_mut(per)
                 .enumerate()
-                .map(move |(t, c)| (row, t * tile, c))
-        })
-        .collect();
-    let work = |(row, c0, dst): (usize, usize, &mut [T])| {
-        let mut start = 0;
-        split.kept.for_rows(row, row + 1, |_, [o]| start = o);
-        let base = (start as isize + c0 as isize * ks) as usize;
-        accumulate_rows(x, &split.red, base, ks, dst, 0, split.n_red, f, par);
-    };
-    if par {
-        units.into_par_iter().for_each(work);
-    } else {
-        units.into_iter().for_each(work);
+                .for_each(|(t, chunk)| work(t * per, chunk));
+        } else {
+            work(0, spare);
+        }
+        // SAFETY: `for_each_elem` visited every index of `0..n_out` and each was written once.
+        unsafe { out.set_len(n_out) };
+        out
     }
-    out
-}
 
-/// Sets `dst` to the fold of reduced elements `e0..e1` (non-empty), where element `e` contributes the
-/// input row starting at `base + offset(e)` with stride `ks`.
-#[allow(clippy::too_many_arguments)]
-fn accumulate_rows<T, F>(
-    x: &[T],
-    red: &RowPlan<1>,
-    base: usize,
-    ks: isize,
-    dst: &mut [T],
-    e0: usize,
-    e1: usize,
-    f: &F,
-    par: bool,
-) where
-    T: Copy + Send + Sync,
-    F: Fn(T, T) -> T + Sync,
-{
-    let n = e1 - e0;
-    let w = dst.len();
-    if n <= ROW_BLOCK {
-        let mut rows = [0usize; ROW_BLOCK];
-        for_each_elem(red, e0, e1, |e, [o]| rows[e - e0] = base + o);
-        let rows = &rows[..n];
-        if ks == 1 {
+    /// Outer axes: output rows accumulate partial rows, one column tile at a time.
+    fn rows(&self) -> Vec<T> {
+        let kept = &self.split.kept;
+        let (width, ks) = (kept.inner_len, kept.inner_strides[0]);
+        let tile = (TILE_BYTES / size_of::<T>()).max(1);
+        let n_out = self.split.n_out;
+        let mut out: Vec<T> = Vec::with_capacity(n_out);
+        let units: Vec<(usize, usize, &mut [MaybeUninit<T>])> = out.spare_capacity_mut()[..n_out]
+            .chunks_mut(width)
+            .enumerate()
+            .flat_map(|(row, r)| {
+                r.chunks_mut(tile)
+                    .enumerate()
+                    .map(move |(t, c)| (row, t * tile, c))
+            })
+            .collect();
+        let work = |(row, c0, dst): (usize, usize, &mut [MaybeUninit<T>])| {
+            let mut start = 0;
+            kept.for_rows(row, row + 1, |_, [o]| start = o);
+            let base = (start as isize + c0 as isize * ks) as usize;
+            self.accumulate(base, dst, 0, self.split.n_outer);
+        };
+        if self.par {
+            units.into_par_iter().for_each(work);
+        } else {
+            units.into_iter().for_each(work);
+        }
+        // SAFETY: the units partition the output and `accumulate` initialises all of each.
+        unsafe { out.set_len(n_out) };
+        out
+    }
+
+    /// Initialises `dst` with the fold over outer elements `e0..e1` (non-empty) of the partial rows
+    /// starting at `base`.
+    fn accumulate(&self, base: usize, dst: &mut [MaybeUninit<T>], e0: usize, e1: usize) {
+        let n = e1 - e0;
+        let w = dst.len();
+        let ks = self.split.kept.inner_strides[0];
+        if n <= ROW_BLOCK {
+            let mut rows = [0usize; ROW_BLOCK];
+            for_each_elem(&self.split.outer, e0, e1, |e, [o]| rows[e - e0] = base + o);
+            self.leaf(&rows[..n], ks, dst);
+            return;
+        }
+        let mid = e0 + n / 2;
+        let mut tmp: Vec<T> = Vec::with_capacity(w);
+        let spare = &mut tmp.spare_capacity_mut()[..w];
+        if self.par && n * w * self.split.n_inner >= PAR_LEAF {
+            rayon::join(
+                || self.accumulate(base, dst, e0, mid),
+                || self.accumulate(base, spare, mid, e1),
+            );
+        } else {
+            self.accumulate(base, dst, e0, mid);
+            self.accumulate(base, spare, mid, e1);
+        }
+        // SAFETY: `accumulate` initialised all `w` elements.
+        unsafe { tmp.set_len(w) };
+        combine_into(assume_init(dst), &tmp, self.f);
+    }
+
+    /// Initialises `dst` with the fold of the partial rows starting at each of `rows` (non-empty).
+    fn leaf(&self, rows: &[usize], ks: isize, dst: &mut [MaybeUninit<T>]) {
+        let (x, f, w) = (self.x, self.f, dst.len());
+        let at = |r: usize, j: usize| (r as isize + j as isize * ks) as usize;
+        if self.split.has_inner {
+            for (j, d) in dst.iter_mut().enumerate() {
+                d.write(self.fold_inner(at(rows[0], j), false));
+            }
+            let dst = assume_init(dst);
+            for &r in &rows[1..] {
+                for (j, d) in dst.iter_mut().enumerate() {
+                    *d = f(*d, self.fold_inner(at(r, j), false));
+                }
+            }
+        } else if ks == 1 {
             let row = |r: usize| &x[r..r + w];
-            dst.copy_from_slice(row(rows[0]));
+            for (d, &v) in dst.iter_mut().zip(row(rows[0])) {
+                d.write(v);
+            }
+            let dst = assume_init(dst);
             let mut quads = rows[1..].chunks_exact(4);
             for q in &mut quads {
                 combine4_into(dst, [row(q[0]), row(q[1]), row(q[2]), row(q[3])], f);
@@ -249,25 +312,15 @@ fn accumulate_rows<T, F>(
                 combine_into(dst, row(r), f);
             }
         } else {
-            for (i, &r) in rows.iter().enumerate() {
+            for (j, d) in dst.iter_mut().enumerate() {
+                d.write(x[at(rows[0], j)]);
+            }
+            let dst = assume_init(dst);
+            for &r in &rows[1..] {
                 for (j, d) in dst.iter_mut().enumerate() {
-                    let v = x[(r as isize + j as isize * ks) as usize];
-                    *d = if i == 0 { v } else { f(*d, v) };
+                    *d = f(*d, x[at(r, j)]);
                 }
             }
         }
-        return;
     }
-    let mid = e0 + n / 2;
-    let mut tmp = dst.to_vec();
-    if par && n * w >= PAR_LEAF {
-        rayon::join(
-            || accumulate_rows(x, red, base, ks, dst, e0, mid, f, par),
-            || accumulate_rows(x, red, base, ks, &mut tmp, mid, e1, f, par),
-        );
-    } else {
-        accumulate_rows(x, red, base, ks, dst, e0, mid, f, par);
-        accumulate_rows(x, red, base, ks, &mut tmp, mid, e1, f, par);
-    }
-    combine_into(dst, &tmp, f);
 }
