@@ -23,7 +23,7 @@ pub use nabla_core::{
 };
 pub use nabla_cpu as cpu;
 pub use nabla_cpu::CpuBackend;
-pub use nabla_tensor::{Operand, PrintOptions, ReshapeDims, Tensor};
+pub use nabla_tensor::{IndexOp, Indexer, Operand, PrintOptions, ReshapeDims, Slice, Tensor, s};
 
 /// A tensor on the CPU backend.
 pub type CpuTensor = Tensor<CpuBackend>;
@@ -31,7 +31,7 @@ pub type CpuTensor = Tensor<CpuBackend>;
 /// The names most programs use: `use nabla::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Backend, Conv2dParams, CpuBackend, CpuTensor, DType, Error, Generator, Result, Scalar,
+        Backend, Conv2dParams, CpuBackend, IndexOp, CpuTensor, DType, Error, Generator, Result, Scalar,
         Shape, Tensor,
     };
 }

@@ -159,12 +159,20 @@ pub(crate) fn arg_reduce(
     ) -> Result<CpuStorage> {
         let data = x.typed::<T>(op.name())?;
         let out = match op {
-            ArgReduceOp::ArgMax => scan::arg_select(data, layout, axis, |v: T, best: T| {
-                v > best || (v != v && best == best)
-            })?,
-            ArgReduceOp::ArgMin => scan::arg_select(data, layout, axis, |v: T, best: T| {
-                v < best || (v != v && best == best)
-            })?,
+            ArgReduceOp::ArgMax => scan::arg_select(
+                data,
+                layout,
+                axis,
+                |v: T, best: T| v > best || (v != v && best == best),
+                max_nan::<T>,
+            )?,
+            ArgReduceOp::ArgMin => scan::arg_select(
+                data,
+                layout,
+                axis,
+                |v: T, best: T| v < best || (v != v && best == best),
+                min_nan::<T>,
+            )?,
         };
         Ok(CpuStorage::from_vec(out))
     }

@@ -1,6 +1,7 @@
 //! Index reductions (argmax/argmin) and the cumulative sum: walks along one axis.
 
 use super::elem::Arith;
+use super::fold::fold_lanes;
 use super::walk::for_each_elem;
 use crate::PARALLEL_THRESHOLD;
 use crate::strided::{CHUNK, RowPlan, gather_view};
@@ -11,12 +12,23 @@ use std::mem::MaybeUninit;
 /// Bytes of one column tile when several positions along the axis are scanned side by side.
 const TILE_BYTES: usize = 16 * 1024;
 
+/// Elements of a contiguous run searched per block by [`first_extreme`].
+const BLOCK: usize = 2048;
+
 /// For each position of the non-`axis` dimensions (in row-major order), the index along `axis`
 /// (non-empty) of the first element `v` for which `better(v, best)` held against every earlier one.
-pub(super) fn arg_select<T, B>(x: &[T], layout: &Layout, axis: usize, better: B) -> Result<Vec<i64>>
+/// `fold` is the matching associative reduction (the extreme value itself, NaN-propagating).
+pub(super) fn arg_select<T, B, F>(
+    x: &[T],
+    layout: &Layout,
+    axis: usize,
+    better: B,
+    fold: F,
+) -> Result<Vec<i64>>
 where
-    T: Copy + Send + Sync,
+    T: Copy + Send + Sync + PartialEq,
     B: Fn(T, T) -> bool + Sync,
+    F: Fn(T, T) -> T + Sync,
 {
     let (n, s) = (layout.shape()[axis], layout.strides()[axis]);
     let mut dims = layout.shape().to_vec();
@@ -65,6 +77,9 @@ where
         return Ok(out);
     }
     let scan = |base: usize| {
+        if s == 1 {
+            return first_extreme(&x[base..base + n], &better, &fold) as i64;
+        }
         let mut best = x[base];
         let mut best_i = 0;
         for i in 1..n {
@@ -95,6 +110,34 @@ where
     // SAFETY: `for_each_elem` visited every index of `0..n_out` and each was written once.
     unsafe { out.set_len(n_out) };
     Ok(out)
+}
+
+/// Index of the first extreme element of a non-empty contiguous run: the extreme value of each block is
+/// found with a vectorised fold, then the winning block is searched for its first occurrence.
+#[allow(clippy::eq_op)]
+fn first_extreme<T, B, F>(run: &[T], better: &B, fold: &F) -> usize
+where
+    T: Copy + PartialEq,
+    B: Fn(T, T) -> bool,
+    F: Fn(T, T) -> T,
+{
+    let mut best = run[0];
+    let mut best_block = 0;
+    for (b, block) in run.chunks(BLOCK).enumerate() {
+        let m = fold_lanes(block, fold);
+        if b == 0 || better(m, best) {
+            best = m;
+            best_block = b;
+        }
+    }
+    let start = best_block * BLOCK;
+    let block = &run[start..(start + BLOCK).min(run.len())];
+    // The fold propagates NaN, so a NaN extreme is found as the first NaN.
+    let hit = block
+        .iter()
+        .position(|&v| v == best || (best != best && v != v))
+        .unwrap_or(0);
+    start + hit
 }
 
 /// Inclusive cumulative sum along `axis` into a new contiguous vector.

@@ -474,6 +474,25 @@ fn large_arg_reductions_and_cumsum() {
 }
 
 #[test]
+fn arg_reductions_over_long_runs() {
+    // Ties and NaNs in later blocks of long contiguous runs.
+    let n = 10_000;
+    let mut x: Vec<f32> = (0..3 * n).map(|i| (i % 97) as f32).collect();
+    x[n + 7000] = f32::NAN;
+    x[n + 9000] = f32::NAN;
+    x[2 * n + 5000] = 200.0;
+    x[2 * n + 8000] = 200.0;
+    x[2 * n + 6000] = -1.0;
+    let l = Layout::contiguous([3, n]);
+    let max = run_arg(ArgReduceOp::ArgMax, &x, &l, 1).unwrap();
+    let min = run_arg(ArgReduceOp::ArgMin, &x, &l, 1).unwrap();
+    assert_eq!(max, vec![96, 7000, 5000]);
+    assert_eq!(min, vec![0, 7000, 6000]);
+    assert_eq!(max, arg_reference(&x, &l, 1, true));
+    assert_eq!(min, arg_reference(&x, &l, 1, false));
+}
+
+#[test]
 fn arg_reduce_and_cumsum_errors() {
     let l = Layout::contiguous([2, 2]);
     let c = CpuStorage::from_vec(vec![Complex32::new(1.0, 0.0); 4]);
