@@ -8,12 +8,14 @@ Run from the repository root:
     python3 scripts/bench_compare.py --filter matmul # a subset (substring of the workload names)
     python3 scripts/bench_compare.py --no-jax --json results.json
 
-The nabla side is `cargo run --release -p nabla --example bench_report -- --name WORKLOAD`
-(crates/nabla/examples/bench_report.rs), which times the same workloads (defined in crates/nabla/benches/
-common/workloads.rs) and prints JSON. The three libraries run one workload after another (nabla, NumPy,
-JAX, then the next workload), so that a change in machine load affects all three alike. Every library is timed the same way: warm-up (at least 2 runs and 0.3 s; for JAX this includes
-compilation), then at least --repeats runs and until --budget seconds have passed; the median is reported.
-JAX runs jit-compiled on the CPU and every run ends with block_until_ready().
+The nabla side is the example crates/nabla/examples/bench_report.rs: the script builds it with
+`cargo build --release -p nabla --example bench_report` and runs it as `bench_report --name WORKLOAD`. It
+times the same workloads (defined in crates/nabla/benches/common/workloads.rs) and prints JSON. The three
+libraries run one workload after another (nabla, NumPy, JAX, then the next workload), so that a change in
+machine load affects all three alike. Every library is timed the same way: a warm-up (at least 2 runs and
+0.3 s; for JAX this includes compilation), then at least --repeats runs and until --budget seconds have
+passed; the median is reported. JAX runs jit-compiled on the CPU and every run ends with
+block_until_ready(). Results on a busy machine are noisy (OpenBLAS threads suffer most): check the load.
 
 The ratio columns are `numpy / nabla` and `jax / nabla` times: above 1 means nabla is faster. Matmuls are
 also given in GFLOP/s (2*m*n*k per product), memory-bound ops in GB/s (bytes read plus bytes written).
@@ -105,16 +107,24 @@ def time_it(run, repeats, budget):
 
 
 def build_nabla():
-    cmd = ["cargo", "build", "--release", "-q", "-p", "nabla", "--example", "bench_report"]
-    print("$ " + " ".join(cmd), file=sys.stderr)
-    if subprocess.run(cmd, cwd=REPO).returncode != 0:
+    """Builds the Rust bench_report example and returns the path of its executable (run directly, so that
+    timing a workload never waits for cargo's build lock)."""
+    cmd = ["cargo", "build", "--release", "-p", "nabla", "--example", "bench_report", "--message-format=json"]
+    print("$ " + " ".join(cmd[:-1]), file=sys.stderr)
+    proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
         raise SystemExit("building bench_report failed")
+    for line in proc.stdout.splitlines():
+        msg = json.loads(line)
+        if msg.get("reason") == "compiler-artifact" and msg.get("target", {}).get("name") == "bench_report":
+            if msg.get("executable"):
+                return msg["executable"]
+    raise SystemExit("cargo did not report the bench_report executable")
 
 
-def run_nabla(args, name):
+def run_nabla(exe, args, name):
     """Times one workload with the Rust bench_report example; returns its JSON entry."""
-    cmd = ["cargo", "run", "--release", "-q", "-p", "nabla", "--example", "bench_report", "--",
-           "--name", name, "--repeats", str(args.repeats), "--budget", str(args.budget)]
+    cmd = [exe, "--name", name, "--repeats", str(args.repeats), "--budget", str(args.budget)]
     proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     if proc.returncode != 0:
         return {"name": name, "error": f"bench_report exited with code {proc.returncode}"}
@@ -144,8 +154,7 @@ def main() -> int:
     if not selected:
         raise SystemExit(f"no workload matches {args.filter!r}")
 
-    if not args.no_nabla:
-        build_nabla()
+    exe = None if args.no_nabla else build_nabla()
 
     jax = jnp = None
     if not args.no_jax:
@@ -162,7 +171,7 @@ def main() -> int:
     rows = []
     # Workload by workload, nabla then NumPy then JAX, so that all three see the same machine load.
     for name, kind, flops, nbytes, spec in selected:
-        r = {} if args.no_nabla else run_nabla(args, name)
+        r = {} if exe is None else run_nabla(exe, args, name)
         inputs = make_inputs(kind, spec, rng)
         f = numpy_fn(kind)
         np_s, _ = time_it(lambda: f(*inputs), args.repeats, args.budget)
