@@ -31,8 +31,8 @@ pub type CpuTensor = Tensor<CpuBackend>;
 /// The names most programs use: `use nabla::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Backend, Conv2dParams, CpuBackend, IndexOp, CpuTensor, DType, Error, Generator, Result, Scalar,
-        Shape, Tensor,
+        Backend, Conv2dParams, CpuBackend, CpuTensor, DType, Error, Generator, IndexOp, Result,
+        Scalar, Shape, Tensor,
     };
 }
 
