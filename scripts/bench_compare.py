@@ -167,6 +167,7 @@ def main() -> int:
             print("JAX is not installed; skipping it", file=sys.stderr)
             jax = None
 
+    load_before = os.getloadavg()[0]
     rng = np.random.default_rng(0)
     rows = []
     # Workload by workload, nabla then NumPy then JAX, so that all three see the same machine load.
@@ -206,7 +207,8 @@ def main() -> int:
         ])
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     print(f"\nnumpy {np.__version__}" + (f", jax {jax.__version__}" if jax is not None else ", no jax")
-          + f", {platform.machine()}, {os.cpu_count()} logical CPUs")
+          + f", {platform.machine()}, {os.cpu_count()} logical CPUs, 1-minute load average"
+          f" {load_before:.2f} before and {os.getloadavg()[0]:.2f} after (anything above 0.5 disturbs timings)")
     print("ratios are other-time / nabla-time: above 1 means nabla is faster\n")
     sep = "|".join("-" * (w + 2) for w in widths)
     for i, r in enumerate(table):
