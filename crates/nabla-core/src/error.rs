@@ -102,6 +102,14 @@ pub enum Error {
         /// The underlying error message.
         message: String,
     },
+    /// Automatic differentiation cannot proceed: a value that cannot be differentiated (integer, bool),
+    /// a graph whose saved values were already released, or an op without a derivative rule.
+    Autodiff {
+        /// The op or transform that failed.
+        op: &'static str,
+        /// What is wrong, and the fix where there is one.
+        message: String,
+    },
     /// A backend (device driver, allocator, ...) failed.
     Backend {
         /// Backend name.
@@ -115,6 +123,14 @@ impl Error {
     /// Shorthand for [`Error::InvalidArgument`].
     pub fn invalid(op: &'static str, message: impl Into<String>) -> Self {
         Error::InvalidArgument {
+            op,
+            message: message.into(),
+        }
+    }
+
+    /// Shorthand for [`Error::Autodiff`].
+    pub fn autodiff(op: &'static str, message: impl Into<String>) -> Self {
+        Error::Autodiff {
             op,
             message: message.into(),
         }
@@ -219,6 +235,7 @@ impl fmt::Display for Error {
                 "{op}: shape {shape:?} needs {expected} elements but {got} were given"
             ),
             Error::Io { context, message } => write!(f, "I/O error while {context}: {message}"),
+            Error::Autodiff { op, message } => write!(f, "{op}: {message}"),
             Error::Backend { backend, message } => write!(f, "{backend} backend error: {message}"),
         }
     }

@@ -1,5 +1,6 @@
 //! Elementwise math, comparisons and selection, with NumPy broadcasting.
 
+use crate::autograd::Op;
 use crate::{Operand, Tensor};
 use nabla_core::{Backend, BinaryOp, CompareOp, Error, Result, Shape, UnaryOp};
 
@@ -158,11 +159,10 @@ impl<B: Backend> Tensor<B> {
             return Err(Error::dtype(op.name(), self.dtype()));
         }
         let storage = self.backend().unary(op, self.storage(), self.layout())?;
-        Ok(Tensor::from_output(
-            storage,
-            self.shape().to_vec(),
-            self.backend(),
-        ))
+        Ok(
+            Tensor::from_output(storage, self.shape().to_vec(), self.backend())
+                .record(|| Op::Unary(op), &[self]),
+        )
     }
 
     /// Broadcasts `self` and `other` to their common shape (views only).
@@ -194,11 +194,10 @@ impl<B: Backend> Tensor<B> {
         let storage =
             self.backend()
                 .binary(op, a.storage(), a.layout(), b.storage(), b.layout())?;
-        Ok(Tensor::from_output(
-            storage,
-            a.shape().to_vec(),
-            self.backend(),
-        ))
+        Ok(
+            Tensor::from_output(storage, a.shape().to_vec(), self.backend())
+                .record(|| Op::Binary(op), &[&a, &b]),
+        )
     }
 
     /// Applies a comparison with broadcasting; the result is bool.
@@ -261,7 +260,10 @@ impl<B: Backend> Tensor<B> {
             f.storage(),
             f.layout(),
         )?;
-        Ok(Tensor::from_output(storage, shape, self.backend()))
+        Ok(
+            Tensor::from_output(storage, shape, self.backend())
+                .record(|| Op::Select, &[&c, &t, &f]),
+        )
     }
 
     /// Clamps every element into `[min, max]`.

@@ -1,6 +1,7 @@
 //! Index-based ops: gather, index_select, scatter-add, one-hot, sorting and top-k.
 
 use crate::Tensor;
+use crate::autograd::Op;
 use nabla_core::{Backend, DType, Error, Result, normalize_axis};
 
 impl<B: Backend> Tensor<B> {
@@ -14,6 +15,16 @@ impl<B: Backend> Tensor<B> {
                 dtype: other,
                 hint: Some("indices must be integers".into()),
             }),
+        }
+    }
+
+    /// The sorted `values` of `self` at `indices` along `axis`; for a tracked `self` they are gathered
+    /// again so that the gradient flows back to the positions they came from.
+    fn values_at(&self, axis: usize, values: Tensor<B>, indices: &Tensor<B>) -> Result<Tensor<B>> {
+        if self.requires_grad() && crate::is_grad_enabled() {
+            self.gather(axis as isize, indices)
+        } else {
+            Ok(values)
         }
     }
 
@@ -64,7 +75,9 @@ impl<B: Backend> Tensor<B> {
         let storage =
             self.backend()
                 .gather(x.storage(), x.layout(), a, index.storage(), index.layout())?;
-        Ok(Tensor::from_output(storage, shape_i, self.backend()))
+        let size = x.shape()[a];
+        Ok(Tensor::from_output(storage, shape_i, self.backend())
+            .record(|| Op::Gather { axis: a, size }, &[&x, &index]))
     }
 
     /// Selects entries of `axis` by a 1-D index (as `torch.index_select`; an embedding lookup for axis 0).
@@ -87,7 +100,9 @@ impl<B: Backend> Tensor<B> {
         )?;
         let mut shape = self.shape().to_vec();
         shape[a] = index.numel();
-        Ok(Tensor::from_output(storage, shape, self.backend()))
+        let size = self.shape()[a];
+        Ok(Tensor::from_output(storage, shape, self.backend())
+            .record(|| Op::IndexSelect { axis: a, size }, &[self, &index]))
     }
 
     /// A copy of `self` with `src[i.., j, k..]` added at `[i.., index[i.., j, k..], k..]` (the transpose of
@@ -125,11 +140,10 @@ impl<B: Backend> Tensor<B> {
             src.storage(),
             src.layout(),
         )?;
-        Ok(Tensor::from_output(
-            storage,
-            self.shape().to_vec(),
-            self.backend(),
-        ))
+        Ok(
+            Tensor::from_output(storage, self.shape().to_vec(), self.backend())
+                .record(|| Op::ScatterAdd { axis: a }, &[self, &index, src]),
+        )
     }
 
     /// Adds the slices of `src` along `axis` into `self` at the positions of a 1-D index (as
@@ -181,10 +195,9 @@ impl<B: Backend> Tensor<B> {
             .backend()
             .sort(self.storage(), self.layout(), a, descending)?;
         let shape = self.shape().to_vec();
-        Ok((
-            Tensor::from_output(v, shape.clone(), self.backend()),
-            Tensor::from_output(i, shape, self.backend()),
-        ))
+        let indices = Tensor::from_output(i, shape.clone(), self.backend());
+        let values = Tensor::from_output(v, shape, self.backend());
+        Ok((self.values_at(a, values, &indices)?, indices))
     }
 
     /// Indices that sort `axis` (stable).
@@ -210,9 +223,8 @@ impl<B: Backend> Tensor<B> {
             .topk(self.storage(), self.layout(), a, k, largest)?;
         let mut shape = self.shape().to_vec();
         shape[a] = k;
-        Ok((
-            Tensor::from_output(v, shape.clone(), self.backend()),
-            Tensor::from_output(i, shape, self.backend()),
-        ))
+        let indices = Tensor::from_output(i, shape.clone(), self.backend());
+        let values = Tensor::from_output(v, shape, self.backend());
+        Ok((self.values_at(a, values, &indices)?, indices))
     }
 }

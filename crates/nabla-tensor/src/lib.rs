@@ -17,6 +17,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod autograd;
 mod creation;
 mod display;
 mod elementwise;
@@ -29,6 +30,10 @@ mod reduce;
 mod shape_ops;
 mod tensor;
 
+pub use autograd::{
+    BackwardOptions, Gradients, NoGradGuard, grad, grad_n, is_grad_enabled, no_grad, value_and_grad,
+    value_and_grad_n, vjp, vjp_n,
+};
 pub use display::PrintOptions;
 pub use index::{IndexOp, Indexer, Slice, s};
 pub use nabla_core::{DType, Error, Result};

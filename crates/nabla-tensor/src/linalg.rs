@@ -1,6 +1,7 @@
 //! Matrix products and convolution.
 
 use crate::Tensor;
+use crate::autograd::Op;
 use nabla_core::{Backend, Conv2dParams, Error, Result, Shape};
 
 impl<B: Backend> Tensor<B> {
@@ -64,7 +65,8 @@ impl<B: Backend> Tensor<B> {
             .matmul(a.storage(), a.layout(), b.storage(), b.layout())?;
         let mut out_shape = batch;
         out_shape.extend([m, n]);
-        let mut out = Tensor::from_output(storage, out_shape, self.backend());
+        let mut out = Tensor::from_output(storage, out_shape, self.backend())
+            .record(|| Op::Matmul, &[&a, &b]);
         // Drop the row axis first: for 1-D @ 1-D the result [1, 1] then still has a last axis to drop.
         if self.rank() == 1 {
             out = out.squeeze(-2)?;
@@ -100,11 +102,10 @@ impl<B: Backend> Tensor<B> {
             weight.layout(),
             params,
         )?;
-        Ok(Tensor::from_output(
-            storage,
-            [n, c_out, oh, ow],
-            self.backend(),
-        ))
+        Ok(
+            Tensor::from_output(storage, [n, c_out, oh, ow], self.backend())
+                .record(|| Op::Conv2d { params: *params }, &[self, weight]),
+        )
     }
 
     /// Gradient of [`Tensor::conv2d`] with respect to its input, for an input of spatial size `input_hw`.
@@ -141,7 +142,15 @@ impl<B: Backend> Tensor<B> {
             input_hw,
             params,
         )?;
-        Ok(Tensor::from_output(storage, x_shape, self.backend()))
+        Ok(
+            Tensor::from_output(storage, x_shape, self.backend()).record(
+                || Op::Conv2dInputGrad {
+                    params: *params,
+                    input_hw,
+                },
+                &[self, weight],
+            ),
+        )
     }
 
     /// Gradient of [`Tensor::conv2d`] with respect to its weights, for a kernel of size `kernel_hw`.
@@ -193,7 +202,15 @@ impl<B: Backend> Tensor<B> {
             kernel_hw,
             params,
         )?;
-        Ok(Tensor::from_output(storage, w_shape, self.backend()))
+        Ok(
+            Tensor::from_output(storage, w_shape, self.backend()).record(
+                || Op::Conv2dWeightGrad {
+                    params: *params,
+                    kernel_hw,
+                },
+                &[self, grad_out],
+            ),
+        )
     }
 }
 

@@ -1,6 +1,7 @@
 //! Reductions: sums, products, extrema, their arguments, means and cumulative sums.
 
 use crate::Tensor;
+use crate::autograd::Op;
 use nabla_core::{
     ArgReduceOp, Backend, DType, Error, ReduceOp, Result, normalize_axes, normalize_axis,
 };
@@ -37,7 +38,14 @@ impl<B: Backend> Tensor<B> {
         for &a in &axes {
             kept[a] = 1;
         }
-        let out = Tensor::from_output(storage, kept.clone(), x.backend());
+        let out = Tensor::from_output(storage, kept.clone(), x.backend()).record(
+            || Op::Reduce {
+                op,
+                axes: axes.clone(),
+                input: x.shape().to_vec(),
+            },
+            &[&x],
+        );
         if keepdims {
             return Ok(out);
         }
@@ -181,10 +189,9 @@ impl<B: Backend> Tensor<B> {
             return Err(Error::dtype("cumsum", x.dtype()));
         }
         let storage = x.backend().cumsum(x.storage(), x.layout(), a)?;
-        Ok(Tensor::from_output(
-            storage,
-            x.shape().to_vec(),
-            x.backend(),
-        ))
+        Ok(
+            Tensor::from_output(storage, x.shape().to_vec(), x.backend())
+                .record(|| Op::Cumsum { axis: a }, &[&x]),
+        )
     }
 }

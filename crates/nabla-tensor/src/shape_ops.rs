@@ -1,6 +1,7 @@
 //! Shape and movement ops. Everything here except `pad`, `cat` and copying reshapes is a zero-copy view.
 
 use crate::Tensor;
+use crate::autograd::Op;
 use nabla_core::{Backend, Error, Result, Scalar, Shape, normalize_axis};
 
 /// A target shape for [`Tensor::reshape`]: dimensions where one entry may be `-1` (inferred).
@@ -116,12 +117,51 @@ impl<B: Backend> Tensor<B> {
         if out == self.shape() {
             return Ok(self.clone());
         }
-        match self.layout().reshape(&out) {
-            Some(l) => Ok(self.with_layout(l)),
-            None => Ok(self
+        let reshaped = match self.layout().reshape(&out) {
+            Some(l) => self.with_layout(l),
+            None => self
+                .detach()
                 .contiguous()?
-                .with_layout(nabla_core::Layout::contiguous(out))),
-        }
+                .with_layout(nabla_core::Layout::contiguous(out)),
+        };
+        Ok(reshaped.record(
+            || Op::Reshape {
+                from: self.shape().to_vec(),
+            },
+            &[self],
+        ))
+    }
+
+    /// A view with layout `l` holding the same elements in another shape, recorded as a reshape.
+    fn reshaped_view(&self, l: nabla_core::Layout) -> Self {
+        self.with_layout(l).record(
+            || Op::Reshape {
+                from: self.shape().to_vec(),
+            },
+            &[self],
+        )
+    }
+
+    /// The view of `len` elements of axis `a` from `first` by `step`, recorded as a slice.
+    fn slice_view(&self, a: usize, first: usize, len: usize, step: isize) -> Result<Self> {
+        let out = if len == 0 {
+            let mut shape = self.shape().to_vec();
+            shape[a] = 0;
+            self.with_layout(nabla_core::Layout::contiguous(shape))
+        } else {
+            self.with_layout(self.layout().slice(a, first, len, step)?)
+        };
+        let size = self.shape()[a];
+        Ok(out.record(
+            || Op::Slice {
+                axis: a,
+                first,
+                len,
+                step,
+                size,
+            },
+            &[self],
+        ))
     }
 
     /// Flattens to one dimension.
@@ -165,14 +205,24 @@ impl<B: Backend> Tensor<B> {
             .iter()
             .map(|&a| normalize_axis("permute", a, self.rank()))
             .collect::<Result<Vec<_>>>()?;
-        Ok(self.with_layout(self.layout().permute(&p)?))
+        Ok(self
+            .with_layout(self.layout().permute(&p)?)
+            .record(|| Op::Permute { perm: p.clone() }, &[self]))
     }
 
     /// Swaps two axes (a view).
     pub fn transpose(&self, a: isize, b: isize) -> Result<Self> {
         let a = normalize_axis("transpose", a, self.rank())?;
         let b = normalize_axis("transpose", b, self.rank())?;
-        Ok(self.with_layout(self.layout().transpose(a, b)?))
+        let out = self.with_layout(self.layout().transpose(a, b)?);
+        Ok(out.record(
+            || {
+                let mut perm: Vec<usize> = (0..self.rank()).collect();
+                perm.swap(a, b);
+                Op::Permute { perm }
+            },
+            &[self],
+        ))
     }
 
     /// Swaps the last two axes (matrix transpose; a view). Rank 0 and 1 are returned unchanged.
@@ -189,7 +239,14 @@ impl<B: Backend> Tensor<B> {
         if shape.dims() == self.shape() {
             return Ok(self.clone());
         }
-        Ok(self.with_layout(self.layout().broadcast_to(shape.dims())?))
+        Ok(self
+            .with_layout(self.layout().broadcast_to(shape.dims())?)
+            .record(
+                || Op::Broadcast {
+                    from: self.shape().to_vec(),
+                },
+                &[self],
+            ))
     }
 
     /// Broadcasts to the shape of `other`.
@@ -200,13 +257,13 @@ impl<B: Backend> Tensor<B> {
     /// Inserts a size-1 axis at `axis` (`-1` appends).
     pub fn unsqueeze(&self, axis: isize) -> Result<Self> {
         let a = normalize_axis("unsqueeze", axis, self.rank() + 1)?;
-        Ok(self.with_layout(self.layout().unsqueeze(a)?))
+        Ok(self.reshaped_view(self.layout().unsqueeze(a)?))
     }
 
     /// Removes the size-1 axis `axis`.
     pub fn squeeze(&self, axis: isize) -> Result<Self> {
         let a = normalize_axis("squeeze", axis, self.rank())?;
-        Ok(self.with_layout(self.layout().squeeze(a)?))
+        Ok(self.reshaped_view(self.layout().squeeze(a)?))
     }
 
     /// Removes every size-1 axis.
@@ -217,7 +274,7 @@ impl<B: Backend> Tensor<B> {
                 l = l.squeeze(a)?;
             }
         }
-        Ok(self.with_layout(l))
+        Ok(self.reshaped_view(l))
     }
 
     /// NumPy-style slice of one axis: `start..end` by `step` (non-zero, may be negative), where `None`
@@ -242,12 +299,7 @@ impl<B: Backend> Tensor<B> {
             return Err(Error::invalid("slice", "step must not be zero"));
         }
         let (first, len) = resolve_slice(self.shape()[a], start, end, step);
-        if len == 0 {
-            let mut shape = self.shape().to_vec();
-            shape[a] = 0;
-            return Ok(self.with_layout(nabla_core::Layout::contiguous(shape)));
-        }
-        Ok(self.with_layout(self.layout().slice(a, first, len, step)?))
+        self.slice_view(a, first, len, step)
     }
 
     /// `len` elements of `axis` starting at `start` (a view).
@@ -263,10 +315,7 @@ impl<B: Backend> Tensor<B> {
                 ),
             ));
         }
-        if len == 0 {
-            return self.slice(axis, Some(0), Some(0), 1);
-        }
-        Ok(self.with_layout(self.layout().slice(a, start, len, 1)?))
+        self.slice_view(a, start, len, 1)
     }
 
     /// Element `index` of `axis`, with that axis removed (a view; negative indices count from the end).
@@ -288,10 +337,10 @@ impl<B: Backend> Tensor<B> {
     pub fn flip(&self, axes: &[isize]) -> Result<Self> {
         let axes = nabla_core::normalize_axes("flip", axes, self.rank())?;
         let mut l = self.layout().clone();
-        for a in axes {
+        for &a in &axes {
             l = l.flip(a)?;
         }
-        Ok(self.with_layout(l))
+        Ok(self.with_layout(l).record(|| Op::Flip { axes }, &[self]))
     }
 
     /// Pads each axis `i` with `pads[i].0` elements before and `pads[i].1` after, all equal to `value`.
@@ -315,7 +364,12 @@ impl<B: Backend> Tensor<B> {
         let storage = self
             .backend()
             .pad(self.storage(), self.layout(), pads, value.into())?;
-        Ok(Tensor::from_output(storage, shape, self.backend()))
+        Ok(Tensor::from_output(storage, shape, self.backend()).record(
+            || Op::Pad {
+                pads: pads.to_vec(),
+            },
+            &[self],
+        ))
     }
 
     /// Joins tensors along an existing axis.
@@ -353,7 +407,13 @@ impl<B: Backend> Tensor<B> {
         }
         let parts: Vec<_> = tensors.iter().map(|t| (t.storage(), t.layout())).collect();
         let storage = first.backend().concat(&parts, a)?;
-        Ok(Tensor::from_output(storage, shape, first.backend()))
+        Ok(Tensor::from_output(storage, shape, first.backend()).record(
+            || Op::Concat {
+                axis: a,
+                sizes: tensors.iter().map(|t| t.shape()[a]).collect(),
+            },
+            tensors,
+        ))
     }
 
     /// Joins tensors of one shape along a new axis.

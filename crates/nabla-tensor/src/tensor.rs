@@ -1,6 +1,8 @@
 //! The tensor type: a handle to a device buffer plus a strided view of it.
 
+use crate::autograd::{Node, Op};
 use nabla_core::{Backend, DType, Element, Error, HostData, Layout, Result, Scalar, Shape};
+use std::sync::Arc;
 
 /// An n-dimensional array on backend `B`, with a runtime [`DType`].
 ///
@@ -25,6 +27,8 @@ pub struct Tensor<B: Backend> {
     layout: Layout,
     dtype: DType,
     backend: B,
+    /// The graph node that produced this tensor, for tensors that require gradients.
+    pub(crate) ad: Option<Arc<Node<B>>>,
 }
 
 impl<B: Backend> Tensor<B> {
@@ -43,6 +47,7 @@ impl<B: Backend> Tensor<B> {
             layout,
             dtype,
             backend: backend.clone(),
+            ad: None,
         })
     }
 
@@ -54,16 +59,18 @@ impl<B: Backend> Tensor<B> {
             layout: Layout::contiguous(shape),
             dtype,
             backend: backend.clone(),
+            ad: None,
         }
     }
 
-    /// The same buffer seen through another layout (views).
+    /// The same buffer seen through another layout (views), untracked: callers record the view op.
     pub(crate) fn with_layout(&self, layout: Layout) -> Self {
         Tensor {
             storage: self.storage.clone(),
             layout,
             dtype: self.dtype,
             backend: self.backend.clone(),
+            ad: None,
         }
     }
 
@@ -270,7 +277,7 @@ impl<B: Backend> Tensor<B> {
         Ok(self.to_host()?.get(0).expect("one element"))
     }
 
-    /// Copies this tensor to another backend (through host memory).
+    /// Copies this tensor to another backend (through host memory). The copy is untracked.
     pub fn to_backend<B2: Backend>(&self, backend: &B2) -> Result<Tensor<B2>> {
         Tensor::from_host(self.to_host()?, self.shape().to_vec(), backend)
     }
@@ -281,11 +288,10 @@ impl<B: Backend> Tensor<B> {
             return Ok(self.clone());
         }
         let storage = self.backend.copy(&self.storage, &self.layout)?;
-        Ok(Tensor::from_output(
-            storage,
-            self.shape().to_vec(),
-            &self.backend,
-        ))
+        Ok(
+            Tensor::from_output(storage, self.shape().to_vec(), &self.backend)
+                .record(|| Op::Identity, &[self]),
+        )
     }
 
     /// Converts to another dtype (NumPy `astype` semantics). Same dtype returns `self`.
@@ -294,11 +300,11 @@ impl<B: Backend> Tensor<B> {
             return Ok(self.clone());
         }
         let storage = self.backend.cast(&self.storage, &self.layout, dtype)?;
-        Ok(Tensor::from_output(
-            storage,
-            self.shape().to_vec(),
-            &self.backend,
-        ))
+        let from = self.dtype;
+        Ok(
+            Tensor::from_output(storage, self.shape().to_vec(), &self.backend)
+                .record(|| Op::Cast { from }, &[self]),
+        )
     }
 
     /// Fails with a device-mismatch error if `other` lives on another device.

@@ -1,0 +1,391 @@
+//! The reverse pass: an iterative walk of the graph in reverse topological order that frees what it no
+//! longer needs as it goes.
+
+use super::node::{Node, NodeKind, Saved};
+use super::rules::{self, SavedValues};
+use crate::Tensor;
+use nabla_core::{Backend, Error, Result};
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::sync::Arc;
+
+/// How [`Tensor::backward_opts`] runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BackwardOptions {
+    /// Record the reverse pass itself, so the gradients are tracked and can be differentiated again
+    /// (PyTorch's `create_graph=True`). Implies `retain_graph`.
+    pub create_graph: bool,
+    /// Keep the values saved for the reverse pass so that backward can run through the graph again.
+    /// Without it each saved value is freed as soon as its last consumer has run.
+    pub retain_graph: bool,
+}
+
+/// The gradients a reverse pass produced for the variables it reached, read by tensor handle or by name.
+#[derive(Clone)]
+pub struct Gradients<B: Backend> {
+    by_node: HashMap<u64, Tensor<B>>,
+    names: HashMap<Arc<str>, u64>,
+}
+
+impl<B: Backend> Gradients<B> {
+    /// The gradient of the variable `var`, or `None` if the output does not depend on it.
+    pub fn get(&self, var: &Tensor<B>) -> Option<&Tensor<B>> {
+        self.by_node.get(&var.node_id()?)
+    }
+
+    /// The gradient of `var`, with zeros (of its shape and dtype) when the output does not depend on it.
+    pub fn get_or_zeros(&self, var: &Tensor<B>) -> Result<Tensor<B>> {
+        match self.get(var) {
+            Some(g) => Ok(g.clone()),
+            None => var.detach().zeros_like(),
+        }
+    }
+
+    /// The gradient of the variable named `name` (as given to [`Tensor::var`]).
+    pub fn by_name(&self, name: &str) -> Option<&Tensor<B>> {
+        self.by_node.get(self.names.get(name)?)
+    }
+
+    /// The names of the variables that received a gradient, in no particular order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.names.keys().map(|k| k.as_ref())
+    }
+
+    /// Number of variables that received a gradient.
+    pub fn len(&self) -> usize {
+        self.by_node.len()
+    }
+
+    /// `true` when no variable received a gradient.
+    pub fn is_empty(&self) -> bool {
+        self.by_node.is_empty()
+    }
+}
+
+impl<B: Backend> std::fmt::Debug for Gradients<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut names: Vec<&str> = self.names().collect();
+        names.sort_unstable();
+        f.debug_struct("Gradients")
+            .field("count", &self.len())
+            .field("named", &names)
+            .finish()
+    }
+}
+
+/// Which nodes the reverse pass collects gradients for.
+pub(crate) enum Targets<'a> {
+    /// Every variable the output depends on.
+    Leaves,
+    /// These nodes only; the walk does not go past what cannot reach them.
+    Nodes(&'a [u64]),
+}
+
+impl<B: Backend> Tensor<B> {
+    /// Reverse-mode derivative of this scalar (one-element) tensor with respect to every variable it
+    /// depends on.
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+    /// let cpu = CpuBackend::new();
+    /// let x = Tensor::var("x", Tensor::from_vec(vec![3.0f64], [1], &cpu)?)?;
+    /// let y = x.mul(&x)?.mul(&x)?.sum_all()?; // x^3
+    /// assert_eq!(y.backward()?.get(&x).unwrap().to_vec::<f64>()?, vec![27.0]);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn backward(&self) -> Result<Gradients<B>> {
+        self.backward_opts(None, BackwardOptions::default())
+    }
+
+    /// Reverse-mode derivative of a tensor of any shape, weighted by `seed` (the cotangent, of this
+    /// tensor's shape): the gradient of `sum(self * seed)`.
+    pub fn backward_with(&self, seed: &Tensor<B>) -> Result<Gradients<B>> {
+        self.backward_opts(Some(seed), BackwardOptions::default())
+    }
+
+    /// [`Tensor::backward`] / [`Tensor::backward_with`] with options; `create_graph` returns tracked
+    /// gradients that can be differentiated again.
+    ///
+    /// ```
+    /// # use nabla_tensor::{Tensor, BackwardOptions}; use nabla_cpu::CpuBackend;
+    /// let cpu = CpuBackend::new();
+    /// let x = Tensor::var("x", Tensor::from_vec(vec![2.0f64], [], &cpu)?)?;
+    /// let y = x.pow(3.0)?;
+    /// let opts = BackwardOptions { create_graph: true, ..Default::default() };
+    /// let dy = y.backward_opts(None, opts)?.get(&x).unwrap().clone(); // 3x^2 = 12
+    /// let d2y = dy.backward()?.get(&x).unwrap().item::<f64>()?; // 6x = 12
+    /// assert_eq!((dy.item::<f64>()?, d2y), (12.0, 12.0));
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn backward_opts(
+        &self,
+        seed: Option<&Tensor<B>>,
+        opts: BackwardOptions,
+    ) -> Result<Gradients<B>> {
+        const OP: &str = "backward";
+        let seed = self.checked_seed(OP, seed)?;
+        let names_and_grads = run_backward(self, seed, Targets::Leaves, opts)?;
+        let mut by_node = HashMap::with_capacity(names_and_grads.len());
+        let mut names = HashMap::new();
+        for (node, grad) in names_and_grads {
+            if let NodeKind::Leaf { name: Some(name) } = &node.kind {
+                names.insert(name.clone(), node.id);
+            }
+            by_node.insert(node.id, grad);
+        }
+        Ok(Gradients { by_node, names })
+    }
+
+    /// Validates (or makes, for a one-element output) the cotangent that starts the reverse pass.
+    pub(crate) fn checked_seed(
+        &self,
+        op: &'static str,
+        seed: Option<&Tensor<B>>,
+    ) -> Result<Tensor<B>> {
+        if self.ad.is_none() {
+            return Err(Error::autodiff(
+                op,
+                format!(
+                    "the {} tensor of shape {:?} does not depend on any variable; make inputs with \
+                     Tensor::var (and compute outside no_grad) to differentiate",
+                    self.dtype(),
+                    self.shape()
+                ),
+            ));
+        }
+        match seed {
+            None if self.numel() == 1 => self.detach().ones_like(),
+            None => Err(not_one_element(op, self.shape())),
+            Some(s) => {
+                self.check_device(op, s)?;
+                if s.shape() != self.shape() {
+                    return Err(Error::shapes(op, self.shape(), s.shape())
+                        .with_hint("the seed must have the output's shape"));
+                }
+                if s.dtype() != self.dtype() {
+                    return Err(Error::DTypeMismatch {
+                        op,
+                        lhs: self.dtype(),
+                        rhs: s.dtype(),
+                    });
+                }
+                Ok(s.clone())
+            }
+        }
+    }
+}
+
+/// Runs the reverse pass from `root` with cotangent `seed` and returns the gradient reaching each target
+/// node (with the node, so callers can read leaf names).
+pub(crate) fn run_backward<B: Backend>(
+    root: &Tensor<B>,
+    seed: Tensor<B>,
+    targets: Targets<'_>,
+    opts: BackwardOptions,
+) -> Result<Vec<(Arc<Node<B>>, Tensor<B>)>> {
+    let Some(root_node) = root.ad.clone() else {
+        return Ok(Vec::new());
+    };
+    let is_target = |n: &Node<B>| match targets {
+        Targets::Leaves => matches!(n.kind, NodeKind::Leaf { .. }),
+        Targets::Nodes(ids) => ids.contains(&n.id),
+    };
+    let reaches = reaching_nodes(&root_node, &is_target);
+    if !reaches.get(&root_node.id).copied().unwrap_or(false) {
+        return Ok(Vec::new());
+    }
+    // Consumers still to run before each node's cotangent is complete.
+    let mut pending: HashMap<u64, usize> = HashMap::with_capacity(reaches.len());
+    for_each_node(&root_node, |n| {
+        for p in n.parents().iter().flatten() {
+            if reaches[&p.id] {
+                *pending.entry(p.id).or_insert(0) += 1;
+            }
+        }
+    });
+
+    let retain = opts.retain_graph || opts.create_graph;
+    let mut cotangents: HashMap<u64, Tensor<B>> = HashMap::new();
+    cotangents.insert(root_node.id, seed);
+    let mut results = Vec::new();
+    let mut ready = vec![root_node];
+    while let Some(node) = ready.pop() {
+        let grad = cotangents.remove(&node.id);
+        if let Some(g) = &grad
+            && is_target(&node)
+        {
+            results.push((node.clone(), g.clone()));
+        }
+        let NodeKind::Op { op, parents, saved } = &node.kind else {
+            continue;
+        };
+        let needs: Vec<bool> = parents
+            .iter()
+            .map(|p| p.as_ref().is_some_and(|p| reaches[&p.id]))
+            .collect();
+        if let Some(g) = grad
+            && needs.iter().any(|&n| n)
+        {
+            let values = take_saved(&node, op.name(), saved, retain, opts.create_graph)?;
+            let g = if opts.create_graph { g } else { g.detach() };
+            let input_grads = rules::vjp(op, &values, &g, &needs)?;
+            drop(values);
+            for ((parent, need), input_grad) in parents.iter().zip(&needs).zip(input_grads) {
+                let (Some(parent), true, Some(input_grad)) = (parent, *need, input_grad) else {
+                    continue;
+                };
+                accumulate(&mut cotangents, parent, input_grad, op.name())?;
+            }
+        } else if !retain {
+            *saved.lock().unwrap_or_else(|e| e.into_inner()) = Saved::Released;
+        }
+        for (parent, need) in parents.iter().zip(&needs) {
+            if let (Some(parent), true) = (parent, *need) {
+                let left = pending.get_mut(&parent.id).expect("counted above");
+                *left -= 1;
+                if *left == 0 {
+                    ready.push(parent.clone());
+                }
+            }
+        }
+    }
+    Ok(results)
+}
+
+/// Adds `grad` to the cotangent collected so far for `parent`.
+fn accumulate<B: Backend>(
+    cotangents: &mut HashMap<u64, Tensor<B>>,
+    parent: &Node<B>,
+    grad: Tensor<B>,
+    op: &'static str,
+) -> Result<()> {
+    if grad.shape() != parent.shape.as_slice() {
+        return Err(Error::autodiff(
+            op,
+            format!(
+                "internal error: the reverse rule produced a gradient of shape {:?} for an input of \
+                 shape {:?}",
+                grad.shape(),
+                parent.shape
+            ),
+        ));
+    }
+    let grad = grad.cast(parent.dtype)?;
+    match cotangents.entry(parent.id) {
+        Entry::Occupied(mut e) => {
+            let sum = e.get().add(&grad)?;
+            e.insert(sum);
+        }
+        Entry::Vacant(e) => {
+            e.insert(grad);
+        }
+    }
+    Ok(())
+}
+
+/// The saved values of `node`, re-attached to the graph when building a graph of gradients; released
+/// from the node unless the graph is retained.
+fn take_saved<B: Backend>(
+    node: &Arc<Node<B>>,
+    op: &'static str,
+    saved: &std::sync::Mutex<Saved<B>>,
+    retain: bool,
+    reattach: bool,
+) -> Result<SavedValues<B>> {
+    let mut guard = saved.lock().unwrap_or_else(|e| e.into_inner());
+    let held = if retain {
+        match &*guard {
+            Saved::Held { inputs, output } => (inputs.clone(), output.clone()),
+            Saved::Released => return Err(released(op)),
+        }
+    } else {
+        match std::mem::replace(&mut *guard, Saved::Released) {
+            Saved::Held { inputs, output } => (inputs, output),
+            Saved::Released => return Err(released(op)),
+        }
+    };
+    drop(guard);
+    let (mut inputs, mut output) = held;
+    if reattach {
+        for (input, parent) in inputs.iter_mut().zip(node.parents()) {
+            if let Some(t) = input {
+                t.ad = parent.clone();
+            }
+        }
+        if let Some(t) = &mut output {
+            t.ad = Some(node.clone());
+        }
+    }
+    Ok(SavedValues { inputs, output })
+}
+
+/// The error for a missing seed on an output with more than one element.
+pub(crate) fn not_one_element(op: &'static str, shape: &[usize]) -> Error {
+    let fix = if op == "backward" {
+        "use backward_with(seed) for other shapes"
+    } else {
+        "use vjp with a cotangent for other shapes"
+    };
+    Error::autodiff(
+        op,
+        format!("the output has shape {shape:?} but needs one element without a seed; {fix}"),
+    )
+}
+
+fn released(op: &'static str) -> Error {
+    Error::autodiff(
+        op,
+        "the values saved for the reverse pass were already freed by an earlier backward; pass \
+         BackwardOptions { retain_graph: true, .. } to the first call to run backward twice",
+    )
+}
+
+/// Visits every node reachable from `root` once, without recursion.
+fn for_each_node<B: Backend>(root: &Arc<Node<B>>, mut f: impl FnMut(&Node<B>)) {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![root.clone()];
+    seen.insert(root.id);
+    while let Some(n) = stack.pop() {
+        f(&n);
+        for p in n.parents().iter().flatten() {
+            if seen.insert(p.id) {
+                stack.push(p.clone());
+            }
+        }
+    }
+}
+
+/// For every node reachable from `root`: whether some target is reachable from it (itself included).
+/// An iterative post-order walk; the graph is acyclic by construction.
+fn reaching_nodes<B: Backend>(
+    root: &Arc<Node<B>>,
+    is_target: &impl Fn(&Node<B>) -> bool,
+) -> HashMap<u64, bool> {
+    let mut reaches: HashMap<u64, bool> = HashMap::new();
+    let mut stack: Vec<(Arc<Node<B>>, bool)> = vec![(root.clone(), false)];
+    while let Some((node, expanded)) = stack.pop() {
+        if expanded {
+            let r = is_target(&node)
+                || node
+                    .parents()
+                    .iter()
+                    .flatten()
+                    .any(|p| reaches.get(&p.id).copied().unwrap_or(false));
+            reaches.insert(node.id, r);
+            continue;
+        }
+        if reaches.contains_key(&node.id) {
+            continue;
+        }
+        let parents: Vec<Arc<Node<B>>> = node
+            .parents()
+            .iter()
+            .flatten()
+            .filter(|p| !reaches.contains_key(&p.id))
+            .cloned()
+            .collect();
+        stack.push((node, true));
+        stack.extend(parents.into_iter().map(|p| (p, false)));
+    }
+    reaches
+}

@@ -1,0 +1,162 @@
+//! JAX-style transforms over closures: `grad`, `value_and_grad`, `vjp`. They nest: when an input is
+//! itself tracked (by an outer transform or a variable), the inner reverse pass is recorded, so
+//! `grad(grad(f))` is the second derivative.
+
+use super::backward::{BackwardOptions, Targets, not_one_element, run_backward};
+use crate::Tensor;
+use nabla_core::{Backend, Error, Result};
+
+/// Runs `f` on marked copies of `xs` and pulls `seed` (or 1 for a one-element output) back to them.
+/// Returns the output (tracked only when the transform is nested) and one gradient per input.
+fn pullback<B: Backend>(
+    op: &'static str,
+    f: impl FnOnce(&[Tensor<B>]) -> Result<Tensor<B>>,
+    xs: &[Tensor<B>],
+    seed: Option<&Tensor<B>>,
+) -> Result<(Tensor<B>, Vec<Tensor<B>>)> {
+    let nested = xs.iter().any(Tensor::requires_grad) || seed.is_some_and(Tensor::requires_grad);
+    let marked = xs
+        .iter()
+        .map(|x| x.mark_input(op))
+        .collect::<Result<Vec<_>>>()?;
+    let y = f(&marked)?;
+    let ids: Vec<u64> = marked.iter().filter_map(Tensor::node_id).collect();
+    let found = if y.requires_grad() {
+        let seed = y.checked_seed(op, seed)?;
+        let opts = BackwardOptions {
+            create_graph: nested,
+            retain_graph: nested,
+        };
+        run_backward(&y, seed, Targets::Nodes(&ids), opts)?
+    } else {
+        if let Some(s) = seed
+            && s.shape() != y.shape()
+        {
+            return Err(Error::shapes(op, y.shape(), s.shape())
+                .with_hint("the cotangent must have the output's shape"));
+        }
+        if seed.is_none() && y.numel() != 1 {
+            return Err(not_one_element(op, y.shape()));
+        }
+        Vec::new()
+    };
+    let grads = marked
+        .iter()
+        .zip(xs)
+        .map(|(m, x)| {
+            let id = m.node_id();
+            match found.iter().find(|(n, _)| Some(n.id) == id) {
+                Some((_, g)) => Ok(g.clone()),
+                None => x.detach().zeros_like(),
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let y = if nested { y } else { y.detach() };
+    Ok((y, grads))
+}
+
+/// The gradient function of a scalar function of one tensor (JAX's `jax.grad`).
+///
+/// ```
+/// # use nabla_tensor::{Tensor, grad}; use nabla_cpu::CpuBackend;
+/// let x = Tensor::from_vec(vec![2.0f64], [], &CpuBackend::new())?;
+/// let cube = |x: &Tensor<CpuBackend>| x.pow(3.0);
+/// assert_eq!(grad(cube)(&x)?.item::<f64>()?, 12.0); // 3x^2
+/// assert_eq!(grad(grad(cube))(&x)?.item::<f64>()?, 12.0); // 6x
+/// assert_eq!(grad(grad(grad(cube)))(&x)?.item::<f64>()?, 6.0);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn grad<B, F>(f: F) -> impl Fn(&Tensor<B>) -> Result<Tensor<B>>
+where
+    B: Backend,
+    F: Fn(&Tensor<B>) -> Result<Tensor<B>>,
+{
+    move |x| {
+        let (_, mut g) = pullback("grad", |xs| f(&xs[0]), std::slice::from_ref(x), None)?;
+        Ok(g.remove(0))
+    }
+}
+
+/// The value and gradient of a scalar function of one tensor (JAX's `jax.value_and_grad`).
+pub fn value_and_grad<B, F>(f: F) -> impl Fn(&Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)>
+where
+    B: Backend,
+    F: Fn(&Tensor<B>) -> Result<Tensor<B>>,
+{
+    move |x| {
+        let (y, mut g) = pullback(
+            "value_and_grad",
+            |xs| f(&xs[0]),
+            std::slice::from_ref(x),
+            None,
+        )?;
+        Ok((y, g.remove(0)))
+    }
+}
+
+/// The gradients of a scalar function of several tensors with respect to each of them.
+///
+/// ```
+/// # use nabla_tensor::{Tensor, grad_n}; use nabla_cpu::CpuBackend;
+/// let cpu = CpuBackend::new();
+/// let (a, b) = (Tensor::from_vec(vec![3.0f64], [], &cpu)?, Tensor::from_vec(vec![4.0f64], [], &cpu)?);
+/// let g = grad_n(|v: &[Tensor<CpuBackend>]| v[0].mul(&v[1]))(&[a, b])?;
+/// assert_eq!((g[0].item::<f64>()?, g[1].item::<f64>()?), (4.0, 3.0));
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn grad_n<B, F>(f: F) -> impl Fn(&[Tensor<B>]) -> Result<Vec<Tensor<B>>>
+where
+    B: Backend,
+    F: Fn(&[Tensor<B>]) -> Result<Tensor<B>>,
+{
+    move |xs| Ok(pullback("grad", &f, xs, None)?.1)
+}
+
+/// The value and gradients of a scalar function of several tensors.
+pub fn value_and_grad_n<B, F>(f: F) -> impl Fn(&[Tensor<B>]) -> Result<(Tensor<B>, Vec<Tensor<B>>)>
+where
+    B: Backend,
+    F: Fn(&[Tensor<B>]) -> Result<Tensor<B>>,
+{
+    move |xs| pullback("value_and_grad", &f, xs, None)
+}
+
+/// The vector-Jacobian product of `f` at `x` with `cotangent` (of the output's shape): returns
+/// `(f(x), cotangentᵀ J)` as JAX's `jax.vjp` followed by the pullback.
+///
+/// ```
+/// # use nabla_tensor::{Tensor, vjp}; use nabla_cpu::CpuBackend;
+/// let cpu = CpuBackend::new();
+/// let x = Tensor::from_vec(vec![1.0f64, 2.0], [2], &cpu)?;
+/// let u = Tensor::from_vec(vec![1.0f64, 10.0], [2], &cpu)?;
+/// let (y, g) = vjp(|x: &Tensor<CpuBackend>| x.square(), &x, &u)?;
+/// assert_eq!(y.to_vec::<f64>()?, vec![1.0, 4.0]);
+/// assert_eq!(g.to_vec::<f64>()?, vec![2.0, 40.0]);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn vjp<B, F>(f: F, x: &Tensor<B>, cotangent: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)>
+where
+    B: Backend,
+    F: FnOnce(&Tensor<B>) -> Result<Tensor<B>>,
+{
+    let (y, mut g) = pullback(
+        "vjp",
+        |xs| f(&xs[0]),
+        std::slice::from_ref(x),
+        Some(cotangent),
+    )?;
+    Ok((y, g.remove(0)))
+}
+
+/// [`vjp`] for a function of several tensors: one cotangent-weighted gradient per input.
+pub fn vjp_n<B, F>(
+    f: F,
+    xs: &[Tensor<B>],
+    cotangent: &Tensor<B>,
+) -> Result<(Tensor<B>, Vec<Tensor<B>>)>
+where
+    B: Backend,
+    F: FnOnce(&[Tensor<B>]) -> Result<Tensor<B>>,
+{
+    pullback("vjp", f, xs, Some(cotangent))
+}

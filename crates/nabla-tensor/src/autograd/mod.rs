@@ -1,0 +1,22 @@
+//! Eager reverse-mode automatic differentiation.
+//!
+//! Ops on tracked tensors (variables made with [`Tensor::var`](crate::Tensor::var), and everything
+//! computed from them) record a graph node holding the primitive that ran and the values its reverse
+//! rule needs. [`Tensor::backward`](crate::Tensor::backward) walks that graph from the output, applying
+//! one rule per node, freeing each saved value once its node has run. The rules are written in tensor
+//! ops, so with `create_graph` the reverse pass is itself recorded and can be differentiated again, to
+//! any order. Untracked tensors carry no node and pay only a pointer check per op.
+
+mod backward;
+mod functional;
+mod grad_mode;
+mod node;
+mod op;
+mod rules;
+mod sum_to;
+
+pub use backward::{BackwardOptions, Gradients};
+pub use functional::{grad, grad_n, value_and_grad, value_and_grad_n, vjp, vjp_n};
+pub use grad_mode::{NoGradGuard, is_grad_enabled, no_grad};
+pub(crate) use node::Node;
+pub(crate) use op::Op;

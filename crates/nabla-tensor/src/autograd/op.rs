@@ -1,0 +1,145 @@
+//! The record an op leaves in the graph: which primitive ran, with the parameters its derivative needs.
+
+use nabla_core::{BinaryOp, Conv2dParams, DType, ReduceOp, UnaryOp};
+
+/// A recorded primitive. Every tracked tensor op reduces to one of these; composites record the
+/// primitives they are made of. Inputs are listed in the order the rules in `rules` expect.
+#[derive(Clone, Debug)]
+pub(crate) enum Op {
+    /// `y = x` (a copy to contiguous memory, or the marker a functional transform differentiates at).
+    Identity,
+    /// Elementwise unary math on `[x]`.
+    Unary(UnaryOp),
+    /// Elementwise binary math on `[a, b]`, already broadcast to one shape.
+    Binary(BinaryOp),
+    /// `where(cond, on_true, on_false)` on `[cond, t, f]`, already broadcast.
+    Select,
+    /// Conversion from the input dtype `from`.
+    Cast { from: DType },
+    /// A reduction over `axes` of an input of shape `input`, with the reduced axes kept as size 1.
+    Reduce {
+        op: ReduceOp,
+        axes: Vec<usize>,
+        input: Vec<usize>,
+    },
+    /// Inclusive cumulative sum along `axis`.
+    Cumsum { axis: usize },
+    /// Batched matrix product of `[a, b]` with equal batch dimensions.
+    Matmul,
+    /// A reshape (also squeeze and unsqueeze) from shape `from`.
+    Reshape { from: Vec<usize> },
+    /// Output axis `i` is input axis `perm[i]`.
+    Permute { perm: Vec<usize> },
+    /// Broadcast from shape `from`.
+    Broadcast { from: Vec<usize> },
+    /// `len` elements of `axis` (of size `size`) starting at `first`, every `step`-th (may be negative).
+    Slice {
+        axis: usize,
+        first: usize,
+        len: usize,
+        step: isize,
+        size: usize,
+    },
+    /// Reversal of `axes`.
+    Flip { axes: Vec<usize> },
+    /// Constant padding with `pads[axis] = (before, after)`.
+    Pad { pads: Vec<(usize, usize)> },
+    /// Concatenation along `axis` of inputs with these sizes along it.
+    Concat { axis: usize, sizes: Vec<usize> },
+    /// `take_along_axis` on `[x, index]`; `size` is the length of `axis` in `x`.
+    Gather { axis: usize, size: usize },
+    /// Selection of `axis` entries by a 1-D index on `[x, index]`; `size` is the length of `axis` in `x`.
+    IndexSelect { axis: usize, size: usize },
+    /// Scatter-add on `[dst, index, src]`.
+    ScatterAdd { axis: usize },
+    /// 2-D convolution of `[x, w]`.
+    Conv2d { params: Conv2dParams },
+    /// Input-gradient convolution of `[grad_out, w]` for an input of spatial size `input_hw`.
+    Conv2dInputGrad {
+        params: Conv2dParams,
+        input_hw: (usize, usize),
+    },
+    /// Weight-gradient convolution of `[x, grad_out]` for a kernel of spatial size `kernel_hw`.
+    Conv2dWeightGrad {
+        params: Conv2dParams,
+        kernel_hw: (usize, usize),
+    },
+}
+
+impl Op {
+    /// A short name for error messages and graph dumps.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Op::Identity => "identity",
+            Op::Unary(op) => op.name(),
+            Op::Binary(op) => op.name(),
+            Op::Select => "where",
+            Op::Cast { .. } => "cast",
+            Op::Reduce { op, .. } => op.name(),
+            Op::Cumsum { .. } => "cumsum",
+            Op::Matmul => "matmul",
+            Op::Reshape { .. } => "reshape",
+            Op::Permute { .. } => "permute",
+            Op::Broadcast { .. } => "broadcast_to",
+            Op::Slice { .. } => "slice",
+            Op::Flip { .. } => "flip",
+            Op::Pad { .. } => "pad",
+            Op::Concat { .. } => "cat",
+            Op::Gather { .. } => "gather",
+            Op::IndexSelect { .. } => "index_select",
+            Op::ScatterAdd { .. } => "scatter_add",
+            Op::Conv2d { .. } => "conv2d",
+            Op::Conv2dInputGrad { .. } => "conv2d_input_grad",
+            Op::Conv2dWeightGrad { .. } => "conv2d_weight_grad",
+        }
+    }
+
+    /// Bit `i` set: the reverse rule reads input `i`, so recording keeps a reference to it.
+    pub(crate) fn saved_inputs(&self) -> u8 {
+        use UnaryOp as U;
+        match self {
+            Op::Unary(op) => match op {
+                U::Neg
+                | U::Sign
+                | U::Floor
+                | U::Ceil
+                | U::Round
+                | U::Trunc
+                | U::Exp
+                | U::Expm1
+                | U::Sqrt
+                | U::Recip
+                | U::Tanh
+                | U::Sigmoid
+                | U::Tan
+                | U::Rsqrt => 0,
+                _ => 0b1,
+            },
+            Op::Binary(BinaryOp::Add | BinaryOp::Sub) => 0,
+            Op::Binary(_) => 0b11,
+            Op::Select => 0b1,
+            Op::Reduce {
+                op: ReduceOp::Sum, ..
+            } => 0,
+            Op::Reduce { .. } => 0b1,
+            Op::Matmul | Op::Conv2d { .. } => 0b11,
+            Op::Conv2dInputGrad { .. } | Op::Conv2dWeightGrad { .. } => 0b11,
+            Op::Gather { .. } | Op::IndexSelect { .. } | Op::ScatterAdd { .. } => 0b10,
+            _ => 0,
+        }
+    }
+
+    /// `true` when the reverse rule reads the op's own output.
+    pub(crate) fn saves_output(&self) -> bool {
+        use UnaryOp as U;
+        match self {
+            Op::Unary(op) => matches!(
+                op,
+                U::Exp | U::Expm1 | U::Sqrt | U::Rsqrt | U::Recip | U::Tanh | U::Sigmoid | U::Tan
+            ),
+            Op::Binary(op) => matches!(op, BinaryOp::Pow | BinaryOp::Maximum | BinaryOp::Minimum),
+            Op::Reduce { op, .. } => matches!(op, ReduceOp::Max | ReduceOp::Min),
+            _ => false,
+        }
+    }
+}

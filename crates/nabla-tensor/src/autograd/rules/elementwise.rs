@@ -1,0 +1,148 @@
+//! Reverse rules of elementwise unary and binary math and of `where`.
+
+use super::SavedValues;
+use crate::Tensor;
+use nabla_core::{Backend, BinaryOp, Error, Result, UnaryOp};
+
+/// `2 / sqrt(pi)`, the scale of the derivative of `erf`.
+const TWO_OVER_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
+
+pub(super) fn unary<B: Backend>(
+    op: UnaryOp,
+    s: &SavedValues<B>,
+    g: &Tensor<B>,
+) -> Result<Tensor<B>> {
+    use UnaryOp as U;
+    let x = || s.input(0);
+    let y = || s.output();
+    match op {
+        U::Neg => g.neg(),
+        U::Abs => g.mul(x()?.sign()?),
+        // Piecewise constant: zero derivative almost everywhere (as JAX).
+        U::Sign | U::Floor | U::Ceil | U::Round | U::Trunc => g.zeros_like(),
+        U::Recip => g.mul(y()?.square()?)?.neg(),
+        U::Square => g.mul(x()?.mul(2.0)?),
+        U::Sqrt => g.div(y()?.mul(2.0)?),
+        // d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 y^3
+        U::Rsqrt => g.mul(y()?.square()?.mul(y()?)?.mul(-0.5)?),
+        U::Exp => g.mul(y()?),
+        U::Expm1 => g.mul(y()?.add(1.0)?),
+        U::Log => g.div(x()?),
+        U::Log1p => g.div(x()?.add(1.0)?),
+        U::Sin => g.mul(x()?.cos()?),
+        U::Cos => g.mul(x()?.sin()?)?.neg(),
+        U::Tan => g.mul(y()?.square()?.add(1.0)?),
+        U::Asin => g.mul(one_minus_square(x()?)?.rsqrt()?),
+        U::Acos => g.mul(one_minus_square(x()?)?.rsqrt()?)?.neg(),
+        U::Atan => g.div(x()?.square()?.add(1.0)?),
+        U::Sinh => g.mul(x()?.cosh()?),
+        U::Cosh => g.mul(x()?.sinh()?),
+        U::Tanh => g.mul(one_minus_square(y()?)?),
+        U::Sigmoid => {
+            let y = y()?;
+            g.mul(y.mul(y.neg()?.add(1.0)?)?)
+        }
+        U::Erf => g.mul(x()?.square()?.neg()?.exp()?.mul(TWO_OVER_SQRT_PI)?),
+        other => Err(Error::autodiff(
+            other.name(),
+            "has no derivative for real inputs (it works on complex or bool values)",
+        )),
+    }
+}
+
+fn one_minus_square<B: Backend>(t: &Tensor<B>) -> Result<Tensor<B>> {
+    t.square()?.neg()?.add(1.0)
+}
+
+pub(super) fn binary<B: Backend>(
+    op: BinaryOp,
+    s: &SavedValues<B>,
+    g: &Tensor<B>,
+    needs: &[bool],
+) -> Result<Vec<Option<Tensor<B>>>> {
+    use BinaryOp as O;
+    let (need_a, need_b) = (needs[0], needs[1]);
+    let a = || s.input(0);
+    let b = || s.input(1);
+    let (da, db) = match op {
+        O::Add => (Some(g.clone()), Some(g.clone())),
+        O::Sub => (Some(g.clone()), need_b.then(|| g.neg()).transpose()?),
+        O::Mul => (
+            need_a.then(|| g.mul(b()?)).transpose()?,
+            need_b.then(|| g.mul(a()?)).transpose()?,
+        ),
+        O::Div => (
+            need_a.then(|| g.div(b()?)).transpose()?,
+            // -g a / b^2
+            need_b
+                .then(|| g.mul(a()?)?.div(b()?.square()?)?.neg())
+                .transpose()?,
+        ),
+        // a mod b = a - b floor(a / b) for the floored remainder.
+        O::Rem => (
+            Some(g.clone()),
+            need_b
+                .then(|| g.mul(a()?.div(b()?)?.floor()?)?.neg())
+                .transpose()?,
+        ),
+        O::Pow => {
+            let (a, b, y) = (a()?, b()?, s.output()?);
+            // d/da = b a^(b-1), taken as 0 where b == 0 (so 0^0 has derivative 0, as JAX).
+            let da = need_a
+                .then(|| {
+                    let d = b.mul(a.pow(b.sub(1.0)?)?)?;
+                    b.eq(0.0)?.where_(0.0, &d)?.mul(g)
+                })
+                .transpose()?;
+            // d/db = a^b ln a, taken as 0 where a == 0.
+            let db = need_b
+                .then(|| {
+                    let safe = a.eq(0.0)?.where_(1.0, a)?;
+                    g.mul(y.mul(safe.log()?)?)
+                })
+                .transpose()?;
+            (da, db)
+        }
+        // Ties split the gradient evenly between the operands, as JAX does.
+        O::Maximum | O::Minimum => {
+            let (a, b, y) = (a()?, b()?, s.output()?);
+            let share = |this: &Tensor<B>, other: &Tensor<B>| -> Result<Tensor<B>> {
+                let half_on_tie = other.eq(y)?.where_(0.5, 1.0)?.cast(g.dtype())?;
+                let w = this.eq(y)?.where_(&half_on_tie, 0.0)?;
+                g.mul(w)
+            };
+            (
+                need_a.then(|| share(a, b)).transpose()?,
+                need_b.then(|| share(b, a)).transpose()?,
+            )
+        }
+        O::Atan2 => {
+            let (a, b) = (a()?, b()?);
+            let denom = a.square()?.add(b.square()?)?;
+            (
+                need_a.then(|| g.mul(b)?.div(&denom)).transpose()?,
+                need_b.then(|| g.mul(a)?.div(&denom)?.neg()).transpose()?,
+            )
+        }
+        O::And | O::Or | O::Xor => {
+            return Err(Error::autodiff(
+                op.name(),
+                "logical ops on bool tensors have no derivative",
+            ));
+        }
+    };
+    Ok(vec![da, db])
+}
+
+pub(super) fn select<B: Backend>(
+    s: &SavedValues<B>,
+    g: &Tensor<B>,
+    needs: &[bool],
+) -> Result<Vec<Option<Tensor<B>>>> {
+    let cond = s.input(0)?;
+    Ok(vec![
+        None,
+        needs[1].then(|| cond.where_(g, 0.0)).transpose()?,
+        needs[2].then(|| cond.where_(0.0, g)).transpose()?,
+    ])
+}

@@ -1,0 +1,76 @@
+//! Reverse rules of the matrix product and the three convolutions (which are each other's transposes).
+
+use super::SavedValues;
+use crate::Tensor;
+use nabla_core::{Backend, Conv2dParams, Result};
+
+/// For `c = a @ b` with equal batch dimensions: `da = g @ bᵀ`, `db = aᵀ @ g`.
+pub(super) fn matmul<B: Backend>(
+    s: &SavedValues<B>,
+    g: &Tensor<B>,
+    needs: &[bool],
+) -> Result<Vec<Option<Tensor<B>>>> {
+    let (a, b) = (s.input(0)?, s.input(1)?);
+    Ok(vec![
+        needs[0].then(|| g.matmul(&b.t()?)).transpose()?,
+        needs[1].then(|| a.t()?.matmul(g)).transpose()?,
+    ])
+}
+
+fn spatial<B: Backend>(t: &Tensor<B>) -> (usize, usize) {
+    (t.shape()[2], t.shape()[3])
+}
+
+/// `y = conv2d(x, w)`: `dx = conv2d_input_grad(g, w)`, `dw = conv2d_weight_grad(x, g)`.
+pub(super) fn conv2d<B: Backend>(
+    p: &Conv2dParams,
+    s: &SavedValues<B>,
+    g: &Tensor<B>,
+    needs: &[bool],
+) -> Result<Vec<Option<Tensor<B>>>> {
+    let (x, w) = (s.input(0)?, s.input(1)?);
+    Ok(vec![
+        needs[0]
+            .then(|| g.conv2d_input_grad(w, spatial(x), p))
+            .transpose()?,
+        needs[1]
+            .then(|| x.conv2d_weight_grad(g, spatial(w), p))
+            .transpose()?,
+    ])
+}
+
+/// `y = conv2d_input_grad(h, w)` is linear in `h` and in `w`: `dh = conv2d(g, w)`,
+/// `dw = conv2d_weight_grad(g, h)`.
+pub(super) fn conv2d_input_grad<B: Backend>(
+    p: &Conv2dParams,
+    _input_hw: (usize, usize),
+    s: &SavedValues<B>,
+    g: &Tensor<B>,
+    needs: &[bool],
+) -> Result<Vec<Option<Tensor<B>>>> {
+    let (h, w) = (s.input(0)?, s.input(1)?);
+    Ok(vec![
+        needs[0].then(|| g.conv2d(w, p)).transpose()?,
+        needs[1]
+            .then(|| g.conv2d_weight_grad(h, spatial(w), p))
+            .transpose()?,
+    ])
+}
+
+/// `y = conv2d_weight_grad(x, h)` is linear in `x` and in `h`: `dx = conv2d_input_grad(h, g)`,
+/// `dh = conv2d(x, g)`.
+pub(super) fn conv2d_weight_grad<B: Backend>(
+    p: &Conv2dParams,
+    _kernel_hw: (usize, usize),
+    s: &SavedValues<B>,
+    g: &Tensor<B>,
+    needs: &[bool],
+) -> Result<Vec<Option<Tensor<B>>>> {
+    let (x, h) = (s.input(0)?, s.input(1)?);
+    Ok(vec![
+        needs[0]
+            .then(|| h.conv2d_input_grad(g, spatial(x), p))
+            .transpose()?,
+        needs[1].then(|| x.conv2d(g, p)).transpose()?,
+    ])
+}

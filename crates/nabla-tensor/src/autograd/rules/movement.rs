@@ -1,0 +1,79 @@
+//! Reverse rules of movement ops: each is the transposed movement (inverse permutation, sum over
+//! broadcast axes, zero-filling the elements a slice skipped, slicing away padding).
+
+use crate::Tensor;
+use nabla_core::{Backend, Result};
+
+pub(super) fn permute<B: Backend>(perm: &[usize], g: &Tensor<B>) -> Result<Tensor<B>> {
+    let mut inverse = vec![0isize; perm.len()];
+    for (i, &p) in perm.iter().enumerate() {
+        inverse[p] = i as isize;
+    }
+    g.permute(&inverse)
+}
+
+/// Places `g` (the sliced elements) back at their positions in an axis of `size`, zeros elsewhere.
+/// Built from flip, pad and reshape so that it is itself differentiable.
+pub(super) fn slice<B: Backend>(
+    axis: usize,
+    first: usize,
+    len: usize,
+    step: isize,
+    size: usize,
+    g: &Tensor<B>,
+) -> Result<Tensor<B>> {
+    let ax = axis as isize;
+    if len == 0 {
+        let mut shape = g.shape().to_vec();
+        shape[axis] = size;
+        return Tensor::zeros(shape, g.dtype(), g.backend());
+    }
+    let stride = step.unsigned_abs();
+    // Positions ascend from `lowest` by `stride`.
+    let (g, lowest) = if step > 0 {
+        (g.clone(), first)
+    } else {
+        (g.flip(&[ax])?, first - (len - 1) * stride)
+    };
+    let spread = if stride == 1 {
+        g
+    } else {
+        // [.., len, ..] -> [.., len, stride, ..] with zeros after each element -> [.., len * stride, ..]
+        let mut pads = vec![(0, 0); g.rank() + 1];
+        pads[axis + 1] = (0, stride - 1);
+        let padded = g.unsqueeze(ax + 1)?.pad(&pads, 0.0)?;
+        let merged = padded.flatten(ax, ax + 1)?;
+        merged.narrow(ax, 0, (len - 1) * stride + 1)?
+    };
+    let covered = spread.shape()[axis];
+    let mut pads = vec![(0, 0); spread.rank()];
+    pads[axis] = (lowest, size - lowest - covered);
+    spread.pad(&pads, 0.0)
+}
+
+pub(super) fn pad<B: Backend>(pads: &[(usize, usize)], g: &Tensor<B>) -> Result<Tensor<B>> {
+    let mut out = g.clone();
+    for (axis, &(before, after)) in pads.iter().enumerate() {
+        if before != 0 || after != 0 {
+            let len = out.shape()[axis] - before - after;
+            out = out.narrow(axis as isize, before, len)?;
+        }
+    }
+    Ok(out)
+}
+
+pub(super) fn concat<B: Backend>(
+    axis: usize,
+    sizes: &[usize],
+    g: &Tensor<B>,
+) -> Result<Vec<Option<Tensor<B>>>> {
+    let mut start = 0;
+    sizes
+        .iter()
+        .map(|&n| {
+            let part = g.narrow(axis as isize, start, n)?;
+            start += n;
+            Ok(Some(part))
+        })
+        .collect()
+}
