@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 
 mod autograd;
+mod composite;
 mod creation;
 mod display;
 mod elementwise;

@@ -17,7 +17,8 @@ pub(super) fn unary<B: Backend>(
     let y = || s.output();
     match op {
         U::Neg => g.neg(),
-        U::Abs => g.mul(x()?.sign()?),
+        // The derivative at 0 is taken as 1, as JAX does (PyTorch uses sign(0) = 0).
+        U::Abs => x()?.ge(0.0)?.where_(g, g.neg()?),
         // Piecewise constant: zero derivative almost everywhere (as JAX).
         U::Sign | U::Floor | U::Ceil | U::Round | U::Trunc => g.zeros_like(),
         U::Recip => g.mul(y()?.square()?)?.neg(),
@@ -43,6 +44,9 @@ pub(super) fn unary<B: Backend>(
             g.mul(y.mul(y.neg()?.add(1.0)?)?)
         }
         U::Erf => g.mul(x()?.square()?.neg()?.exp()?.mul(TWO_OVER_SQRT_PI)?),
+        // Only real inputs are tracked: there conj and real are the identity and imag is zero.
+        U::Conj | U::Real => Ok(g.clone()),
+        U::Imag => g.zeros_like(),
         other => Err(Error::autodiff(
             other.name(),
             "has no derivative for real inputs (it works on complex or bool values)",
@@ -87,11 +91,16 @@ pub(super) fn binary<B: Backend>(
         ),
         O::Pow => {
             let (a, b, y) = (a()?, b()?, s.output()?);
-            // d/da = b a^(b-1), taken as 0 where b == 0 (so 0^0 has derivative 0, as JAX).
+            // d/da = b a^(b-1), taken as 0 where a == b == 0 (so 0^0 has derivative 0, as JAX, instead
+            // of 0 * inf; the base is made safe there too so that no NaN reaches second order).
+            // Elsewhere with b == 0 the product is 0 already, and keeping it unmasked keeps its
+            // derivative in b (1/a) for second order.
             let da = need_a
                 .then(|| {
-                    let d = b.mul(a.pow(b.sub(1.0)?)?)?;
-                    b.eq(0.0)?.where_(0.0, &d)?.mul(g)
+                    let both_zero = a.eq(0.0)?.logical_and(&b.eq(0.0)?)?;
+                    let base = both_zero.where_(1.0, a)?;
+                    let d = b.mul(base.pow(b.sub(1.0)?)?)?;
+                    both_zero.where_(0.0, &d)?.mul(g)
                 })
                 .transpose()?;
             // d/db = a^b ln a, taken as 0 where a == 0.

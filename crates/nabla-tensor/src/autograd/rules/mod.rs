@@ -71,7 +71,7 @@ pub(crate) fn vjp<B: Backend>(
         }
         Op::Reshape { from } => Ok(vec![Some(g.reshape(from.clone())?)]),
         Op::Permute { perm } => Ok(vec![Some(movement::permute(perm, g)?)]),
-        Op::Broadcast { from } => Ok(vec![Some(g.sum_to(from.clone())?)]),
+        Op::Broadcast { from } => Ok(vec![Some(movement::unbroadcast(from, g)?)]),
         Op::Slice {
             axis,
             first,

@@ -2,7 +2,7 @@
 //! broadcast axes, zero-filling the elements a slice skipped, slicing away padding).
 
 use crate::Tensor;
-use nabla_core::{Backend, Result};
+use nabla_core::{Backend, DType, Result};
 
 pub(super) fn permute<B: Backend>(perm: &[usize], g: &Tensor<B>) -> Result<Tensor<B>> {
     let mut inverse = vec![0isize; perm.len()];
@@ -49,6 +49,15 @@ pub(super) fn slice<B: Backend>(
     let mut pads = vec![(0, 0); spread.rank()];
     pads[axis] = (lowest, size - lowest - covered);
     spread.pad(&pads, 0.0)
+}
+
+/// Sums `g` back to the shape `from` it was broadcast from. Half-precision types have no sum kernel,
+/// so their cotangents are summed in f32 and cast back.
+pub(super) fn unbroadcast<B: Backend>(from: &[usize], g: &Tensor<B>) -> Result<Tensor<B>> {
+    if g.dtype().is_half() {
+        return g.cast(DType::F32)?.sum_to(from.to_vec())?.cast(g.dtype());
+    }
+    g.sum_to(from.to_vec())
 }
 
 pub(super) fn pad<B: Backend>(pads: &[(usize, usize)], g: &Tensor<B>) -> Result<Tensor<B>> {

@@ -27,20 +27,23 @@ pub(super) fn reduce<B: Backend>(
 }
 
 /// d prod / d x_i is the product of the other elements. Dividing the product by `x_i` fails at zeros,
-/// so zeros are handled apart: with no zero the gradient is `p / x`; with one zero only that element
-/// gets the product of the others; with two or more every element gets zero.
+/// so zeros are handled apart: with `x_i` replaced by 1 where it is zero, the derivative is
+/// `prod(nonzero) / x_i` times the product of the *other* zeros, which is 1 when there is none, the
+/// (tracked) value of that zero when there is one, and 0 when there are more. Keeping the other zero as
+/// a tracked factor, rather than a constant 0, makes the result right to first order in every element,
+/// so second derivatives are right at zeros too (d2 prod / dx_i dx_j = product of the rest).
 fn prod<B: Backend>(axes: &[isize], x: &Tensor<B>, g: &Tensor<B>) -> Result<Tensor<B>> {
     let is_zero = x.eq(0.0)?;
     let safe = is_zero.where_(1.0, x)?;
     let product_of_nonzero = safe.prod(axes, true)?;
-    let zeros = is_zero.cast(x.dtype())?.sum(axes, true)?;
-    let no_zero = zeros.eq(0.0)?;
-    let one_zero = zeros.eq(1.0)?;
-    let without_self = product_of_nonzero.div(&safe)?;
-    let at_the_zero = is_zero.where_(&product_of_nonzero, 0.0)?;
-    let others = one_zero.where_(&at_the_zero, 0.0)?;
-    let d = no_zero.where_(&without_self, &others)?;
-    g.mul(&d)
+    let zero_count = is_zero.cast(x.dtype())?;
+    let other_zeros = zero_count.sum(axes, true)?.sub(&zero_count)?;
+    // The sum of the other zeros' values: 0, but it carries their derivative.
+    let zero_values = is_zero.where_(x, 0.0)?;
+    let other_zero = zero_values.sum(axes, true)?.sub(&zero_values)?;
+    let one_other = other_zeros.eq(1.0)?.where_(&other_zero, 0.0)?;
+    let factor = other_zeros.eq(0.0)?.where_(1.0, &one_other)?;
+    g.mul(&product_of_nonzero.div(&safe)?.mul(&factor)?)
 }
 
 /// The reverse of an inclusive cumulative sum is a reversed cumulative sum.

@@ -1,0 +1,40 @@
+//! Composite ops built only from differentiable primitives: activations, softmax and its relatives,
+//! statistics and normalisation.
+//!
+//! Nothing here has a derivative rule of its own. Each method is ordinary tensor code over primitives
+//! that are recorded, so every composite is differentiable to any order, on every backend, for free.
+//! Numerical stability is obtained by the choice of formula (subtracting a detached maximum, selecting
+//! between two safe branches, ...), never by a special kernel. The formulas follow JAX's
+//! (`jax.nn`, `jax.numpy`) so that values and derivatives agree with it, including at the points
+//! where a function is not differentiable.
+
+mod activations;
+mod normalization;
+mod softmax;
+
+use crate::Tensor;
+use nabla_core::{Backend, Error, Result, normalize_axes};
+
+impl<B: Backend> Tensor<B> {
+    /// Fails unless `self` holds float32 or float64 values (the dtypes composites compute in).
+    pub(crate) fn check_real_float(&self, op: &'static str) -> Result<()> {
+        let dt = self.dtype();
+        if dt.is_float() && !dt.is_half() {
+            return Ok(());
+        }
+        Err(Error::dtype(op, dt).with_hint(format!(
+            "{op} needs a float32 or float64 tensor; cast with .cast(DType::F32) first"
+        )))
+    }
+
+    /// The number of elements reduced over `axes` (empty = all axes), checking the axes.
+    pub(crate) fn reduced_count(&self, op: &'static str, axes: &[isize]) -> Result<usize> {
+        if axes.is_empty() {
+            return Ok(self.numel());
+        }
+        Ok(normalize_axes(op, axes, self.rank())?
+            .iter()
+            .map(|&a| self.shape()[a])
+            .product())
+    }
+}
