@@ -32,8 +32,9 @@ mod shape_ops;
 mod tensor;
 
 pub use autograd::{
-    BackwardOptions, Gradients, NoGradGuard, grad, grad_n, is_grad_enabled, no_grad, value_and_grad,
-    value_and_grad_n, vjp, vjp_n,
+    BackwardOptions, ElementCheck, GradCheckOptions, GradCheckReport, Gradients, InputCheck,
+    NoGradGuard, check_gradients, check_second_order, grad, grad_n, is_grad_enabled, no_grad,
+    value_and_grad, value_and_grad_n, vjp, vjp_n,
 };
 pub use display::PrintOptions;
 pub use index::{IndexOp, Indexer, Slice, s};

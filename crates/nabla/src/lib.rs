@@ -23,7 +23,12 @@ pub use nabla_core::{
 };
 pub use nabla_cpu as cpu;
 pub use nabla_cpu::CpuBackend;
-pub use nabla_tensor::{IndexOp, Indexer, Operand, PrintOptions, ReshapeDims, Slice, Tensor, s};
+pub use nabla_tensor::{
+    BackwardOptions, ElementCheck, GradCheckOptions, GradCheckReport, Gradients, IndexOp, Indexer,
+    InputCheck, NoGradGuard, Operand, PrintOptions, ReshapeDims, Slice, Tensor, check_gradients,
+    check_second_order, grad, grad_n, is_grad_enabled, no_grad, s, value_and_grad,
+    value_and_grad_n, vjp, vjp_n,
+};
 
 /// A tensor on the CPU backend.
 pub type CpuTensor = Tensor<CpuBackend>;
@@ -31,8 +36,9 @@ pub type CpuTensor = Tensor<CpuBackend>;
 /// The names most programs use: `use nabla::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Backend, Conv2dParams, CpuBackend, CpuTensor, DType, Error, Generator, IndexOp, Result,
-        Scalar, Shape, Tensor,
+        Backend, BackwardOptions, Conv2dParams, CpuBackend, CpuTensor, DType, Error, Generator,
+        GradCheckOptions, Gradients, IndexOp, Result, Scalar, Shape, Tensor, check_gradients, grad,
+        grad_n, no_grad, value_and_grad, vjp,
     };
 }
 

@@ -73,6 +73,9 @@ impl<B: Backend> std::fmt::Debug for Gradients<B> {
     }
 }
 
+/// The gradient that reached each target node, with the node (callers read leaf names from it).
+pub(crate) type NodeGradients<B> = Vec<(Arc<Node<B>>, Tensor<B>)>;
+
 /// Which nodes the reverse pass collects gradients for.
 pub(crate) enum Targets<'a> {
     /// Every variable the output depends on.
@@ -182,7 +185,7 @@ pub(crate) fn run_backward<B: Backend>(
     seed: Tensor<B>,
     targets: Targets<'_>,
     opts: BackwardOptions,
-) -> Result<Vec<(Arc<Node<B>>, Tensor<B>)>> {
+) -> Result<NodeGradients<B>> {
     let Some(root_node) = root.ad.clone() else {
         return Ok(Vec::new());
     };
@@ -273,7 +276,16 @@ fn accumulate<B: Backend>(
     let grad = grad.cast(parent.dtype)?;
     match cotangents.entry(parent.id) {
         Entry::Occupied(mut e) => {
-            let sum = e.get().add(&grad)?;
+            let sum = if grad.dtype().is_half() {
+                // Half precision is for storage only: add in f32 and round once.
+                let f32 = nabla_core::DType::F32;
+                e.get()
+                    .cast(f32)?
+                    .add(grad.cast(f32)?)?
+                    .cast(grad.dtype())?
+            } else {
+                e.get().add(&grad)?
+            };
             e.insert(sum);
         }
         Entry::Vacant(e) => {

@@ -6,6 +6,9 @@ use super::backward::{BackwardOptions, Targets, not_one_element, run_backward};
 use crate::Tensor;
 use nabla_core::{Backend, Error, Result};
 
+/// A function's value with one gradient per input.
+type ValueAndGrads<B> = (Tensor<B>, Vec<Tensor<B>>);
+
 /// Runs `f` on marked copies of `xs` and pulls `seed` (or 1 for a one-element output) back to them.
 /// Returns the output (tracked only when the transform is nested) and one gradient per input.
 fn pullback<B: Backend>(
@@ -13,7 +16,7 @@ fn pullback<B: Backend>(
     f: impl FnOnce(&[Tensor<B>]) -> Result<Tensor<B>>,
     xs: &[Tensor<B>],
     seed: Option<&Tensor<B>>,
-) -> Result<(Tensor<B>, Vec<Tensor<B>>)> {
+) -> Result<ValueAndGrads<B>> {
     let nested = xs.iter().any(Tensor::requires_grad) || seed.is_some_and(Tensor::requires_grad);
     let marked = xs
         .iter()
@@ -113,7 +116,7 @@ where
 }
 
 /// The value and gradients of a scalar function of several tensors.
-pub fn value_and_grad_n<B, F>(f: F) -> impl Fn(&[Tensor<B>]) -> Result<(Tensor<B>, Vec<Tensor<B>>)>
+pub fn value_and_grad_n<B, F>(f: F) -> impl Fn(&[Tensor<B>]) -> Result<ValueAndGrads<B>>
 where
     B: Backend,
     F: Fn(&[Tensor<B>]) -> Result<Tensor<B>>,

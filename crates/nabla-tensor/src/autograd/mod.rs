@@ -10,6 +10,7 @@
 mod backward;
 mod functional;
 mod grad_mode;
+mod gradcheck;
 mod node;
 mod op;
 mod rules;
@@ -18,5 +19,9 @@ mod sum_to;
 pub use backward::{BackwardOptions, Gradients};
 pub use functional::{grad, grad_n, value_and_grad, value_and_grad_n, vjp, vjp_n};
 pub use grad_mode::{NoGradGuard, is_grad_enabled, no_grad};
+pub use gradcheck::{
+    ElementCheck, GradCheckOptions, GradCheckReport, InputCheck, check_gradients,
+    check_second_order,
+};
 pub(crate) use node::Node;
 pub(crate) use op::Op;

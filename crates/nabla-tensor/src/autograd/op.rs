@@ -112,7 +112,10 @@ impl Op {
                 | U::Tanh
                 | U::Sigmoid
                 | U::Tan
-                | U::Rsqrt => 0,
+                | U::Rsqrt
+                | U::Conj
+                | U::Real
+                | U::Imag => 0,
                 _ => 0b1,
             },
             Op::Binary(BinaryOp::Add | BinaryOp::Sub) => 0,
