@@ -25,8 +25,26 @@ pub(crate) struct RowPlan<const K: usize> {
 impl<const K: usize> RowPlan<K> {
     /// Plans a walk over `K` views of one shape.
     pub(crate) fn new(layouts: [&Layout; K]) -> Self {
-        let (dims, strides) = Layout::coalesce(&layouts);
         let offsets = std::array::from_fn(|k| layouts[k].offset() as isize);
+        // Views of rank 0 or 1 are a single row already: plan them without coalescing, which allocates.
+        // Tiny tensors (and the broadcast cotangents of the reverse pass) take this path on every op, where
+        // allocations are most of the cost. A length-1 row gets stride 0, as coalescing would give it.
+        if layouts[0].rank() <= 1 {
+            let n = layouts[0].numel();
+            let row = layouts[0].rank() == 1 && n != 1;
+            return RowPlan {
+                outer_dims: Vec::new(),
+                outer_strides: std::array::from_fn(|_| Vec::new()),
+                inner_len: if row { n } else { n.min(1) },
+                inner_strides: std::array::from_fn(
+                    |k| {
+                        if row { layouts[k].strides()[0] } else { 0 }
+                    },
+                ),
+                offsets,
+            };
+        }
+        let (dims, strides) = Layout::coalesce(&layouts);
         if dims.is_empty() {
             return RowPlan {
                 outer_dims: Vec::new(),
@@ -443,6 +461,37 @@ mod tests {
             prop_assert_eq!(got, want);
             let got3 = map3(&x, &l, &y, &c, &x, &l, |a, b, c| a + b - c);
             prop_assert_eq!(got3, y.clone());
+        }
+    }
+
+    #[test]
+    fn rank_zero_and_one_views_walk_like_the_reference() {
+        let x: Vec<i64> = (0..10).collect();
+        let at7 = Layout::from_parts(vec![], vec![], 7).unwrap();
+        let views = [
+            at7.clone(),
+            at7.broadcast_to(&[4]).unwrap(),
+            Layout::contiguous([10]).flip(0).unwrap(),
+            Layout::contiguous([10]).slice(0, 1, 4, 2).unwrap(),
+            Layout::contiguous([10]).slice(0, 3, 1, 1).unwrap(),
+            Layout::from_parts(vec![0], vec![1], 5).unwrap(),
+        ];
+        for l in &views {
+            let plan = RowPlan::new([l]);
+            assert_eq!(plan.rows() * plan.inner_len, l.numel(), "{l:?}");
+            assert_eq!(
+                map1(&x, l, |v| v + 1),
+                reference(&x, l).iter().map(|v| v + 1).collect::<Vec<_>>()
+            );
+            let c = Layout::contiguous(l.shape().to_vec());
+            let y: Vec<i64> = (0..l.numel() as i64).map(|v| 100 * v).collect();
+            let want: Vec<i64> = reference(&x, l)
+                .iter()
+                .zip(&y)
+                .map(|(a, b)| a + b)
+                .collect();
+            assert_eq!(map2(&x, l, &y, &c, |a, b| a + b), want, "{l:?}");
+            assert_eq!(map2(&y, &c, &x, l, |a, b| a + b), want, "{l:?}");
         }
     }
 
