@@ -3,7 +3,25 @@
 //! Every movement that can be expressed as metadata (permute, broadcast, slice with any non-zero step,
 //! reverse, squeeze, unsqueeze, compatible reshape) is a [`Layout`] transformation and costs no copy.
 
-use crate::{Error, Result, Shape, shape::contiguous_strides};
+use crate::{Error, Result, Shape};
+use smallvec::{SmallVec, smallvec};
+
+/// Dimensions kept inline up to rank 4, so that making, cloning and viewing the tensors of most
+/// programs allocates nothing for their layout.
+type Dims = SmallVec<[usize; 4]>;
+/// Strides, inline like [`Dims`].
+type Strides = SmallVec<[isize; 4]>;
+
+/// Row-major strides of `dims`, with size-0 and size-1 dimensions counted as size 1.
+fn contiguous_strides(dims: &[usize]) -> Strides {
+    let mut strides: Strides = smallvec![0isize; dims.len()];
+    let mut acc = 1isize;
+    for i in (0..dims.len()).rev() {
+        strides[i] = acc;
+        acc *= dims[i].max(1) as isize;
+    }
+    strides
+}
 
 /// Shape, strides (in elements, possibly zero or negative) and the offset of element `[0, 0, ...]`.
 ///
@@ -19,19 +37,28 @@ use crate::{Error, Result, Shape, shape::contiguous_strides};
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Layout {
-    shape: Vec<usize>,
-    strides: Vec<isize>,
+    shape: Dims,
+    strides: Strides,
     offset: usize,
 }
 
 impl Layout {
     /// A row-major layout starting at offset 0.
     pub fn contiguous(shape: impl Into<Shape>) -> Self {
-        let shape = shape.into().into_dims();
+        let shape = Dims::from_vec(shape.into().into_dims());
         let strides = contiguous_strides(&shape);
         Layout {
             shape,
             strides,
+            offset: 0,
+        }
+    }
+
+    /// A row-major layout of `dims` starting at offset 0; allocates nothing up to rank 4.
+    pub fn row_major(dims: &[usize]) -> Self {
+        Layout {
+            shape: Dims::from_slice(dims),
+            strides: contiguous_strides(dims),
             offset: 0,
         }
     }
@@ -46,8 +73,8 @@ impl Layout {
             ));
         }
         let l = Layout {
-            shape,
-            strides,
+            shape: Dims::from_vec(shape),
+            strides: Strides::from_vec(strides),
             offset,
         };
         if l.numel() > 0 && l.min_offset() < 0 {
@@ -198,7 +225,7 @@ impl Layout {
                 .with_hint("the target has fewer dimensions than the source"));
         }
         let lead = r - self.rank();
-        let mut strides = vec![0isize; r];
+        let mut strides: Strides = smallvec![0isize; r];
         for i in 0..self.rank() {
             let (d, t) = (self.shape[i], shape[lead + i]);
             strides[lead + i] =
@@ -213,7 +240,7 @@ impl Layout {
                 };
         }
         Ok(Layout {
-            shape: shape.to_vec(),
+            shape: Dims::from_slice(shape),
             strides,
             offset: self.offset,
         })
@@ -310,7 +337,7 @@ impl Layout {
         }
         if self.is_contiguous() {
             return Some(Layout {
-                shape: shape.to_vec(),
+                shape: Dims::from_slice(shape),
                 strides: contiguous_strides(shape),
                 offset: self.offset,
             });
@@ -329,7 +356,7 @@ impl Layout {
         // NumPy's no-copy reshape: group old and new dims into runs of equal element count; each run of
         // old dims must be mutually contiguous, and the new dims of the run take strides from it.
         let nd = shape;
-        let mut new_strides = vec![1isize; nd.len()];
+        let mut new_strides: Strides = smallvec![1isize; nd.len()];
         let (mut oi, mut oj, mut ni, mut nj) = (0usize, 1usize, 0usize, 1usize);
         while ni < nd.len() && oi < od.len() {
             let (mut np, mut op) = (nd[ni], od[oi]);
@@ -357,7 +384,7 @@ impl Layout {
             oj += 1;
         }
         Some(Layout {
-            shape: shape.to_vec(),
+            shape: Dims::from_slice(shape),
             strides: new_strides,
             offset: self.offset,
         })

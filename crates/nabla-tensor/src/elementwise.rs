@@ -160,7 +160,7 @@ impl<B: Backend> Tensor<B> {
         }
         let storage = self.backend().unary(op, self.storage(), self.layout())?;
         Ok(
-            Tensor::from_output(storage, self.shape().to_vec(), self.backend())
+            Tensor::from_output_dims(storage, self.shape(), self.backend())
                 .record(|| Op::Unary(op), &[self]),
         )
     }
@@ -181,6 +181,9 @@ impl<B: Backend> Tensor<B> {
         let rhs = rhs.into_operand(self.dtype(), self.backend())?;
         self.check_device(op, &rhs)?;
         self.check_same_dtype(op, &rhs)?;
+        if self.shape() == rhs.shape() {
+            return Ok((self.clone(), rhs));
+        }
         self.broadcast_pair(op, &rhs)
     }
 
@@ -194,10 +197,8 @@ impl<B: Backend> Tensor<B> {
         let storage =
             self.backend()
                 .binary(op, a.storage(), a.layout(), b.storage(), b.layout())?;
-        Ok(
-            Tensor::from_output(storage, a.shape().to_vec(), self.backend())
-                .record(|| Op::Binary(op), &[&a, &b]),
-        )
+        Ok(Tensor::from_output_dims(storage, a.shape(), self.backend())
+            .record(|| Op::Binary(op), &[&a, &b]))
     }
 
     /// Applies a comparison with broadcasting; the result is bool.
@@ -209,11 +210,7 @@ impl<B: Backend> Tensor<B> {
         let storage =
             self.backend()
                 .compare(op, a.storage(), a.layout(), b.storage(), b.layout())?;
-        Ok(Tensor::from_output(
-            storage,
-            a.shape().to_vec(),
-            self.backend(),
-        ))
+        Ok(Tensor::from_output_dims(storage, a.shape(), self.backend()))
     }
 
     /// `cond ? on_true : on_false` elementwise, broadcasting all three (NumPy `where`). `self` is the

@@ -141,7 +141,7 @@ impl<B: Backend> Tensor<B> {
             src.layout(),
         )?;
         Ok(
-            Tensor::from_output(storage, self.shape().to_vec(), self.backend())
+            Tensor::from_output_dims(storage, self.shape(), self.backend())
                 .record(|| Op::ScatterAdd { axis: a }, &[self, &index, src]),
         )
     }

@@ -189,9 +189,7 @@ impl<B: Backend> Tensor<B> {
             return Err(Error::dtype("cumsum", x.dtype()));
         }
         let storage = x.backend().cumsum(x.storage(), x.layout(), a)?;
-        Ok(
-            Tensor::from_output(storage, x.shape().to_vec(), x.backend())
-                .record(|| Op::Cumsum { axis: a }, &[&x]),
-        )
+        Ok(Tensor::from_output_dims(storage, x.shape(), x.backend())
+            .record(|| Op::Cumsum { axis: a }, &[&x]))
     }
 }

@@ -63,6 +63,19 @@ impl<B: Backend> Tensor<B> {
         }
     }
 
+    /// Wraps a freshly computed contiguous buffer with the dimensions `dims` (kernel outputs shaped like
+    /// an input; no allocation for the layout).
+    pub(crate) fn from_output_dims(storage: B::Storage, dims: &[usize], backend: &B) -> Self {
+        let dtype = backend.storage_dtype(&storage);
+        Tensor {
+            storage,
+            layout: Layout::row_major(dims),
+            dtype,
+            backend: backend.clone(),
+            ad: None,
+        }
+    }
+
     /// The same buffer seen through another layout (views), untracked: callers record the view op.
     pub(crate) fn with_layout(&self, layout: Layout) -> Self {
         Tensor {
@@ -289,7 +302,7 @@ impl<B: Backend> Tensor<B> {
         }
         let storage = self.backend.copy(&self.storage, &self.layout)?;
         Ok(
-            Tensor::from_output(storage, self.shape().to_vec(), &self.backend)
+            Tensor::from_output_dims(storage, self.shape(), &self.backend)
                 .record(|| Op::Identity, &[self]),
         )
     }
@@ -302,7 +315,7 @@ impl<B: Backend> Tensor<B> {
         let storage = self.backend.cast(&self.storage, &self.layout, dtype)?;
         let from = self.dtype;
         Ok(
-            Tensor::from_output(storage, self.shape().to_vec(), &self.backend)
+            Tensor::from_output_dims(storage, self.shape(), &self.backend)
                 .record(|| Op::Cast { from }, &[self]),
         )
     }

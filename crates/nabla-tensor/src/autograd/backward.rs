@@ -6,7 +6,7 @@ use super::rules::{self, SavedValues};
 use crate::Tensor;
 use nabla_core::{Backend, Error, Result};
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 /// How [`Tensor::backward_opts`] runs.
@@ -193,71 +193,165 @@ pub(crate) fn run_backward<B: Backend>(
         Targets::Leaves => matches!(n.kind, NodeKind::Leaf { .. }),
         Targets::Nodes(ids) => ids.contains(&n.id),
     };
-    let reaches = reaching_nodes(&root_node, &is_target);
-    if !reaches.get(&root_node.id).copied().unwrap_or(false) {
+    let graph = Walk::new(&root_node, &is_target);
+    if !graph.reaches[0] {
         return Ok(Vec::new());
     }
     // Consumers still to run before each node's cotangent is complete.
-    let mut pending: HashMap<u64, usize> = HashMap::with_capacity(reaches.len());
-    for_each_node(&root_node, |n| {
-        for p in n.parents().iter().flatten() {
-            if reaches[&p.id] {
-                *pending.entry(p.id).or_insert(0) += 1;
+    let mut pending = vec![0usize; graph.nodes.len()];
+    for (i, node) in graph.nodes.iter().enumerate() {
+        if graph.reaches[i] {
+            for p in node.parents().iter().flatten() {
+                let j = graph.slot(p);
+                if graph.reaches[j] {
+                    pending[j] += 1;
+                }
             }
         }
-    });
+    }
 
     let retain = opts.retain_graph || opts.create_graph;
-    let mut cotangents: HashMap<u64, Tensor<B>> = HashMap::new();
-    cotangents.insert(root_node.id, seed);
+    let mut cotangents: Vec<Option<Tensor<B>>> = vec![None; graph.nodes.len()];
+    cotangents[0] = Some(seed);
     let mut results = Vec::new();
-    let mut ready = vec![root_node];
-    while let Some(node) = ready.pop() {
-        let grad = cotangents.remove(&node.id);
+    let mut ready = vec![0usize];
+    // Per node: the slot of each input that needs a gradient, and the same as flags for the rules.
+    let (mut needs, mut needed) = (Vec::new(), Vec::new());
+    while let Some(i) = ready.pop() {
+        let node = &graph.nodes[i];
+        let grad = cotangents[i].take();
         if let Some(g) = &grad
-            && is_target(&node)
+            && is_target(node)
         {
             results.push((node.clone(), g.clone()));
         }
         let NodeKind::Op { op, parents, saved } = &node.kind else {
             continue;
         };
-        let needs: Vec<bool> = parents
-            .iter()
-            .map(|p| p.as_ref().is_some_and(|p| reaches[&p.id]))
-            .collect();
+        needs.clear();
+        needs.extend(parents.iter().map(|p| {
+            p.as_ref()
+                .map(|p| graph.slot(p))
+                .filter(|&j| graph.reaches[j])
+        }));
+        needed.clear();
+        needed.extend(needs.iter().map(Option::is_some));
         if let Some(g) = grad
-            && needs.iter().any(|&n| n)
+            && needed.iter().any(|&n| n)
         {
-            let values = take_saved(&node, op.name(), saved, retain, opts.create_graph)?;
-            let g = if opts.create_graph { g } else { g.detach() };
-            let input_grads = rules::vjp(op, &values, &g, &needs)?;
+            let values = take_saved(node, op.name(), saved, retain, opts.create_graph)?;
+            let g = if opts.create_graph || !g.requires_grad() {
+                g
+            } else {
+                g.detach()
+            };
+            let input_grads = rules::vjp(op, &values, &g, &needed)?;
             drop(values);
-            for ((parent, need), input_grad) in parents.iter().zip(&needs).zip(input_grads) {
-                let (Some(parent), true, Some(input_grad)) = (parent, *need, input_grad) else {
+            for ((parent, slot), input_grad) in parents.iter().zip(&needs).zip(input_grads) {
+                let (Some(parent), Some(j), Some(input_grad)) = (parent, *slot, input_grad) else {
                     continue;
                 };
-                accumulate(&mut cotangents, parent, input_grad, op.name())?;
+                accumulate(&mut cotangents[j], parent, input_grad, op.name())?;
             }
         } else if !retain {
             *saved.lock().unwrap_or_else(|e| e.into_inner()) = Saved::Released;
         }
-        for (parent, need) in parents.iter().zip(&needs) {
-            if let (Some(parent), true) = (parent, *need) {
-                let left = pending.get_mut(&parent.id).expect("counted above");
-                *left -= 1;
-                if *left == 0 {
-                    ready.push(parent.clone());
-                }
+        for &j in needs.iter().flatten() {
+            pending[j] -= 1;
+            if pending[j] == 0 {
+                ready.push(j);
             }
         }
     }
     Ok(results)
 }
 
-/// Adds `grad` to the cotangent collected so far for `parent`.
+/// The nodes reachable from a root, each with a slot number (the root is slot 0) and whether some
+/// target is reachable from it (itself included).
+struct Walk<B: Backend> {
+    nodes: Vec<Arc<Node<B>>>,
+    slots: HashMap<u64, usize, BuildHasherDefault<IdHasher>>,
+    reaches: Vec<bool>,
+}
+
+impl<B: Backend> Walk<B> {
+    /// An iterative post-order walk (the graph is acyclic by construction, and may be a million nodes
+    /// deep, so no recursion).
+    fn new(root: &Arc<Node<B>>, is_target: &impl Fn(&Node<B>) -> bool) -> Self {
+        let mut walk = Walk {
+            nodes: vec![root.clone()],
+            slots: HashMap::default(),
+            reaches: vec![false],
+        };
+        walk.slots.insert(root.id, 0);
+        let mut done = vec![false];
+        let mut stack: Vec<(usize, bool)> = vec![(0, false)];
+        while let Some((i, expanded)) = stack.pop() {
+            if expanded {
+                let node = &walk.nodes[i];
+                walk.reaches[i] = is_target(node)
+                    || node
+                        .parents()
+                        .iter()
+                        .flatten()
+                        .any(|p| walk.reaches[walk.slots[&p.id]]);
+                done[i] = true;
+                continue;
+            }
+            if done[i] {
+                continue;
+            }
+            stack.push((i, true));
+            let node = walk.nodes[i].clone();
+            for p in node.parents().iter().flatten() {
+                let j = match walk.slots.get(&p.id) {
+                    Some(&j) => j,
+                    None => {
+                        let j = walk.nodes.len();
+                        walk.slots.insert(p.id, j);
+                        walk.nodes.push(p.clone());
+                        walk.reaches.push(false);
+                        done.push(false);
+                        j
+                    }
+                };
+                if !done[j] {
+                    stack.push((j, false));
+                }
+            }
+        }
+        walk
+    }
+
+    fn slot(&self, node: &Node<B>) -> usize {
+        self.slots[&node.id]
+    }
+}
+
+/// Node ids come from a counter, so they hash well enough with one multiply; the default SipHash is a
+/// quarter of the reverse pass's time on tiny tensors.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// Adds `grad` to the cotangent collected so far (`slot`) for `parent`.
 fn accumulate<B: Backend>(
-    cotangents: &mut HashMap<u64, Tensor<B>>,
+    slot: &mut Option<Tensor<B>>,
     parent: &Node<B>,
     grad: Tensor<B>,
     op: &'static str,
@@ -273,25 +367,20 @@ fn accumulate<B: Backend>(
             ),
         ));
     }
-    let grad = grad.cast(parent.dtype)?;
-    match cotangents.entry(parent.id) {
-        Entry::Occupied(mut e) => {
-            let sum = if grad.dtype().is_half() {
-                // Half precision is for storage only: add in f32 and round once.
-                let f32 = nabla_core::DType::F32;
-                e.get()
-                    .cast(f32)?
-                    .add(grad.cast(f32)?)?
-                    .cast(grad.dtype())?
-            } else {
-                e.get().add(&grad)?
-            };
-            e.insert(sum);
+    let grad = if grad.dtype() == parent.dtype {
+        grad
+    } else {
+        grad.cast(parent.dtype)?
+    };
+    *slot = Some(match slot.take() {
+        None => grad,
+        Some(sum) if grad.dtype().is_half() => {
+            // Half precision is for storage only: add in f32 and round once.
+            let f32 = nabla_core::DType::F32;
+            sum.cast(f32)?.add(grad.cast(f32)?)?.cast(grad.dtype())?
         }
-        Entry::Vacant(e) => {
-            e.insert(grad);
-        }
-    }
+        Some(sum) => sum.add(&grad)?,
+    });
     Ok(())
 }
 
@@ -350,54 +439,4 @@ fn released(op: &'static str) -> Error {
         "the values saved for the reverse pass were already freed by an earlier backward; pass \
          BackwardOptions { retain_graph: true, .. } to the first call to run backward twice",
     )
-}
-
-/// Visits every node reachable from `root` once, without recursion.
-fn for_each_node<B: Backend>(root: &Arc<Node<B>>, mut f: impl FnMut(&Node<B>)) {
-    let mut seen = std::collections::HashSet::new();
-    let mut stack = vec![root.clone()];
-    seen.insert(root.id);
-    while let Some(n) = stack.pop() {
-        f(&n);
-        for p in n.parents().iter().flatten() {
-            if seen.insert(p.id) {
-                stack.push(p.clone());
-            }
-        }
-    }
-}
-
-/// For every node reachable from `root`: whether some target is reachable from it (itself included).
-/// An iterative post-order walk; the graph is acyclic by construction.
-fn reaching_nodes<B: Backend>(
-    root: &Arc<Node<B>>,
-    is_target: &impl Fn(&Node<B>) -> bool,
-) -> HashMap<u64, bool> {
-    let mut reaches: HashMap<u64, bool> = HashMap::new();
-    let mut stack: Vec<(Arc<Node<B>>, bool)> = vec![(root.clone(), false)];
-    while let Some((node, expanded)) = stack.pop() {
-        if expanded {
-            let r = is_target(&node)
-                || node
-                    .parents()
-                    .iter()
-                    .flatten()
-                    .any(|p| reaches.get(&p.id).copied().unwrap_or(false));
-            reaches.insert(node.id, r);
-            continue;
-        }
-        if reaches.contains_key(&node.id) {
-            continue;
-        }
-        let parents: Vec<Arc<Node<B>>> = node
-            .parents()
-            .iter()
-            .flatten()
-            .filter(|p| !reaches.contains_key(&p.id))
-            .cloned()
-            .collect();
-        stack.push((node, true));
-        stack.extend(parents.into_iter().map(|p| (p, false)));
-    }
-    reaches
 }

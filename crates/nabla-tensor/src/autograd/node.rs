@@ -24,6 +24,8 @@ pub(crate) struct Node<B: Backend> {
     pub(crate) kind: NodeKind<B>,
 }
 
+// Nodes live behind an `Arc` and most are ops, so boxing the op variant would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum NodeKind<B: Backend> {
     /// A variable made by [`Tensor::var`] (or the marker of a functional transform).
     Leaf { name: Option<Arc<str>> },
@@ -95,11 +97,16 @@ impl<B: Backend> Tensor<B> {
         }
         let op = op();
         let mask = op.saved_inputs();
-        let saved_inputs = inputs
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (i < 8 && mask & (1u8 << i) != 0).then(|| t.detach()))
-            .collect();
+        // Nothing saved (add, sub, movement ops) costs no allocation.
+        let saved_inputs = if mask == 0 {
+            Vec::new()
+        } else {
+            inputs
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (i < 8 && mask & (1u8 << i) != 0).then(|| t.detach()))
+                .collect()
+        };
         let output = op.saves_output().then(|| self.detach());
         let node = Node {
             id: next_node_id(),
