@@ -33,8 +33,8 @@ mod tensor;
 
 pub use autograd::{
     BackwardOptions, ElementCheck, GradCheckOptions, GradCheckReport, Gradients, InputCheck,
-    NoGradGuard, check_gradients, check_second_order, grad, grad_n, is_grad_enabled, no_grad,
-    value_and_grad, value_and_grad_n, vjp, vjp_n,
+    NoGradGuard, check_gradients, check_second_order, grad, grad_n, hessian, hvp, is_grad_enabled,
+    jacfwd, jacrev, jvp, jvp_n, no_grad, value_and_grad, value_and_grad_n, vjp, vjp_n,
 };
 pub use display::PrintOptions;
 pub use index::{IndexOp, Indexer, Slice, s};

@@ -143,7 +143,13 @@ impl<B: Backend> Tensor<B> {
     }
 
     /// The view of `len` elements of axis `a` from `first` by `step`, recorded as a slice.
-    fn slice_view(&self, a: usize, first: usize, len: usize, step: isize) -> Result<Self> {
+    pub(crate) fn slice_view(
+        &self,
+        a: usize,
+        first: usize,
+        len: usize,
+        step: isize,
+    ) -> Result<Self> {
         let out = if len == 0 {
             let mut shape = self.shape().to_vec();
             shape[a] = 0;

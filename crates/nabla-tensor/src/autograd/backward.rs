@@ -268,20 +268,23 @@ pub(crate) fn run_backward<B: Backend>(
 
 /// The nodes reachable from a root, each with a slot number (the root is slot 0) and whether some
 /// target is reachable from it (itself included).
-struct Walk<B: Backend> {
-    nodes: Vec<Arc<Node<B>>>,
+pub(crate) struct Walk<B: Backend> {
+    pub(crate) nodes: Vec<Arc<Node<B>>>,
     slots: HashMap<u64, usize, BuildHasherDefault<IdHasher>>,
-    reaches: Vec<bool>,
+    pub(crate) reaches: Vec<bool>,
+    /// Slots in an order where every node comes after all of its inputs.
+    pub(crate) post_order: Vec<usize>,
 }
 
 impl<B: Backend> Walk<B> {
     /// An iterative post-order walk (the graph is acyclic by construction, and may be a million nodes
     /// deep, so no recursion).
-    fn new(root: &Arc<Node<B>>, is_target: &impl Fn(&Node<B>) -> bool) -> Self {
+    pub(crate) fn new(root: &Arc<Node<B>>, is_target: &impl Fn(&Node<B>) -> bool) -> Self {
         let mut walk = Walk {
             nodes: vec![root.clone()],
             slots: HashMap::default(),
             reaches: vec![false],
+            post_order: Vec::new(),
         };
         walk.slots.insert(root.id, 0);
         let mut done = vec![false];
@@ -296,6 +299,7 @@ impl<B: Backend> Walk<B> {
                         .flatten()
                         .any(|p| walk.reaches[walk.slots[&p.id]]);
                 done[i] = true;
+                walk.post_order.push(i);
                 continue;
             }
             if done[i] {
@@ -323,7 +327,7 @@ impl<B: Backend> Walk<B> {
         walk
     }
 
-    fn slot(&self, node: &Node<B>) -> usize {
+    pub(crate) fn slot(&self, node: &Node<B>) -> usize {
         self.slots[&node.id]
     }
 }
@@ -386,7 +390,7 @@ fn accumulate<B: Backend>(
 
 /// The saved values of `node`, re-attached to the graph when building a graph of gradients; released
 /// from the node unless the graph is retained.
-fn take_saved<B: Backend>(
+pub(crate) fn take_saved<B: Backend>(
     node: &Arc<Node<B>>,
     op: &'static str,
     saved: &std::sync::Mutex<Saved<B>>,

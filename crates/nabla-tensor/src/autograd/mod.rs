@@ -8,6 +8,7 @@
 //! any order. Untracked tensors carry no node and pay only a pointer check per op.
 
 mod backward;
+mod forward;
 mod functional;
 mod grad_mode;
 mod gradcheck;
@@ -17,6 +18,7 @@ mod rules;
 mod sum_to;
 
 pub use backward::{BackwardOptions, Gradients};
+pub use forward::{hessian, hvp, jacfwd, jacrev, jvp, jvp_n};
 pub use functional::{grad, grad_n, value_and_grad, value_and_grad_n, vjp, vjp_n};
 pub use grad_mode::{NoGradGuard, is_grad_enabled, no_grad};
 pub use gradcheck::{

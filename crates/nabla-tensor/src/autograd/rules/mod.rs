@@ -5,10 +5,13 @@
 //! records instead of computing.
 
 mod elementwise;
+mod forward;
 mod indexing;
 mod linalg;
 mod movement;
 mod reduce;
+
+pub(crate) use forward::jvp;
 
 use super::op::Op;
 use crate::Tensor;
