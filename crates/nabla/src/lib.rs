@@ -19,15 +19,16 @@
 pub use nabla_core as core;
 pub use nabla_core::{
     ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution, Element,
-    Error, Generator, HostData, Layout, ReduceOp, Result, Scalar, Shape, UnaryOp,
+    Error, Generator, HostData, Layout, MemoryStats, MemoryTracked, ReduceOp, Result, Scalar,
+    Shape, UnaryOp,
 };
 pub use nabla_cpu as cpu;
 pub use nabla_cpu::CpuBackend;
 pub use nabla_tensor::{
     BackwardOptions, ElementCheck, GradCheckOptions, GradCheckReport, Gradients, IndexOp, Indexer,
     InputCheck, NoGradGuard, Operand, PrintOptions, ReshapeDims, Slice, Tensor, check_gradients,
-    check_second_order, grad, grad_n, is_grad_enabled, no_grad, s, value_and_grad,
-    value_and_grad_n, vjp, vjp_n,
+    check_second_order, grad, grad_n, hessian, hvp, is_grad_enabled, jacfwd, jacrev, jvp, jvp_n,
+    no_grad, s, value_and_grad, value_and_grad_n, vjp, vjp_n,
 };
 
 /// A tensor on the CPU backend.
@@ -38,7 +39,7 @@ pub mod prelude {
     pub use crate::{
         Backend, BackwardOptions, Conv2dParams, CpuBackend, CpuTensor, DType, Error, Generator,
         GradCheckOptions, Gradients, IndexOp, Result, Scalar, Shape, Tensor, check_gradients, grad,
-        grad_n, no_grad, value_and_grad, vjp,
+        grad_n, hessian, hvp, jacfwd, jacrev, jvp, no_grad, value_and_grad, vjp,
     };
 }
 
