@@ -160,21 +160,25 @@ impl<B: Backend> Tensor<B> {
             None if self.numel() == 1 => self.detach().ones_like(),
             None => Err(not_one_element(op, self.shape())),
             Some(s) => {
-                self.check_device(op, s)?;
-                if s.shape() != self.shape() {
-                    return Err(Error::shapes(op, self.shape(), s.shape())
-                        .with_hint("the seed must have the output's shape"));
-                }
-                if s.dtype() != self.dtype() {
-                    return Err(Error::DTypeMismatch {
-                        op,
-                        lhs: self.dtype(),
-                        rhs: s.dtype(),
-                    });
-                }
+                self.check_matches(op, s, "the seed must have the output's shape")?;
                 Ok(s.clone())
             }
         }
+    }
+
+    /// Fails unless `other` (a seed, cotangent or tangent for `self`) has `self`'s device, shape and
+    /// dtype; `hint` explains a shape mismatch.
+    pub(crate) fn check_matches(
+        &self,
+        op: &'static str,
+        other: &Tensor<B>,
+        hint: &'static str,
+    ) -> Result<()> {
+        self.check_device(op, other)?;
+        if other.shape() != self.shape() {
+            return Err(Error::shapes(op, self.shape(), other.shape()).with_hint(hint));
+        }
+        self.check_same_dtype(op, other)
     }
 }
 

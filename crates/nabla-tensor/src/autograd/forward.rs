@@ -65,18 +65,7 @@ fn check_tangents<B: Backend>(op: &'static str, xs: &[Tensor<B>], ts: &[Tensor<B
         ));
     }
     for (x, t) in xs.iter().zip(ts) {
-        x.check_device(op, t)?;
-        if x.shape() != t.shape() {
-            return Err(Error::shapes(op, x.shape(), t.shape())
-                .with_hint("each tangent must have its input's shape"));
-        }
-        if x.dtype() != t.dtype() {
-            return Err(Error::DTypeMismatch {
-                op,
-                lhs: x.dtype(),
-                rhs: t.dtype(),
-            });
-        }
+        x.check_matches(op, t, "each tangent must have its input's shape")?;
     }
     Ok(())
 }

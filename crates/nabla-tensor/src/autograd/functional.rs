@@ -4,7 +4,7 @@
 
 use super::backward::{BackwardOptions, Targets, not_one_element, run_backward};
 use crate::Tensor;
-use nabla_core::{Backend, Error, Result};
+use nabla_core::{Backend, Result};
 
 /// A function's value with one gradient per input.
 type ValueAndGrads<B> = (Tensor<B>, Vec<Tensor<B>>);
@@ -32,11 +32,8 @@ fn pullback<B: Backend>(
         };
         run_backward(&y, seed, Targets::Nodes(&ids), opts)?
     } else {
-        if let Some(s) = seed
-            && s.shape() != y.shape()
-        {
-            return Err(Error::shapes(op, y.shape(), s.shape())
-                .with_hint("the cotangent must have the output's shape"));
+        if let Some(s) = seed {
+            y.check_matches(op, s, "the cotangent must have the output's shape")?;
         }
         if seed.is_none() && y.numel() != 1 {
             return Err(not_one_element(op, y.shape()));
