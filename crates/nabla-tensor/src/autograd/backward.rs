@@ -270,6 +270,27 @@ pub(crate) fn run_backward<B: Backend>(
     Ok(results)
 }
 
+/// `true` when `root` depends on a variable other than the transform inputs `marks`: a value the
+/// transformed function captured from an outer transform or a [`Tensor::var`]. The transform must then
+/// record its own derivative computation so that the outer one can differentiate through it.
+pub(crate) fn captures_outer<B: Backend>(root: &Tensor<B>, marks: &[u64]) -> bool {
+    let Some(root) = root.ad.clone() else {
+        return false;
+    };
+    let mut seen = std::collections::HashSet::<u64, BuildHasherDefault<IdHasher>>::default();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if marks.contains(&node.id) || !seen.insert(node.id) {
+            continue;
+        }
+        if matches!(node.kind, NodeKind::Leaf { .. }) {
+            return true;
+        }
+        stack.extend(node.parents().iter().flatten().cloned());
+    }
+    false
+}
+
 /// The nodes reachable from a root, each with a slot number (the root is slot 0) and whether some
 /// target is reachable from it (itself included).
 pub(crate) struct Walk<B: Backend> {

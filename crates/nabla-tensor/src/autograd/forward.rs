@@ -7,7 +7,7 @@
 //! differentiable: every transform nests with every other (`jvp(grad(f))` is a Hessian-vector product,
 //! `grad` of a `jvp` output works, and so on).
 
-use super::backward::{Walk, take_saved};
+use super::backward::{Walk, captures_outer, take_saved};
 use super::functional::vjp_n;
 use super::node::NodeKind;
 use super::rules;
@@ -84,6 +84,8 @@ where
         .map(|x| x.mark_input(OP))
         .collect::<Result<Vec<_>>>()?;
     let y = f(&marked)?;
+    let ids: Vec<u64> = marked.iter().filter_map(Tensor::node_id).collect();
+    let nested = nested || captures_outer(&y, &ids);
     let marks: Vec<(u64, Tensor<B>)> = marked
         .iter()
         .zip(tangents)

@@ -2,7 +2,7 @@
 //! itself tracked (by an outer transform or a variable), the inner reverse pass is recorded, so
 //! `grad(grad(f))` is the second derivative.
 
-use super::backward::{BackwardOptions, Targets, not_one_element, run_backward};
+use super::backward::{BackwardOptions, Targets, captures_outer, not_one_element, run_backward};
 use crate::Tensor;
 use nabla_core::{Backend, Result};
 
@@ -24,6 +24,7 @@ fn pullback<B: Backend>(
         .collect::<Result<Vec<_>>>()?;
     let y = f(&marked)?;
     let ids: Vec<u64> = marked.iter().filter_map(Tensor::node_id).collect();
+    let nested = nested || captures_outer(&y, &ids);
     let found = if y.requires_grad() {
         let seed = y.checked_seed(op, seed)?;
         let opts = BackwardOptions {
