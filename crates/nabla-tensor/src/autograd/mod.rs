@@ -6,6 +6,10 @@
 //! one rule per node, freeing each saved value once its node has run. The rules are written in tensor
 //! ops, so with `create_graph` the reverse pass is itself recorded and can be differentiated again, to
 //! any order. Untracked tensors carry no node and pay only a pointer check per op.
+//!
+//! Forward mode ([`jvp`], [`jacfwd`], [`hessian`], [`hvp`]) records the same graph and pushes tangents
+//! from the inputs to the output with one forward rule per primitive; forward and reverse rules read the
+//! same saved values and are tested against each other by the adjoint identity.
 
 mod backward;
 mod forward;
