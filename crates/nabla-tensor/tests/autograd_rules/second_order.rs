@@ -3,37 +3,12 @@
 //! through `check_second_order`, nested `grad` and `backward_opts(create_graph)`.
 
 use crate::support::*;
-use nabla_core::{BinaryOp, UnaryOp};
+use nabla_core::BinaryOp;
 use nabla_tensor::{BackwardOptions, GradCheckOptions, Tensor, check_gradients, grad, grad_n};
 
 #[test]
 fn smooth_unary_ops() {
-    use UnaryOp as U;
-    let cases = [
-        (U::Neg, STD),
-        (U::Abs, Dom::Away(0.2, 2.0)),
-        (U::Recip, Dom::Away(0.5, 2.0)),
-        (U::Square, STD),
-        (U::Sqrt, Dom::In(0.3, 3.0)),
-        (U::Rsqrt, Dom::In(0.3, 3.0)),
-        (U::Exp, STD),
-        (U::Expm1, STD),
-        (U::Log, Dom::In(0.3, 3.0)),
-        (U::Log1p, Dom::In(-0.5, 2.0)),
-        (U::Sin, Dom::In(-3.0, 3.0)),
-        (U::Cos, Dom::In(-3.0, 3.0)),
-        (U::Tan, Dom::In(-1.2, 1.2)),
-        (U::Asin, Dom::In(-0.8, 0.8)),
-        (U::Acos, Dom::In(-0.8, 0.8)),
-        (U::Atan, Dom::In(-3.0, 3.0)),
-        (U::Sinh, STD),
-        (U::Cosh, STD),
-        (U::Tanh, STD),
-        (U::Sigmoid, Dom::In(-4.0, 4.0)),
-        (U::Erf, STD),
-        (U::Floor, Dom::OffInteger),
-        (U::Conj, STD),
-    ];
+    let cases = unary_cases();
     for (k, (op, dom)) in cases.into_iter().enumerate() {
         let x = rand(&[2, 3], 500 + k as u64, dom);
         check2(op.name(), |v: &[T]| v[0].unary(op), &[x]);

@@ -142,3 +142,41 @@ pub fn assert_near(got: &[f64], want: &[f64], tol: f64) {
         assert!((g - w).abs() <= tol, "{got:?} vs {want:?}");
     }
 }
+
+/// Every differentiable unary op with a domain free of poles and kinks.
+pub fn unary_cases() -> Vec<(nabla_core::UnaryOp, Dom)> {
+    use nabla_core::UnaryOp as U;
+    vec![
+        (U::Neg, STD),
+        (U::Abs, Dom::Away(0.2, 2.0)),
+        (U::Recip, Dom::Away(0.5, 2.0)),
+        (U::Square, STD),
+        (U::Sqrt, Dom::In(0.3, 3.0)),
+        (U::Rsqrt, Dom::In(0.3, 3.0)),
+        (U::Exp, STD),
+        (U::Expm1, STD),
+        (U::Log, Dom::In(0.3, 3.0)),
+        (U::Log1p, Dom::In(-0.5, 2.0)),
+        (U::Sin, Dom::In(-3.0, 3.0)),
+        (U::Cos, Dom::In(-3.0, 3.0)),
+        (U::Tan, Dom::In(-1.2, 1.2)),
+        (U::Asin, Dom::In(-0.8, 0.8)),
+        (U::Acos, Dom::In(-0.8, 0.8)),
+        (U::Atan, Dom::In(-3.0, 3.0)),
+        (U::Sinh, STD),
+        (U::Cosh, STD),
+        (U::Tanh, STD),
+        (U::Sigmoid, Dom::In(-4.0, 4.0)),
+        (U::Erf, STD),
+        // Piecewise constant: zero derivative away from the jumps.
+        (U::Sign, Dom::Away(0.2, 2.0)),
+        (U::Floor, Dom::OffInteger),
+        (U::Ceil, Dom::OffInteger),
+        (U::Round, Dom::OffInteger),
+        (U::Trunc, Dom::OffInteger),
+        // On real inputs: the identity, the identity and zero.
+        (U::Conj, STD),
+        (U::Real, STD),
+        (U::Imag, STD),
+    ]
+}

@@ -6,39 +6,6 @@ use crate::support::*;
 use nabla_core::{BinaryOp, DType, UnaryOp};
 use nabla_tensor::{Tensor, jvp};
 
-/// Every differentiable unary op with a domain free of poles and kinks.
-fn unary_cases() -> Vec<(UnaryOp, Dom)> {
-    use UnaryOp as U;
-    vec![
-        (U::Neg, STD),
-        (U::Abs, Dom::Away(0.2, 2.0)),
-        (U::Sign, Dom::Away(0.2, 2.0)),
-        (U::Floor, Dom::OffInteger),
-        (U::Ceil, Dom::OffInteger),
-        (U::Round, Dom::OffInteger),
-        (U::Trunc, Dom::OffInteger),
-        (U::Recip, Dom::Away(0.5, 2.0)),
-        (U::Square, STD),
-        (U::Sqrt, Dom::In(0.3, 3.0)),
-        (U::Rsqrt, Dom::In(0.3, 3.0)),
-        (U::Exp, STD),
-        (U::Expm1, STD),
-        (U::Log, Dom::In(0.3, 3.0)),
-        (U::Log1p, Dom::In(-0.5, 2.0)),
-        (U::Sin, Dom::In(-3.0, 3.0)),
-        (U::Cos, Dom::In(-3.0, 3.0)),
-        (U::Tan, Dom::In(-1.2, 1.2)),
-        (U::Asin, Dom::In(-0.8, 0.8)),
-        (U::Acos, Dom::In(-0.8, 0.8)),
-        (U::Atan, Dom::In(-3.0, 3.0)),
-        (U::Sinh, STD),
-        (U::Cosh, STD),
-        (U::Tanh, STD),
-        (U::Sigmoid, Dom::In(-4.0, 4.0)),
-        (U::Erf, STD),
-    ]
-}
-
 #[test]
 fn unary_ops_adjoint_identity() {
     for (k, (op, dom)) in unary_cases().into_iter().enumerate() {
