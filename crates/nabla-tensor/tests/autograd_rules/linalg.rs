@@ -2,7 +2,6 @@
 //! convolutions (stride, padding, dilation, groups; input and weight), first and second order.
 
 use crate::support::*;
-use nabla_core::Conv2dParams;
 use nabla_tensor::grad_n;
 
 #[test]
@@ -91,45 +90,6 @@ fn matmul_second_order() {
         &[randn(&[2, 3], 26), randn(&[3, 4], 27), randn(&[4, 2], 28)],
     );
     check2("x @ x", |v: &[T]| v[0].matmul(&v[0]), &[randn(&[3, 3], 29)]);
-}
-
-fn p(
-    stride: (usize, usize),
-    padding: (usize, usize),
-    dilation: (usize, usize),
-    groups: usize,
-) -> Conv2dParams {
-    Conv2dParams {
-        stride,
-        padding,
-        dilation,
-        groups,
-    }
-}
-
-/// `(params, x shape, w shape)`: plain, stride, padding, dilation, groups, all together, a stride that
-/// leaves input rows unused, depthwise and a 1x1 kernel.
-fn conv_cases() -> Vec<(Conv2dParams, [usize; 4], [usize; 4])> {
-    vec![
-        (p((1, 1), (0, 0), (1, 1), 1), [2, 2, 4, 5], [3, 2, 2, 3]),
-        (p((2, 1), (0, 0), (1, 1), 1), [1, 2, 5, 4], [2, 2, 3, 2]),
-        (p((1, 1), (1, 2), (1, 1), 1), [1, 1, 3, 3], [2, 1, 3, 3]),
-        (p((1, 1), (0, 0), (2, 1), 1), [1, 2, 5, 4], [2, 2, 2, 2]),
-        (p((1, 1), (0, 0), (1, 1), 2), [2, 4, 3, 3], [4, 2, 2, 2]),
-        (p((2, 2), (1, 1), (2, 1), 2), [1, 4, 6, 5], [2, 2, 2, 3]),
-        (p((3, 2), (0, 1), (1, 1), 1), [1, 1, 7, 5], [1, 1, 2, 2]),
-        (p((1, 1), (1, 1), (1, 1), 3), [1, 3, 4, 4], [3, 1, 3, 3]),
-        (p((1, 2), (0, 0), (1, 1), 1), [2, 3, 3, 4], [2, 3, 1, 1]),
-    ]
-}
-
-fn out_hw(c: &Conv2dParams, x: &[usize; 4], w: &[usize; 4]) -> (usize, usize) {
-    let o =
-        |n: usize, k: usize, s: usize, pd: usize, d: usize| (n + 2 * pd - d * (k - 1) - 1) / s + 1;
-    (
-        o(x[2], w[2], c.stride.0, c.padding.0, c.dilation.0),
-        o(x[3], w[3], c.stride.1, c.padding.1, c.dilation.1),
-    )
 }
 
 #[test]

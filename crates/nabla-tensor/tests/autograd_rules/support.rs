@@ -1,7 +1,7 @@
 //! Shared pieces of the rule tests: seeded inputs on chosen domains, non-contiguous views of them, and
 //! gradient checks that panic with the report when a rule disagrees with finite differences.
 
-use nabla_core::{DType, Generator};
+use nabla_core::{Conv2dParams, DType, Generator};
 use nabla_cpu::CpuBackend;
 use nabla_tensor::{GradCheckOptions, Result, Tensor, check_gradients, check_second_order, grad_n};
 
@@ -179,4 +179,41 @@ pub fn unary_cases() -> Vec<(nabla_core::UnaryOp, Dom)> {
         (U::Real, STD),
         (U::Imag, STD),
     ]
+}
+
+/// Convolution parameters, positionally.
+pub fn p(
+    stride: (usize, usize),
+    padding: (usize, usize),
+    dilation: (usize, usize),
+    groups: usize,
+) -> Conv2dParams {
+    Conv2dParams {
+        stride,
+        padding,
+        dilation,
+        groups,
+    }
+}
+
+/// `(params, x shape, w shape)`: plain, stride, padding, dilation, groups, all together, a stride that
+/// leaves input rows unused, depthwise and a 1x1 kernel.
+pub fn conv_cases() -> Vec<(Conv2dParams, [usize; 4], [usize; 4])> {
+    vec![
+        (p((1, 1), (0, 0), (1, 1), 1), [2, 2, 4, 5], [3, 2, 2, 3]),
+        (p((2, 1), (0, 0), (1, 1), 1), [1, 2, 5, 4], [2, 2, 3, 2]),
+        (p((1, 1), (1, 2), (1, 1), 1), [1, 1, 3, 3], [2, 1, 3, 3]),
+        (p((1, 1), (0, 0), (2, 1), 1), [1, 2, 5, 4], [2, 2, 2, 2]),
+        (p((1, 1), (0, 0), (1, 1), 2), [2, 4, 3, 3], [4, 2, 2, 2]),
+        (p((2, 2), (1, 1), (2, 1), 2), [1, 4, 6, 5], [2, 2, 2, 3]),
+        (p((3, 2), (0, 1), (1, 1), 1), [1, 1, 7, 5], [1, 1, 2, 2]),
+        (p((1, 1), (1, 1), (1, 1), 3), [1, 3, 4, 4], [3, 1, 3, 3]),
+        (p((1, 2), (0, 0), (1, 1), 1), [2, 3, 3, 4], [2, 3, 1, 1]),
+    ]
+}
+
+/// The spatial size of the output of `c` for input `x` and weight `w` shapes.
+pub fn out_hw(c: &Conv2dParams, x: &[usize; 4], w: &[usize; 4]) -> (usize, usize) {
+    c.output_size((x[2], x[3]), (w[2], w[3]))
+        .expect("test cases fit their kernels")
 }
