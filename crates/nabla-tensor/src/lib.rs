@@ -30,6 +30,7 @@ mod operators;
 mod reduce;
 mod shape_ops;
 mod tensor;
+mod trace;
 
 pub use autograd::{
     BackwardOptions, ElementCheck, GradCheckOptions, GradCheckReport, Gradients, InputCheck,
@@ -42,3 +43,7 @@ pub use nabla_core::{DType, Error, Result};
 pub use operand::Operand;
 pub use shape_ops::ReshapeDims;
 pub use tensor::Tensor;
+pub use trace::{
+    GraphExecutor, Node as TraceNode, Program, RunStats, TraceOp, TraceOperand, TracedValue,
+    TracingBackend, ValueId, ValueInfo,
+};

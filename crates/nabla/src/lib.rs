@@ -30,6 +30,7 @@ pub use nabla_tensor::{
     check_second_order, grad, grad_n, hessian, hvp, is_grad_enabled, jacfwd, jacrev, jvp, jvp_n,
     no_grad, s, value_and_grad, value_and_grad_n, vjp, vjp_n,
 };
+pub use nabla_tensor::{GraphExecutor, Program, RunStats, TracingBackend};
 
 /// A tensor on the CPU backend.
 pub type CpuTensor = Tensor<CpuBackend>;
