@@ -286,20 +286,7 @@ impl Backend for TracingBackend {
         descending: bool,
     ) -> Result<(TracedValue, TracedValue)> {
         let shape = layout.shape().to_vec();
-        let outs = vec![
-            ValueInfo {
-                dtype: x.dtype,
-                shape: shape.clone(),
-            },
-            ValueInfo {
-                dtype: DType::I64,
-                shape,
-            },
-        ];
-        let op = TraceOp::Sort { axis, descending };
-        let mut v = self.record_n(op, &[(x, layout)], outs)?;
-        let idx = v.pop().expect("sort records two outputs");
-        Ok((v.pop().expect("sort records two outputs"), idx))
+        self.values_and_indices(TraceOp::Sort { axis, descending }, x, layout, shape)
     }
 
     fn topk(
@@ -311,20 +298,7 @@ impl Backend for TracingBackend {
         largest: bool,
     ) -> Result<(TracedValue, TracedValue)> {
         let shape = with_axis(layout.shape(), axis, k)?;
-        let outs = vec![
-            ValueInfo {
-                dtype: x.dtype,
-                shape: shape.clone(),
-            },
-            ValueInfo {
-                dtype: DType::I64,
-                shape,
-            },
-        ];
-        let op = TraceOp::Topk { axis, k, largest };
-        let mut v = self.record_n(op, &[(x, layout)], outs)?;
-        let idx = v.pop().expect("topk records two outputs");
-        Ok((v.pop().expect("topk records two outputs"), idx))
+        self.values_and_indices(TraceOp::Topk { axis, k, largest }, x, layout, shape)
     }
 
     fn conv2d(
@@ -392,5 +366,31 @@ impl Backend for TracingBackend {
             params: *params,
         };
         self.record(op, &ins, shape, x.dtype)
+    }
+}
+
+impl TracingBackend {
+    /// Records an op with two outputs of `shape`: values of `x`'s dtype and their `I64` indices.
+    fn values_and_indices(
+        &self,
+        op: TraceOp,
+        x: &TracedValue,
+        layout: &Layout,
+        shape: Vec<usize>,
+    ) -> Result<(TracedValue, TracedValue)> {
+        let outs = vec![
+            ValueInfo {
+                dtype: x.dtype,
+                shape: shape.clone(),
+            },
+            ValueInfo {
+                dtype: DType::I64,
+                shape,
+            },
+        ];
+        let mut v = self.record_n(op, &[(x, layout)], outs)?;
+        let indices = v.pop().expect("two outputs recorded");
+        let values = v.pop().expect("two outputs recorded");
+        Ok((values, indices))
     }
 }
