@@ -262,7 +262,16 @@ impl<B: Backend> Tensor<B> {
 
     /// Inserts a size-1 axis at `axis` (`-1` appends).
     pub fn unsqueeze(&self, axis: isize) -> Result<Self> {
-        let a = normalize_axis("unsqueeze", axis, self.rank() + 1)?;
+        let r = self.rank() as isize;
+        let a = normalize_axis("unsqueeze", axis, self.rank() + 1).map_err(|_| {
+            Error::invalid(
+                "unsqueeze",
+                format!(
+                    "axis {axis} is out of range for inserting into a tensor of rank {r} (expected {}..={r})",
+                    -r - 1
+                ),
+            )
+        })?;
         Ok(self.reshaped_view(self.layout().unsqueeze(a)?))
     }
 

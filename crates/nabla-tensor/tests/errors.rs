@@ -283,7 +283,7 @@ fn axes() {
     assert_eq!(msg(T::cat(&[&x, &x], 2)), format!("cat: axis 2 {range}"));
     assert_eq!(
         msg(x.unsqueeze(3)),
-        "unsqueeze: axis 3 is out of range for a tensor of rank 3 (expected -3..=2)"
+        "unsqueeze: axis 3 is out of range for inserting into a tensor of rank 2 (expected -3..=2)"
     );
     assert_eq!(
         msg(T::stack(&[&x, &x], -4)),
