@@ -120,7 +120,11 @@ impl<B: Backend> Tensor<B> {
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub fn mean(&self, axes: &[isize], keepdims: bool) -> Result<Self> {
-        if !(self.dtype().is_float() || self.dtype().is_complex()) || self.dtype().is_half() {
+        if self.dtype().is_half() {
+            // The generic hint: half precision is for storage, cast to float32 first.
+            return Err(Error::dtype("mean", self.dtype()));
+        }
+        if !(self.dtype().is_float() || self.dtype().is_complex()) {
             return Err(Error::dtype("mean", self.dtype())
                 .with_hint("mean needs a float or complex tensor; cast integers first"));
         }

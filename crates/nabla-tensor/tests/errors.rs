@@ -243,6 +243,11 @@ fn unsupported_dtypes() {
         msg(i.mean_all()),
         "mean: not supported for dtype int64 (mean needs a float or complex tensor; cast integers first)"
     );
+    let half = i.cast(nabla_core::DType::F16).unwrap();
+    assert_eq!(
+        msg(half.mean_all()),
+        "mean: not supported for dtype float16 (half-precision types are for storage; cast to float32 first)"
+    );
 }
 
 #[test]
