@@ -69,23 +69,6 @@ fn bool_results_are_not_tracked() {
     assert!(!x.eq(&x).unwrap().requires_grad());
 }
 
-/// Every differentiable binary op with domains for both operands.
-fn binary_cases() -> Vec<(BinaryOp, Dom, Dom)> {
-    use BinaryOp as O;
-    vec![
-        (O::Add, STD, STD),
-        (O::Sub, STD, STD),
-        (O::Mul, STD, STD),
-        (O::Div, STD, Dom::Away(0.5, 2.0)),
-        // Kinks of a mod b lie where a / b is an integer; random values miss them by far more than eps.
-        (O::Rem, Dom::In(-3.0, 3.0), Dom::Away(0.7, 2.0)),
-        (O::Pow, Dom::In(0.5, 2.0), Dom::In(-2.0, 2.0)),
-        (O::Maximum, STD, STD),
-        (O::Minimum, STD, STD),
-        (O::Atan2, Dom::Away(0.3, 2.0), Dom::Away(0.3, 2.0)),
-    ]
-}
-
 #[test]
 fn binary_ops_same_shape_broadcast_views_and_rank_0() {
     for (k, (op, da, db)) in binary_cases().into_iter().enumerate() {

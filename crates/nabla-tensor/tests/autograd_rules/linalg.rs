@@ -6,22 +6,7 @@ use nabla_tensor::grad_n;
 
 #[test]
 fn matmul_over_ranks_with_batch_broadcasting() {
-    let cases: [(&[usize], &[usize]); 14] = [
-        (&[3], &[3]),
-        (&[3], &[3, 4]),
-        (&[2, 3], &[3]),
-        (&[2, 3], &[3, 4]),
-        (&[1, 3], &[3, 1]),
-        (&[2, 2, 3], &[3, 4]),
-        (&[2, 3], &[2, 3, 4]),
-        (&[2, 2, 3], &[2, 3, 4]),
-        (&[2, 1, 2, 3], &[3, 3, 2]),
-        (&[3], &[2, 3, 4]),
-        (&[2, 1, 2, 3], &[3]),
-        (&[1, 2, 3], &[2, 1, 3, 2]),
-        (&[2, 1, 1, 3], &[1, 2, 3, 2]),
-        (&[2, 2, 2, 3], &[2, 2, 3, 1]),
-    ];
+    let cases = MATMUL_SHAPES;
     for (k, (sa, sb)) in cases.iter().enumerate() {
         let (a, b) = (randn(sa, 2 * k as u64), randn(sb, 2 * k as u64 + 1));
         check(

@@ -217,3 +217,38 @@ pub fn out_hw(c: &Conv2dParams, x: &[usize; 4], w: &[usize; 4]) -> (usize, usize
     c.output_size((x[2], x[3]), (w[2], w[3]))
         .expect("test cases fit their kernels")
 }
+
+/// Every differentiable binary op with domains for both operands.
+pub fn binary_cases() -> Vec<(nabla_core::BinaryOp, Dom, Dom)> {
+    use nabla_core::BinaryOp as O;
+    vec![
+        (O::Add, STD, STD),
+        (O::Sub, STD, STD),
+        (O::Mul, STD, STD),
+        (O::Div, STD, Dom::Away(0.5, 2.0)),
+        // Kinks of a mod b lie where a / b is an integer; random values miss them by far more than eps.
+        (O::Rem, Dom::In(-3.0, 3.0), Dom::Away(0.7, 2.0)),
+        (O::Pow, Dom::In(0.5, 2.0), Dom::In(-2.0, 2.0)),
+        (O::Maximum, STD, STD),
+        (O::Minimum, STD, STD),
+        (O::Atan2, Dom::Away(0.3, 2.0), Dom::Away(0.3, 2.0)),
+    ]
+}
+
+/// Operand shapes of matmul from rank 1 to 4, with batch broadcasting both ways.
+pub const MATMUL_SHAPES: [(&[usize], &[usize]); 14] = [
+    (&[3], &[3]),
+    (&[3], &[3, 4]),
+    (&[2, 3], &[3]),
+    (&[2, 3], &[3, 4]),
+    (&[1, 3], &[3, 1]),
+    (&[2, 2, 3], &[3, 4]),
+    (&[2, 3], &[2, 3, 4]),
+    (&[2, 2, 3], &[2, 3, 4]),
+    (&[2, 1, 2, 3], &[3, 3, 2]),
+    (&[3], &[2, 3, 4]),
+    (&[2, 1, 2, 3], &[3]),
+    (&[1, 2, 3], &[2, 1, 3, 2]),
+    (&[2, 1, 1, 3], &[1, 2, 3, 2]),
+    (&[2, 2, 2, 3], &[2, 2, 3, 1]),
+];

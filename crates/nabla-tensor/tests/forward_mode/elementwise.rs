@@ -88,22 +88,6 @@ fn unary_ops_exact_tangents() {
     }
 }
 
-/// Every differentiable binary op with domains for both operands.
-fn binary_cases() -> Vec<(BinaryOp, Dom, Dom)> {
-    use BinaryOp as O;
-    vec![
-        (O::Add, STD, STD),
-        (O::Sub, STD, STD),
-        (O::Mul, STD, STD),
-        (O::Div, STD, Dom::Away(0.5, 2.0)),
-        (O::Rem, Dom::In(-3.0, 3.0), Dom::Away(0.7, 2.0)),
-        (O::Pow, Dom::In(0.5, 2.0), Dom::In(-2.0, 2.0)),
-        (O::Maximum, STD, STD),
-        (O::Minimum, STD, STD),
-        (O::Atan2, Dom::Away(0.3, 2.0), Dom::Away(0.3, 2.0)),
-    ]
-}
-
 #[test]
 fn binary_ops_adjoint_identity_with_broadcasting() {
     let shapes: [(&[usize], &[usize]); 7] = [
