@@ -45,13 +45,7 @@ pub struct Layout {
 impl Layout {
     /// A row-major layout starting at offset 0.
     pub fn contiguous(shape: impl Into<Shape>) -> Self {
-        let shape = Dims::from_vec(shape.into().into_dims());
-        let strides = contiguous_strides(&shape);
-        Layout {
-            shape,
-            strides,
-            offset: 0,
-        }
+        Layout::row_major(shape.into().dims())
     }
 
     /// A row-major layout of `dims` starting at offset 0; allocates nothing up to rank 4.

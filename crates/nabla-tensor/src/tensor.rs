@@ -53,14 +53,7 @@ impl<B: Backend> Tensor<B> {
 
     /// Wraps a freshly computed contiguous buffer of the given shape (kernel outputs).
     pub(crate) fn from_output(storage: B::Storage, shape: impl Into<Shape>, backend: &B) -> Self {
-        let dtype = backend.storage_dtype(&storage);
-        Tensor {
-            storage,
-            layout: Layout::contiguous(shape),
-            dtype,
-            backend: backend.clone(),
-            ad: None,
-        }
+        Tensor::from_output_dims(storage, shape.into().dims(), backend)
     }
 
     /// Wraps a freshly computed contiguous buffer with the dimensions `dims` (kernel outputs shaped like

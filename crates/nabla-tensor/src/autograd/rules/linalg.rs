@@ -43,7 +43,6 @@ pub(super) fn conv2d<B: Backend>(
 /// `dw = conv2d_weight_grad(g, h)`.
 pub(super) fn conv2d_input_grad<B: Backend>(
     p: &Conv2dParams,
-    _input_hw: (usize, usize),
     s: &SavedValues<B>,
     g: &Tensor<B>,
     needs: &[bool],
@@ -61,7 +60,6 @@ pub(super) fn conv2d_input_grad<B: Backend>(
 /// `dh = conv2d(x, g)`.
 pub(super) fn conv2d_weight_grad<B: Backend>(
     p: &Conv2dParams,
-    _kernel_hw: (usize, usize),
     s: &SavedValues<B>,
     g: &Tensor<B>,
     needs: &[bool],

@@ -66,12 +66,8 @@ pub(crate) fn vjp<B: Backend>(
         Op::Cumsum { axis } => Ok(vec![Some(reduce::cumsum(*axis, g)?)]),
         Op::Matmul => linalg::matmul(saved, g, needs),
         Op::Conv2d { params } => linalg::conv2d(params, saved, g, needs),
-        Op::Conv2dInputGrad { params, input_hw } => {
-            linalg::conv2d_input_grad(params, *input_hw, saved, g, needs)
-        }
-        Op::Conv2dWeightGrad { params, kernel_hw } => {
-            linalg::conv2d_weight_grad(params, *kernel_hw, saved, g, needs)
-        }
+        Op::Conv2dInputGrad { params, .. } => linalg::conv2d_input_grad(params, saved, g, needs),
+        Op::Conv2dWeightGrad { params, .. } => linalg::conv2d_weight_grad(params, saved, g, needs),
         Op::Reshape { from } => Ok(vec![Some(g.reshape(from.clone())?)]),
         Op::Permute { perm } => Ok(vec![Some(movement::permute(perm, g)?)]),
         Op::Broadcast { from } => Ok(vec![Some(movement::unbroadcast(from, g)?)]),
