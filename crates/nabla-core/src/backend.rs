@@ -1,10 +1,11 @@
 //! The kernel interface every device implements.
 
 use crate::{
-    ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, DType, Distribution, HostData, Layout,
-    ReduceOp, Result, RngKey, Scalar, UnaryOp,
+    ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, DType, Distribution, ExtensionOp, HostData,
+    HostView, Layout, ReduceOp, Result, RngKey, Scalar, UnaryOp,
 };
 use std::fmt::Debug;
+use std::sync::Arc;
 
 /// Identifies the device a buffer lives on; tensors on different devices cannot be combined.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -257,4 +258,61 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
         kernel_hw: (usize, usize),
         params: &Conv2dParams,
     ) -> Result<Self::Storage>;
+
+    /// Runs an extension op (an op family outside the core, see [`ExtensionOp`]) on inputs already
+    /// validated by its [`ExtensionOp::output_spec`]; returns the output buffer (of the spec's dtype and
+    /// element count).
+    ///
+    /// The default reads each input to the host, runs [`ExtensionOp::host_kernel`] and uploads the
+    /// result, which is correct on every device; a backend with native kernels for an op looks them up
+    /// with [`ExtensionOp::device_kernel`] first.
+    fn extension(
+        &self,
+        op: &Arc<dyn ExtensionOp>,
+        inputs: &[(&Self::Storage, &Layout)],
+    ) -> Result<Self::Storage> {
+        let host = inputs
+            .iter()
+            .map(|(s, l)| self.read(s, l))
+            .collect::<Result<Vec<_>>>()?;
+        let views: Vec<HostView<'_>> = host
+            .iter()
+            .zip(inputs)
+            .map(|(data, (_, l))| HostView {
+                data,
+                shape: l.shape(),
+            })
+            .collect();
+        self.upload(op.host_kernel(&views)?)
+    }
+
+    /// Evaluates a fused elementwise kernel: `inputs` holds one buffer and view per kernel input, every
+    /// view of shape `shape` (broadcast or strided views included); the result is a new contiguous buffer
+    /// of `shape` and the kernel's output dtype.
+    ///
+    /// Inputs are handed over by value (clone a handle to keep it). `donate = Some(k)` says the caller
+    /// has no further use for input `k`'s buffer: the backend may write the result into it instead of
+    /// allocating, provided nothing else holds the buffer, the view reads it whole in row-major order and
+    /// it has the output's dtype and length. The default ([`crate::FusedKernel::evaluate_by_ops`]) runs
+    /// the backend's own primitive kernels step by step and ignores `donate`; it is correct on every
+    /// backend.
+    fn fused(
+        &self,
+        kernel: &crate::FusedKernel,
+        inputs: Vec<(Self::Storage, &Layout)>,
+        shape: &[usize],
+        donate: Option<usize>,
+    ) -> Result<Self::Storage> {
+        let _ = donate;
+        let refs: Vec<(&Self::Storage, &Layout)> = inputs.iter().map(|(s, l)| (s, *l)).collect();
+        kernel.evaluate_by_ops(self, &refs, shape)
+    }
+
+    /// `true` when [`Backend::fused`] writes `kernel`'s result into the donated input whenever the
+    /// conditions listed there hold (rather than allocating). Memory-accounting wrappers rely on it; a
+    /// backend returning `true` must keep that promise. The default is `false`.
+    fn fused_reuses_donation(&self, kernel: &crate::FusedKernel) -> bool {
+        let _ = kernel;
+        false
+    }
 }

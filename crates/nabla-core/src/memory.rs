@@ -25,8 +25,8 @@
 //! ```
 
 use crate::{
-    ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution, HostData,
-    Layout, ReduceOp, Result, RngKey, Scalar, UnaryOp,
+    ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution,
+    ExtensionOp, HostData, Layout, ReduceOp, Result, RngKey, Scalar, UnaryOp,
 };
 use std::fmt;
 use std::sync::Arc;
@@ -495,5 +495,65 @@ impl<B: Backend> Backend for MemoryTracked<B> {
             self.inner
                 .conv2d_weight_grad(&x.inner, x_layout, &dy.inner, dy_layout, kernel_hw, params),
         )
+    }
+
+    fn extension(
+        &self,
+        op: &Arc<dyn ExtensionOp>,
+        inputs: &[(&Self::Storage, &Layout)],
+    ) -> Result<Self::Storage> {
+        let inner: Vec<(&B::Storage, &Layout)> =
+            inputs.iter().map(|(s, l)| (&s.inner, *l)).collect();
+        self.wrap(self.inner.extension(op, &inner))
+    }
+
+    /// Forwards the kernel. When the wrapped backend promises to write the result into the donated input
+    /// ([`Backend::fused_reuses_donation`]) and the conditions hold (this is the only handle, read whole,
+    /// output dtype and length), the result inherits the donated buffer's record: no new allocation is
+    /// counted and the live bytes do not change. Otherwise the donated buffer is handed down too, but
+    /// stays counted until the result is registered, as it is alive on the device until then.
+    fn fused(
+        &self,
+        kernel: &crate::FusedKernel,
+        inputs: Vec<(Self::Storage, &Layout)>,
+        shape: &[usize],
+        donate: Option<usize>,
+    ) -> Result<Self::Storage> {
+        let n: usize = shape.iter().product();
+        let out_bytes = n * kernel.output_dtype().size_in_bytes();
+        let reuses = self.inner.fused_reuses_donation(kernel);
+        let mut records = Vec::with_capacity(inputs.len());
+        let mut inherited = None;
+        let mut inner_inputs = Vec::with_capacity(inputs.len());
+        for (k, (storage, layout)) in inputs.into_iter().enumerate() {
+            let TrackedStorage { inner, allocation } = storage;
+            let in_place = reuses
+                && donate == Some(k)
+                && Arc::strong_count(&allocation) == 1
+                && allocation.bytes == out_bytes
+                && self.inner.storage_len(&inner) == n
+                && self.inner.storage_dtype(&inner) == kernel.output_dtype()
+                && layout.contiguous_range() == Some(0..n);
+            if in_place {
+                inherited = Some(allocation);
+            } else {
+                records.push(allocation);
+            }
+            inner_inputs.push((inner, layout));
+        }
+        let out = self.inner.fused(kernel, inner_inputs, shape, donate)?;
+        let tracked = match inherited {
+            Some(allocation) => TrackedStorage {
+                inner: out,
+                allocation,
+            },
+            None => self.track(out),
+        };
+        drop(records);
+        Ok(tracked)
+    }
+
+    fn fused_reuses_donation(&self, kernel: &crate::FusedKernel) -> bool {
+        self.inner.fused_reuses_donation(kernel)
     }
 }

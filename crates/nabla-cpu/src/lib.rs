@@ -30,9 +30,10 @@ mod strided;
 pub use storage::CpuStorage;
 
 use nabla_core::{
-    ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution, HostData,
-    Layout, ReduceOp, Result, RngKey, Scalar, UnaryOp,
+    ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution,
+    ExtensionOp, HostData, HostView, Layout, ReduceOp, Result, RngKey, Scalar, UnaryOp,
 };
+use std::sync::Arc;
 
 /// Views with at least this many elements are processed by several threads.
 pub const PARALLEL_THRESHOLD: usize = 1 << 15;
@@ -331,5 +332,52 @@ impl Backend for CpuBackend {
         x.check_layout("conv2d_weight_grad", lx)?;
         dy.check_layout("conv2d_weight_grad", ldy)?;
         conv::conv2d_weight_grad(x, lx, dy, ldy, kernel_hw, p)
+    }
+
+    /// Runs the op's host kernel directly on the buffers of whole contiguous inputs (other views are
+    /// copied to contiguous memory first).
+    fn extension(
+        &self,
+        op: &Arc<dyn ExtensionOp>,
+        inputs: &[(&CpuStorage, &Layout)],
+    ) -> Result<CpuStorage> {
+        let copies = inputs
+            .iter()
+            .map(|(s, l)| {
+                s.check_layout("extension", l)?;
+                let whole = l.contiguous_range() == Some(0..s.len());
+                Ok(if whole {
+                    None
+                } else {
+                    Some(elementwise::copy(s, l)?)
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let views: Vec<HostView<'_>> = inputs
+            .iter()
+            .zip(&copies)
+            .map(|((s, l), copy)| HostView {
+                data: copy.as_ref().unwrap_or(s).host(),
+                shape: l.shape(),
+            })
+            .collect();
+        Ok(CpuStorage::new(op.host_kernel(&views)?))
+    }
+
+    /// One blocked, multithreaded pass over the output for kernels over `f32` or `f64` (with `bool`
+    /// intermediates), writing into the donated input when it is the only handle; other dtypes run step
+    /// by step.
+    fn fused(
+        &self,
+        kernel: &nabla_core::FusedKernel,
+        inputs: Vec<(CpuStorage, &Layout)>,
+        shape: &[usize],
+        donate: Option<usize>,
+    ) -> Result<CpuStorage> {
+        elementwise::fused(kernel, inputs, shape, donate)
+    }
+
+    fn fused_reuses_donation(&self, kernel: &nabla_core::FusedKernel) -> bool {
+        elementwise::fast_dtype(kernel).is_some()
     }
 }

@@ -3,7 +3,8 @@
 use nabla_core::{DType, Element, Error, HostData, Layout, Result};
 use std::sync::Arc;
 
-/// A CPU buffer. Cloning shares the data; kernels never write into an existing buffer.
+/// A CPU buffer. Cloning shares the data; kernels never write into a buffer that another handle can
+/// see (a fused kernel may reuse a donated buffer only while it holds the only handle).
 #[derive(Clone, Debug)]
 pub struct CpuStorage {
     data: Arc<HostData>,
@@ -52,6 +53,11 @@ impl CpuStorage {
     /// The host data, without a copy when this is the only handle.
     pub fn into_host(self) -> HostData {
         Arc::try_unwrap(self.data).unwrap_or_else(|shared| (*shared).clone())
+    }
+
+    /// The host data without a copy when this is the only handle; otherwise the handle back.
+    pub(crate) fn try_into_host(self) -> std::result::Result<HostData, CpuStorage> {
+        Arc::try_unwrap(self.data).map_err(|data| CpuStorage { data })
     }
 
     /// The elements as a typed slice, or a dtype error naming `op`.

@@ -33,7 +33,7 @@ mod tensor;
 mod trace;
 
 pub use autograd::{
-    BackwardOptions, ElementCheck, GradCheckOptions, GradCheckReport, Gradients, InputCheck,
+    AdContext, AdContextBuilder, BackwardOptions, ExtensionRules, ForwardRule, ReverseRule, RuleArgs, ElementCheck, GradCheckOptions, GradCheckReport, Gradients, InputCheck,
     NoGradGuard, check_gradients, check_second_order, grad, grad_n, hessian, hvp, is_grad_enabled,
     jacfwd, jacrev, jvp, jvp_n, no_grad, value_and_grad, value_and_grad_n, vjp, vjp_n,
 };
@@ -44,6 +44,6 @@ pub use operand::Operand;
 pub use shape_ops::ReshapeDims;
 pub use tensor::Tensor;
 pub use trace::{
-    GraphExecutor, Node as TraceNode, Program, RunStats, TraceOp, TraceOperand, TracedValue,
-    TracingBackend, ValueId, ValueInfo,
+    CompileReport, ExtensionCall, GraphCompiler, GraphExecutor, IntoProgram, Node as TraceNode, Pass, PassReport,
+    Program, RunStats, TraceOp, TraceOperand, TracedTensor, TracedValue, TracingBackend, ValueId, ValueInfo,
 };

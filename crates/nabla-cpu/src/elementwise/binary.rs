@@ -88,6 +88,41 @@ pub(super) fn pow_int<T: Int>(base: T, e: T) -> T {
     acc
 }
 
+/// `Some($body)` with `$f` bound to the element function `(T, T) -> T` of the real (`f32`, `f64`) binary
+/// op `$op` (IEEE arithmetic; maximum and minimum propagate NaN), or `None` for the bool-only ops.
+/// Shared by the op-by-op kernels and the fused kernel.
+macro_rules! real_binary_fn {
+    (@arm $T:ty, $f:ident, $body:expr, |$x:ident, $y:ident| $e:expr) => {{
+        let $f = |$x: $T, $y: $T| -> $T { $e };
+        Some($body)
+    }};
+    ($op:expr, $T:ty, |$f:ident| $body:expr) => {{
+        use $crate::elementwise::binary::rem_real;
+                use nabla_core::BinaryOp as B;
+        match $op {
+            B::Add => real_binary_fn!(@arm $T, $f, $body, |x, y| x + y),
+            B::Sub => real_binary_fn!(@arm $T, $f, $body, |x, y| x - y),
+            B::Mul => real_binary_fn!(@arm $T, $f, $body, |x, y| x * y),
+            B::Div => real_binary_fn!(@arm $T, $f, $body, |x, y| x / y),
+            B::Rem => real_binary_fn!(@arm $T, $f, $body, |x, y| rem_real(x, y)),
+            B::Pow => real_binary_fn!(@arm $T, $f, $body, |x, y| x.powf(y)),
+            B::Maximum => real_binary_fn!(@arm $T, $f, $body, |x, y| if x >= y || x.is_nan() {
+                x
+            } else {
+                y
+            }),
+            B::Minimum => real_binary_fn!(@arm $T, $f, $body, |x, y| if x <= y || x.is_nan() {
+                x
+            } else {
+                y
+            }),
+            B::Atan2 => real_binary_fn!(@arm $T, $f, $body, |x, y| x.atan2(y)),
+            B::And | B::Or | B::Xor => None,
+        }
+    }};
+}
+pub(super) use real_binary_fn;
+
 /// Binary ops on `f32` and `f64` (IEEE arithmetic; maximum and minimum propagate NaN).
 pub(super) fn real<T: Real>(
     op: B,
@@ -96,26 +131,8 @@ pub(super) fn real<T: Real>(
     b: &[T],
     lb: &Layout,
 ) -> Result<CpuStorage> {
-    Ok(match op {
-        B::Add => zip!(a, la, b, lb, |x: T, y| x + y),
-        B::Sub => zip!(a, la, b, lb, |x: T, y| x - y),
-        B::Mul => zip!(a, la, b, lb, |x: T, y| x * y),
-        B::Div => zip!(a, la, b, lb, |x: T, y| x / y),
-        B::Rem => zip!(a, la, b, lb, |x: T, y| rem_real(x, y)),
-        B::Pow => zip!(a, la, b, lb, |x: T, y| x.powf(y)),
-        B::Maximum => zip!(a, la, b, lb, |x: T, y| if x >= y || x.is_nan() {
-            x
-        } else {
-            y
-        }),
-        B::Minimum => zip!(a, la, b, lb, |x: T, y| if x <= y || x.is_nan() {
-            x
-        } else {
-            y
-        }),
-        B::Atan2 => zip!(a, la, b, lb, |x: T, y| x.atan2(y)),
-        B::And | B::Or | B::Xor => return unsupported::<T>(op),
-    })
+    real_binary_fn!(op, T, |f| CpuStorage::from_vec(map2(a, la, b, lb, f)))
+        .map_or_else(|| unsupported::<T>(op), Ok)
 }
 
 /// Binary ops on `i32`, `i64` and `u8` (wrapping; NumPy's floor division and remainder).
@@ -133,6 +150,26 @@ pub(super) fn int<T: Int>(op: B, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> 
     })
 }
 
+/// `Some($body)` with `$f` bound to the element function `(bool, bool) -> bool` of `$op` on bools
+/// (`Add`, `Maximum` and `Or` are logical or; `Mul`, `Minimum` and `And` logical and), or `None` for the
+/// ops bools do not support.
+macro_rules! bool_binary_fn {
+    (@arm $f:ident, $body:expr, |$x:ident, $y:ident| $e:expr) => {{
+        let $f = |$x: bool, $y: bool| -> bool { $e };
+        Some($body)
+    }};
+    ($op:expr, |$f:ident| $body:expr) => {{
+        use nabla_core::BinaryOp as B;
+        match $op {
+            B::Add | B::Maximum | B::Or => bool_binary_fn!(@arm $f, $body, |x, y| x | y),
+            B::Mul | B::Minimum | B::And => bool_binary_fn!(@arm $f, $body, |x, y| x & y),
+            B::Xor => bool_binary_fn!(@arm $f, $body, |x, y| x ^ y),
+            B::Sub | B::Div | B::Rem | B::Pow | B::Atan2 => None,
+        }
+    }};
+}
+pub(super) use bool_binary_fn;
+
 /// Binary ops on `bool`: `Add`, `Maximum` and `Or` are logical or; `Mul`, `Minimum` and `And` logical and.
 pub(super) fn boolean(
     op: B,
@@ -141,12 +178,8 @@ pub(super) fn boolean(
     b: &[bool],
     lb: &Layout,
 ) -> Result<CpuStorage> {
-    Ok(match op {
-        B::Add | B::Maximum | B::Or => zip!(a, la, b, lb, |x: bool, y| x | y),
-        B::Mul | B::Minimum | B::And => zip!(a, la, b, lb, |x: bool, y| x & y),
-        B::Xor => zip!(a, la, b, lb, |x: bool, y| x ^ y),
-        B::Sub | B::Div | B::Rem | B::Pow | B::Atan2 => return unsupported::<bool>(op),
-    })
+    bool_binary_fn!(op, |f| CpuStorage::from_vec(map2(a, la, b, lb, f)))
+        .map_or_else(|| unsupported::<bool>(op), Ok)
 }
 
 /// Binary ops on `Complex32` and `Complex64`.
@@ -169,6 +202,27 @@ pub(super) fn complex<C: Cplx>(
     })
 }
 
+/// `$body` with `$f` bound to the element function `(T, T) -> bool` of the comparison `$op` on an
+/// ordered type (IEEE semantics for floats; `false < true`).
+macro_rules! ordered_compare_fn {
+    (@arm $T:ty, $f:ident, $body:expr, |$x:ident, $y:ident| $e:expr) => {{
+        let $f = |$x: $T, $y: $T| -> bool { $e };
+        $body
+    }};
+    ($op:expr, $T:ty, |$f:ident| $body:expr) => {{
+        use nabla_core::CompareOp as C;
+        match $op {
+            C::Eq => ordered_compare_fn!(@arm $T, $f, $body, |x, y| x == y),
+            C::Ne => ordered_compare_fn!(@arm $T, $f, $body, |x, y| x != y),
+            C::Lt => ordered_compare_fn!(@arm $T, $f, $body, |x, y| x < y),
+            C::Le => ordered_compare_fn!(@arm $T, $f, $body, |x, y| x <= y),
+            C::Gt => ordered_compare_fn!(@arm $T, $f, $body, |x, y| x > y),
+            C::Ge => ordered_compare_fn!(@arm $T, $f, $body, |x, y| x >= y),
+        }
+    }};
+}
+pub(super) use ordered_compare_fn;
+
 /// Comparisons of ordered types (real floats with IEEE semantics, integers, bool with `false < true`).
 pub(super) fn compare_ordered<T: Element + PartialOrd>(
     op: CompareOp,
@@ -177,14 +231,7 @@ pub(super) fn compare_ordered<T: Element + PartialOrd>(
     b: &[T],
     lb: &Layout,
 ) -> CpuStorage {
-    let out: Vec<bool> = match op {
-        CompareOp::Eq => map2(a, la, b, lb, |x: T, y: T| x == y),
-        CompareOp::Ne => map2(a, la, b, lb, |x: T, y: T| x != y),
-        CompareOp::Lt => map2(a, la, b, lb, |x: T, y: T| x < y),
-        CompareOp::Le => map2(a, la, b, lb, |x: T, y: T| x <= y),
-        CompareOp::Gt => map2(a, la, b, lb, |x: T, y: T| x > y),
-        CompareOp::Ge => map2(a, la, b, lb, |x: T, y: T| x >= y),
-    };
+    let out: Vec<bool> = ordered_compare_fn!(op, T, |f| map2(a, la, b, lb, f));
     CpuStorage::from_vec(out)
 }
 

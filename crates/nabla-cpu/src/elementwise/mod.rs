@@ -9,16 +9,20 @@ mod binary;
 mod cast;
 mod complex;
 mod erf;
+mod fused;
 mod traits;
 mod unary;
 mod vector;
 
+#[cfg(test)]
+mod fused_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_cases;
 
 pub(crate) use cast::CastFrom;
+pub(crate) use fused::{fast_dtype, fused};
 
 use crate::CpuStorage;
 use crate::strided::gather_view;

@@ -18,54 +18,97 @@ fn unsupported<T: Element>(op: U) -> Result<CpuStorage> {
     Err(Error::dtype(op.name(), T::DTYPE))
 }
 
+/// `Some($body)` with `$f` bound to the element function `T -> T` of the real (`f32`, `f64`) unary op
+/// `$op`, or `None` for the ops without one (`IsNan` and `IsFinite` give bool, see [`real_predicate_fn`];
+/// `Not` is bool-only). Shared by the op-by-op kernels and the fused kernel.
+macro_rules! real_unary_fn {
+    (@arm $T:ty, $f:ident, $body:expr, |$v:ident| $e:expr) => {{
+        let $f = |$v: $T| -> $T { $e };
+        Some($body)
+    }};
+    ($op:expr, $T:ty, |$f:ident| $body:expr) => {{
+        use $crate::elementwise::traits::Real;
+        use nabla_core::UnaryOp as U;
+        let (zero, one) = (<$T as Real>::ZERO, <$T as Real>::ONE);
+        match $op {
+            U::Neg => real_unary_fn!(@arm $T, $f, $body, |v| -v),
+            U::Abs => real_unary_fn!(@arm $T, $f, $body, |v| v.abs()),
+            // NumPy's sign: 0 for both zeros, NaN for NaN.
+            U::Sign => real_unary_fn!(@arm $T, $f, $body, |v| if v > zero {
+                one
+            } else if v < zero {
+                -one
+            } else if v == zero {
+                zero
+            } else {
+                v
+            }),
+            U::Recip => real_unary_fn!(@arm $T, $f, $body, |v| one / v),
+            U::Square => real_unary_fn!(@arm $T, $f, $body, |v| v * v),
+            U::Sqrt => real_unary_fn!(@arm $T, $f, $body, |v| v.sqrt()),
+            U::Rsqrt => real_unary_fn!(@arm $T, $f, $body, |v| one / v.sqrt()),
+            U::Exp => real_unary_fn!(@arm $T, $f, $body, |v| v.exp()),
+            U::Expm1 => real_unary_fn!(@arm $T, $f, $body, |v| v.exp_m1()),
+            U::Log => real_unary_fn!(@arm $T, $f, $body, |v| v.ln()),
+            U::Log1p => real_unary_fn!(@arm $T, $f, $body, |v| v.ln_1p()),
+            U::Sin => real_unary_fn!(@arm $T, $f, $body, |v| v.sin()),
+            U::Cos => real_unary_fn!(@arm $T, $f, $body, |v| v.cos()),
+            U::Tan => real_unary_fn!(@arm $T, $f, $body, |v| v.tan()),
+            U::Asin => real_unary_fn!(@arm $T, $f, $body, |v| v.asin()),
+            U::Acos => real_unary_fn!(@arm $T, $f, $body, |v| v.acos()),
+            U::Atan => real_unary_fn!(@arm $T, $f, $body, |v| v.atan()),
+            U::Sinh => real_unary_fn!(@arm $T, $f, $body, |v| v.sinh()),
+            U::Cosh => real_unary_fn!(@arm $T, $f, $body, |v| v.cosh()),
+            U::Tanh => real_unary_fn!(@arm $T, $f, $body, |v| v.tanh()),
+            U::Sigmoid => real_unary_fn!(@arm $T, $f, $body, |v| v.sigmoid()),
+            U::Erf => real_unary_fn!(@arm $T, $f, $body, |v| v.erf()),
+            U::Floor => real_unary_fn!(@arm $T, $f, $body, |v| v.floor()),
+            U::Ceil => real_unary_fn!(@arm $T, $f, $body, |v| v.ceil()),
+            U::Round => real_unary_fn!(@arm $T, $f, $body, |v| v.round_ties_even()),
+            U::Trunc => real_unary_fn!(@arm $T, $f, $body, |v| v.trunc()),
+            U::Conj | U::Real => real_unary_fn!(@arm $T, $f, $body, |v| v),
+            U::Imag => real_unary_fn!(@arm $T, $f, $body, |_v| zero),
+            U::IsNan | U::IsFinite | U::Not => None,
+        }
+    }};
+}
+pub(super) use real_unary_fn;
+
+/// `Some($body)` with `$f` bound to the element predicate `T -> bool` of the real unary op `$op`
+/// (`IsNan`, `IsFinite`), or `None` for the other ops.
+macro_rules! real_predicate_fn {
+    ($op:expr, $T:ty, |$f:ident| $body:expr) => {{
+                use nabla_core::UnaryOp as U;
+        match $op {
+            U::IsNan => {
+                let $f = |v: $T| -> bool { v.is_nan() };
+                Some($body)
+            }
+            U::IsFinite => {
+                let $f = |v: $T| -> bool { v.is_finite() };
+                Some($body)
+            }
+            _ => None,
+        }
+    }};
+}
+pub(super) use real_predicate_fn;
+
 /// Unary ops on `f32` and `f64`.
 pub(super) fn real<T: Real>(op: U, x: &[T], l: &Layout) -> Result<CpuStorage> {
     if let Some(kernel) = T::slice_kernel(op) {
         return Ok(CpuStorage::from_vec(map_slices(x, l, kernel)));
     }
-    let (zero, one) = (T::ZERO, T::ONE);
-    Ok(match op {
-        U::Neg => map!(x, l, |v: T| -v),
-        U::Abs => map!(x, l, |v: T| v.abs()),
-        // NumPy's sign: 0 for both zeros, NaN for NaN.
-        U::Sign => map!(x, l, |v: T| if v > zero {
-            one
-        } else if v < zero {
-            -one
-        } else if v == zero {
-            zero
-        } else {
-            v
-        }),
-        U::Recip => map!(x, l, |v: T| one / v),
-        U::Square => map!(x, l, |v: T| v * v),
-        U::Sqrt => map!(x, l, |v: T| v.sqrt()),
-        U::Rsqrt => map!(x, l, |v: T| one / v.sqrt()),
-        U::Exp => map!(x, l, |v: T| v.exp()),
-        U::Expm1 => map!(x, l, |v: T| v.exp_m1()),
-        U::Log => map!(x, l, |v: T| v.ln()),
-        U::Log1p => map!(x, l, |v: T| v.ln_1p()),
-        U::Sin => map!(x, l, |v: T| v.sin()),
-        U::Cos => map!(x, l, |v: T| v.cos()),
-        U::Tan => map!(x, l, |v: T| v.tan()),
-        U::Asin => map!(x, l, |v: T| v.asin()),
-        U::Acos => map!(x, l, |v: T| v.acos()),
-        U::Atan => map!(x, l, |v: T| v.atan()),
-        U::Sinh => map!(x, l, |v: T| v.sinh()),
-        U::Cosh => map!(x, l, |v: T| v.cosh()),
-        U::Tanh => map!(x, l, |v: T| v.tanh()),
-        U::Sigmoid => map!(x, l, |v: T| v.sigmoid()),
-        U::Erf => map!(x, l, |v: T| v.erf()),
-        U::Floor => map!(x, l, |v: T| v.floor()),
-        U::Ceil => map!(x, l, |v: T| v.ceil()),
-        U::Round => map!(x, l, |v: T| v.round_ties_even()),
-        U::Trunc => map!(x, l, |v: T| v.trunc()),
-        U::Conj | U::Real => CpuStorage::from_vec(gather_view(x, l)),
-        U::Imag => CpuStorage::from_vec(vec![zero; l.numel()]),
-        U::IsNan => map!(x, l, |v: T| v.is_nan()),
-        U::IsFinite => map!(x, l, |v: T| v.is_finite()),
-        U::Not => return unsupported::<T>(op),
-    })
+    match op {
+        U::Conj | U::Real => return Ok(CpuStorage::from_vec(gather_view(x, l))),
+        U::Imag => return Ok(CpuStorage::from_vec(vec![T::ZERO; l.numel()])),
+        _ => {}
+    }
+    if let Some(out) = real_unary_fn!(op, T, |f| CpuStorage::from_vec(map1(x, l, f))) {
+        return Ok(out);
+    }
+    real_predicate_fn!(op, T, |f| CpuStorage::from_vec(map1(x, l, f)))
+        .map_or_else(|| unsupported::<T>(op), Ok)
 }
 
 /// Unary ops on `i32`, `i64` and `u8` (exact, wrapping).

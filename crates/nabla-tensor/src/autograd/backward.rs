@@ -1,6 +1,7 @@
 //! The reverse pass: an iterative walk of the graph in reverse topological order that frees what it no
 //! longer needs as it goes.
 
+use super::extension::ExtensionRules;
 use super::node::{Node, NodeKind, Saved};
 use super::rules::{self, SavedValues};
 use crate::Tensor;
@@ -127,7 +128,7 @@ impl<B: Backend> Tensor<B> {
     ) -> Result<Gradients<B>> {
         const OP: &str = "backward";
         let seed = self.checked_seed(OP, seed)?;
-        let names_and_grads = run_backward(self, seed, Targets::Leaves, opts)?;
+        let names_and_grads = run_backward(self, seed, Targets::Leaves, opts, None)?;
         let mut by_node = HashMap::with_capacity(names_and_grads.len());
         let mut names = HashMap::new();
         for (node, grad) in names_and_grads {
@@ -183,12 +184,13 @@ impl<B: Backend> Tensor<B> {
 }
 
 /// Runs the reverse pass from `root` with cotangent `seed` and returns the gradient reaching each target
-/// node (with the node, so callers can read leaf names).
+/// node (with the node, so callers can read leaf names). Extension ops take their rules from `ext`.
 pub(crate) fn run_backward<B: Backend>(
     root: &Tensor<B>,
     seed: Tensor<B>,
     targets: Targets<'_>,
     opts: BackwardOptions,
+    ext: Option<&ExtensionRules<B>>,
 ) -> Result<NodeGradients<B>> {
     let Some(root_node) = root.ad.clone() else {
         return Ok(Vec::new());
@@ -249,7 +251,7 @@ pub(crate) fn run_backward<B: Backend>(
             } else {
                 g.detach()
             };
-            let input_grads = rules::vjp(op, &values, &g, &needed)?;
+            let input_grads = rules::vjp(op, &values, &g, &needed, ext)?;
             drop(values);
             for ((parent, slot), input_grad) in parents.iter().zip(&needs).zip(input_grads) {
                 let (Some(parent), Some(j), Some(input_grad)) = (parent, *slot, input_grad) else {

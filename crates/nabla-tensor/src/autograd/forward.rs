@@ -8,6 +8,7 @@
 //! `grad` of a `jvp` output works, and so on).
 
 use super::backward::{Walk, captures_outer, take_saved};
+use super::extension::ExtensionRules;
 use super::functional::vjp_n;
 use super::node::NodeKind;
 use super::rules;
@@ -15,12 +16,13 @@ use crate::Tensor;
 use crate::autograd::grad;
 use nabla_core::{Backend, Error, Result};
 
-/// Pushes the `tangents` of the marked nodes `marks` forward to `root`. `None` when the output does
-/// not depend on any marked input.
-fn push_forward<B: Backend>(
+/// Pushes the `tangents` of the marked nodes `marks` forward to `root`, with extension ops' rules from
+/// `ext`. `None` when the output does not depend on any marked input.
+pub(crate) fn push_forward<B: Backend>(
     root: &Tensor<B>,
     marks: &[(u64, Tensor<B>)],
     nested: bool,
+    ext: Option<&ExtensionRules<B>>,
 ) -> Result<Option<Tensor<B>>> {
     let Some(root_node) = root.ad.clone() else {
         return Ok(None);
@@ -47,7 +49,7 @@ fn push_forward<B: Backend>(
             continue;
         }
         let values = take_saved(node, op.name(), saved, true, nested)?;
-        let tangent = rules::jvp(op, &values, &inputs, &node.shape)?;
+        let tangent = rules::jvp(op, &values, &inputs, &node.shape, ext)?;
         tangents[i] = match tangent {
             Some(t) if t.dtype() != node.dtype => Some(t.cast(node.dtype)?),
             other => other,
@@ -91,7 +93,7 @@ where
         .zip(tangents)
         .filter_map(|(m, t)| Some((m.node_id()?, t.clone())))
         .collect();
-    let tangent = match push_forward(&y, &marks, nested)? {
+    let tangent = match push_forward(&y, &marks, nested, None)? {
         Some(t) => t,
         None => y.detach().zeros_like()?,
     };

@@ -31,7 +31,7 @@ fn pullback<B: Backend>(
             create_graph: nested,
             retain_graph: nested,
         };
-        run_backward(&y, seed, Targets::Nodes(&ids), opts)?
+        run_backward(&y, seed, Targets::Nodes(&ids), opts, None)?
     } else {
         if let Some(s) = seed {
             y.check_matches(op, s, "the cotangent must have the output's shape")?;

@@ -12,6 +12,8 @@
 //! same saved values and are tested against each other by the adjoint identity.
 
 mod backward;
+mod context;
+mod extension;
 mod forward;
 mod functional;
 mod grad_mode;
@@ -22,6 +24,8 @@ mod rules;
 mod sum_to;
 
 pub use backward::{BackwardOptions, Gradients};
+pub use context::{AdContext, AdContextBuilder};
+pub use extension::{ExtensionRules, ForwardRule, ReverseRule, RuleArgs};
 pub use forward::{hessian, hvp, jacfwd, jacrev, jvp, jvp_n};
 pub use functional::{grad, grad_n, value_and_grad, value_and_grad_n, vjp, vjp_n};
 pub use grad_mode::{NoGradGuard, is_grad_enabled, no_grad};

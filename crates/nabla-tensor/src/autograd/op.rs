@@ -1,6 +1,7 @@
 //! The record an op leaves in the graph: which primitive ran, with the parameters its derivative needs.
 
-use nabla_core::{BinaryOp, Conv2dParams, DType, ReduceOp, UnaryOp};
+use nabla_core::{BinaryOp, Conv2dParams, DType, ExtensionOp, ReduceOp, UnaryOp};
+use std::sync::Arc;
 
 /// A recorded primitive. Every tracked tensor op reduces to one of these; composites record the
 /// primitives they are made of. Inputs are listed in the order the rules in `rules` expect.
@@ -64,6 +65,8 @@ pub(crate) enum Op {
         params: Conv2dParams,
         kernel_hw: (usize, usize),
     },
+    /// An extension op (all inputs and the output saved); its rules come from an `AdContext`.
+    Extension(Arc<dyn ExtensionOp>),
 }
 
 impl Op {
@@ -91,6 +94,7 @@ impl Op {
             Op::Conv2d { .. } => "conv2d",
             Op::Conv2dInputGrad { .. } => "conv2d_input_grad",
             Op::Conv2dWeightGrad { .. } => "conv2d_weight_grad",
+            Op::Extension(_) => "extension",
         }
     }
 
@@ -128,6 +132,7 @@ impl Op {
             Op::Matmul | Op::Conv2d { .. } => 0b11,
             Op::Conv2dInputGrad { .. } | Op::Conv2dWeightGrad { .. } => 0b11,
             Op::Gather { .. } | Op::IndexSelect { .. } | Op::ScatterAdd { .. } => 0b10,
+            Op::Extension(_) => u8::MAX,
             _ => 0,
         }
     }
@@ -142,6 +147,7 @@ impl Op {
             ),
             Op::Binary(op) => matches!(op, BinaryOp::Pow | BinaryOp::Maximum | BinaryOp::Minimum),
             Op::Reduce { op, .. } => matches!(op, ReduceOp::Max | ReduceOp::Min),
+            Op::Extension(_) => true,
             _ => false,
         }
     }

@@ -36,6 +36,40 @@ impl PartialEq for TracedValue {
     }
 }
 
+/// A traced tensor: a [`Tensor`] on the [`TracingBackend`], with every operation and operator of the
+/// eager tensor. Operations record a program instead of computing; autodiff transforms
+/// ([`crate::AdContext`], [`Tensor::grad`], [`crate::grad`], ...) on traced tensors return traced
+/// tensors, which can be transformed again, compiled with [`crate::GraphCompiler`] and run with
+/// [`crate::GraphExecutor`].
+///
+/// ```
+/// use nabla_tensor::{AdContext, DType, GraphExecutor, Tensor, TracedTensor, TracingBackend};
+/// use nabla_cpu::CpuBackend;
+/// let tb = TracingBackend::new();
+/// let x = TracedTensor::placeholder(&tb, [3], DType::F64)?;
+/// let loss = x.sin()?.exp()?.sum_all()?;
+/// let ad = AdContext::new();
+/// let g = ad.grad(&loss, &x)?; // cos(x) exp(sin x), still traced
+/// let v = TracedTensor::placeholder(&tb, [3], DType::F64)?;
+/// let hv = ad.jvp(&g, &x, &v)?; // a Hessian-vector product
+/// let program = tb.program(&[&g, &hv])?;
+/// let cpu = CpuBackend::new();
+/// let xs = Tensor::from_vec(vec![0.0f64, 1.0, 2.0], [3], &cpu)?;
+/// let vs = Tensor::from_vec(vec![1.0f64, 0.0, 0.0], [3], &cpu)?;
+/// let out = GraphExecutor::new(&cpu).run(&program, &[xs, vs])?;
+/// assert_eq!(out[0].to_vec::<f64>()?[0], 1.0); // cos 0 · exp(sin 0)
+/// assert_eq!(out[1].to_vec::<f64>()?, vec![1.0, 0.0, 0.0]); // (cos² - sin) exp(sin) at 0
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub type TracedTensor = Tensor<TracingBackend>;
+
+impl Tensor<TracingBackend> {
+    /// A typed program input of `tb`'s graph; see [`TracingBackend::placeholder`].
+    pub fn placeholder(tb: &TracingBackend, shape: impl Into<Shape>, dtype: DType) -> Result<Self> {
+        tb.placeholder(shape, dtype)
+    }
+}
+
 /// A [`Backend`](nabla_core::Backend) that computes nothing: every op appends a node to a graph, so `Tensor<TracingBackend>`
 /// is a traced tensor and every tensor op, composite and autodiff rule records a program. Each instance
 /// owns its own graph; clones share it.
@@ -88,12 +122,19 @@ impl TracingBackend {
         self.graph.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A program input of the given shape and dtype; inputs are numbered in order of creation.
+    /// A program input of the given shape and dtype; inputs are numbered in order of creation. A
+    /// floating-point placeholder is a variable named `input{index}`, so traced programs can be
+    /// differentiated with respect to it ([`crate::AdContext`], [`Tensor::grad`]).
     pub fn placeholder(&self, shape: impl Into<Shape>, dtype: DType) -> Result<Tensor<Self>> {
         let shape = shape.into().into_dims();
         let index = self.lock().inputs.len();
         let v = self.record(TraceOp::Input { index }, &[], shape.clone(), dtype)?;
-        Tensor::from_storage(v, Layout::contiguous(shape), self)
+        let t = Tensor::from_storage(v, Layout::contiguous(shape), self)?;
+        if dtype.is_float() {
+            Tensor::var(format!("input{index}"), t)
+        } else {
+            Ok(t)
+        }
     }
 
     /// Number of nodes recorded so far (before dead-code elimination).

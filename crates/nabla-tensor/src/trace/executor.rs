@@ -2,7 +2,7 @@
 
 use super::graph::{Node, Program, TraceOp, short_dtype};
 use crate::Tensor;
-use nabla_core::{Backend, Error, Layout, Result};
+use nabla_core::{Backend, Error, FusedKernel, Layout, Result};
 use std::sync::Mutex;
 
 /// Statistics of one [`GraphExecutor::run`].
@@ -11,7 +11,9 @@ pub struct RunStats {
     /// Nodes executed.
     pub nodes_executed: usize,
     /// Largest total size, in bytes, of the program values alive at once (inputs included): each node's
-    /// inputs and outputs are alive together, and a value is released right after its last reader.
+    /// inputs and outputs are alive together, and a value is released right after its last reader. An
+    /// input buffer a fused node overwrites ([`crate::Program::reused_operand`]) is counted once, as the
+    /// output.
     pub peak_buffer_bytes: usize,
     /// Values released before the end of the run because no later node reads them.
     pub values_freed: usize,
@@ -105,7 +107,16 @@ impl<B: Backend> GraphExecutor<B> {
         let mut stats = RunStats::default();
         let mut live = 0usize;
         for (i, node) in program.nodes.iter().enumerate() {
-            let outs = self.execute(program, node, &values, inputs)?;
+            let outs = match (&node.op, program.reused_operand(i)) {
+                (TraceOp::Fused(kernel), Some(k)) => {
+                    // The donated buffer becomes the output: it is counted once, as the output.
+                    let v = node.inputs.get(k).map(|o| o.value).ok_or_else(|| missing(i))?;
+                    let donated = values[v].take().ok_or_else(|| missing(v))?;
+                    live -= program.values[v].bytes();
+                    self.run_fused(program, node, kernel, &values, Some((k, donated)))?
+                }
+                _ => self.execute(program, node, &values, inputs)?,
+            };
             for (&v, storage) in node.outputs.iter().zip(outs) {
                 let info = &program.values[v];
                 let len = self.backend.storage_len(&storage);
@@ -271,7 +282,39 @@ impl<B: Backend> GraphExecutor<B> {
                 let ((x, xl), (dy, dl)) = (arg(0)?, arg(1)?);
                 one(b.conv2d_weight_grad(x, xl, dy, dl, *kernel_hw, params)?)
             }
+            TraceOp::Extension(call) => {
+                let parts = (0..node.inputs.len())
+                    .map(arg)
+                    .collect::<Result<Vec<_>>>()?;
+                one(b.extension(&call.0, &parts)?)
+            }
+            TraceOp::Fused(kernel) => self.run_fused(program, node, kernel, values, None)?,
         })
+    }
+
+    /// Runs a fused node, handing `donated` (operand index, buffer taken out of `values`) to the backend.
+    fn run_fused(
+        &self,
+        program: &Program,
+        node: &Node,
+        kernel: &FusedKernel,
+        values: &[Option<B::Storage>],
+        mut donated: Option<(usize, B::Storage)>,
+    ) -> Result<Vec<B::Storage>> {
+        let mut donate = None;
+        let mut ins = Vec::with_capacity(node.inputs.len());
+        for (k, o) in node.inputs.iter().enumerate() {
+            let storage = match donated.take_if(|(d, _)| *d == k) {
+                Some((_, s)) => {
+                    donate = Some(k);
+                    s
+                }
+                None => values[o.value].clone().ok_or_else(|| missing(o.value))?,
+            };
+            ins.push((storage, &o.layout));
+        }
+        let out = &program.values[node.outputs[0]];
+        Ok(vec![self.backend.fused(kernel, ins, &out.shape, donate)?])
     }
 }
 

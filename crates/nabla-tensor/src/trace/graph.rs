@@ -1,10 +1,11 @@
 //! The traced program IR: values, nodes, the graph builder and the snapshotted [`Program`].
 
 use nabla_core::{
-    ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, DType, Distribution, HostData, Layout,
-    ReduceOp, RngKey, Scalar, UnaryOp,
+    ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, DType, Distribution, ExtensionOp, HostData,
+    Layout, ReduceOp, RngKey, Scalar, UnaryOp,
 };
 use std::fmt;
+use std::sync::Arc;
 
 /// Index of a value (a device buffer at run time) in a traced graph or [`Program`].
 pub type ValueId = usize;
@@ -162,6 +163,22 @@ pub enum TraceOp {
         /// Convolution parameters.
         params: Conv2dParams,
     },
+    /// An extension op ([`nabla_core::ExtensionOp`]), run with [`nabla_core::Backend::extension`].
+    Extension(ExtensionCall),
+    /// A fused elementwise kernel over the node's inputs (see [`nabla_core::FusedKernel`]), run with
+    /// [`nabla_core::Backend::fused`]; built by the compiler's fusion pass.
+    Fused(nabla_core::FusedKernel),
+}
+
+/// An extension op held by a program node; two calls are equal when the ops compute the same function
+/// ([`ExtensionOp::same_as`]).
+#[derive(Clone, Debug)]
+pub struct ExtensionCall(pub Arc<dyn ExtensionOp>);
+
+impl PartialEq for ExtensionCall {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.same_as(other.0.as_ref())
+    }
 }
 
 impl fmt::Display for TraceOp {
@@ -206,6 +223,8 @@ impl fmt::Display for TraceOp {
             TraceOp::Conv2dWeightGrad { kernel_hw, params } => {
                 write!(f, "conv2d_weight_grad kernel_hw={kernel_hw:?} {params:?}")
             }
+            TraceOp::Extension(call) => write!(f, "{}", call.0.name()),
+            TraceOp::Fused(kernel) => write!(f, "fused[{kernel}]"),
         }
     }
 }
@@ -321,6 +340,7 @@ impl GraphBuilder {
             inputs,
             outputs,
             last_use,
+            donations: Vec::new(),
         }
     }
 }
@@ -362,6 +382,9 @@ pub struct Program {
     pub(crate) outputs: Vec<TraceOperand>,
     /// Index of the last node reading each value; `Some(usize::MAX)` for outputs, `None` if never read.
     pub(crate) last_use: Vec<Option<usize>>,
+    /// Buffer-reuse plan: for node `i`, `donations[i]` is the operand whose buffer the node overwrites
+    /// (fused nodes only). Empty when no plan was made.
+    pub(crate) donations: Vec<Option<usize>>,
 }
 
 impl Program {
@@ -443,7 +466,7 @@ fn join<T: fmt::Display>(items: &[T], sep: &str) -> String {
 
 impl fmt::Display for Program {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for node in &self.nodes {
+        for (node_index, node) in self.nodes.iter().enumerate() {
             for (i, &v) in node.outputs.iter().enumerate() {
                 if i > 0 {
                     write!(f, ", ")?;
@@ -460,6 +483,9 @@ impl fmt::Display for Program {
             for (i, o) in node.inputs.iter().enumerate() {
                 write!(f, "{}", if i == 0 { " " } else { ", " })?;
                 self.write_operand(f, o)?;
+            }
+            if let Some(k) = self.reused_operand(node_index) {
+                write!(f, " (reuses %{})", node.inputs[k].value)?;
             }
             writeln!(f)?;
         }

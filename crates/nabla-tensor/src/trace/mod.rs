@@ -6,10 +6,12 @@
 //! last use.
 
 mod backend;
+mod compiler;
 mod executor;
 mod graph;
 mod record;
 
-pub use backend::{TracedValue, TracingBackend};
+pub use backend::{TracedTensor, TracedValue, TracingBackend};
+pub use compiler::{CompileReport, GraphCompiler, IntoProgram, Pass, PassReport};
 pub use executor::{GraphExecutor, RunStats};
-pub use graph::{Node, Program, TraceOp, TraceOperand, ValueId, ValueInfo};
+pub use graph::{ExtensionCall, Node, Program, TraceOp, TraceOperand, ValueId, ValueInfo};

@@ -1,11 +1,12 @@
 //! The recording kernels: `impl Backend for TracingBackend`, one node per call.
 
 use super::backend::{TracedValue, TracingBackend};
-use super::graph::{TraceOp, ValueInfo};
+use super::graph::{ExtensionCall, TraceOp, ValueInfo};
 use nabla_core::{
     ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution, Error,
-    HostData, Layout, ReduceOp, Result, RngKey, Scalar, UnaryOp,
+    ExtensionOp, HostData, Layout, ReduceOp, Result, RngKey, Scalar, UnaryOp,
 };
+use std::sync::Arc;
 
 fn with_axis(shape: &[usize], axis: usize, size: usize) -> Result<Vec<usize>> {
     let mut s = shape.to_vec();
@@ -366,6 +367,17 @@ impl Backend for TracingBackend {
             params: *params,
         };
         self.record(op, &ins, shape, x.dtype)
+    }
+
+    fn extension(
+        &self,
+        op: &Arc<dyn ExtensionOp>,
+        inputs: &[(&TracedValue, &Layout)],
+    ) -> Result<TracedValue> {
+        let specs: Vec<_> = inputs.iter().map(|(v, l)| (v.dtype, l.shape())).collect();
+        let spec = op.output_spec(&specs)?;
+        let call = TraceOp::Extension(ExtensionCall(op.clone()));
+        self.record(call, inputs, spec.shape, spec.dtype)
     }
 }
 

@@ -5,20 +5,24 @@
 
 use super::{SavedValues, elementwise, reduce};
 use crate::Tensor;
+use crate::autograd::extension::{self, ExtensionRules};
 use crate::autograd::op::Op;
 use nabla_core::{Backend, Result};
 
 /// The tangent of the output of `op` (of shape `out`), given the tangent of each input (`None` for
-/// inputs with zero tangent). `None` when every contribution is zero.
+/// inputs with zero tangent). `None` when every contribution is zero. Extension ops take their rules
+/// from `ext`.
 pub(crate) fn jvp<B: Backend>(
     op: &Op,
     s: &SavedValues<B>,
     t: &[Option<Tensor<B>>],
     out: &[usize],
+    ext: Option<&ExtensionRules<B>>,
 ) -> Result<Option<Tensor<B>>> {
     let t0 = || t[0].as_ref();
     let linear = |f: &dyn Fn(&Tensor<B>) -> Result<Tensor<B>>| t0().map(f).transpose();
     match op {
+        Op::Extension(e) => extension::jvp(e, ext, &s.all_inputs()?, s.output()?, t),
         Op::Identity => Ok(t0().cloned()),
         Op::Unary(u) => linear(&|t| elementwise::unary(*u, s, t)),
         Op::Binary(b) => {

@@ -13,6 +13,7 @@ mod reduce;
 
 pub(crate) use forward::jvp;
 
+use super::extension::{self, ExtensionRules};
 use super::op::Op;
 use crate::Tensor;
 use nabla_core::{Backend, Error, Result};
@@ -35,6 +36,13 @@ impl<B: Backend> SavedValues<B> {
         })
     }
 
+    /// Every input, each of which the op must have saved (extension ops save them all).
+    pub(crate) fn all_inputs(&self) -> Result<Vec<Tensor<B>>> {
+        (0..self.inputs.len())
+            .map(|i| self.input(i).cloned())
+            .collect()
+    }
+
     /// The op's output, which the op must have saved.
     pub(crate) fn output(&self) -> Result<&Tensor<B>> {
         self.output.as_ref().ok_or_else(|| {
@@ -47,14 +55,19 @@ impl<B: Backend> SavedValues<B> {
 }
 
 /// Gradients of the inputs of `op` given the output cotangent `g`; `needs[i]` is false for inputs that
-/// need none (the rule may skip them). Entries are `None` for inputs that get no gradient.
+/// need none (the rule may skip them). Entries are `None` for inputs that get no gradient. Extension ops
+/// take their rules from `ext`.
 pub(crate) fn vjp<B: Backend>(
     op: &Op,
     saved: &SavedValues<B>,
     g: &Tensor<B>,
     needs: &[bool],
+    ext: Option<&ExtensionRules<B>>,
 ) -> Result<Vec<Option<Tensor<B>>>> {
     match op {
+        Op::Extension(e) => {
+            extension::vjp(e, ext, &saved.all_inputs()?, saved.output()?, g, needs)
+        }
         Op::Identity => Ok(vec![Some(g.clone())]),
         Op::Unary(u) => Ok(vec![Some(elementwise::unary(*u, saved, g)?)]),
         Op::Binary(b) => elementwise::binary(*b, saved, g, needs),

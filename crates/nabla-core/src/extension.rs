@@ -1,0 +1,95 @@
+//! Extension ops: op families that live outside the core (linear algebra, signal processing, ...).
+//!
+//! An extension op is a value implementing [`ExtensionOp`]: a namespaced name, a shape and dtype rule,
+//! and a kernel on host memory that every backend can run. A backend with its own kernel for the op
+//! (a GPU shader, say) finds it through [`ExtensionOp::device_kernel`]; every other backend moves the
+//! inputs to the host, runs [`ExtensionOp::host_kernel`] and uploads the result (the default
+//! [`crate::Backend::extension`]). On the CPU backend the host kernel is the native kernel and runs on
+//! the tensors' memory without copies.
+//!
+//! Derivative rules are not part of the op: they are registered explicitly with an `AdContext`
+//! (see `nabla_tensor::ExtensionRules`), so a program that never differentiates needs none, and a
+//! missing rule is an error naming the op and the mode rather than a wrong derivative.
+
+use crate::{DType, HostData, Result};
+use std::any::Any;
+use std::fmt::Debug;
+
+/// A contiguous row-major input of a host kernel.
+#[derive(Clone, Copy, Debug)]
+pub struct HostView<'a> {
+    /// The elements, in row-major order.
+    pub data: &'a HostData,
+    /// The shape of the input.
+    pub shape: &'a [usize],
+}
+
+/// The shape and dtype of an extension op's output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputSpec {
+    /// Element type.
+    pub dtype: DType,
+    /// Row-major shape.
+    pub shape: Vec<usize>,
+}
+
+/// One op of an extension family: a single-output function of tensors with a host kernel.
+///
+/// Implementations are plain values (a unit struct, or a struct holding the op's parameters);
+/// `nabla_tensor::Tensor::apply_extension` runs one on tensors of any backend and records it for
+/// autodiff and tracing.
+///
+/// ```
+/// use nabla_core::{DType, Element, Error, ExtensionOp, HostData, HostView, OutputSpec, Result};
+/// /// Row sums of a matrix, as a toy extension.
+/// #[derive(Debug)]
+/// struct RowSum;
+/// impl ExtensionOp for RowSum {
+///     fn name(&self) -> &str { "demo.row_sum" }
+///     fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
+///         match inputs {
+///             [(DType::F64, [m, _])] => Ok(OutputSpec { dtype: DType::F64, shape: vec![*m] }),
+///             _ => Err(Error::invalid("demo.row_sum", "expects one f64 matrix")),
+///         }
+///     }
+///     fn host_kernel(&self, inputs: &[HostView<'_>]) -> Result<HostData> {
+///         let n = inputs[0].shape[1];
+///         let x = f64::slice_of(inputs[0].data).expect("checked dtype");
+///         Ok(HostData::F64(x.chunks(n.max(1)).map(|r| r.iter().sum()).collect()))
+///     }
+///     fn as_any(&self) -> &dyn std::any::Any { self }
+/// }
+/// let spec = RowSum.output_spec(&[(DType::F64, &[2, 3])])?;
+/// assert_eq!(spec.shape, vec![2]);
+/// # Ok::<(), Error>(())
+/// ```
+pub trait ExtensionOp: Debug + Send + Sync + 'static {
+    /// The op's name, namespaced by its family (`"linalg.solve"`); rules are registered under it.
+    fn name(&self) -> &str;
+
+    /// The output's dtype and shape for inputs of these dtypes and shapes; an error (naming the op and
+    /// the shapes) when the inputs are not valid for the op. Called before any kernel runs.
+    fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec>;
+
+    /// Computes the output on host memory from contiguous inputs already validated by
+    /// [`ExtensionOp::output_spec`]. Must return data of the spec's dtype and element count.
+    fn host_kernel(&self, inputs: &[HostView<'_>]) -> Result<HostData>;
+
+    /// A backend-specific kernel for devices of kind `device_kind` (`"wgpu"`, `"cuda"`), if the family
+    /// provides one; the backend downcasts it to the kernel type it defines. `None` (the default) runs
+    /// the host kernel.
+    fn device_kernel(&self, device_kind: &str) -> Option<&dyn Any> {
+        let _ = device_kind;
+        None
+    }
+
+    /// The op as [`Any`], so rules can read the parameters of their own op type.
+    fn as_any(&self) -> &dyn Any;
+
+    /// `true` when `other` computes the same function (used to merge duplicate nodes of a traced
+    /// program). The default compares names and debug forms, which covers ops whose parameters are
+    /// printed by `Debug`.
+    fn same_as(&self, other: &dyn ExtensionOp) -> bool {
+        self.name() == other.name() && format!("{self:?}") == format!("{other:?}")
+    }
+}

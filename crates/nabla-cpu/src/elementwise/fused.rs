@@ -1,0 +1,643 @@
+//! The fused elementwise kernel ([`nabla_core::Backend::fused`]): one pass over the output in blocks.
+//!
+//! The output is cut into blocks of [`BLOCK_BYTES`] per step (1024 `f32`, 512 `f64`). For each block,
+//! every step is evaluated into a block-local buffer (a "slot", reused once its last reader has run) with
+//! the same element functions and multiversioned loops as the op-by-op kernels ([`real_unary_fn`],
+//! [`real_binary_fn`], the SIMD slice kernels, [`apply1`], [`apply2`]), so results are bit-identical to
+//! running the ops one by one, while the intermediates never leave L1. Blocks are split across threads as
+//! the other elementwise kernels split their outputs (above [`PARALLEL_THRESHOLD`], in tasks of
+//! [`CHUNK`] elements).
+//!
+//! Inputs are read in place when their view is contiguous, as one value when it is a broadcast scalar,
+//! gathered per block when the innermost (coalesced) stride is -1, 0 or 1 (row broadcasts, flips,
+//! slices), and materialised once with the tiled copy otherwise (transposes).
+//!
+//! Constant subexpressions (constants, broadcast-scalar inputs and ops over them only) are evaluated
+//! once, before the loop. A donated input that is uniquely held becomes the output buffer; each block
+//! reads its donated values into a slot before the result overwrites them.
+//!
+//! The fast path covers kernels whose steps are all `f32` (or all `f64`) and `bool`; other kernels run
+//! through [`FusedKernel::evaluate_by_ops`].
+
+use super::binary::{bool_binary_fn, ordered_compare_fn, real_binary_fn};
+use super::cast::CastFrom;
+use super::traits::Real;
+use super::unary::{real_predicate_fn, real_unary_fn};
+use crate::strided::{CHUNK, apply1, apply2, output_vec};
+use crate::{CpuBackend, CpuStorage, PARALLEL_THRESHOLD};
+use nabla_core::{DType, Element, Error, FusedKernel, FusedOp, Layout, Result, UnaryOp};
+use rayon::prelude::*;
+use std::mem::MaybeUninit;
+
+/// Bytes of one step's block buffer.
+const BLOCK_BYTES: usize = 4096;
+const OP: &str = "fused";
+
+/// The float dtype of the fast path for `kernel`, if it has one: every step is `f32` or `bool`, or
+/// every step is `f64` or `bool` (an all-`bool` kernel runs in the `f32` instantiation).
+pub(crate) fn fast_dtype(kernel: &FusedKernel) -> Option<DType> {
+    let mut float = None;
+    for step in kernel.steps() {
+        match step.dtype {
+            DType::Bool => {}
+            d @ (DType::F32 | DType::F64) => {
+                if float.replace(d).is_some_and(|f| f != d) {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(float.unwrap_or(DType::F32))
+}
+
+/// Runs `kernel`; see the module documentation.
+pub(crate) fn fused(
+    kernel: &FusedKernel,
+    inputs: Vec<(CpuStorage, &Layout)>,
+    shape: &[usize],
+    donate: Option<usize>,
+) -> Result<CpuStorage> {
+    let metas: Vec<(DType, &[usize])> = inputs.iter().map(|(s, l)| (s.dtype(), l.shape())).collect();
+    kernel.check_call(&metas, shape)?;
+    for (s, l) in &inputs {
+        s.check_layout(OP, l)?;
+    }
+    let out_bool = kernel.output_dtype() == DType::Bool;
+    match fast_dtype(kernel) {
+        Some(DType::F64) if out_bool => finish::<f64, bool>(kernel, inputs, shape, donate),
+        Some(DType::F64) => finish::<f64, f64>(kernel, inputs, shape, donate),
+        Some(_) if out_bool => finish::<f32, bool>(kernel, inputs, shape, donate),
+        Some(_) => finish::<f32, f32>(kernel, inputs, shape, donate),
+        None => {
+            let refs: Vec<(&CpuStorage, &Layout)> = inputs.iter().map(|(s, l)| (s, *l)).collect();
+            kernel.evaluate_by_ops(&CpuBackend, &refs, shape)
+        }
+    }
+}
+
+/// Values of one step over a block: a slice, or one value for every element.
+#[derive(Clone, Copy)]
+enum Val<'b, X> {
+    Slice(&'b [X]),
+    Splat(X),
+}
+
+impl<X: Copy> Val<'_, X> {
+    #[inline(always)]
+    fn at(&self, i: usize) -> X {
+        match self {
+            Val::Slice(s) => s[i],
+            Val::Splat(v) => *v,
+        }
+    }
+}
+
+/// Block values of a step of either lane type.
+enum AnyVal<'b, T> {
+    Real(Val<'b, T>),
+    Bool(Val<'b, bool>),
+}
+
+/// Where a step writes a block.
+enum Dst<'b, T> {
+    Real(&'b mut [MaybeUninit<T>]),
+    Bool(&'b mut [MaybeUninit<bool>]),
+}
+
+/// A kernel input's data: the typed buffer (from the view's first element, when contiguous).
+enum Data<'a, T> {
+    Real(&'a [T]),
+    Bool(&'a [bool]),
+}
+
+/// How a kernel input is read.
+enum Access {
+    /// Directly, from the (contiguous) data.
+    Contig,
+    /// One value at this offset.
+    Splat(usize),
+    /// Gathered per block along a coalesced view.
+    Gather(Walk),
+    /// From the donated output buffer.
+    Donor,
+}
+
+/// A coalesced strided view, for gathering a block at any element.
+struct Walk {
+    dims: Vec<usize>,
+    strides: Vec<isize>,
+    offset: isize,
+}
+
+/// Where a step's block values live.
+#[derive(Clone, Copy, PartialEq)]
+enum Place {
+    /// One value for every element (constant subexpressions).
+    Splat,
+    /// The contiguous data of this input.
+    Contig(usize),
+    /// A block-local buffer of the step's lane type.
+    Slot(usize),
+    /// Written directly into the output (the result step).
+    Out,
+}
+
+/// Block-local buffers of each lane type.
+struct Scratch<T> {
+    real: Vec<Vec<T>>,
+    boolean: Vec<Vec<bool>>,
+}
+
+/// Everything a block needs, prepared once per call.
+struct Plan<'a, T> {
+    kernel: &'a FusedKernel,
+    data: Vec<Data<'a, T>>,
+    access: Vec<Access>,
+    place: Vec<Place>,
+    splat_real: Vec<T>,
+    splat_bool: Vec<bool>,
+    /// Steps with per-block work, in order.
+    work: Vec<usize>,
+    slots: (usize, usize),
+    block: usize,
+}
+
+/// An output element type of a kernel whose floats are `T`: `T` itself or `bool`.
+trait Lane<T>: Element {
+    /// The output (or a chunk of it) as a destination of this lane type.
+    fn dst(s: &mut [MaybeUninit<Self>]) -> Dst<'_, T>;
+}
+
+impl<T: Real> Lane<T> for T {
+    fn dst(s: &mut [MaybeUninit<T>]) -> Dst<'_, T> {
+        Dst::Real(s)
+    }
+}
+
+impl<T: Real> Lane<T> for bool {
+    fn dst(s: &mut [MaybeUninit<bool>]) -> Dst<'_, T> {
+        Dst::Bool(s)
+    }
+}
+
+/// Views `s` as possibly-uninitialised memory, for the loops that write outputs.
+fn as_uninit<X: Copy>(s: &mut [X]) -> &mut [MaybeUninit<X>] {
+    // SAFETY: `MaybeUninit<X>` has the layout of `X`, and every writer in this module stores
+    // initialised values, so the slice stays initialised.
+    unsafe { &mut *(s as *mut [X] as *mut [MaybeUninit<X>]) }
+}
+
+/// Runs a kernel whose floats are `T` and whose output elements are `O`, into a new buffer or into the
+/// donated one.
+fn finish<T: Real + CastFrom, O: Lane<T>>(
+    kernel: &FusedKernel,
+    mut inputs: Vec<(CpuStorage, &Layout)>,
+    shape: &[usize],
+    donate: Option<usize>,
+) -> Result<CpuStorage> {
+    let n: usize = shape.iter().product();
+    if n == 0 {
+        return Ok(CpuStorage::from_vec(Vec::<O>::new()));
+    }
+    let mut donor: Option<(usize, Vec<O>)> = None;
+    if let Some(k) = donate
+        && let Some((s, l)) = inputs.get(k)
+        && s.dtype() == O::DTYPE
+        && s.len() == n
+        && l.contiguous_range() == Some(0..n)
+    {
+        let s = std::mem::replace(&mut inputs[k].0, CpuStorage::from_vec(Vec::<O>::new()));
+        match s.try_into_host() {
+            Ok(host) => {
+                let v = O::vec_of(host).ok_or_else(|| Error::invalid(OP, "donated dtype"))?;
+                donor = Some((k, v));
+            }
+            Err(s) => inputs[k].0 = s,
+        }
+    }
+    // Views whose innermost stride is large (transposes) are copied once, with the tiled copy.
+    let copies = inputs
+        .iter()
+        .map(|(s, l)| {
+            let (_, strides) = Layout::coalesce(&[l]);
+            let far = strides[0].last().is_some_and(|st| st.abs() > 1);
+            Ok(if far && l.contiguous_range().is_none() {
+                Some(super::copy(s, l)?)
+            } else {
+                None
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let plan = Plan::new(kernel, &inputs, &copies, donor.as_ref().map(|d| d.0))?;
+    let out = match donor {
+        Some((_, mut v)) => {
+            plan.drive(O::dst(as_uninit(&mut v[..])))?;
+            v
+        }
+        None => {
+            let mut v: Vec<O> = output_vec(n);
+            plan.drive(O::dst(&mut v.spare_capacity_mut()[..n]))?;
+            // SAFETY: `drive` wrote every element of `v[..n]`.
+            unsafe { v.set_len(n) };
+            v
+        }
+    };
+    Ok(CpuStorage::from_vec(out))
+}
+
+impl<'a, T: Real + CastFrom> Plan<'a, T> {
+    fn new(
+        kernel: &'a FusedKernel,
+        inputs: &'a [(CpuStorage, &Layout)],
+        copies: &'a [Option<CpuStorage>],
+        donor: Option<usize>,
+    ) -> Result<Self> {
+        let mut data = Vec::with_capacity(inputs.len());
+        let mut access = Vec::with_capacity(inputs.len());
+        for (k, ((s, l), copy)) in inputs.iter().zip(copies).enumerate() {
+            let (buf, range, how) = if let Some(c) = copy {
+                (c, 0..c.len(), Access::Contig)
+            } else if donor == Some(k) {
+                (s, 0..0, Access::Donor)
+            } else if l.numel() <= 1 || l.strides().iter().all(|&st| st == 0) {
+                (s, 0..s.len(), Access::Splat(l.offset()))
+            } else if let Some(r) = l.contiguous_range() {
+                (s, r, Access::Contig)
+            } else {
+                let (dims, strides) = Layout::coalesce(&[l]);
+                let walk = Walk {
+                    dims,
+                    strides: strides.into_iter().next().unwrap_or_default(),
+                    offset: l.offset() as isize,
+                };
+                (s, 0..s.len(), Access::Gather(walk))
+            };
+            data.push(match buf.dtype() {
+                DType::Bool => Data::Bool(&buf.typed::<bool>(OP)?[range]),
+                _ => Data::Real(&buf.typed::<T>(OP)?[range]),
+            });
+            access.push(how);
+        }
+        let steps = kernel.steps();
+        let m = steps.len();
+        let mut plan = Plan {
+            kernel,
+            data,
+            access,
+            place: vec![Place::Splat; m],
+            splat_real: vec![T::ZERO; m],
+            splat_bool: vec![false; m],
+            work: Vec::new(),
+            slots: (0, 0),
+            block: (BLOCK_BYTES / std::mem::size_of::<T>()).max(64),
+        };
+        let last = kernel.last_readers();
+        let (mut free_real, mut free_bool) = (Vec::new(), Vec::new());
+        for (i, step) in steps.iter().enumerate() {
+            let real = step.dtype != DType::Bool;
+            let place = match step.op {
+                FusedOp::Input(k) => match &plan.access[k] {
+                    Access::Contig => Place::Contig(k),
+                    Access::Splat(o) => {
+                        match &plan.data[k] {
+                            Data::Real(x) => plan.splat_real[i] = x[*o],
+                            Data::Bool(x) => plan.splat_bool[i] = x[*o],
+                        }
+                        Place::Splat
+                    }
+                    Access::Gather(_) | Access::Donor => Place::Slot(usize::MAX),
+                },
+                FusedOp::Constant(c) => {
+                    plan.splat_real[i] = T::from_scalar(c);
+                    plan.splat_bool[i] = bool::from_scalar(c);
+                    Place::Splat
+                }
+                op if op.operands().all(|a| plan.place[a] == Place::Splat) => {
+                    plan.fold(i)?;
+                    Place::Splat
+                }
+                _ if i == m - 1 => Place::Out,
+                _ => Place::Slot(usize::MAX),
+            };
+            plan.place[i] = match place {
+                Place::Slot(_) => {
+                    let (free, count) = if real {
+                        (&mut free_real, &mut plan.slots.0)
+                    } else {
+                        (&mut free_bool, &mut plan.slots.1)
+                    };
+                    Place::Slot(free.pop().unwrap_or_else(|| {
+                        *count += 1;
+                        *count - 1
+                    }))
+                }
+                other => other,
+            };
+            if matches!(plan.place[i], Place::Slot(_) | Place::Out) {
+                plan.work.push(i);
+            }
+            // Slots of steps read for the last time here (or never read) are free for later steps.
+            let dead = (last[i].is_none()).then_some(i);
+            for a in step.op.operands().filter(|&a| last[a] == Some(i)).chain(dead) {
+                if let Place::Slot(s) = plan.place[a] {
+                    let free = if steps[a].dtype != DType::Bool {
+                        &mut free_real
+                    } else {
+                        &mut free_bool
+                    };
+                    if !free.contains(&s) {
+                        free.push(s);
+                    }
+                }
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Evaluates step `i`, whose operands are all one value, once.
+    fn fold(&mut self, i: usize) -> Result<()> {
+        let step = self.kernel.steps()[i];
+        let get = |a: usize| self.splat(a);
+        if step.dtype == DType::Bool {
+            let mut r = [false];
+            eval(step.op, &get, Dst::Bool(as_uninit(&mut r)))?;
+            self.splat_bool[i] = r[0];
+        } else {
+            let mut r = [T::ZERO];
+            eval(step.op, &get, Dst::Real(as_uninit(&mut r)))?;
+            self.splat_real[i] = r[0];
+        }
+        Ok(())
+    }
+
+    fn splat(&self, a: usize) -> AnyVal<'_, T> {
+        if self.kernel.steps()[a].dtype == DType::Bool {
+            AnyVal::Bool(Val::Splat(self.splat_bool[a]))
+        } else {
+            AnyVal::Real(Val::Splat(self.splat_real[a]))
+        }
+    }
+
+    /// Step `a`'s values over the block `start..start + len`.
+    fn val<'b>(&'b self, s: &'b Scratch<T>, a: usize, start: usize, len: usize) -> AnyVal<'b, T> {
+        let real = self.kernel.steps()[a].dtype != DType::Bool;
+        match self.place[a] {
+            Place::Contig(k) => match &self.data[k] {
+                Data::Real(x) => AnyVal::Real(Val::Slice(&x[start..start + len])),
+                Data::Bool(x) => AnyVal::Bool(Val::Slice(&x[start..start + len])),
+            },
+            Place::Slot(slot) if real => AnyVal::Real(Val::Slice(&s.real[slot][..len])),
+            Place::Slot(slot) => AnyVal::Bool(Val::Slice(&s.boolean[slot][..len])),
+            Place::Splat | Place::Out => self.splat(a),
+        }
+    }
+
+    /// Fills the output (all of it, or one task's chunk of it per thread).
+    fn drive(&self, out: Dst<'_, T>) -> Result<()> {
+        let n = match &out {
+            Dst::Real(o) => o.len(),
+            Dst::Bool(o) => o.len(),
+        };
+        if n < PARALLEL_THRESHOLD {
+            return self.run_chunk(0, out);
+        }
+        match out {
+            Dst::Real(o) => o
+                .par_chunks_mut(CHUNK)
+                .enumerate()
+                .try_for_each(|(c, o)| self.run_chunk(c * CHUNK, Dst::Real(o))),
+            Dst::Bool(o) => o
+                .par_chunks_mut(CHUNK)
+                .enumerate()
+                .try_for_each(|(c, o)| self.run_chunk(c * CHUNK, Dst::Bool(o))),
+        }
+    }
+
+    /// Computes output elements `start..start + out.len()` block by block.
+    fn run_chunk(&self, start: usize, mut out: Dst<'_, T>) -> Result<()> {
+        let mut s = Scratch {
+            real: vec![vec![T::ZERO; self.block]; self.slots.0],
+            boolean: vec![vec![false; self.block]; self.slots.1],
+        };
+        let total = match &out {
+            Dst::Real(o) => o.len(),
+            Dst::Bool(o) => o.len(),
+        };
+        let steps = self.kernel.steps();
+        let mut off = 0;
+        while off < total {
+            let len = (total - off).min(self.block);
+            let g = start + off;
+            for &i in &self.work {
+                let step = steps[i];
+                let real = step.dtype != DType::Bool;
+                let block = match &mut out {
+                    Dst::Real(o) => Dst::Real(&mut o[off..off + len]),
+                    Dst::Bool(o) => Dst::Bool(&mut o[off..off + len]),
+                };
+                match (self.place[i], step.op) {
+                    (Place::Slot(slot), FusedOp::Input(k)) => {
+                        let a = &self.access[k];
+                        match (&self.data[k], block) {
+                            (Data::Real(x), _) if real && !matches!(a, Access::Donor) => {
+                                gather(x, a, g, &mut s.real[slot][..len])
+                            }
+                            (Data::Bool(x), _) if !matches!(a, Access::Donor) => {
+                                gather(x, a, g, &mut s.boolean[slot][..len])
+                            }
+                            (_, Dst::Real(o)) => load(o, &mut s.real[slot][..len]),
+                            (_, Dst::Bool(o)) => load(o, &mut s.boolean[slot][..len]),
+                        }
+                    }
+                    (Place::Slot(slot), op) => {
+                        if real {
+                            let mut buf = std::mem::take(&mut s.real[slot]);
+                            let get = |a: usize| self.val(&s, a, g, len);
+                            let r = eval(op, &get, Dst::Real(as_uninit(&mut buf[..len])));
+                            s.real[slot] = buf;
+                            r?;
+                        } else {
+                            let mut buf = std::mem::take(&mut s.boolean[slot]);
+                            let get = |a: usize| self.val(&s, a, g, len);
+                            let r = eval(op, &get, Dst::Bool(as_uninit(&mut buf[..len])));
+                            s.boolean[slot] = buf;
+                            r?;
+                        }
+                    }
+                    (_, op) => eval(op, &|a: usize| self.val(&s, a, g, len), block)?,
+                }
+            }
+            let last = steps.len() - 1;
+            if self.place[last] != Place::Out {
+                let block = match &mut out {
+                    Dst::Real(o) => Dst::Real(&mut o[off..off + len]),
+                    Dst::Bool(o) => Dst::Bool(&mut o[off..off + len]),
+                };
+                match (self.val(&s, last, g, len), block) {
+                    (AnyVal::Real(v), Dst::Real(o)) => map_val(v, o, &|x: T| x),
+                    (AnyVal::Bool(v), Dst::Bool(o)) => map_val(v, o, &|x: bool| x),
+                    _ => return Err(mismatch()),
+                }
+            }
+            off += len;
+        }
+        Ok(())
+    }
+}
+
+fn mismatch() -> Error {
+    Error::invalid(OP, "a step's operands do not have the dtypes its op needs")
+}
+
+/// Copies the donated input's values of a block (the output buffer's current contents) into a slot.
+fn load<X: Copy>(out: &[MaybeUninit<X>], dst: &mut [X]) {
+    for (d, o) in dst.iter_mut().zip(out) {
+        // SAFETY: the donated output buffer starts initialised (it holds the donated input) and is only
+        // ever overwritten with initialised values, after this block's load.
+        *d = unsafe { o.assume_init() };
+    }
+}
+
+/// Gathers the elements `start..start + dst.len()` (row-major) of a walked view into `dst`.
+fn gather<X: Copy>(x: &[X], access: &Access, start: usize, dst: &mut [X]) {
+    let Access::Gather(w) = access else {
+        return;
+    };
+    let nd = w.dims.len();
+    if nd == 0 {
+        dst.fill(x[w.offset as usize]);
+        return;
+    }
+    let (inner, s) = (w.dims[nd - 1], w.strides[nd - 1]);
+    let mut index = vec![0usize; nd];
+    let (mut rem, mut pos) = (start, w.offset);
+    for ax in (0..nd).rev() {
+        index[ax] = rem % w.dims[ax];
+        rem /= w.dims[ax];
+        pos += index[ax] as isize * w.strides[ax];
+    }
+    let mut done = 0;
+    while done < dst.len() {
+        let run = (inner - index[nd - 1]).min(dst.len() - done);
+        let out = &mut dst[done..done + run];
+        match s {
+            1 => out.copy_from_slice(&x[pos as usize..pos as usize + run]),
+            0 => out.fill(x[pos as usize]),
+            _ => {
+                for (j, o) in out.iter_mut().enumerate() {
+                    *o = x[(pos + j as isize * s) as usize];
+                }
+            }
+        }
+        done += run;
+        index[nd - 1] += run;
+        pos += run as isize * s;
+        if index[nd - 1] == inner {
+            index[nd - 1] = 0;
+            pos -= inner as isize * s;
+            for ax in (0..nd - 1).rev() {
+                index[ax] += 1;
+                pos += w.strides[ax];
+                if index[ax] < w.dims[ax] {
+                    break;
+                }
+                pos -= w.dims[ax] as isize * w.strides[ax];
+                index[ax] = 0;
+            }
+        }
+    }
+}
+
+/// `dst[i] = f(x[i])`.
+fn map_val<X: Copy, U>(x: Val<'_, X>, dst: &mut [MaybeUninit<U>], f: &impl Fn(X) -> U) {
+    match x {
+        Val::Slice(s) => apply1(s, dst, f),
+        Val::Splat(v) => dst.iter_mut().for_each(|o| {
+            o.write(f(v));
+        }),
+    }
+}
+
+/// `dst[i] = f(x[i], y[i])`, with scalar fast paths.
+fn zip_val<A: Copy, B: Copy, U>(
+    x: Val<'_, A>,
+    y: Val<'_, B>,
+    dst: &mut [MaybeUninit<U>],
+    f: &impl Fn(A, B) -> U,
+) {
+    match (x, y) {
+        (Val::Slice(a), Val::Slice(b)) => apply2(a, b, dst, f),
+        (Val::Slice(a), Val::Splat(v)) => apply1(a, dst, &|u| f(u, v)),
+        (Val::Splat(u), y) => map_val(y, dst, &|v| f(u, v)),
+    }
+}
+
+/// Evaluates one op step over a block, reading operands through `get`.
+fn eval<'b, T: Real + CastFrom>(
+    op: FusedOp,
+    get: &dyn Fn(usize) -> AnyVal<'b, T>,
+    dst: Dst<'_, T>,
+) -> Result<()> {
+    use AnyVal as A;
+    match (op, dst) {
+        (FusedOp::Unary(u, a), Dst::Real(d)) => {
+            let A::Real(x) = get(a) else {
+                return Err(mismatch());
+            };
+            match (T::slice_kernel(u), x) {
+                (Some(k), Val::Slice(x)) => k(x, d),
+                _ => real_unary_fn!(u, T, |f| map_val(x, d, &f))
+                    .ok_or_else(|| Error::dtype(u.name(), T::DTYPE))?,
+            }
+        }
+        (FusedOp::Unary(u, a), Dst::Bool(d)) => match get(a) {
+            A::Real(x) => real_predicate_fn!(u, T, |f| map_val(x, d, &f))
+                .ok_or_else(|| Error::dtype(u.name(), T::DTYPE))?,
+            A::Bool(x) if u == UnaryOp::Not => map_val(x, d, &|v: bool| !v),
+            A::Bool(_) => return Err(Error::dtype(u.name(), DType::Bool)),
+        },
+        (FusedOp::Binary(op, a, b), Dst::Real(d)) => match (get(a), get(b)) {
+            (A::Real(x), A::Real(y)) => real_binary_fn!(op, T, |f| zip_val(x, y, d, &f))
+                .ok_or_else(|| Error::dtype(op.name(), T::DTYPE))?,
+            _ => return Err(mismatch()),
+        },
+        (FusedOp::Binary(op, a, b), Dst::Bool(d)) => match (get(a), get(b)) {
+            (A::Bool(x), A::Bool(y)) => bool_binary_fn!(op, |f| zip_val(x, y, d, &f))
+                .ok_or_else(|| Error::dtype(op.name(), DType::Bool))?,
+            _ => return Err(mismatch()),
+        },
+        (FusedOp::Compare(op, a, b), Dst::Bool(d)) => match (get(a), get(b)) {
+            (A::Real(x), A::Real(y)) => ordered_compare_fn!(op, T, |f| zip_val(x, y, d, &f)),
+            (A::Bool(x), A::Bool(y)) => ordered_compare_fn!(op, bool, |f| zip_val(x, y, d, &f)),
+            _ => return Err(mismatch()),
+        },
+        (FusedOp::Select(c, t, e), dst) => {
+            let A::Bool(c) = get(c) else {
+                return Err(mismatch());
+            };
+            match (get(t), get(e), dst) {
+                (A::Real(t), A::Real(e), Dst::Real(d)) => select(c, t, e, d),
+                (A::Bool(t), A::Bool(e), Dst::Bool(d)) => select(c, t, e, d),
+                _ => return Err(mismatch()),
+            }
+        }
+        (FusedOp::Cast(_, a), Dst::Real(d)) => match get(a) {
+            A::Real(x) => map_val(x, d, &|v: T| T::cast_from(v.to_scalar())),
+            A::Bool(x) => map_val(x, d, &|v: bool| T::cast_from(v.to_scalar())),
+        },
+        (FusedOp::Cast(_, a), Dst::Bool(d)) => match get(a) {
+            A::Real(x) => map_val(x, d, &|v: T| bool::cast_from(v.to_scalar())),
+            A::Bool(x) => map_val(x, d, &|v: bool| v),
+        },
+        _ => return Err(mismatch()),
+    }
+    Ok(())
+}
+
+/// `dst[i] = c[i] ? t[i] : e[i]`.
+fn select<X: Copy>(c: Val<'_, bool>, t: Val<'_, X>, e: Val<'_, X>, dst: &mut [MaybeUninit<X>]) {
+    for (i, o) in dst.iter_mut().enumerate() {
+        o.write(if c.at(i) { t.at(i) } else { e.at(i) });
+    }
+}

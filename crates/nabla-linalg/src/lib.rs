@@ -1,0 +1,74 @@
+//! Linear algebra for nabla, built as an **extension op family**: the worked example of how a crate
+//! outside the core adds ops with their kernels and derivative rules.
+//!
+//! The family has three ops, on batches of square `f32`/`f64` matrices `[..., n, n]`:
+//! [`solve`] (`A⁻¹B`), [`inv`] (`A⁻¹`) and [`logabsdet`] (`log |det A|`). Singular matrices are an
+//! error naming the op, the matrix of the batch and the zero pivot.
+//!
+//! # Writing an extension family
+//! 1. **Ops.** One type per op implementing [`nabla_core::ExtensionOp`]: a namespaced name
+//!    (`"linalg.solve"`), `output_spec` (validates dtypes and shapes, gives the output's), and a
+//!    `host_kernel` on contiguous host data (see `ops.rs`, `kernels.rs`). The CPU backend runs the
+//!    host kernel on the tensors' memory; other backends run it through a host round trip unless they
+//!    provide a native kernel found with `ExtensionOp::device_kernel`.
+//! 2. **User functions.** Thin functions calling [`Tensor::apply_extension`], generic over the backend,
+//!    so they work eagerly, on traced tensors (they record a program node that
+//!    [`nabla_tensor::GraphExecutor`] runs) and under autodiff (they record a graph node).
+//! 3. **Rules.** A function returning [`nabla_tensor::ExtensionRules`] with a forward and a reverse rule
+//!    per op, written in differentiable tensor ops (here they call the family's own ops, so derivatives
+//!    of every order exist). Users register it explicitly; there is no global registry:
+//!
+//! ```
+//! use nabla_tensor::{AdContext, Tensor};
+//! use nabla_cpu::CpuBackend;
+//! let cpu = CpuBackend::new();
+//! let ad = AdContext::builder().with_extension_rules(nabla_linalg::rules()).build();
+//! let a = Tensor::var("a", Tensor::from_vec(vec![2.0f64, 1.0, 1.0, 3.0], [2, 2], &cpu)?)?;
+//! let l = nabla_linalg::logabsdet(&a)?; // log 5
+//! assert!((l.item::<f64>()? - 5f64.ln()).abs() < 1e-12);
+//! let g = ad.grad(&l, &a)?; // A⁻ᵀ
+//! let want = [0.6, -0.2, -0.2, 0.4];
+//! for (x, w) in g.to_vec::<f64>()?.iter().zip(want) {
+//!     assert!((x - w).abs() < 1e-12);
+//! }
+//! // Without the family's rules, the derivative is an error naming the op and the mode.
+//! let err = AdContext::new().grad(&l, &a).unwrap_err();
+//! assert!(err.to_string().contains("linalg.logabsdet") && err.to_string().contains("reverse"));
+//! # Ok::<(), nabla_core::Error>(())
+//! ```
+#![warn(missing_docs)]
+
+mod kernels;
+mod ops;
+mod rules;
+
+pub use ops::{Inverse, LogAbsDet, Solve};
+pub use rules::rules;
+
+use nabla_core::{Backend, Result};
+use nabla_tensor::Tensor;
+use std::sync::Arc;
+
+/// `A⁻¹ B` for `a` of shape `[..., n, n]` and `b` of shape `[..., n, k]` with the same batch dims.
+///
+/// ```
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// let cpu = CpuBackend::new();
+/// let a = Tensor::from_vec(vec![2.0f64, 0.0, 0.0, 4.0], [2, 2], &cpu)?;
+/// let b = Tensor::from_vec(vec![2.0f64, 8.0], [2, 1], &cpu)?;
+/// assert_eq!(nabla_linalg::solve(&a, &b)?.to_vec::<f64>()?, vec![1.0, 2.0]);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn solve<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>> {
+    Tensor::apply_extension(Arc::new(Solve), &[a, b])
+}
+
+/// `A⁻¹` for `a` of shape `[..., n, n]`.
+pub fn inv<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
+    Tensor::apply_extension(Arc::new(Inverse), &[a])
+}
+
+/// `log |det A|` for `a` of shape `[..., n, n]`, of shape `[...]`.
+pub fn logabsdet<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
+    Tensor::apply_extension(Arc::new(LogAbsDet), &[a])
+}

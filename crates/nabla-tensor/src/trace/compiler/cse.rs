@@ -1,0 +1,128 @@
+//! Common-subexpression elimination.
+//!
+//! Two nodes compute the same values when they have the same op (with the same parameters), read the
+//! same values through equal layouts and produce values of the same dtypes and shapes. Every op of a
+//! traced program is a pure function of those, including `Full`, `Constant` (compared by data) and
+//! `Random` (the same key gives the same draws), so the later node is dropped and its readers read the
+//! earlier one's outputs instead. Placeholders are never merged.
+//!
+//! Ops are compared bit for bit. Constants compare their elements' bits (so `[0.0]` and `[-0.0]` stay
+//! apart, and equal NaNs merge). Other ops must be equal by `PartialEq` *and* print the same `Debug`
+//! text, so `Full(0.0)` and `Full(-0.0)` (equal as numbers) stay apart, and an op holding a NaN (never
+//! equal to itself) is never merged.
+
+use super::rebuild;
+use crate::trace::graph::{Program, TraceOp, TraceOperand, ValueId};
+use nabla_core::{DType, Element, HostData, Layout, Result, Scalar, with_host_data};
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::fmt::{self, Write as _};
+use std::hash::{Hash, Hasher};
+
+/// Streams `Debug` text into a hasher, so that ops are fingerprinted without building a string.
+struct HashWriter<'a>(&'a mut DefaultHasher);
+
+impl fmt::Write for HashWriter<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.write(s.as_bytes());
+        Ok(())
+    }
+}
+
+/// The bits of a scalar (every element type converts to a scalar exactly).
+fn bits(s: Option<Scalar>) -> Option<(u8, u64, u64)> {
+    Some(match s? {
+        Scalar::F64(x) => (0, x.to_bits(), 0),
+        Scalar::C128(c) => (1, c.re.to_bits(), c.im.to_bits()),
+        Scalar::I64(i) => (2, i as u64, 0),
+        Scalar::Bool(b) => (3, b as u64, 0),
+    })
+}
+
+fn fingerprint(op: &TraceOp) -> u64 {
+    let mut h = DefaultHasher::new();
+    match op {
+        TraceOp::Constant(data) => {
+            data.dtype().hash(&mut h);
+            with_host_data!(data, v => v.iter().for_each(|x| bits(Some(x.to_scalar())).hash(&mut h)));
+        }
+        _ => {
+            // Writing into a hasher cannot fail.
+            let _ = write!(HashWriter(&mut h), "{op:?}");
+        }
+    }
+    h.finish()
+}
+
+fn same_constant(a: &HostData, b: &HostData) -> bool {
+    a.dtype() == b.dtype()
+        && a.len() == b.len()
+        && (0..a.len()).all(|i| bits(a.get(i)) == bits(b.get(i)))
+}
+
+/// Bit-exact op equality (see the module documentation).
+fn same_op(a: &TraceOp, b: &TraceOp) -> bool {
+    match (a, b) {
+        (TraceOp::Constant(x), TraceOp::Constant(y)) => same_constant(x, y),
+        _ => a == b && format!("{a:?}") == format!("{b:?}"),
+    }
+}
+
+/// Everything but the op's parameters that identifies a node's result.
+#[derive(PartialEq, Eq, Hash)]
+struct Key {
+    op: u64,
+    inputs: Vec<(ValueId, Layout)>,
+    outputs: Vec<(DType, Vec<usize>)>,
+}
+
+pub(crate) fn eliminate_common_subexpressions(program: &Program) -> Result<Program> {
+    // Representative of each value: itself, or the earlier equal value it was merged into.
+    let mut alias: Vec<ValueId> = (0..program.values.len()).collect();
+    let remap = |o: &TraceOperand, alias: &[ValueId]| TraceOperand {
+        value: alias[o.value],
+        layout: o.layout.clone(),
+    };
+    let mut seen: HashMap<Key, Vec<usize>> = HashMap::new();
+    let mut nodes = Vec::with_capacity(program.nodes.len());
+    for node in &program.nodes {
+        let mut node = node.clone();
+        node.inputs = node.inputs.iter().map(|o| remap(o, &alias)).collect();
+        if matches!(node.op, TraceOp::Input { .. }) {
+            nodes.push(node);
+            continue;
+        }
+        let key = Key {
+            op: fingerprint(&node.op),
+            inputs: node
+                .inputs
+                .iter()
+                .map(|o| (o.value, o.layout.clone()))
+                .collect(),
+            outputs: node
+                .outputs
+                .iter()
+                .map(|&v| (program.values[v].dtype, program.values[v].shape.clone()))
+                .collect(),
+        };
+        let candidates = seen.entry(key).or_default();
+        let earlier = candidates
+            .iter()
+            .copied()
+            .find(|&j| same_op(&nodes[j].op, &node.op));
+        match earlier {
+            Some(j) => {
+                let first = &nodes[j];
+                for (&dup, &kept) in node.outputs.iter().zip(&first.outputs) {
+                    alias[dup] = kept;
+                }
+            }
+            None => {
+                candidates.push(nodes.len());
+                nodes.push(node);
+            }
+        }
+    }
+    let outputs = program.outputs.iter().map(|o| remap(o, &alias)).collect();
+    rebuild(&program.values, nodes, &program.inputs, outputs)
+}
