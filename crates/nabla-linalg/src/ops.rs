@@ -76,7 +76,9 @@ impl ExtensionOp for Solve {
             });
         }
         let n = square(SOLVE, sa)?;
-        let ok = sb.len() == sa.len() && sb[..sb.len() - 2] == sa[..sa.len() - 2] && sb[sb.len() - 2] == n;
+        let ok = sb.len() == sa.len()
+            && sb[..sb.len() - 2] == sa[..sa.len() - 2]
+            && sb[sb.len() - 2] == n;
         if !ok {
             return Err(Error::shapes(SOLVE, sa, sb).with_hint(
                 "B must be [..., n, k] with A's batch dims; for a vector b use b.unsqueeze(-1)",

@@ -131,9 +131,9 @@ fn eager_and_traced_derivatives_match_jax_to_third_order() {
             .iter()
             .map(|s| tb.placeholder(s.clone(), DType::F64).unwrap().detach())
             .collect();
-        let tw = w
-            .as_ref()
-            .map(|w| Tensor::from_vec(w.to_vec::<f64>().unwrap(), w.shape().to_vec(), &tb).unwrap());
+        let tw = w.as_ref().map(|w| {
+            Tensor::from_vec(w.to_vec::<f64>().unwrap(), w.shape().to_vec(), &tb).unwrap()
+        });
         let traced = derivatives(name, &txs, &tvs, tw.as_ref()).unwrap();
         let program = GraphCompiler::new().compile(&traced).unwrap();
         let mut feed: Vec<Tensor<CpuBackend>> = xs.iter().map(Tensor::detach).collect();
@@ -152,16 +152,46 @@ fn eager_and_traced_derivatives_match_jax_to_third_order() {
         let n = xs.len();
         let flat = |t: &Tensor<CpuBackend>| t.to_vec::<f64>().unwrap();
         let tol = 1e-9;
-        close(&flat(&got[0]), &[case["value"].as_f64().unwrap()], tol, &format!("{name}: value"));
-        close(&flat(&got[1]), &[case["jvp"].as_f64().unwrap()], tol, &format!("{name}: jvp"));
+        close(
+            &flat(&got[0]),
+            &[case["value"].as_f64().unwrap()],
+            tol,
+            &format!("{name}: value"),
+        );
+        close(
+            &flat(&got[1]),
+            &[case["jvp"].as_f64().unwrap()],
+            tol,
+            &format!("{name}: jvp"),
+        );
         for i in 0..n {
             let grads = floats(&case["grads"][i]);
             let hvp = floats(&case["hvp"][i]);
             let third = floats(&case["third"][i]);
-            close(&flat(&got[2 + i]), &grads, tol, &format!("{name}: grad {i}"));
-            close(&flat(&got[2 + n + i]), &hvp, tol, &format!("{name}: hvp fwd-over-rev {i}"));
-            close(&flat(&got[2 + 2 * n + i]), &hvp, tol, &format!("{name}: hvp rev-over-rev {i}"));
-            close(&flat(&got[2 + 3 * n + i]), &third, tol, &format!("{name}: third {i}"));
+            close(
+                &flat(&got[2 + i]),
+                &grads,
+                tol,
+                &format!("{name}: grad {i}"),
+            );
+            close(
+                &flat(&got[2 + n + i]),
+                &hvp,
+                tol,
+                &format!("{name}: hvp fwd-over-rev {i}"),
+            );
+            close(
+                &flat(&got[2 + 2 * n + i]),
+                &hvp,
+                tol,
+                &format!("{name}: hvp rev-over-rev {i}"),
+            );
+            close(
+                &flat(&got[2 + 3 * n + i]),
+                &third,
+                tol,
+                &format!("{name}: third {i}"),
+            );
         }
     }
 }

@@ -152,6 +152,28 @@ fn missing_rule(op: &dyn ExtensionOp, mode: &str, registered: bool) -> Error {
     )
 }
 
+/// Fails, naming the op and the mode, when `op` is an extension op without a rule for `mode`
+/// (`"forward"` or `"reverse"`) in `rules`; checked before a node's saved values are taken, so a missing
+/// rule leaves the graph intact.
+pub(crate) fn ensure_rule<B: Backend>(
+    op: &Op,
+    rules: Option<&ExtensionRules<B>>,
+    mode: &str,
+) -> Result<()> {
+    let Op::Extension(e) = op else {
+        return Ok(());
+    };
+    let found = rules.is_some_and(|r| match mode {
+        "forward" => r.has_forward(e.name()),
+        _ => r.has_reverse(e.name()),
+    });
+    if found {
+        Ok(())
+    } else {
+        Err(missing_rule(e.as_ref(), mode, rules.is_some()))
+    }
+}
+
 /// The saved inputs and output of an extension node, which saves them all.
 fn args<'a, B: Backend>(
     op: &'a Arc<dyn ExtensionOp>,

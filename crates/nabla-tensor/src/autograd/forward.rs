@@ -48,6 +48,7 @@ pub(crate) fn push_forward<B: Backend>(
         if inputs.iter().all(Option::is_none) {
             continue;
         }
+        super::extension::ensure_rule(op, ext, "forward")?;
         let values = take_saved(node, op.name(), saved, true, nested)?;
         let tangent = rules::jvp(op, &values, &inputs, &node.shape, ext)?;
         tangents[i] = match tangent {

@@ -1,0 +1,337 @@
+//! The linalg extension family: values, errors, derivative rules (central differences in f64 and the
+//! adjoint identity between forward and reverse rules), missing-rule errors and traced execution.
+
+use nabla_core::{DType, Error, Result};
+use nabla_cpu::CpuBackend;
+use nabla_tensor::{AdContext, GraphExecutor, Tensor, TracingBackend};
+
+type T = Tensor<CpuBackend>;
+
+fn data(seed: u64, n: usize) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn tensor(seed: u64, shape: &[usize]) -> T {
+    let n = shape.iter().product();
+    Tensor::from_vec(data(seed, n), shape.to_vec(), &CpuBackend::new()).unwrap()
+}
+
+/// Random `[..., n, n]` matrices near `2 I`, comfortably invertible.
+fn matrices(seed: u64, shape: &[usize]) -> T {
+    let n = shape[shape.len() - 1];
+    let eye = Tensor::eye(n, DType::F64, &CpuBackend::new()).unwrap();
+    tensor(seed, shape)
+        .mul(0.5)
+        .unwrap()
+        .add(&eye.mul(2.0).unwrap())
+        .unwrap()
+}
+
+fn ad() -> AdContext<CpuBackend> {
+    AdContext::builder()
+        .with_extension_rules(nabla_linalg::rules())
+        .build()
+}
+
+fn values(t: &T) -> Vec<f64> {
+    t.to_vec::<f64>().unwrap()
+}
+
+fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= tol * (1.0 + w.abs()),
+            "{what}[{i}]: {g} vs {w}"
+        );
+    }
+}
+
+/// One op of the family applied to its inputs.
+type OpFn = fn(&[T]) -> Result<T>;
+
+fn cases() -> Vec<(&'static str, OpFn, Vec<T>)> {
+    vec![
+        (
+            "solve",
+            |x| nabla_linalg::solve(&x[0], &x[1]),
+            vec![matrices(1, &[2, 3, 3]), tensor(2, &[2, 3, 2])],
+        ),
+        (
+            "inv",
+            |x| nabla_linalg::inv(&x[0]),
+            vec![matrices(3, &[4, 4])],
+        ),
+        (
+            "logabsdet",
+            |x| nabla_linalg::logabsdet(&x[0]),
+            vec![matrices(4, &[3, 3, 3])],
+        ),
+    ]
+}
+
+#[test]
+fn values_satisfy_their_definitions() {
+    let a = matrices(5, &[2, 3, 3]);
+    let b = tensor(6, &[2, 3, 4]);
+    let x = nabla_linalg::solve(&a, &b).unwrap();
+    assert_close(
+        &values(&a.matmul(&x).unwrap()),
+        &values(&b),
+        1e-12,
+        "A X = B",
+    );
+    let inv = nabla_linalg::inv(&a).unwrap();
+    let eye = Tensor::eye(3, DType::F64, &CpuBackend::new()).unwrap();
+    let want = values(&eye.broadcast_to([2, 3, 3]).unwrap());
+    assert_close(&values(&a.matmul(&inv).unwrap()), &want, 1e-12, "A A⁻¹ = I");
+    // A triangular matrix's log|det| is the sum of log|diagonal|.
+    let tri = Tensor::from_vec(vec![2.0f64, 5.0, 0.0, -3.0], [2, 2], &CpuBackend::new()).unwrap();
+    let l = nabla_linalg::logabsdet(&tri).unwrap();
+    assert!((l.item::<f64>().unwrap() - 6f64.ln()).abs() < 1e-14);
+    // f32 works too, and a transposed (non-contiguous) input is read through its view.
+    let a32 = a.cast(DType::F32).unwrap();
+    let inv32 = nabla_linalg::inv(&a32.t().unwrap()).unwrap();
+    let inv_t = values(&inv.t().unwrap().contiguous().unwrap());
+    let got: Vec<f64> = inv32
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|&v| v as f64)
+        .collect();
+    assert_close(&got, &inv_t, 1e-5, "inv(Aᵀ) in f32");
+}
+
+#[test]
+fn bad_inputs_are_errors_naming_the_op() {
+    let cpu = CpuBackend::new();
+    let singular = Tensor::from_vec(vec![1.0f64, 2.0, 2.0, 4.0], [2, 2], &cpu).unwrap();
+    let err = nabla_linalg::inv(&singular).unwrap_err().to_string();
+    assert!(
+        err.contains("linalg.inv") && err.contains("singular"),
+        "{err}"
+    );
+    let b = tensor(1, &[2, 1]);
+    let err = nabla_linalg::solve(&singular, &b).unwrap_err().to_string();
+    assert!(
+        err.contains("linalg.solve") && err.contains("singular"),
+        "{err}"
+    );
+
+    let rect = tensor(2, &[2, 3]);
+    let err = nabla_linalg::logabsdet(&rect).unwrap_err().to_string();
+    assert!(
+        err.contains("linalg.logabsdet") && err.contains("[2, 3]"),
+        "{err}"
+    );
+    let err = nabla_linalg::solve(&matrices(3, &[3, 3]), &tensor(4, &[2, 1])).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::ShapeMismatch {
+                op: "linalg.solve",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let ints = Tensor::from_vec(vec![1i64, 0, 0, 1], [2, 2], &cpu).unwrap();
+    let err = nabla_linalg::inv(&ints).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::UnsupportedDType {
+                op: "linalg.inv",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn reverse_rules_match_central_differences() {
+    let ad = ad();
+    for (name, f, inputs) in cases() {
+        let xs: Vec<T> = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, x)| Tensor::var(format!("x{i}"), x.clone()).unwrap())
+            .collect();
+        let y = f(&xs).unwrap();
+        let w = tensor(99, y.shape());
+        let loss = |xs: &[T]| -> f64 {
+            f(xs)
+                .unwrap()
+                .mul(&w)
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .item()
+                .unwrap()
+        };
+        let refs: Vec<&T> = xs.iter().collect();
+        let grads = ad
+            .grads(&y.mul(&w).unwrap().sum_all().unwrap(), &refs)
+            .unwrap();
+        let eps = 1e-6;
+        for (i, x) in inputs.iter().enumerate() {
+            let base = values(x);
+            let numeric: Vec<f64> = (0..base.len())
+                .map(|k| {
+                    let at = |d: f64| {
+                        let mut v = base.clone();
+                        v[k] += d;
+                        let mut xs = inputs.clone();
+                        xs[i] =
+                            Tensor::from_vec(v, x.shape().to_vec(), &CpuBackend::new()).unwrap();
+                        loss(&xs)
+                    };
+                    (at(eps) - at(-eps)) / (2.0 * eps)
+                })
+                .collect();
+            assert_close(
+                &values(&grads[i]),
+                &numeric,
+                1e-6,
+                &format!("{name} d/dx{i}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn forward_and_reverse_rules_satisfy_the_adjoint_identity() {
+    let ad = ad();
+    for (name, f, inputs) in cases() {
+        let xs: Vec<T> = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, x)| Tensor::var(format!("x{i}"), x.clone()).unwrap())
+            .collect();
+        let refs: Vec<&T> = xs.iter().collect();
+        let y = f(&xs).unwrap();
+        let vs: Vec<T> = xs
+            .iter()
+            .enumerate()
+            .map(|(i, x)| tensor(10 + i as u64, x.shape()))
+            .collect();
+        let vrefs: Vec<&T> = vs.iter().collect();
+        let u = tensor(20, y.shape());
+        let jv = ad.jvp_n(&y, &refs, &vrefs).unwrap();
+        let jtu = ad.vjp_n(&y, &refs, &u).unwrap();
+        let lhs = u
+            .mul(&jv)
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .item::<f64>()
+            .unwrap();
+        let rhs: f64 = jtu
+            .iter()
+            .zip(&vs)
+            .map(|(g, v)| g.mul(v).unwrap().sum_all().unwrap().item::<f64>().unwrap())
+            .sum();
+        assert!(
+            (lhs - rhs).abs() <= 1e-12 * (1.0 + lhs.abs()),
+            "{name}: <u, Jv> = {lhs} but <Jᵀu, v> = {rhs}"
+        );
+    }
+}
+
+#[test]
+fn a_missing_rule_is_an_error_naming_op_and_mode() {
+    let a = Tensor::var("a", matrices(1, &[3, 3])).unwrap();
+    let y = nabla_linalg::logabsdet(&a).unwrap();
+    let core_only = AdContext::new();
+    let err = core_only.grad(&y, &a).unwrap_err().to_string();
+    assert!(
+        err.contains("'linalg.logabsdet'") && err.contains("reverse-mode"),
+        "{err}"
+    );
+    let v = tensor(2, &[3, 3]);
+    let err = core_only.jvp(&y, &a, &v).unwrap_err().to_string();
+    assert!(
+        err.contains("'linalg.logabsdet'") && err.contains("forward-mode"),
+        "{err}"
+    );
+    // Plain backward() has no extension rules either, and says how to get them.
+    let err = y.backward().unwrap_err().to_string();
+    assert!(
+        err.contains("AdContext::builder().with_extension_rules"),
+        "{err}"
+    );
+    // A context holding only other rules still names the op and the mode.
+    let partial = AdContext::builder()
+        .with_extension_rules(
+            nabla_tensor::ExtensionRules::new()
+                .reverse("linalg.solve", |_, g, _| Ok(vec![Some(g.clone())])),
+        )
+        .build();
+    let err = partial.jvp(&y, &a, &v).unwrap_err().to_string();
+    assert!(
+        err.contains("'linalg.logabsdet'") && err.contains("forward-mode"),
+        "{err}"
+    );
+}
+
+#[test]
+fn traced_programs_run_the_family_and_its_derivatives() {
+    let tb = TracingBackend::new();
+    let a = tb.placeholder([3, 3], DType::F64).unwrap();
+    let b = tb.placeholder([3, 2], DType::F64).unwrap();
+    let ad = AdContext::builder()
+        .with_extension_rules(nabla_linalg::rules())
+        .build();
+    let loss = nabla_linalg::solve(&a, &b)
+        .unwrap()
+        .tanh()
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .add(&nabla_linalg::logabsdet(&a).unwrap())
+        .unwrap();
+    let grads = ad.grads(&loss, &[&a, &b]).unwrap();
+    let program = tb.program(&[&loss, &grads[0], &grads[1]]).unwrap();
+    assert!(program.to_string().contains("linalg.solve"), "{program}");
+
+    let cpu = CpuBackend::new();
+    let exec = GraphExecutor::new(&cpu);
+    let mut previous = None;
+    for seed in [1, 2] {
+        let (ea, eb) = (matrices(seed, &[3, 3]), tensor(seed + 5, &[3, 2]));
+        let got = exec.run(&program, &[ea.clone(), eb.clone()]).unwrap();
+        let (va, vb) = (Tensor::var("a", ea).unwrap(), Tensor::var("b", eb).unwrap());
+        let l = nabla_linalg::solve(&va, &vb)
+            .unwrap()
+            .tanh()
+            .unwrap()
+            .sum_all()
+            .unwrap();
+        let l = l.add(&nabla_linalg::logabsdet(&va).unwrap()).unwrap();
+        let want = self::ad().grads(&l, &[&va, &vb]).unwrap();
+        assert_close(&values(&got[0]), &values(&l), 1e-12, "traced loss");
+        assert_close(&values(&got[1]), &values(&want[0]), 1e-12, "traced dA");
+        assert_close(&values(&got[2]), &values(&want[1]), 1e-12, "traced dB");
+        assert_ne!(
+            previous,
+            Some(values(&got[0])),
+            "a second run computes fresh values"
+        );
+        previous = Some(values(&got[0]));
+    }
+    // A singular input is an error at run time, not a crash.
+    let singular = Tensor::from_vec(vec![0.0f64; 9], [3, 3], &cpu).unwrap();
+    let err = exec
+        .run(&program, &[singular, tensor(1, &[3, 2])])
+        .unwrap_err();
+    assert!(err.to_string().contains("singular"), "{err}");
+}
