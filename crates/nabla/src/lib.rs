@@ -19,18 +19,22 @@
 pub use nabla_core as core;
 pub use nabla_core::{
     ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution, Element,
-    Error, Generator, HostData, Layout, MemoryStats, MemoryTracked, ReduceOp, Result, Scalar,
-    Shape, UnaryOp,
+    Error, ExtensionOp, Generator, HostData, Layout, MemoryStats, MemoryTracked, ReduceOp, Result,
+    Scalar, Shape, UnaryOp,
 };
 pub use nabla_cpu as cpu;
 pub use nabla_cpu::CpuBackend;
+pub use nabla_linalg as linalg;
+pub use nabla_tensor::{
+    AdContext, AdContextBuilder, CompileReport, ExtensionRules, GraphCompiler, GraphExecutor,
+    IntoProgram, Pass, Program, RuleArgs, RunStats, TracedTensor, TracingBackend,
+};
 pub use nabla_tensor::{
     BackwardOptions, ElementCheck, GradCheckOptions, GradCheckReport, Gradients, IndexOp, Indexer,
     InputCheck, NoGradGuard, Operand, PrintOptions, ReshapeDims, Slice, Tensor, check_gradients,
     check_second_order, grad, grad_n, hessian, hvp, is_grad_enabled, jacfwd, jacrev, jvp, jvp_n,
     no_grad, s, value_and_grad, value_and_grad_n, vjp, vjp_n,
 };
-pub use nabla_tensor::{GraphExecutor, Program, RunStats, TracingBackend};
 
 /// A tensor on the CPU backend.
 pub type CpuTensor = Tensor<CpuBackend>;
@@ -38,9 +42,10 @@ pub type CpuTensor = Tensor<CpuBackend>;
 /// The names most programs use: `use nabla::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Backend, BackwardOptions, Conv2dParams, CpuBackend, CpuTensor, DType, Error, Generator,
-        GradCheckOptions, Gradients, IndexOp, Result, Scalar, Shape, Tensor, check_gradients, grad,
-        grad_n, hessian, hvp, jacfwd, jacrev, jvp, no_grad, value_and_grad, vjp,
+        AdContext, Backend, BackwardOptions, Conv2dParams, CpuBackend, CpuTensor, DType, Error,
+        Generator, GradCheckOptions, Gradients, IndexOp, Result, Scalar, Shape, Tensor,
+        TracedTensor, TracingBackend, check_gradients, grad, grad_n, hessian, hvp, jacfwd, jacrev,
+        jvp, no_grad, value_and_grad, vjp,
     };
 }
 
