@@ -31,7 +31,7 @@ fn matrices(seed: u64, shape: &[usize]) -> T {
     tensor(seed, shape)
         .mul(0.5)
         .unwrap()
-        .add(&eye.mul(2.0).unwrap())
+        .add(eye.mul(2.0).unwrap())
         .unwrap()
 }
 
@@ -297,7 +297,7 @@ fn traced_programs_run_the_family_and_its_derivatives() {
         .unwrap()
         .sum_all()
         .unwrap()
-        .add(&nabla_linalg::logabsdet(&a).unwrap())
+        .add(nabla_linalg::logabsdet(&a).unwrap())
         .unwrap();
     let grads = ad.grads(&loss, &[&a, &b]).unwrap();
     let program = tb.program(&[&loss, &grads[0], &grads[1]]).unwrap();
@@ -316,7 +316,7 @@ fn traced_programs_run_the_family_and_its_derivatives() {
             .unwrap()
             .sum_all()
             .unwrap();
-        let l = l.add(&nabla_linalg::logabsdet(&va).unwrap()).unwrap();
+        let l = l.add(nabla_linalg::logabsdet(&va).unwrap()).unwrap();
         let want = self::ad().grads(&l, &[&va, &vb]).unwrap();
         assert_close(&values(&got[0]), &values(&l), 1e-12, "traced loss");
         assert_close(&values(&got[1]), &values(&want[0]), 1e-12, "traced dA");
