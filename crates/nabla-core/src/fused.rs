@@ -408,3 +408,84 @@ impl fmt::Display for FusedKernel {
         self.write_expr(f, last, &named)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use FusedOp::*;
+
+    fn s(op: FusedOp, dtype: DType) -> FusedStep {
+        FusedStep::new(op, dtype)
+    }
+
+    #[test]
+    fn validation_checks_references_and_dtypes() {
+        let f = DType::F32;
+        let ok = |steps: Vec<FusedStep>| FusedKernel::new(steps).is_ok();
+        assert!(!ok(vec![]));
+        assert!(!ok(vec![s(Input(0), f), s(Binary(BinaryOp::Add, 0, 1), f)]));
+        assert!(!ok(vec![s(Input(1), f)]), "input 0 is never read");
+        assert!(!ok(vec![s(Input(0), f), s(Input(0), DType::F64)]));
+        assert!(!ok(vec![
+            s(Input(0), f),
+            s(Compare(CompareOp::Lt, 0, 0), f)
+        ]));
+        assert!(!ok(vec![s(Input(0), f), s(Select(0, 0, 0), f)]));
+        assert!(!ok(vec![
+            s(Input(0), DType::I64),
+            s(Unary(UnaryOp::Exp, 0), DType::I64)
+        ]));
+        assert!(!ok(vec![
+            s(Input(0), DType::Bool),
+            s(Binary(BinaryOp::Sub, 0, 0), DType::Bool)
+        ]));
+        let k = FusedKernel::new(vec![
+            s(Input(0), DType::C64),
+            s(Unary(UnaryOp::Abs, 0), f),
+            s(Input(1), DType::Bool),
+            s(Cast(f, 2), f),
+            s(Binary(BinaryOp::Maximum, 1, 3), f),
+        ])
+        .unwrap();
+        assert_eq!(k.input_dtypes(), [DType::C64, DType::Bool]);
+        assert_eq!(k.output_dtype(), f);
+        assert_eq!(k.to_string(), "maximum(abs(in0), float32(in1))");
+        assert!(
+            k.check_call(&[(DType::C64, &[2]), (DType::Bool, &[2])], &[2])
+                .is_ok()
+        );
+        assert!(
+            k.check_call(&[(DType::C64, &[2]), (DType::Bool, &[3])], &[2])
+                .is_err()
+        );
+        assert!(k.check_call(&[(DType::C64, &[2])], &[2]).is_err());
+    }
+
+    #[test]
+    fn display_parenthesises_and_names_shared_steps() {
+        let f = DType::F64;
+        let k = FusedKernel::new(vec![
+            s(Input(0), f),
+            s(Input(1), f),
+            s(Binary(BinaryOp::Sub, 0, 1), f),
+            s(Binary(BinaryOp::Mul, 2, 2), f),
+            s(Binary(BinaryOp::Sub, 0, 2), f),
+            s(Unary(UnaryOp::Neg, 4), f),
+            s(Binary(BinaryOp::Div, 3, 5), f),
+            s(Compare(CompareOp::Ge, 6, 0), DType::Bool),
+            s(Select(7, 6, 1), f),
+        ])
+        .unwrap();
+        assert_eq!(
+            k.to_string(),
+            "t2 = in0 - in1; t6 = t2 * t2 / -(in0 - t2); where(t6 >= in0, t6, in1)"
+        );
+        // Long chains print as bindings every few dozen steps instead of one deep expression.
+        let mut steps = vec![s(Input(0), f)];
+        for i in 0..100 {
+            steps.push(s(Unary(UnaryOp::Sin, i), f));
+        }
+        let text = FusedKernel::new(steps).unwrap().to_string();
+        assert_eq!(text.matches("; ").count(), 3, "{text}");
+    }
+}

@@ -18,17 +18,18 @@ fn timed(f: impl FnOnce()) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-/// `tanh(in0 * in1 + 1) * in2` in `dt`.
-fn chain(dt: DType) -> FusedKernel {
+/// `tanh(in0 * in1 + 1) * in2` in `dt`, or `-(in0 * in1 + 1) * in2` without `tanh`.
+fn chain(dt: DType, tanh: bool) -> FusedKernel {
     use FusedOp::*;
     let s = |op| FusedStep::new(op, dt);
+    let f = if tanh { UnaryOp::Tanh } else { UnaryOp::Neg };
     FusedKernel::new(vec![
         s(Input(0)),
         s(Input(1)),
         s(Binary(BinaryOp::Mul, 0, 1)),
         s(Constant(Scalar::F64(1.0))),
         s(Binary(BinaryOp::Add, 2, 3)),
-        s(Unary(UnaryOp::Tanh, 4)),
+        s(Unary(f, 4)),
         s(Input(2)),
         s(Binary(BinaryOp::Mul, 5, 6)),
     ])
@@ -36,7 +37,9 @@ fn chain(dt: DType) -> FusedKernel {
 }
 
 fn buffer(cpu: &CpuBackend, dt: DType, n: usize, seed: usize) -> CpuStorage {
-    let v: Vec<f64> = (0..n).map(|i| ((i * 7 + seed) % 13) as f64 * 0.1 - 0.6).collect();
+    let v: Vec<f64> = (0..n)
+        .map(|i| ((i * 7 + seed) % 13) as f64 * 0.1 - 0.6)
+        .collect();
     let data = match dt {
         DType::F32 => HostData::F32(v.iter().map(|&x| x as f32).collect()),
         _ => HostData::F64(v),
@@ -46,13 +49,14 @@ fn buffer(cpu: &CpuBackend, dt: DType, n: usize, seed: usize) -> CpuStorage {
 
 fn main() {
     let cpu = CpuBackend::new();
-    for (dt, n) in [
-        (DType::F32, 1 << 16),
-        (DType::F32, 1 << 20),
-        (DType::F64, 1 << 20),
-        (DType::F32, 1 << 24),
+    for (dt, n, tanh) in [
+        (DType::F32, 1 << 16, true),
+        (DType::F32, 1 << 20, true),
+        (DType::F32, 1 << 20, false),
+        (DType::F64, 1 << 20, true),
+        (DType::F32, 1 << 24, true),
     ] {
-        let kernel = chain(dt);
+        let kernel = chain(dt, tanh);
         let side = (n as f64).sqrt() as usize;
         let n = side * side;
         let l = Layout::contiguous([side, side]);
@@ -92,7 +96,7 @@ fn main() {
         });
         let gbs = |t: f64| (4 * n * dt.size_in_bytes()) as f64 / t / 1e9;
         println!(
-            "{} x{n:>9}: op by op {:8.3} ms ({:5.1} GB/s) | fused {:8.3} ms ({:5.1} GB/s, {:.2}x) | \
+            "{kernel} {} x{n:>9}: op by op {:8.3} ms ({:5.1} GB/s) | fused {:8.3} ms ({:5.1} GB/s, {:.2}x) | \
              donated {:8.3} ms ({:.2}x) | transposed in1: op by op {:8.3} ms, fused {:8.3} ms ({:.2}x)",
             dt.name(),
             by_ops * 1e3,

@@ -33,9 +33,10 @@ mod tensor;
 mod trace;
 
 pub use autograd::{
-    AdContext, AdContextBuilder, BackwardOptions, ExtensionRules, ForwardRule, ReverseRule, RuleArgs, ElementCheck, GradCheckOptions, GradCheckReport, Gradients, InputCheck,
-    NoGradGuard, check_gradients, check_second_order, grad, grad_n, hessian, hvp, is_grad_enabled,
-    jacfwd, jacrev, jvp, jvp_n, no_grad, value_and_grad, value_and_grad_n, vjp, vjp_n,
+    AdContext, AdContextBuilder, BackwardOptions, ElementCheck, ExtensionRules, ForwardRule,
+    GradCheckOptions, GradCheckReport, Gradients, InputCheck, NoGradGuard, ReverseRule, RuleArgs,
+    check_gradients, check_second_order, grad, grad_n, hessian, hvp, is_grad_enabled, jacfwd,
+    jacrev, jvp, jvp_n, no_grad, value_and_grad, value_and_grad_n, vjp, vjp_n,
 };
 pub use display::PrintOptions;
 pub use index::{IndexOp, Indexer, Slice, s};
@@ -44,6 +45,7 @@ pub use operand::Operand;
 pub use shape_ops::ReshapeDims;
 pub use tensor::Tensor;
 pub use trace::{
-    CompileReport, ExtensionCall, GraphCompiler, GraphExecutor, IntoProgram, Node as TraceNode, Pass, PassReport,
-    Program, RunStats, TraceOp, TraceOperand, TracedTensor, TracedValue, TracingBackend, ValueId, ValueInfo,
+    CompileReport, ExtensionCall, GraphCompiler, GraphExecutor, IntoProgram, Node as TraceNode,
+    Pass, PassReport, Program, RunStats, TraceOp, TraceOperand, TracedTensor, TracedValue,
+    TracingBackend, ValueId, ValueInfo,
 };

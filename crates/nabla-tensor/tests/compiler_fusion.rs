@@ -70,7 +70,10 @@ fn check_donations(program: &Program) {
         if let Some(k) = program.reused_operand(i) {
             assert!(matches!(node.op, TraceOp::Fused(_)), "node {i}");
             let v = node.inputs[k].value;
-            assert!(!program.inputs().contains(&v), "%{v} is an input\n{program}");
+            assert!(
+                !program.inputs().contains(&v),
+                "%{v} is an input\n{program}"
+            );
             assert!(
                 !program.outputs().iter().any(|o| o.value == v),
                 "%{v} is an output\n{program}"
@@ -102,7 +105,12 @@ fn a_chain_becomes_one_fused_node() -> Result<()> {
     let compiled = fusion().compile(&program)?;
     assert_eq!(
         ops(&compiled),
-        ["input 0", "input 1", "input 2", "fused[tanh(in0 * in1 + 1) * in2]"]
+        [
+            "input 0",
+            "input 1",
+            "input 2",
+            "fused[tanh(in0 * in1 + 1) * in2]"
+        ]
     );
     assert!(
         compiled
@@ -233,7 +241,9 @@ fn compiled_programs_match_uncompiled_ones() -> Result<()> {
     assert!(fused >= 3, "{compiled}");
     assert!(compiled.nodes().len() < program.nodes().len());
     check_equivalent(&program, &compiled, 1e-12);
-    let without_reuse = GraphCompiler::new().without(Pass::BufferReuse).compile(&program)?;
+    let without_reuse = GraphCompiler::new()
+        .without(Pass::BufferReuse)
+        .compile(&program)?;
     assert!((0..without_reuse.nodes().len()).all(|i| without_reuse.reused_operand(i).is_none()));
     assert!(!without_reuse.to_string().contains("reuses"));
     check_equivalent(&program, &without_reuse, 1e-12);
@@ -256,10 +266,15 @@ fn squaring_chain(rows: usize, steps: usize) -> Result<Program> {
 fn buffer_reuse_lowers_the_peak_of_a_long_chain() -> Result<()> {
     let program = squaring_chain(64, 12)?;
     let compiled = GraphCompiler::new().compile(&program)?;
-    let unplanned = GraphCompiler::new().without(Pass::BufferReuse).compile(&program)?;
+    let unplanned = GraphCompiler::new()
+        .without(Pass::BufferReuse)
+        .compile(&program)?;
     let text = compiled.to_string();
     assert_eq!(text.matches("(reuses %").count(), 12, "{text}");
-    assert!(text.contains("= fused[tanh(in0 * in0)] %1 (reuses %1)\n"), "{text}");
+    assert!(
+        text.contains("= fused[tanh(in0 * in0)] %1 (reuses %1)\n"),
+        "{text}"
+    );
     check_equivalent(&program, &compiled, 0.0);
 
     let n_bytes = 64 * 1000 * 8;
@@ -290,7 +305,10 @@ fn buffer_reuse_lowers_the_peak_of_a_long_chain() -> Result<()> {
         measured.push((after.allocations - before.allocations, after.peak_bytes));
     }
     assert_eq!(measured[0].0, 13, "exp and 12 rounds each allocate");
-    assert_eq!(measured[1].0, 1, "only exp allocates: every round overwrites its input");
+    assert_eq!(
+        measured[1].0, 1,
+        "only exp allocates: every round overwrites its input"
+    );
     assert!(measured[1].1 + n_bytes / 2 < measured[0].1, "{measured:?}");
     Ok(())
 }
@@ -320,7 +338,10 @@ fn constants_are_inlined_and_their_nodes_dropped() -> Result<()> {
     let program = tb.program(&[&y])?;
     assert!(ops(&program).iter().any(|o| o.starts_with("full")));
     let compiled = fusion().compile(&program)?;
-    assert_eq!(ops(&compiled), ["input 0", "fused[maximum(in0 * 2 + 0.5, 0)]"]);
+    assert_eq!(
+        ops(&compiled),
+        ["input 0", "fused[maximum(in0 * 2 + 0.5, 0)]"]
+    );
     check_equivalent(&program, &compiled, 0.0);
     Ok(())
 }

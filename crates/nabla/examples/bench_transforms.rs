@@ -43,7 +43,11 @@ fn time(repeats: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
 }
 
 /// The MLP's cross-entropy loss; `params` are `[w1, b1, w2, b2, w3, b3]`.
-fn mlp_loss<B: Backend>(params: &[Tensor<B>], x: &Tensor<B>, labels: &Tensor<B>) -> Result<Tensor<B>> {
+fn mlp_loss<B: Backend>(
+    params: &[Tensor<B>],
+    x: &Tensor<B>,
+    labels: &Tensor<B>,
+) -> Result<Tensor<B>> {
     let mut h = x.clone();
     for layer in 0..3 {
         h = h.matmul(&params[2 * layer])?.add(&params[2 * layer + 1])?;
@@ -133,7 +137,9 @@ fn main() -> Result<()> {
 
     // 1. MLP gradient.
     let (params, x, labels) = mlp_inputs(&cpu)?;
-    let eager_ad = AdContext::<CpuBackend>::builder().create_graph(false).build();
+    let eager_ad = AdContext::<CpuBackend>::builder()
+        .create_graph(false)
+        .build();
     let mlp_eager = time(repeats, || {
         let vars = params
             .iter()

@@ -2,15 +2,16 @@
 //!
 //! The output is cut into blocks of [`BLOCK_BYTES`] per step (1024 `f32`, 512 `f64`). For each block,
 //! every step is evaluated into a block-local buffer (a "slot", reused once its last reader has run) with
-//! the same element functions and multiversioned loops as the op-by-op kernels ([`real_unary_fn`],
-//! [`real_binary_fn`], the SIMD slice kernels, [`apply1`], [`apply2`]), so results are bit-identical to
-//! running the ops one by one, while the intermediates never leave L1. Blocks are split across threads as
+//! the same element functions and multiversioned loops as the op-by-op kernels (see
+//! [`super::fused_step`]), so results are bit-identical to running the ops one by one, while the
+//! intermediates never leave L1. Blocks are split across threads as
 //! the other elementwise kernels split their outputs (above [`PARALLEL_THRESHOLD`], in tasks of
 //! [`CHUNK`] elements).
 //!
 //! Inputs are read in place when their view is contiguous, as one value when it is a broadcast scalar,
-//! gathered per block when the innermost (coalesced) stride is -1, 0 or 1 (row broadcasts, flips,
-//! slices), and materialised once with the tiled copy otherwise (transposes).
+//! and otherwise gathered per block (row broadcasts, flips, slices, transposes), except that views with
+//! a large innermost stride in outputs above [`MATERIALISE_ABOVE`] elements (big transposes) are first
+//! copied with the tiled copy.
 //!
 //! Constant subexpressions (constants, broadcast-scalar inputs and ops over them only) are evaluated
 //! once, before the loop. A donated input that is uniquely held becomes the output buffer; each block
@@ -19,18 +20,20 @@
 //! The fast path covers kernels whose steps are all `f32` (or all `f64`) and `bool`; other kernels run
 //! through [`FusedKernel::evaluate_by_ops`].
 
-use super::binary::{bool_binary_fn, ordered_compare_fn, real_binary_fn};
 use super::cast::CastFrom;
+use super::fused_step::{
+    AnyVal, Dst, Lane, Val, Walk, as_uninit, eval, gather, load, map_val, mismatch,
+};
 use super::traits::Real;
-use super::unary::{real_predicate_fn, real_unary_fn};
-use crate::strided::{CHUNK, apply1, apply2, output_vec};
+use crate::strided::{CHUNK, output_vec};
 use crate::{CpuBackend, CpuStorage, PARALLEL_THRESHOLD};
-use nabla_core::{DType, Element, Error, FusedKernel, FusedOp, Layout, Result, UnaryOp};
+use nabla_core::{DType, Element, Error, FusedKernel, FusedOp, Layout, Result};
 use rayon::prelude::*;
-use std::mem::MaybeUninit;
 
 /// Bytes of one step's block buffer.
 const BLOCK_BYTES: usize = 4096;
+/// Outputs above this many elements copy inputs with a large innermost stride first.
+const MATERIALISE_ABOVE: usize = 1 << 21;
 const OP: &str = "fused";
 
 /// The float dtype of the fast path for `kernel`, if it has one: every step is `f32` or `bool`, or
@@ -58,7 +61,8 @@ pub(crate) fn fused(
     shape: &[usize],
     donate: Option<usize>,
 ) -> Result<CpuStorage> {
-    let metas: Vec<(DType, &[usize])> = inputs.iter().map(|(s, l)| (s.dtype(), l.shape())).collect();
+    let metas: Vec<(DType, &[usize])> =
+        inputs.iter().map(|(s, l)| (s.dtype(), l.shape())).collect();
     kernel.check_call(&metas, shape)?;
     for (s, l) in &inputs {
         s.check_layout(OP, l)?;
@@ -74,35 +78,6 @@ pub(crate) fn fused(
             kernel.evaluate_by_ops(&CpuBackend, &refs, shape)
         }
     }
-}
-
-/// Values of one step over a block: a slice, or one value for every element.
-#[derive(Clone, Copy)]
-enum Val<'b, X> {
-    Slice(&'b [X]),
-    Splat(X),
-}
-
-impl<X: Copy> Val<'_, X> {
-    #[inline(always)]
-    fn at(&self, i: usize) -> X {
-        match self {
-            Val::Slice(s) => s[i],
-            Val::Splat(v) => *v,
-        }
-    }
-}
-
-/// Block values of a step of either lane type.
-enum AnyVal<'b, T> {
-    Real(Val<'b, T>),
-    Bool(Val<'b, bool>),
-}
-
-/// Where a step writes a block.
-enum Dst<'b, T> {
-    Real(&'b mut [MaybeUninit<T>]),
-    Bool(&'b mut [MaybeUninit<bool>]),
 }
 
 /// A kernel input's data: the typed buffer (from the view's first element, when contiguous).
@@ -121,13 +96,6 @@ enum Access {
     Gather(Walk),
     /// From the donated output buffer.
     Donor,
-}
-
-/// A coalesced strided view, for gathering a block at any element.
-struct Walk {
-    dims: Vec<usize>,
-    strides: Vec<isize>,
-    offset: isize,
 }
 
 /// Where a step's block values live.
@@ -163,31 +131,6 @@ struct Plan<'a, T> {
     block: usize,
 }
 
-/// An output element type of a kernel whose floats are `T`: `T` itself or `bool`.
-trait Lane<T>: Element {
-    /// The output (or a chunk of it) as a destination of this lane type.
-    fn dst(s: &mut [MaybeUninit<Self>]) -> Dst<'_, T>;
-}
-
-impl<T: Real> Lane<T> for T {
-    fn dst(s: &mut [MaybeUninit<T>]) -> Dst<'_, T> {
-        Dst::Real(s)
-    }
-}
-
-impl<T: Real> Lane<T> for bool {
-    fn dst(s: &mut [MaybeUninit<bool>]) -> Dst<'_, T> {
-        Dst::Bool(s)
-    }
-}
-
-/// Views `s` as possibly-uninitialised memory, for the loops that write outputs.
-fn as_uninit<X: Copy>(s: &mut [X]) -> &mut [MaybeUninit<X>] {
-    // SAFETY: `MaybeUninit<X>` has the layout of `X`, and every writer in this module stores
-    // initialised values, so the slice stays initialised.
-    unsafe { &mut *(s as *mut [X] as *mut [MaybeUninit<X>]) }
-}
-
 /// Runs a kernel whose floats are `T` and whose output elements are `O`, into a new buffer or into the
 /// donated one.
 fn finish<T: Real + CastFrom, O: Lane<T>>(
@@ -216,17 +159,21 @@ fn finish<T: Real + CastFrom, O: Lane<T>>(
             Err(s) => inputs[k].0 = s,
         }
     }
-    // Views whose innermost stride is large (transposes) are copied once, with the tiled copy.
+    // Large views whose innermost stride is not -1, 0 or 1 (big transposes) are copied once with the
+    // tiled copy: gathering them row by row would touch a cache line (and often a page) per element.
+    // Smaller ones are gathered per block, which measured faster than an extra buffer.
     let copies = inputs
         .iter()
         .map(|(s, l)| {
             let (_, strides) = Layout::coalesce(&[l]);
             let far = strides[0].last().is_some_and(|st| st.abs() > 1);
-            Ok(if far && l.contiguous_range().is_none() {
-                Some(super::copy(s, l)?)
-            } else {
-                None
-            })
+            Ok(
+                if far && n > MATERIALISE_ABOVE && l.contiguous_range().is_none() {
+                    Some(super::copy(s, l)?)
+                } else {
+                    None
+                },
+            )
         })
         .collect::<Result<Vec<_>>>()?;
     let plan = Plan::new(kernel, &inputs, &copies, donor.as_ref().map(|d| d.0))?;
@@ -339,7 +286,12 @@ impl<'a, T: Real + CastFrom> Plan<'a, T> {
             }
             // Slots of steps read for the last time here (or never read) are free for later steps.
             let dead = (last[i].is_none()).then_some(i);
-            for a in step.op.operands().filter(|&a| last[a] == Some(i)).chain(dead) {
+            for a in step
+                .op
+                .operands()
+                .filter(|&a| last[a] == Some(i))
+                .chain(dead)
+            {
                 if let Place::Slot(s) = plan.place[a] {
                     let free = if steps[a].dtype != DType::Bool {
                         &mut free_real
@@ -437,17 +389,17 @@ impl<'a, T: Real + CastFrom> Plan<'a, T> {
                     Dst::Bool(o) => Dst::Bool(&mut o[off..off + len]),
                 };
                 match (self.place[i], step.op) {
+                    // Gathered inputs, and the donated one (read from the output before it is written).
                     (Place::Slot(slot), FusedOp::Input(k)) => {
-                        let a = &self.access[k];
-                        match (&self.data[k], block) {
-                            (Data::Real(x), _) if real && !matches!(a, Access::Donor) => {
-                                gather(x, a, g, &mut s.real[slot][..len])
+                        match (&self.access[k], &self.data[k], block) {
+                            (Access::Gather(w), Data::Real(x), _) => {
+                                gather(x, w, g, &mut s.real[slot][..len])
                             }
-                            (Data::Bool(x), _) if !matches!(a, Access::Donor) => {
-                                gather(x, a, g, &mut s.boolean[slot][..len])
+                            (Access::Gather(w), Data::Bool(x), _) => {
+                                gather(x, w, g, &mut s.boolean[slot][..len])
                             }
-                            (_, Dst::Real(o)) => load(o, &mut s.real[slot][..len]),
-                            (_, Dst::Bool(o)) => load(o, &mut s.boolean[slot][..len]),
+                            (_, _, Dst::Real(o)) => load(o, &mut s.real[slot][..len]),
+                            (_, _, Dst::Bool(o)) => load(o, &mut s.boolean[slot][..len]),
                         }
                     }
                     (Place::Slot(slot), op) => {
@@ -483,161 +435,5 @@ impl<'a, T: Real + CastFrom> Plan<'a, T> {
             off += len;
         }
         Ok(())
-    }
-}
-
-fn mismatch() -> Error {
-    Error::invalid(OP, "a step's operands do not have the dtypes its op needs")
-}
-
-/// Copies the donated input's values of a block (the output buffer's current contents) into a slot.
-fn load<X: Copy>(out: &[MaybeUninit<X>], dst: &mut [X]) {
-    for (d, o) in dst.iter_mut().zip(out) {
-        // SAFETY: the donated output buffer starts initialised (it holds the donated input) and is only
-        // ever overwritten with initialised values, after this block's load.
-        *d = unsafe { o.assume_init() };
-    }
-}
-
-/// Gathers the elements `start..start + dst.len()` (row-major) of a walked view into `dst`.
-fn gather<X: Copy>(x: &[X], access: &Access, start: usize, dst: &mut [X]) {
-    let Access::Gather(w) = access else {
-        return;
-    };
-    let nd = w.dims.len();
-    if nd == 0 {
-        dst.fill(x[w.offset as usize]);
-        return;
-    }
-    let (inner, s) = (w.dims[nd - 1], w.strides[nd - 1]);
-    let mut index = vec![0usize; nd];
-    let (mut rem, mut pos) = (start, w.offset);
-    for ax in (0..nd).rev() {
-        index[ax] = rem % w.dims[ax];
-        rem /= w.dims[ax];
-        pos += index[ax] as isize * w.strides[ax];
-    }
-    let mut done = 0;
-    while done < dst.len() {
-        let run = (inner - index[nd - 1]).min(dst.len() - done);
-        let out = &mut dst[done..done + run];
-        match s {
-            1 => out.copy_from_slice(&x[pos as usize..pos as usize + run]),
-            0 => out.fill(x[pos as usize]),
-            _ => {
-                for (j, o) in out.iter_mut().enumerate() {
-                    *o = x[(pos + j as isize * s) as usize];
-                }
-            }
-        }
-        done += run;
-        index[nd - 1] += run;
-        pos += run as isize * s;
-        if index[nd - 1] == inner {
-            index[nd - 1] = 0;
-            pos -= inner as isize * s;
-            for ax in (0..nd - 1).rev() {
-                index[ax] += 1;
-                pos += w.strides[ax];
-                if index[ax] < w.dims[ax] {
-                    break;
-                }
-                pos -= w.dims[ax] as isize * w.strides[ax];
-                index[ax] = 0;
-            }
-        }
-    }
-}
-
-/// `dst[i] = f(x[i])`.
-fn map_val<X: Copy, U>(x: Val<'_, X>, dst: &mut [MaybeUninit<U>], f: &impl Fn(X) -> U) {
-    match x {
-        Val::Slice(s) => apply1(s, dst, f),
-        Val::Splat(v) => dst.iter_mut().for_each(|o| {
-            o.write(f(v));
-        }),
-    }
-}
-
-/// `dst[i] = f(x[i], y[i])`, with scalar fast paths.
-fn zip_val<A: Copy, B: Copy, U>(
-    x: Val<'_, A>,
-    y: Val<'_, B>,
-    dst: &mut [MaybeUninit<U>],
-    f: &impl Fn(A, B) -> U,
-) {
-    match (x, y) {
-        (Val::Slice(a), Val::Slice(b)) => apply2(a, b, dst, f),
-        (Val::Slice(a), Val::Splat(v)) => apply1(a, dst, &|u| f(u, v)),
-        (Val::Splat(u), y) => map_val(y, dst, &|v| f(u, v)),
-    }
-}
-
-/// Evaluates one op step over a block, reading operands through `get`.
-fn eval<'b, T: Real + CastFrom>(
-    op: FusedOp,
-    get: &dyn Fn(usize) -> AnyVal<'b, T>,
-    dst: Dst<'_, T>,
-) -> Result<()> {
-    use AnyVal as A;
-    match (op, dst) {
-        (FusedOp::Unary(u, a), Dst::Real(d)) => {
-            let A::Real(x) = get(a) else {
-                return Err(mismatch());
-            };
-            match (T::slice_kernel(u), x) {
-                (Some(k), Val::Slice(x)) => k(x, d),
-                _ => real_unary_fn!(u, T, |f| map_val(x, d, &f))
-                    .ok_or_else(|| Error::dtype(u.name(), T::DTYPE))?,
-            }
-        }
-        (FusedOp::Unary(u, a), Dst::Bool(d)) => match get(a) {
-            A::Real(x) => real_predicate_fn!(u, T, |f| map_val(x, d, &f))
-                .ok_or_else(|| Error::dtype(u.name(), T::DTYPE))?,
-            A::Bool(x) if u == UnaryOp::Not => map_val(x, d, &|v: bool| !v),
-            A::Bool(_) => return Err(Error::dtype(u.name(), DType::Bool)),
-        },
-        (FusedOp::Binary(op, a, b), Dst::Real(d)) => match (get(a), get(b)) {
-            (A::Real(x), A::Real(y)) => real_binary_fn!(op, T, |f| zip_val(x, y, d, &f))
-                .ok_or_else(|| Error::dtype(op.name(), T::DTYPE))?,
-            _ => return Err(mismatch()),
-        },
-        (FusedOp::Binary(op, a, b), Dst::Bool(d)) => match (get(a), get(b)) {
-            (A::Bool(x), A::Bool(y)) => bool_binary_fn!(op, |f| zip_val(x, y, d, &f))
-                .ok_or_else(|| Error::dtype(op.name(), DType::Bool))?,
-            _ => return Err(mismatch()),
-        },
-        (FusedOp::Compare(op, a, b), Dst::Bool(d)) => match (get(a), get(b)) {
-            (A::Real(x), A::Real(y)) => ordered_compare_fn!(op, T, |f| zip_val(x, y, d, &f)),
-            (A::Bool(x), A::Bool(y)) => ordered_compare_fn!(op, bool, |f| zip_val(x, y, d, &f)),
-            _ => return Err(mismatch()),
-        },
-        (FusedOp::Select(c, t, e), dst) => {
-            let A::Bool(c) = get(c) else {
-                return Err(mismatch());
-            };
-            match (get(t), get(e), dst) {
-                (A::Real(t), A::Real(e), Dst::Real(d)) => select(c, t, e, d),
-                (A::Bool(t), A::Bool(e), Dst::Bool(d)) => select(c, t, e, d),
-                _ => return Err(mismatch()),
-            }
-        }
-        (FusedOp::Cast(_, a), Dst::Real(d)) => match get(a) {
-            A::Real(x) => map_val(x, d, &|v: T| T::cast_from(v.to_scalar())),
-            A::Bool(x) => map_val(x, d, &|v: bool| T::cast_from(v.to_scalar())),
-        },
-        (FusedOp::Cast(_, a), Dst::Bool(d)) => match get(a) {
-            A::Real(x) => map_val(x, d, &|v: T| bool::cast_from(v.to_scalar())),
-            A::Bool(x) => map_val(x, d, &|v: bool| v),
-        },
-        _ => return Err(mismatch()),
-    }
-    Ok(())
-}
-
-/// `dst[i] = c[i] ? t[i] : e[i]`.
-fn select<X: Copy>(c: Val<'_, bool>, t: Val<'_, X>, e: Val<'_, X>, dst: &mut [MaybeUninit<X>]) {
-    for (i, o) in dst.iter_mut().enumerate() {
-        o.write(if c.at(i) { t.at(i) } else { e.at(i) });
     }
 }

@@ -3,8 +3,8 @@
 
 use crate::{CpuBackend, CpuStorage};
 use nabla_core::{
-    Backend, BinaryOp, CompareOp, DType, Element, FusedKernel, FusedOp, FusedStep, HostData, Layout,
-    Scalar, UnaryOp,
+    Backend, BinaryOp, CompareOp, DType, Element, FusedKernel, FusedOp, FusedStep, HostData,
+    Layout, Scalar, UnaryOp,
 };
 
 /// Deterministic values in `[-2, 2)`.
@@ -47,8 +47,14 @@ fn check(kernel: &FusedKernel, inputs: &[(CpuStorage, Layout)], shape: &[usize])
     let owned: Vec<(CpuStorage, &Layout)> = inputs.iter().map(|(s, l)| (s.clone(), l)).collect();
     let got = cpu.fused(kernel, owned, shape, None).unwrap();
     let whole = Layout::contiguous(shape);
-    let (got, want) = (cpu.read(&got, &whole).unwrap(), cpu.read(&want, &whole).unwrap());
-    assert!(same(&got, &want), "{kernel}: fused {got:?} != op by op {want:?}");
+    let (got, want) = (
+        cpu.read(&got, &whole).unwrap(),
+        cpu.read(&want, &whole).unwrap(),
+    );
+    assert!(
+        same(&got, &want),
+        "{kernel}: fused {got:?} != op by op {want:?}"
+    );
     got
 }
 
@@ -106,9 +112,20 @@ fn broadcast_transposed_and_strided_views() {
     let one = buffer::<f32>(5, 5);
     let shape = [r, c];
     let transposed = Layout::contiguous([c, r]).transpose(0, 1).unwrap();
-    let row_b = Layout::contiguous([c]).unsqueeze(0).unwrap().broadcast_to(&shape).unwrap();
-    let col_b = Layout::contiguous([r]).unsqueeze(1).unwrap().broadcast_to(&shape).unwrap();
-    let scalar = Layout::from_parts(vec![], vec![], 3).unwrap().broadcast_to(&shape).unwrap();
+    let row_b = Layout::contiguous([c])
+        .unsqueeze(0)
+        .unwrap()
+        .broadcast_to(&shape)
+        .unwrap();
+    let col_b = Layout::contiguous([r])
+        .unsqueeze(1)
+        .unwrap()
+        .broadcast_to(&shape)
+        .unwrap();
+    let scalar = Layout::from_parts(vec![], vec![], 3)
+        .unwrap()
+        .broadcast_to(&shape)
+        .unwrap();
     let flipped = Layout::contiguous(shape).flip(1).unwrap();
     let sliced = Layout::contiguous([r, 2 * c]).slice(1, 1, c, 2).unwrap();
     let wide = buffer::<f32>(r * 2 * c, 6);
@@ -128,7 +145,11 @@ fn broadcast_transposed_and_strided_views() {
         }
     }
     // Only broadcast scalars and constants: the whole expression is folded before the loop.
-    let ins = [(one.clone(), scalar.clone()), (one.clone(), scalar.clone()), (one, scalar)];
+    let ins = [
+        (one.clone(), scalar.clone()),
+        (one.clone(), scalar.clone()),
+        (one, scalar),
+    ];
     check(&kernel, &ins, &shape);
     // Comparisons, select and casts, with bool intermediates and a bool result.
     let k = FusedKernel::new(vec![
@@ -150,6 +171,20 @@ fn broadcast_transposed_and_strided_views() {
     with_float.push(step(Unary(UnaryOp::Sqrt, 10), dt));
     let k = FusedKernel::new(with_float).unwrap();
     check(&k, &[views[3].clone(), views[1].clone()], &shape);
+}
+
+#[test]
+fn large_transposes_are_copied_first() {
+    let (r, c) = (1500, 1501);
+    let shape = [r, c];
+    let t = Layout::contiguous([c, r]).transpose(0, 1).unwrap();
+    let l = Layout::contiguous(shape);
+    let ins = [
+        (buffer::<f32>(r * c, 1), t.clone()),
+        (buffer::<f32>(r * c, 2), l),
+        (buffer::<f32>(r * c, 3), t),
+    ];
+    check(&chain(DType::F32), &ins, &shape);
 }
 
 #[test]
@@ -212,13 +247,16 @@ fn donation_writes_in_place_only_when_unique() {
     let kernel = chain(DType::F64);
     for n in [1, 1000, 100_001] {
         let l = Layout::contiguous([n]);
-        let ins: Vec<(CpuStorage, Layout)> = (0..3).map(|k| (buffer::<f64>(n, k), l.clone())).collect();
+        let ins: Vec<(CpuStorage, Layout)> =
+            (0..3).map(|k| (buffer::<f64>(n, k), l.clone())).collect();
         let want = check(&kernel, &ins, &[n]);
         for donor in 0..3 {
             // A unique handle is overwritten: the result is the donated allocation. An extra handle to
             // input 0 keeps it from being donated.
-            let owned: Vec<(CpuStorage, &Layout)> =
-                ins.iter().map(|(s, l)| (CpuStorage::new(s.host().clone()), l)).collect();
+            let owned: Vec<(CpuStorage, &Layout)> = ins
+                .iter()
+                .map(|(s, l)| (CpuStorage::new(s.host().clone()), l))
+                .collect();
             let ptr = owned[donor].0.typed::<f64>("test").unwrap().as_ptr();
             let extra = (donor == 0).then(|| owned[0].0.clone());
             let got = cpu.fused(&kernel, owned, &[n], Some(donor)).unwrap();
@@ -244,14 +282,22 @@ fn donation_writes_in_place_only_when_unique() {
     ])
     .unwrap();
     let l = Layout::contiguous([10]);
-    let got = cpu.fused(&k, vec![(buffer::<f32>(10, 1), &l)], &[10], Some(0)).unwrap();
+    let got = cpu
+        .fused(&k, vec![(buffer::<f32>(10, 1), &l)], &[10], Some(0))
+        .unwrap();
     assert_eq!(got.host(), &HostData::Bool(vec![false; 10]));
     let y = buffer::<f32>(20, 2);
     let half = Layout::contiguous([20]).slice(0, 0, 10, 2).unwrap();
-    let ins = [(y.clone(), half), (buffer::<f32>(10, 3), l.clone()), (buffer::<f32>(10, 4), l)];
+    let ins = [
+        (y.clone(), half),
+        (buffer::<f32>(10, 3), l.clone()),
+        (buffer::<f32>(10, 4), l),
+    ];
     let want = check(&chain(DType::F32), &ins, &[10]);
     let owned: Vec<(CpuStorage, &Layout)> = ins.iter().map(|(s, l)| (s.clone(), l)).collect();
-    let got = cpu.fused(&chain(DType::F32), owned, &[10], Some(0)).unwrap();
+    let got = cpu
+        .fused(&chain(DType::F32), owned, &[10], Some(0))
+        .unwrap();
     assert!(same(got.host(), &want));
 }
 
@@ -261,7 +307,10 @@ fn bad_calls_are_errors() {
     let kernel = chain(DType::F32);
     let l = Layout::contiguous([4]);
     let x = buffer::<f32>(4, 1);
-    assert!(cpu.fused(&kernel, vec![(x.clone(), &l)], &[4], None).is_err());
+    assert!(
+        cpu.fused(&kernel, vec![(x.clone(), &l)], &[4], None)
+            .is_err()
+    );
     let d = buffer::<f64>(4, 1);
     let ins = vec![(x.clone(), &l), (x.clone(), &l), (d, &l)];
     assert!(cpu.fused(&kernel, ins, &[4], None).is_err());

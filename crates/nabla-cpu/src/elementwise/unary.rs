@@ -78,7 +78,7 @@ pub(super) use real_unary_fn;
 /// (`IsNan`, `IsFinite`), or `None` for the other ops.
 macro_rules! real_predicate_fn {
     ($op:expr, $T:ty, |$f:ident| $body:expr) => {{
-                use nabla_core::UnaryOp as U;
+        use nabla_core::UnaryOp as U;
         match $op {
             U::IsNan => {
                 let $f = |v: $T| -> bool { v.is_nan() };

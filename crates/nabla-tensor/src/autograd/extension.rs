@@ -238,11 +238,9 @@ pub(crate) fn jvp<B: Backend>(
     if let Some(t) = &t
         && t.shape() != output.shape()
     {
-        return Err(
-            Error::shapes("jvp", output.shape(), t.shape()).with_hint(
-                "an extension's forward rule returned a tangent whose shape differs from its output's",
-            ),
-        );
+        return Err(Error::shapes("jvp", output.shape(), t.shape()).with_hint(
+            "an extension's forward rule returned a tangent whose shape differs from its output's",
+        ));
     }
     Ok(t)
 }

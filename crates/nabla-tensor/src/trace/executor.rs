@@ -110,7 +110,11 @@ impl<B: Backend> GraphExecutor<B> {
             let outs = match (&node.op, program.reused_operand(i)) {
                 (TraceOp::Fused(kernel), Some(k)) => {
                     // The donated buffer becomes the output: it is counted once, as the output.
-                    let v = node.inputs.get(k).map(|o| o.value).ok_or_else(|| missing(i))?;
+                    let v = node
+                        .inputs
+                        .get(k)
+                        .map(|o| o.value)
+                        .ok_or_else(|| missing(i))?;
                     let donated = values[v].take().ok_or_else(|| missing(v))?;
                     live -= program.values[v].bytes();
                     self.run_fused(program, node, kernel, &values, Some((k, donated)))?

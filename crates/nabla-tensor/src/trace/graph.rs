@@ -351,7 +351,8 @@ impl GraphBuilder {
 /// Its [`Display`](fmt::Display) prints one line per node, `%id: dtype[shape] = op operands`, where an
 /// operand is `%id` when it reads the whole buffer in row-major order and otherwise
 /// `%id[view SHAPE strides(..)]` (with `offset N` when the view starts past the buffer's start), then a
-/// line `inputs:` and a line `outputs:`.
+/// line `inputs:` and a line `outputs:`. A fused node prints its kernel, `fused[tanh(in0 * in1 + 1)]`,
+/// and a node that overwrites an input buffer under the buffer-reuse plan ends with `(reuses %id)`.
 ///
 /// ```
 /// use nabla_tensor::TracingBackend;

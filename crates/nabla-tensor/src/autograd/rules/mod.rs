@@ -65,9 +65,7 @@ pub(crate) fn vjp<B: Backend>(
     ext: Option<&ExtensionRules<B>>,
 ) -> Result<Vec<Option<Tensor<B>>>> {
     match op {
-        Op::Extension(e) => {
-            extension::vjp(e, ext, &saved.all_inputs()?, saved.output()?, g, needs)
-        }
+        Op::Extension(e) => extension::vjp(e, ext, &saved.all_inputs()?, saved.output()?, g, needs),
         Op::Identity => Ok(vec![Some(g.clone())]),
         Op::Unary(u) => Ok(vec![Some(elementwise::unary(*u, saved, g)?)]),
         Op::Binary(b) => elementwise::binary(*b, saved, g, needs),

@@ -19,7 +19,7 @@ use nabla_core::{Element, HostData, Layout, Result, Scalar, with_host_data};
 use nabla_cpu::CpuBackend;
 
 /// Largest output, in elements, a folded node may have.
-pub(crate) const MAX_FOLDED_ELEMENTS: usize = 1 << 16;
+const MAX_FOLDED_ELEMENTS: usize = 1 << 16;
 
 /// Ops this pass evaluates when their inputs are constant.
 fn foldable(op: &TraceOp) -> bool {

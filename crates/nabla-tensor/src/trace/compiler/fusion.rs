@@ -158,7 +158,10 @@ pub(crate) fn fuse_elementwise(program: &Program) -> Result<Program> {
         node.inputs.iter().for_each(|o| readers[o.value] += 1);
     }
     let mut is_output = vec![false; program.values.len()];
-    program.outputs.iter().for_each(|o| is_output[o.value] = true);
+    program
+        .outputs
+        .iter()
+        .for_each(|o| is_output[o.value] = true);
     // Group roots, assigned from the last node backwards so that readers are placed before producers.
     let mut root: Vec<Option<usize>> = vec![None; nodes.len()];
     for i in (0..nodes.len()).rev() {

@@ -82,7 +82,7 @@ pub struct PassReport {
 /// Per-pass node counts and timings of one compilation; printable, one line per pass run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CompileReport {
-    /// The passes in the order they ran (simplification may run twice).
+    /// The passes in the order they ran (simplification, folding and CSE may run several times).
     pub passes: Vec<PassReport>,
     /// Total wall-clock compile time, snapshotting the program included.
     pub total: Duration,
@@ -174,10 +174,15 @@ impl<const N: usize> IntoProgram for &[Tensor<TracingBackend>; N] {
     }
 }
 
+/// Rounds of simplification, folding and CSE at most.
+const MAX_ROUNDS: usize = 4;
+
 /// Optimises traced [`Program`]s with a fixed pipeline of [`Pass`]es: simplification, constant
-/// folding, common-subexpression elimination, simplification again when folding or CSE changed
-/// something, dead-code elimination, elementwise fusion and buffer-reuse planning. Each pass can be
-/// switched off ([`GraphCompiler::without`]) or the pipeline restricted ([`GraphCompiler::only`]).
+/// folding and common-subexpression elimination (repeated, at most four rounds, while folding or CSE
+/// changed something and simplification then still finds work), dead-code elimination, elementwise
+/// fusion and buffer-reuse planning. Each pass can be switched off ([`GraphCompiler::without`]) or the
+/// pipeline restricted ([`GraphCompiler::only`]); [`GraphCompiler::compile_with_report`] tells what each
+/// pass did.
 ///
 /// Compiled programs compute the same outputs as the original (bit for bit on the CPU backend: the
 /// passes never reassociate arithmetic), keep the placeholders in order and the outputs' views.
@@ -261,19 +266,27 @@ impl GraphCompiler {
             *p = next;
             Ok::<bool, Error>(changed)
         };
-        let mut changed = false;
-        if self.runs(Pass::Simplify) {
-            step(Pass::Simplify, simplify::simplify, &mut program)?;
-        }
-        if self.runs(Pass::ConstantFolding) {
-            changed |= step(Pass::ConstantFolding, fold::fold_constants, &mut program)?;
-        }
-        if self.runs(Pass::CommonSubexpressions) {
-            let f = cse::eliminate_common_subexpressions;
-            changed |= step(Pass::CommonSubexpressions, f, &mut program)?;
-        }
-        if changed && self.runs(Pass::Simplify) {
-            step(Pass::Simplify, simplify::simplify, &mut program)?;
+        // Simplification, folding and CSE feed each other (folding exposes `x * 1`, simplification makes
+        // operands equal): run them again while folding or CSE changed something and simplification
+        // still finds work, a bounded number of times.
+        for round in 0..MAX_ROUNDS {
+            if self.runs(Pass::Simplify) {
+                let changed = step(Pass::Simplify, simplify::simplify, &mut program)?;
+                if round > 0 && !changed {
+                    break;
+                }
+            }
+            let mut changed = false;
+            if self.runs(Pass::ConstantFolding) {
+                changed |= step(Pass::ConstantFolding, fold::fold_constants, &mut program)?;
+            }
+            if self.runs(Pass::CommonSubexpressions) {
+                let f = cse::eliminate_common_subexpressions;
+                changed |= step(Pass::CommonSubexpressions, f, &mut program)?;
+            }
+            if !changed || !self.runs(Pass::Simplify) {
+                break;
+            }
         }
         if self.runs(Pass::DeadCode) {
             step(Pass::DeadCode, dce::eliminate_dead_code, &mut program)?;

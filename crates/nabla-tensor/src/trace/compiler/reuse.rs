@@ -52,7 +52,7 @@ pub(crate) fn plan_buffer_reuse(program: &Program) -> Result<Program> {
 
 impl Program {
     /// Under the buffer-reuse plan of [`crate::GraphCompiler`], the operand (index into
-    /// [`crate::Node::inputs`]) of node `node` whose buffer that node overwrites with its result;
+    /// the node's `inputs`) of node `node` whose buffer that node overwrites with its result;
     /// `None` when it allocates a new one (and for programs compiled without the plan).
     pub fn reused_operand(&self, node: usize) -> Option<usize> {
         self.donations.get(node).copied().flatten()

@@ -85,7 +85,7 @@ fn identity_operand(op: BinaryOp, fills: [Option<Fill>; 2]) -> Option<usize> {
 /// The copy's buffer is indexed by the (coalesced) dims of `inner`; each dimension of `outer` must
 /// step along a single one of those dims without leaving it, for every index of the view, so that the
 /// row-major position decomposes without carries and the source offset is affine in the index.
-pub(crate) fn compose(inner: &Layout, outer: &Layout) -> Option<Layout> {
+fn compose(inner: &Layout, outer: &Layout) -> Option<Layout> {
     let n = inner.numel();
     if n == 0 || outer.numel() == 0 || outer.offset() >= n {
         return None;
