@@ -13,7 +13,10 @@
 //!   `sum(tanh(X Xᵀ))` for a 256x256 `X`, traced + compiled, and eager.
 //!
 //! Each time is the median of `--repeats` runs (default 30) after warm-up. Trace and compile times are
-//! reported separately. Human-readable lines go to stderr, one JSON line to stdout.
+//! reported separately. `--workload NAME` runs one group only (`mlp_eager`, `mlp_compiled`,
+//! `gram_eager`, `gram_compiled`; default all): the script runs each in its own process, so that one
+//! workload's heap state does not slow the next one's allocations. Human-readable lines go to stderr,
+//! one JSON object to stdout.
 
 use nabla::prelude::*;
 use nabla::{GraphCompiler, GraphExecutor, Program};
@@ -120,27 +123,17 @@ fn trace_and_compile(
     })
 }
 
-fn main() -> Result<()> {
-    let mut repeats = 30usize;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next().and_then(|v| v.parse().ok())) {
-            ("--repeats", Some(n)) if n > 0 => repeats = n,
-            _ => {
-                eprintln!("usage: bench_transforms [--repeats R]   (R >= 1)");
-                std::process::exit(2);
-            }
-        }
-    }
-    let cpu = CpuBackend::new();
-    let exec = GraphExecutor::new(&cpu);
+/// Appends `"key": value` pairs to the JSON object being built.
+fn put(json: &mut Vec<String>, key: &str, value: impl std::fmt::Display) {
+    json.push(format!("\"{key}\": {value}"));
+}
 
-    // 1. MLP gradient.
-    let (params, x, labels) = mlp_inputs(&cpu)?;
-    let eager_ad = AdContext::<CpuBackend>::builder()
+fn mlp_eager(repeats: usize, cpu: &CpuBackend, json: &mut Vec<String>) -> Result<()> {
+    let (params, x, labels) = mlp_inputs(cpu)?;
+    let ad = AdContext::<CpuBackend>::builder()
         .create_graph(false)
         .build();
-    let mlp_eager = time(repeats, || {
+    let secs = time(repeats, || {
         let vars = params
             .iter()
             .enumerate()
@@ -148,100 +141,167 @@ fn main() -> Result<()> {
             .collect::<Result<Vec<_>>>()?;
         let loss = mlp_loss(&vars, &x, &labels)?;
         let refs: Vec<&CpuTensor> = vars.iter().collect();
-        let grads = eager_ad.grads(&loss, &refs)?;
-        std::hint::black_box((loss, grads));
+        std::hint::black_box((ad.grads(&loss, &refs)?, loss));
         Ok(())
     })?;
+    eprintln!("mlp_grad eager: {:.3} ms", secs * 1e3);
+    put(json, "mlp_grad_eager_s", secs);
+    Ok(())
+}
+
+fn mlp_compiled(repeats: usize, cpu: &CpuBackend, json: &mut Vec<String>) -> Result<()> {
+    let (params, x, labels) = mlp_inputs(cpu)?;
     let mut shapes = mlp_shapes();
     shapes.push(vec![BATCH, SIZES[0]]);
     shapes.push(vec![BATCH, SIZES[3]]);
     let mlp = trace_and_compile(&shapes, |inp| {
-        let ad = AdContext::new();
         let loss = mlp_loss(&inp[..6], &inp[6].detach(), &inp[7].detach())?;
         let refs: Vec<&TracedTensor> = inp[..6].iter().collect();
         let mut out = vec![loss.clone()];
-        out.extend(ad.grads(&loss, &refs)?);
+        out.extend(AdContext::new().grads(&loss, &refs)?);
         Ok(out)
     })?;
-    let mut feed = params.clone();
-    feed.push(x.clone());
-    feed.push(labels.clone());
-    let mlp_compiled = time(repeats, || {
+    let mut feed = params;
+    feed.push(x);
+    feed.push(labels);
+    let exec = GraphExecutor::new(cpu);
+    let secs = time(repeats, || {
         std::hint::black_box(exec.run(&mlp.program, &feed)?);
         Ok(())
     })?;
-
-    // 2. HVP over gradient for sum(tanh(X Xᵀ)).
-    let mut rng = Generator::new(11);
-    let gx = Tensor::randn([GRAM, GRAM], DType::F32, &mut rng, &cpu)?.mul(0.05)?;
-    let gv = Tensor::randn([GRAM, GRAM], DType::F32, &mut rng, &cpu)?;
-    let gram = |x: &TracedTensor| x.matmul(&x.t()?)?.tanh()?.sum_all();
-    let gram_shapes = vec![vec![GRAM, GRAM], vec![GRAM, GRAM]];
-    let grad_prog = trace_and_compile(&gram_shapes[..1], |inp| {
-        Ok(vec![AdContext::new().grad(&gram(&inp[0])?, &inp[0])?])
-    })?;
-    let hvp_prog = trace_and_compile(&gram_shapes, |inp| {
-        let ad = AdContext::new();
-        let g = ad.grad(&gram(&inp[0])?, &inp[0])?;
-        Ok(vec![ad.jvp(&g, &inp[0], &inp[1].detach())?])
-    })?;
-    let grad_feed = [gx.clone()];
-    let hvp_feed = [gx.clone(), gv.clone()];
-    let gram_grad = time(repeats, || {
-        std::hint::black_box(exec.run(&grad_prog.program, &grad_feed)?);
-        Ok(())
-    })?;
-    let gram_hvp = time(repeats, || {
-        std::hint::black_box(exec.run(&hvp_prog.program, &hvp_feed)?);
-        Ok(())
-    })?;
-    let eager_gram = |x: &CpuTensor| x.matmul(&x.t()?)?.tanh()?.sum_all();
-    let gram_grad_eager = time(repeats, || {
-        let xv = Tensor::var("x", gx.clone())?;
-        std::hint::black_box(eager_ad.grad(&eager_gram(&xv)?, &xv)?);
-        Ok(())
-    })?;
-    let gram_hvp_eager = time(repeats, || {
-        let xv = Tensor::var("x", gx.clone())?;
-        std::hint::black_box(eager_ad.hvp(&eager_gram(&xv)?, &xv, &gv)?);
-        Ok(())
-    })?;
-
     eprintln!(
-        "mlp_grad: eager {:.3} ms, compiled {:.3} ms (trace {:.1} ms, compile {:.1} ms, nodes {} -> {})",
-        mlp_eager * 1e3,
-        mlp_compiled * 1e3,
+        "mlp_grad compiled: {:.3} ms (trace {:.2} ms, compile {:.2} ms, nodes {} -> {})",
+        secs * 1e3,
         mlp.trace_s * 1e3,
         mlp.compile_s * 1e3,
         mlp.nodes_before,
         mlp.nodes_after
     );
+    put(json, "mlp_grad_compiled_s", secs);
+    put(json, "mlp_trace_s", mlp.trace_s);
+    put(json, "mlp_compile_s", mlp.compile_s);
+    put(json, "mlp_nodes_before", mlp.nodes_before);
+    put(json, "mlp_nodes_after", mlp.nodes_after);
+    Ok(())
+}
+
+/// `X` and the HVP direction `V` of the tanh-Gram workload.
+fn gram_inputs(cpu: &CpuBackend) -> Result<(CpuTensor, CpuTensor)> {
+    let mut rng = Generator::new(11);
+    let x = Tensor::randn([GRAM, GRAM], DType::F32, &mut rng, cpu)?.mul(0.05)?;
+    let v = Tensor::randn([GRAM, GRAM], DType::F32, &mut rng, cpu)?;
+    Ok((x, v))
+}
+
+fn gram<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    x.matmul(&x.t()?)?.tanh()?.sum_all()
+}
+
+fn gram_compiled(repeats: usize, cpu: &CpuBackend, json: &mut Vec<String>) -> Result<()> {
+    let (x, v) = gram_inputs(cpu)?;
+    let shapes = vec![vec![GRAM, GRAM], vec![GRAM, GRAM]];
+    let grad_prog = trace_and_compile(&shapes[..1], |inp| {
+        Ok(vec![AdContext::new().grad(&gram(&inp[0])?, &inp[0])?])
+    })?;
+    let hvp_prog = trace_and_compile(&shapes, |inp| {
+        let ad = AdContext::new();
+        let g = ad.grad(&gram(&inp[0])?, &inp[0])?;
+        Ok(vec![ad.jvp(&g, &inp[0], &inp[1].detach())?])
+    })?;
+    let exec = GraphExecutor::new(cpu);
+    let (grad_feed, hvp_feed) = ([x.clone()], [x, v]);
+    let grad_s = time(repeats, || {
+        std::hint::black_box(exec.run(&grad_prog.program, &grad_feed)?);
+        Ok(())
+    })?;
+    let hvp_s = time(repeats, || {
+        std::hint::black_box(exec.run(&hvp_prog.program, &hvp_feed)?);
+        Ok(())
+    })?;
     eprintln!(
-        "tanh_gram: grad {:.3} ms, hvp {:.3} ms (ratio {:.2}); eager grad {:.3} ms, hvp {:.3} ms \
-         (ratio {:.2}); compile {:.1} / {:.1} ms",
-        gram_grad * 1e3,
-        gram_hvp * 1e3,
-        gram_hvp / gram_grad,
-        gram_grad_eager * 1e3,
-        gram_hvp_eager * 1e3,
-        gram_hvp_eager / gram_grad_eager,
+        "tanh_gram compiled: grad {:.3} ms, hvp {:.3} ms (ratio {:.2}); compile {:.2} / {:.2} ms",
+        grad_s * 1e3,
+        hvp_s * 1e3,
+        hvp_s / grad_s,
         grad_prog.compile_s * 1e3,
         hvp_prog.compile_s * 1e3
     );
-    println!(
-        "{{\"mlp_grad_eager_s\": {mlp_eager}, \"mlp_grad_compiled_s\": {mlp_compiled}, \
-         \"mlp_trace_s\": {}, \"mlp_compile_s\": {}, \"mlp_nodes_before\": {}, \"mlp_nodes_after\": {}, \
-         \"gram_grad_s\": {gram_grad}, \"gram_hvp_s\": {gram_hvp}, \"gram_grad_eager_s\": {gram_grad_eager}, \
-         \"gram_hvp_eager_s\": {gram_hvp_eager}, \"gram_grad_compile_s\": {}, \"gram_hvp_compile_s\": {}, \
-         \"gram_grad_trace_s\": {}, \"gram_hvp_trace_s\": {}}}",
-        mlp.trace_s,
-        mlp.compile_s,
-        mlp.nodes_before,
-        mlp.nodes_after,
-        grad_prog.compile_s,
-        hvp_prog.compile_s,
-        grad_prog.trace_s,
-        hvp_prog.trace_s
-    );
+    put(json, "gram_grad_s", grad_s);
+    put(json, "gram_hvp_s", hvp_s);
+    put(json, "gram_grad_trace_s", grad_prog.trace_s);
+    put(json, "gram_hvp_trace_s", hvp_prog.trace_s);
+    put(json, "gram_grad_compile_s", grad_prog.compile_s);
+    put(json, "gram_hvp_compile_s", hvp_prog.compile_s);
     Ok(())
+}
+
+fn gram_eager(repeats: usize, cpu: &CpuBackend, json: &mut Vec<String>) -> Result<()> {
+    let (x, v) = gram_inputs(cpu)?;
+    let ad = AdContext::<CpuBackend>::builder()
+        .create_graph(false)
+        .build();
+    let grad_s = time(repeats, || {
+        let xv = Tensor::var("x", x.clone())?;
+        std::hint::black_box(ad.grad(&gram(&xv)?, &xv)?);
+        Ok(())
+    })?;
+    let hvp_s = time(repeats, || {
+        let xv = Tensor::var("x", x.clone())?;
+        std::hint::black_box(ad.hvp(&gram(&xv)?, &xv, &v)?);
+        Ok(())
+    })?;
+    eprintln!(
+        "tanh_gram eager: grad {:.3} ms, hvp {:.3} ms (ratio {:.2})",
+        grad_s * 1e3,
+        hvp_s * 1e3,
+        hvp_s / grad_s
+    );
+    put(json, "gram_grad_eager_s", grad_s);
+    put(json, "gram_hvp_eager_s", hvp_s);
+    Ok(())
+}
+
+type Workload = fn(usize, &CpuBackend, &mut Vec<String>) -> Result<()>;
+
+const WORKLOADS: [(&str, Workload); 4] = [
+    ("mlp_eager", mlp_eager),
+    ("mlp_compiled", mlp_compiled),
+    ("gram_eager", gram_eager),
+    ("gram_compiled", gram_compiled),
+];
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: bench_transforms [--repeats R] [--workload all|mlp_eager|mlp_compiled|gram_eager|gram_compiled]"
+    );
+    std::process::exit(2);
+}
+
+fn main() -> Result<()> {
+    let (mut repeats, mut workload) = (30usize, "all".to_string());
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let value = args.next().unwrap_or_else(|| usage());
+        match arg.as_str() {
+            "--repeats" => match value.parse() {
+                Ok(n) if n > 0 => repeats = n,
+                _ => usage(),
+            },
+            "--workload" if workload_known(&value) => workload = value,
+            _ => usage(),
+        }
+    }
+    let cpu = CpuBackend::new();
+    let mut json = Vec::new();
+    for (name, run) in WORKLOADS {
+        if workload == "all" || workload == name {
+            run(repeats, &cpu, &mut json)?;
+        }
+    }
+    println!("{{{}}}", json.join(", "));
+    Ok(())
+}
+
+fn workload_known(name: &str) -> bool {
+    name == "all" || WORKLOADS.iter().any(|(n, _)| *n == name)
 }

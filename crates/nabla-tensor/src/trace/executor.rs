@@ -4,6 +4,7 @@ use super::graph::{Node, Program, TraceOp, short_dtype};
 use crate::Tensor;
 use nabla_core::{Backend, Error, FusedKernel, Layout, Result};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Statistics of one [`GraphExecutor::run`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -102,11 +103,47 @@ impl<B: Backend> GraphExecutor<B> {
     /// outputs, each a fresh tensor on `B` with the view the traced output had. Values are released as
     /// soon as no later node reads them; see [`GraphExecutor::last_run_stats`].
     pub fn run(&self, program: &Program, inputs: &[Tensor<B>]) -> Result<Vec<Tensor<B>>> {
+        self.run_timed(program, inputs, None)
+    }
+
+    /// [`GraphExecutor::run`] that also returns the wall time of each node (in program order, waiting
+    /// for the backend after every node), to find where a program spends its time.
+    ///
+    /// ```
+    /// use nabla_tensor::{GraphExecutor, Tensor, TracingBackend};
+    /// use nabla_cpu::CpuBackend;
+    /// use nabla_core::DType;
+    /// let tb = TracingBackend::new();
+    /// let x = tb.placeholder([64, 64], DType::F32)?;
+    /// let program = tb.program(&[&x.matmul(&x)?.tanh()?])?;
+    /// let cpu = CpuBackend::new();
+    /// let input = Tensor::ones([64, 64], DType::F32, &cpu)?;
+    /// let (_, times) = GraphExecutor::new(&cpu).run_profiled(&program, &[input])?;
+    /// assert_eq!(times.len(), program.nodes().len());
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn run_profiled(
+        &self,
+        program: &Program,
+        inputs: &[Tensor<B>],
+    ) -> Result<(Vec<Tensor<B>>, Vec<Duration>)> {
+        let mut times = Vec::with_capacity(program.nodes.len());
+        let out = self.run_timed(program, inputs, Some(&mut times))?;
+        Ok((out, times))
+    }
+
+    fn run_timed(
+        &self,
+        program: &Program,
+        inputs: &[Tensor<B>],
+        mut times: Option<&mut Vec<Duration>>,
+    ) -> Result<Vec<Tensor<B>>> {
         self.check_inputs(program, inputs)?;
         let mut values: Vec<Option<B::Storage>> = vec![None; program.values.len()];
         let mut stats = RunStats::default();
         let mut live = 0usize;
         for (i, node) in program.nodes.iter().enumerate() {
+            let start = times.is_some().then(Instant::now);
             let outs = match (&node.op, program.reused_operand(i)) {
                 (TraceOp::Fused(kernel), Some(k)) => {
                     // The donated buffer becomes the output: it is counted once, as the output.
@@ -138,6 +175,10 @@ impl<B: Backend> GraphExecutor<B> {
                 }
                 live += info.bytes();
                 values[v] = Some(storage);
+            }
+            if let (Some(times), Some(start)) = (times.as_deref_mut(), start) {
+                self.backend.synchronize()?;
+                times.push(start.elapsed());
             }
             stats.peak_buffer_bytes = stats.peak_buffer_bytes.max(live);
             stats.nodes_executed += 1;
