@@ -6,85 +6,9 @@ use nabla_core::{DType, MemoryTracked, Result};
 use nabla_cpu::CpuBackend;
 use nabla_tensor::{GraphCompiler, GraphExecutor, Pass, Program, Tensor, TraceOp, TracingBackend};
 
-fn data(seed: u64, n: usize) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-        })
-        .collect()
-}
+mod compiler_support;
 
-/// Random tensors on `backend` matching the program's placeholders.
-fn inputs<B: nabla_core::Backend>(program: &Program, backend: &B, seed: u64) -> Vec<Tensor<B>> {
-    program
-        .inputs()
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            let info = &program.values()[v];
-            let xs = data(seed * 31 + i as u64, info.len());
-            Tensor::from_vec::<f64>(xs, info.shape.clone(), backend)
-                .and_then(|t| t.cast(info.dtype))
-                .unwrap()
-        })
-        .collect()
-}
-
-fn values(t: &Tensor<CpuBackend>) -> Vec<f64> {
-    t.cast(DType::F64).unwrap().to_vec::<f64>().unwrap()
-}
-
-/// Runs both programs on two input sets: equal shapes, dtypes and values (within `tol`, relative; 0 for
-/// bit equality), and fresh results on the second set. Checks the executor's peak against the plan.
-fn check_equivalent(original: &Program, compiled: &Program, tol: f64) {
-    let cpu = CpuBackend::new();
-    let exec = GraphExecutor::new(&cpu);
-    let mut runs = Vec::new();
-    for seed in [1, 2] {
-        let xs = inputs(original, &cpu, seed);
-        let want = exec.run(original, &xs).unwrap();
-        let got = exec.run(compiled, &xs).unwrap();
-        let stats = exec.last_run_stats().unwrap();
-        assert_eq!(stats.peak_buffer_bytes, compiled.planned_peak_bytes());
-        assert_eq!(got.len(), want.len());
-        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!((g.shape(), g.dtype()), (w.shape(), w.dtype()), "output {k}");
-            for (i, (p, q)) in values(g).iter().zip(values(w)).enumerate() {
-                let close = (p - q).abs() <= tol * (1.0 + q.abs()) || (p.is_nan() && q.is_nan());
-                assert!(close, "output {k} element {i}: {p} vs {q}\n{compiled}");
-            }
-        }
-        runs.push(got.iter().map(values).collect::<Vec<_>>());
-    }
-    assert_ne!(runs[0], runs[1], "a second run computes fresh results");
-    check_donations(compiled);
-}
-
-/// Every planned donation names a buffer that is neither a program input nor a program output.
-fn check_donations(program: &Program) {
-    for (i, node) in program.nodes().iter().enumerate() {
-        if let Some(k) = program.reused_operand(i) {
-            assert!(matches!(node.op, TraceOp::Fused(_)), "node {i}");
-            let v = node.inputs[k].value;
-            assert!(
-                !program.inputs().contains(&v),
-                "%{v} is an input\n{program}"
-            );
-            assert!(
-                !program.outputs().iter().any(|o| o.value == v),
-                "%{v} is an output\n{program}"
-            );
-            let reader_after = program.nodes()[i + 1..]
-                .iter()
-                .any(|n| n.inputs.iter().any(|o| o.value == v));
-            assert!(!reader_after, "%{v} is read after node {i}\n{program}");
-        }
-    }
-}
+use compiler_support::{check_equivalent, inputs};
 
 fn ops(program: &Program) -> Vec<String> {
     program.nodes().iter().map(|n| n.op.to_string()).collect()
