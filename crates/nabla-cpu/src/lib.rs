@@ -20,6 +20,7 @@ mod conv;
 mod elementwise;
 mod matmul;
 mod movement;
+mod pool;
 mod random;
 mod reduce;
 mod simd_math;
@@ -27,6 +28,7 @@ mod sort;
 mod storage;
 mod strided;
 
+pub use pool::{MAX_CACHED_BYTES, MIN_POOLED_BYTES, cached_bytes, release_cached_buffers};
 pub use storage::CpuStorage;
 
 use nabla_core::{

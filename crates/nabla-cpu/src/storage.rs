@@ -10,6 +10,15 @@ pub struct CpuStorage {
     data: Arc<HostData>,
 }
 
+/// The last handle to a buffer gives a large allocation to the buffer cache ([`crate::pool`]).
+impl Drop for CpuStorage {
+    fn drop(&mut self) {
+        if let Some(data) = Arc::get_mut(&mut self.data) {
+            crate::pool::recycle(data);
+        }
+    }
+}
+
 /// Two handles are equal when they share one buffer.
 impl PartialEq for CpuStorage {
     fn eq(&self, other: &Self) -> bool {
@@ -52,12 +61,17 @@ impl CpuStorage {
 
     /// The host data, without a copy when this is the only handle.
     pub fn into_host(self) -> HostData {
-        Arc::try_unwrap(self.data).unwrap_or_else(|shared| (*shared).clone())
+        self.try_into_host()
+            .unwrap_or_else(|shared| shared.host().clone())
     }
 
     /// The host data without a copy when this is the only handle; otherwise the handle back.
-    pub(crate) fn try_into_host(self) -> std::result::Result<HostData, CpuStorage> {
-        Arc::try_unwrap(self.data).map_err(|data| CpuStorage { data })
+    pub(crate) fn try_into_host(mut self) -> std::result::Result<HostData, CpuStorage> {
+        match Arc::get_mut(&mut self.data) {
+            // The emptied handle is then dropped with nothing left to recycle.
+            Some(data) => Ok(std::mem::replace(data, HostData::U8(Vec::new()))),
+            None => Err(self),
+        }
     }
 
     /// The elements as a typed slice, or a dtype error naming `op`.

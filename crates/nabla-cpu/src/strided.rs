@@ -147,6 +147,9 @@ impl<const K: usize> RowPlan<K> {
 /// megabytes are marked for transparent huge pages (as NumPy does), so that first-touch page faults,
 /// which otherwise dominate the cost of a large elementwise op, happen once per 2 MiB instead of 4 KiB.
 pub(crate) fn output_vec<U>(n: usize) -> Vec<U> {
+    if let Some(v) = crate::pool::take(n) {
+        return v;
+    }
     let v: Vec<U> = Vec::with_capacity(n);
     #[cfg(target_os = "linux")]
     advise_huge_pages(v.as_ptr() as usize, n * std::mem::size_of::<U>());

@@ -190,7 +190,8 @@ fn matmul_faer<T: Element + ComplexField>(
     ob: &Operand,
     d: Dims,
 ) -> Vec<T> {
-    let mut out = vec![T::zero(); d.batch * d.m * d.n];
+    let mut out = crate::strided::output_vec(d.batch * d.m * d.n);
+    out.resize(d.batch * d.m * d.n, T::zero());
     if out.is_empty() || d.k == 0 {
         return out;
     }
