@@ -55,6 +55,15 @@ fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
     }
 }
 
+/// Variables `x0, x1, ..` holding `inputs`.
+fn vars(inputs: &[T]) -> Vec<T> {
+    inputs
+        .iter()
+        .enumerate()
+        .map(|(i, x)| Tensor::var(format!("x{i}"), x.clone()).unwrap())
+        .collect()
+}
+
 /// One op of the family applied to its inputs.
 type OpFn = fn(&[T]) -> Result<T>;
 
@@ -161,11 +170,7 @@ fn bad_inputs_are_errors_naming_the_op() {
 fn reverse_rules_match_central_differences() {
     let ad = ad();
     for (name, f, inputs) in cases() {
-        let xs: Vec<T> = inputs
-            .iter()
-            .enumerate()
-            .map(|(i, x)| Tensor::var(format!("x{i}"), x.clone()).unwrap())
-            .collect();
+        let xs = vars(&inputs);
         let y = f(&xs).unwrap();
         let w = tensor(99, y.shape());
         let loss = |xs: &[T]| -> f64 {
@@ -212,11 +217,7 @@ fn reverse_rules_match_central_differences() {
 fn forward_and_reverse_rules_satisfy_the_adjoint_identity() {
     let ad = ad();
     for (name, f, inputs) in cases() {
-        let xs: Vec<T> = inputs
-            .iter()
-            .enumerate()
-            .map(|(i, x)| Tensor::var(format!("x{i}"), x.clone()).unwrap())
-            .collect();
+        let xs = vars(&inputs);
         let refs: Vec<&T> = xs.iter().collect();
         let y = f(&xs).unwrap();
         let vs: Vec<T> = xs

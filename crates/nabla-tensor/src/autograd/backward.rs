@@ -245,7 +245,7 @@ pub(crate) fn run_backward<B: Backend>(
         if let Some(g) = grad
             && needed.iter().any(|&n| n)
         {
-            super::extension::ensure_rule(op, ext, "reverse")?;
+            super::extension::ensure_rule(op, ext, super::extension::Mode::Reverse)?;
             let values = take_saved(node, op.name(), saved, retain, opts.create_graph)?;
             let g = if opts.create_graph || !g.requires_grad() {
                 g

@@ -135,8 +135,34 @@ impl<B: Backend> ExtensionRules<B> {
     }
 }
 
+/// Which derivative rule of an extension op is wanted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// A Jacobian-vector product (tangents pushed forward).
+    Forward,
+    /// A vector-Jacobian product (cotangents pulled back).
+    Reverse,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Forward => "forward",
+            Mode::Reverse => "reverse",
+        }
+    }
+
+    /// The transform an error about this mode names.
+    fn op(self) -> &'static str {
+        match self {
+            Mode::Forward => "jvp",
+            Mode::Reverse => "backward",
+        }
+    }
+}
+
 /// The error for an extension op without a rule in the active rule set.
-fn missing_rule(op: &dyn ExtensionOp, mode: &str, registered: bool) -> Error {
+fn missing_rule(op: &dyn ExtensionOp, mode: Mode, registered: bool) -> Error {
     let why = if registered {
         "the AdContext's extension rules have none"
     } else {
@@ -144,33 +170,48 @@ fn missing_rule(op: &dyn ExtensionOp, mode: &str, registered: bool) -> Error {
          AdContext::builder().with_extension_rules(..) and differentiate with it"
     };
     Error::autodiff(
-        if mode == "forward" { "jvp" } else { "backward" },
+        mode.op(),
         format!(
-            "no {mode}-mode derivative rule for extension op '{}' ({why})",
+            "no {}-mode derivative rule for extension op '{}' ({why})",
+            mode.name(),
             op.name()
         ),
     )
 }
 
-/// Fails, naming the op and the mode, when `op` is an extension op without a rule for `mode`
-/// (`"forward"` or `"reverse"`) in `rules`; checked before a node's saved values are taken, so a missing
-/// rule leaves the graph intact.
+/// The reverse rule of `op` in `rules`, or the error naming the op and the mode.
+fn reverse_rule<'r, B: Backend>(
+    op: &dyn ExtensionOp,
+    rules: Option<&'r ExtensionRules<B>>,
+) -> Result<&'r ReverseRule<B>> {
+    rules
+        .and_then(|r| r.reverse.get(op.name()))
+        .ok_or_else(|| missing_rule(op, Mode::Reverse, rules.is_some()))
+}
+
+/// The forward rule of `op` in `rules`, or the error naming the op and the mode.
+fn forward_rule<'r, B: Backend>(
+    op: &dyn ExtensionOp,
+    rules: Option<&'r ExtensionRules<B>>,
+) -> Result<&'r ForwardRule<B>> {
+    rules
+        .and_then(|r| r.forward.get(op.name()))
+        .ok_or_else(|| missing_rule(op, Mode::Forward, rules.is_some()))
+}
+
+/// Fails, naming the op and the mode, when `op` is an extension op without a rule for `mode` in
+/// `rules`; checked before a node's saved values are taken, so a missing rule leaves the graph intact.
 pub(crate) fn ensure_rule<B: Backend>(
     op: &Op,
     rules: Option<&ExtensionRules<B>>,
-    mode: &str,
+    mode: Mode,
 ) -> Result<()> {
     let Op::Extension(e) = op else {
         return Ok(());
     };
-    let found = rules.is_some_and(|r| match mode {
-        "forward" => r.has_forward(e.name()),
-        _ => r.has_reverse(e.name()),
-    });
-    if found {
-        Ok(())
-    } else {
-        Err(missing_rule(e.as_ref(), mode, rules.is_some()))
+    match mode {
+        Mode::Forward => forward_rule(e.as_ref(), rules).map(drop),
+        Mode::Reverse => reverse_rule(e.as_ref(), rules).map(drop),
     }
 }
 
@@ -196,10 +237,7 @@ pub(crate) fn vjp<B: Backend>(
     g: &Tensor<B>,
     needs: &[bool],
 ) -> Result<Vec<Option<Tensor<B>>>> {
-    let rule = rules
-        .and_then(|r| r.reverse.get(op.name()))
-        .ok_or_else(|| missing_rule(op.as_ref(), "reverse", rules.is_some()))?;
-    let grads = rule(&args(op, inputs, output), g, needs)?;
+    let grads = reverse_rule(op.as_ref(), rules)?(&args(op, inputs, output), g, needs)?;
     if grads.len() != inputs.len() {
         return Err(Error::autodiff(
             "backward",
@@ -231,10 +269,7 @@ pub(crate) fn jvp<B: Backend>(
     output: &Tensor<B>,
     tangents: &[Option<Tensor<B>>],
 ) -> Result<Option<Tensor<B>>> {
-    let rule = rules
-        .and_then(|r| r.forward.get(op.name()))
-        .ok_or_else(|| missing_rule(op.as_ref(), "forward", rules.is_some()))?;
-    let t = rule(&args(op, inputs, output), tangents)?;
+    let t = forward_rule(op.as_ref(), rules)?(&args(op, inputs, output), tangents)?;
     if let Some(t) = &t
         && t.shape() != output.shape()
     {

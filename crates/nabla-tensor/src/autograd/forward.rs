@@ -48,7 +48,7 @@ pub(crate) fn push_forward<B: Backend>(
         if inputs.iter().all(Option::is_none) {
             continue;
         }
-        super::extension::ensure_rule(op, ext, "forward")?;
+        super::extension::ensure_rule(op, ext, super::extension::Mode::Forward)?;
         let values = take_saved(node, op.name(), saved, true, nested)?;
         let tangent = rules::jvp(op, &values, &inputs, &node.shape, ext)?;
         tangents[i] = match tangent {
