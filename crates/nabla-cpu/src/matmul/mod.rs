@@ -2,7 +2,7 @@
 //!
 //! Float and complex products go through faer with the views' strides passed straight through: a
 //! transposed, sliced or reversed operand is never copied, and broadcast batch dimensions (stride 0) are
-//! never materialised. One large product lets faer use every thread; a batch of small products runs one
+//! never materialised. One large product is split into output blocks that run on every thread; a batch of small products runs one
 //! product per thread with faer sequential. Integer products use a simple row-oriented kernel with
 //! wrapping arithmetic.
 
@@ -17,8 +17,9 @@ use faer::{Accum, MatMut, MatRef, Par};
 use nabla_core::{DType, Element, Error, Layout, Result};
 use rayon::prelude::*;
 
-/// Multiply-adds per product above which a single product is worth parallelising inside faer.
-const PAR_MATRIX_FLOPS: usize = 1 << 18;
+/// Multiply-adds per product above which a single product is worth splitting over threads: below it
+/// (128x128x128 is 2^21) waking the pool costs about as much as the second core saves.
+const PAR_MATRIX_FLOPS: usize = 1 << 22;
 
 /// The shapes of a validated batched product.
 #[derive(Clone, Copy, Debug)]
@@ -162,7 +163,12 @@ pub(crate) fn mat_mut<T>(data: &mut [T], rows: usize, cols: usize) -> MatMut<'_,
     unsafe { MatMut::from_raw_parts_mut(data.as_mut_ptr(), rows, cols, cols as isize, 1) }
 }
 
-/// `dst = a * b` (or `dst += a * b`) for one product, with faer's parallelism chosen from its size.
+/// `dst = a * b` (or `dst += a * b`) for one product.
+///
+/// With a parallel `par`, the output is cut into row or column blocks (along its longer side) that run
+/// as separate tasks, each a sequential faer product. On this class of machine that beats faer's own
+/// split for the mid-sized products of training (batch 128 by a few hundred): for example
+/// 128x784x512 goes from about 120 to about 200 GFLOP/s on two cores, and large products are no slower.
 pub(crate) fn gemm<T: ComplexField>(
     dst: MatMut<'_, T>,
     accum: Accum,
@@ -170,7 +176,50 @@ pub(crate) fn gemm<T: ComplexField>(
     b: MatRef<'_, T>,
     par: Par,
 ) {
-    faer::linalg::matmul::matmul(dst, accum, a, b, T::one_impl(), par);
+    let blocks = match par {
+        Par::Seq => 1,
+        Par::Rayon(threads) => 2 * threads.get(),
+    };
+    gemm_blocks(dst, accum, a, b, blocks);
+}
+
+/// Smallest side of an output block worth a task of its own.
+const MIN_BLOCK: usize = 32;
+
+/// Computes `dst (+)= a * b` as up to `blocks` tasks over row or column blocks of `dst`.
+fn gemm_blocks<T: ComplexField>(
+    dst: MatMut<'_, T>,
+    accum: Accum,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    blocks: usize,
+) {
+    let (m, n) = (dst.nrows(), dst.ncols());
+    let along_rows = m >= n;
+    let side = if along_rows { m } else { n };
+    let blocks = blocks.min(side / MIN_BLOCK);
+    if blocks < 2 {
+        faer::linalg::matmul::matmul(dst, accum, a, b, T::one_impl(), Par::Seq);
+        return;
+    }
+    // Cut at the midpoint and recurse: rayon balances the halves between threads.
+    let mid = side / 2;
+    let (left, right) = (blocks / 2, blocks - blocks / 2);
+    if along_rows {
+        let (top, bottom) = dst.split_at_row_mut(mid);
+        let (a_top, a_bottom) = a.split_at_row(mid);
+        rayon::join(
+            || gemm_blocks(top, accum, a_top, b, left),
+            || gemm_blocks(bottom, accum, a_bottom, b, right),
+        );
+    } else {
+        let (lhs, rhs) = dst.split_at_col_mut(mid);
+        let (b_left, b_right) = b.split_at_col(mid);
+        rayon::join(
+            || gemm_blocks(lhs, accum, a, b_left, left),
+            || gemm_blocks(rhs, accum, a, b_right, right),
+        );
+    }
 }
 
 /// Faer parallelism for one product of `m x k` by `k x n` that runs alone.

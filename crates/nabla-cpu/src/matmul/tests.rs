@@ -151,11 +151,13 @@ proptest! {
 
 #[test]
 fn big_and_batched_products() {
-    // One product large enough for faer's threads, a batch of small ones split across threads, and a
-    // broadcast (stride 0) batch operand.
+    // Products large enough to be cut into row blocks (m >= n) and column blocks (m < n) that run on
+    // every thread, a batch of small ones split across threads, and a broadcast (stride 0) batch operand.
     for (batch, m, k, n, bits_a, bits_b) in [
         (vec![], 300, 200, 250, 0, 0),
         (vec![], 257, 130, 190, 1, 5),
+        (vec![], 70, 300, 261, 1, 0),
+        (vec![], 129, 260, 517, 0, 5),
         (vec![40], 24, 33, 20, 0, 1),
         (vec![6, 7], 30, 31, 32, 1 << 8, 1 << 9),
         (vec![3], 100, 90, 80, 1 << 8, 0),
