@@ -4,7 +4,7 @@
 Run from the repository root:
 
     python3 scripts/bench_transforms.py                 # 30 repeats
-    python3 scripts/bench_transforms.py --repeats 10 --json out.json
+    python3 scripts/bench_transforms.py --repeats 10 --rounds 5 --json out.json
 
 Workloads, all float32 on the CPU (the same as crates/nabla/examples/bench_transforms.rs):
 
@@ -14,13 +14,14 @@ Workloads, all float32 on the CPU (the same as crates/nabla/examples/bench_trans
 - tanh_gram: gradient and Hessian-vector product (forward over reverse, jvp of grad) of
   sum(tanh(X X^T)) for a 256x256 X. The HVP / gradient cost ratio is reported for both frameworks.
 
-Times are medians of --repeats runs after warm-up; JAX's include block_until_ready. Compile times:
+Times are medians of --repeats runs after warm-up; JAX's include block_until_ready. The whole
+measurement runs --rounds times, alternating nabla and JAX, so that a slow spell of a shared machine
+hits both sides; the table gives the median over rounds and the median of the per-round ratios. Compile times:
 nabla's trace and GraphCompiler time; JAX's lower + compile time of the jitted function.
 
-nabla runs each workload in its own process, twice: with the default glibc malloc, and with glibc
-told to keep freed memory mapped (MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_), which is what a
-caching allocator gives; XLA has its own. The difference is the cost of page-faulting freshly
-allocated output buffers on every run.
+nabla runs each workload in its own process, so that one workload's heap state does not slow the
+next; its CPU backend keeps large freed output buffers for reuse (nabla_cpu::cached_bytes), as XLA's
+allocator does, so a compiled program does not page-fault fresh memory on every run.
 
 Ratios are jax_time / nabla_time: above 1 means nabla is faster.
 """
@@ -40,13 +41,7 @@ SIZES = [784, 512, 512, 10]
 GRAM = 256
 
 
-# glibc settings that keep freed heap memory mapped (no trim, no per-buffer mmap). nabla's CPU backend
-# caches its large output buffers itself (nabla_cpu::cached_bytes); this second configuration shows
-# what is left to gain for the remaining allocations (small buffers, matmul workspaces).
-TUNED_MALLOC = {"MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_MMAP_THRESHOLD_": str(1 << 28)}
-
-
-def run_nabla(repeats: int, skip_build: bool, env_extra: dict | None = None) -> dict:
+def run_nabla(repeats: int, skip_build: bool) -> dict:
     if not skip_build:
         subprocess.run(
             ["cargo", "build", "--release", "-p", "nabla", "--example", "bench_transforms"],
@@ -63,7 +58,6 @@ def run_nabla(repeats: int, skip_build: bool, env_extra: dict | None = None) -> 
             check=True,
             capture_output=True,
             text=True,
-            env={**os.environ, **(env_extra or {})},
         )
         results.update(json.loads(out.stdout.strip().splitlines()[-1]))
     return results
@@ -81,7 +75,8 @@ def median_time(f, repeats: int) -> float:
     return runs[len(runs) // 2]
 
 
-def run_jax(repeats: int) -> dict:
+def setup_jax():
+    """Compiles the JAX side once; returns its compile times and a function that measures run times."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -108,7 +103,6 @@ def run_jax(repeats: int) -> dict:
     start = time.perf_counter()
     mlp = jax.jit(vg).lower(params, x, labels).compile()
     mlp_compile = time.perf_counter() - start
-    mlp_time = median_time(lambda: jax.block_until_ready(mlp(params, x, labels)), repeats)
 
     gx = jnp.asarray((rng.standard_normal((GRAM, GRAM)) * 0.05).astype(np.float32))
     gv = jnp.asarray(rng.standard_normal((GRAM, GRAM)).astype(np.float32))
@@ -122,62 +116,89 @@ def run_jax(repeats: int) -> dict:
     start = time.perf_counter()
     h = jax.jit(lambda x, v: jax.jvp(jax.grad(gram), (x,), (v,))[1]).lower(gx, gv).compile()
     hvp_compile = time.perf_counter() - start
-    grad_time = median_time(lambda: jax.block_until_ready(g(gx)), repeats)
-    hvp_time = median_time(lambda: jax.block_until_ready(h(gx, gv)), repeats)
-    return {
+
+    def measure(repeats: int) -> dict:
+        return {
+            "mlp_grad_s": median_time(lambda: jax.block_until_ready(mlp(params, x, labels)), repeats),
+            "gram_grad_s": median_time(lambda: jax.block_until_ready(g(gx)), repeats),
+            "gram_hvp_s": median_time(lambda: jax.block_until_ready(h(gx, gv)), repeats),
+        }
+
+    compile_times = {
         "version": jax.__version__,
-        "mlp_grad_s": mlp_time,
         "mlp_compile_s": mlp_compile,
-        "gram_grad_s": grad_time,
-        "gram_hvp_s": hvp_time,
         "gram_grad_compile_s": grad_compile,
         "gram_hvp_compile_s": hvp_compile,
     }
+    return compile_times, measure
+
+
+def median(values: list[float]) -> float:
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def combine(rounds: list[dict]) -> dict:
+    """Per key, the median over rounds (times and counts alike)."""
+    return {key: median([r[key] for r in rounds]) for key in rounds[0]}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating nabla/JAX rounds (default 3)")
     ap.add_argument("--skip-build", action="store_true")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args()
-    if args.repeats < 1:
-        ap.error("--repeats must be at least 1")
+    if args.repeats < 1 or args.rounds < 1:
+        ap.error("--repeats and --rounds must be at least 1")
 
-    nabla = run_nabla(args.repeats, args.skip_build)
-    tuned = run_nabla(args.repeats, True, TUNED_MALLOC)
     try:
-        jax_res = run_jax(args.repeats)
+        jax_compile, jax_measure = setup_jax()
     except ImportError as e:
         print(f"JAX not available ({e}); `pip install jax` to compare. nabla alone:")
-        jax_res = None
+        jax_compile, jax_measure = None, None
+
+    # Rounds alternate nabla and JAX, so that a slow spell of the machine hits both sides; each
+    # reported time is the median over rounds, each ratio the median of the per-round ratios.
+    nabla_rounds, jax_rounds = [], []
+    for r in range(args.rounds):
+        nabla_rounds.append(run_nabla(args.repeats, args.skip_build or r > 0))
+        if jax_measure:
+            jax_rounds.append(jax_measure(args.repeats))
+    nabla = combine(nabla_rounds)
+    jax_res = {**jax_compile, **combine(jax_rounds)} if jax_measure else None
+
+    def ratio(nabla_key: str, jax_key: str, side: list[dict]) -> float | None:
+        if not jax_rounds:
+            return None
+        return median([j[jax_key] / n[nabla_key] for n, j in zip(side, jax_rounds)])
 
     ms = lambda s: f"{s * 1e3:9.3f} ms"  # noqa: E731
     print(f"machine: {platform.machine()}, {os.cpu_count()} cpus; jax {jax_res['version'] if jax_res else '-'}")
     print(f"{'workload':34} {'nabla':>12} {'jax jit':>12} {'jax/nabla':>10}")
+    def hvp_cost(side: list[dict], hvp_key: str, grad_key: str) -> float:
+        return median([r[hvp_key] / r[grad_key] for r in side])
+
     rows = [
-        ("mlp_grad compiled", nabla["mlp_grad_compiled_s"], jax_res and jax_res["mlp_grad_s"]),
-        ("mlp_grad eager", nabla["mlp_grad_eager_s"], jax_res and jax_res["mlp_grad_s"]),
-        ("tanh_gram grad compiled", nabla["gram_grad_s"], jax_res and jax_res["gram_grad_s"]),
-        ("tanh_gram hvp compiled", nabla["gram_hvp_s"], jax_res and jax_res["gram_hvp_s"]),
-        ("tanh_gram grad eager", nabla["gram_grad_eager_s"], jax_res and jax_res["gram_grad_s"]),
-        ("tanh_gram hvp eager", nabla["gram_hvp_eager_s"], jax_res and jax_res["gram_hvp_s"]),
+        ("mlp_grad compiled", "mlp_grad_compiled_s", "mlp_grad_s", nabla_rounds),
+        ("mlp_grad eager", "mlp_grad_eager_s", "mlp_grad_s", nabla_rounds),
+        ("tanh_gram grad compiled", "gram_grad_s", "gram_grad_s", nabla_rounds),
+        ("tanh_gram hvp compiled", "gram_hvp_s", "gram_hvp_s", nabla_rounds),
+        ("tanh_gram grad eager", "gram_grad_eager_s", "gram_grad_s", nabla_rounds),
+        ("tanh_gram hvp eager", "gram_hvp_eager_s", "gram_hvp_s", nabla_rounds),
     ]
-    rows += [
-        ("mlp_grad compiled (tuned malloc)", tuned["mlp_grad_compiled_s"], jax_res and jax_res["mlp_grad_s"]),
-        ("mlp_grad eager (tuned malloc)", tuned["mlp_grad_eager_s"], jax_res and jax_res["mlp_grad_s"]),
-        ("tanh_gram grad compiled (tuned)", tuned["gram_grad_s"], jax_res and jax_res["gram_grad_s"]),
-        ("tanh_gram hvp compiled (tuned)", tuned["gram_hvp_s"], jax_res and jax_res["gram_hvp_s"]),
-    ]
-    for name, n, j in rows:
-        ratio = f"{j / n:10.2f}" if j else f"{'-':>10}"
-        print(f"{name:34} {ms(n)} {ms(j) if j else '-':>12} {ratio}")
-    print("(tuned malloc: glibc keeps freed memory mapped, " + " ".join(f"{k}={v}" for k, v in TUNED_MALLOC.items()) + ")")
+    print(f"rounds: {args.rounds} (times: median over rounds; ratio: median of per-round ratios)")
+    for name, nabla_key, jax_key, side in rows:
+        n = combine(side)[nabla_key]
+        j = jax_res and jax_res[jax_key]
+        r = ratio(nabla_key, jax_key, side)
+        print(f"{name:34} {ms(n)} {ms(j) if j else '-':>12} {f'{r:10.2f}' if r else '-':>10}")
     print(
-        f"HVP / grad cost: nabla compiled {nabla['gram_hvp_s'] / nabla['gram_grad_s']:.2f}x, "
-        f"nabla compiled with tuned malloc {tuned['gram_hvp_s'] / tuned['gram_grad_s']:.2f}x, "
-        f"nabla eager {nabla['gram_hvp_eager_s'] / nabla['gram_grad_eager_s']:.2f}x"
-        + (f", jax {jax_res['gram_hvp_s'] / jax_res['gram_grad_s']:.2f}x" if jax_res else "")
+        f"HVP / grad cost (median over rounds): nabla compiled {hvp_cost(nabla_rounds, 'gram_hvp_s', 'gram_grad_s'):.2f}x, "
+        f"nabla eager {hvp_cost(nabla_rounds, 'gram_hvp_eager_s', 'gram_grad_eager_s'):.2f}x"
+        + (f", jax {hvp_cost(jax_rounds, 'gram_hvp_s', 'gram_grad_s'):.2f}x" if jax_res else "")
         + " (target <= 3x)"
     )
     print(
@@ -193,7 +214,11 @@ def main():
         )
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"nabla": nabla, "nabla_tuned_malloc": tuned, "jax": jax_res}, fh, indent=1)
+            json.dump(
+                {"nabla": nabla_rounds, "jax": jax_rounds, "jax_compile": jax_compile},
+                fh,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":
