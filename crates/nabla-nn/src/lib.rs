@@ -1,0 +1,28 @@
+//! # nabla-nn
+//!
+//! The neural-network library of nabla, shaped after PyTorch's `torch.nn` so that a ported model
+//! trains the same way: [`Module`]s with dotted parameter names (`#[derive(Module)]`), layers with
+//! PyTorch's defaults, initialisers, losses, optimizers, learning-rate schedulers and safetensors
+//! checkpoints.
+//!
+//! Parameters are [`Param`]s: shared handles with a stable identity whose values are graph leaves, so
+//! the eager autodiff of `nabla-tensor` gives their gradients with `loss.backward()`.
+#![warn(missing_docs)]
+
+// Lets `#[derive(Module)]` inside this crate name it by its public path.
+extern crate self as nabla_nn;
+
+pub mod activation;
+pub mod init;
+pub mod layers;
+mod module;
+mod param;
+mod sequential;
+mod state;
+
+pub use layers::*;
+pub use module::{Forward, Module, join_name};
+pub use nabla_derive::Module;
+pub use param::{Param, ParamId, ParamKind};
+pub use sequential::Sequential;
+pub use state::{LoadReport, Strictness, load_state_dict};
