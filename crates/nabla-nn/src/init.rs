@@ -205,14 +205,13 @@ pub fn kaiming_normal<B: Backend>(
     normal(shape, 0.0, std, dtype, rng, backend)
 }
 
-/// Normal `N(mean, std²)` truncated to `[low, high]`, drawn by inverting the normal CDF on a uniform
+/// Normal `N(mean, std²)` truncated to `(low, high)` bounds, drawn by inverting the normal CDF on a uniform
 /// sample of `[Φ(low), Φ(high)]` (PyTorch's method), so no value is ever outside the bounds.
 pub fn trunc_normal<B: Backend>(
     shape: impl Into<Shape>,
     mean: f64,
     std: f64,
-    low: f64,
-    high: f64,
+    (low, high): (f64, f64),
     dtype: DType,
     rng: &mut Generator,
     backend: &B,

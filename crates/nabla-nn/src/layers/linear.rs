@@ -117,7 +117,7 @@ impl<B: Backend> Forward<B> for Linear<B> {
         }
         let y = x.matmul(&self.weight.value().t()?)?;
         match &self.bias {
-            Some(b) => y.add(&b.value()),
+            Some(b) => y.add(b.value()),
             None => Ok(y),
         }
     }
