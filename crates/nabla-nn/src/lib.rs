@@ -17,6 +17,7 @@ pub mod init;
 pub mod layers;
 mod module;
 mod param;
+mod safetensors_io;
 mod sequential;
 mod state;
 
@@ -24,5 +25,8 @@ pub use layers::*;
 pub use module::{Forward, Module, join_name};
 pub use nabla_derive::Module;
 pub use param::{Param, ParamId, ParamKind};
+pub use safetensors_io::{
+    TensorFile, load_module, load_safetensors, save_module, save_safetensors, write_atomic,
+};
 pub use sequential::Sequential;
 pub use state::{LoadReport, Strictness, load_state_dict};
