@@ -31,6 +31,25 @@ impl Generator {
         self.seed
     }
 
+    /// How many draws have been handed out: with the seed, the generator's whole state.
+    pub fn counter(&self) -> u64 {
+        self.counter
+    }
+
+    /// The generator with this seed that has handed out `counter` draws: restores a state saved with
+    /// [`Generator::seed`] and [`Generator::counter`], so a resumed run draws what the original would.
+    ///
+    /// ```
+    /// use nabla_core::Generator;
+    /// let mut g = Generator::new(7);
+    /// g.next_key(5);
+    /// let mut copy = Generator::from_state(g.seed(), g.counter());
+    /// assert_eq!(copy.next_key(3), g.next_key(3));
+    /// ```
+    pub fn from_state(seed: u64, counter: u64) -> Self {
+        Generator { seed, counter }
+    }
+
     /// Reserves `n` draws and returns the key that identifies them.
     pub fn next_key(&mut self, n: usize) -> RngKey {
         let key = RngKey {
