@@ -13,14 +13,19 @@
 extern crate self as nabla_nn;
 
 pub mod activation;
+mod checkpoint;
 pub mod init;
 pub mod layers;
+pub mod loss;
 mod module;
+pub mod optim;
 mod param;
 mod safetensors_io;
+pub mod sched;
 mod sequential;
 mod state;
 
+pub use checkpoint::{TrainingState, load_checkpoint, save_checkpoint};
 pub use layers::*;
 pub use module::{Forward, Module, join_name};
 pub use nabla_derive::Module;

@@ -197,8 +197,8 @@ pub fn load_safetensors<B: Backend>(path: impl AsRef<Path>, backend: &B) -> Resu
     let (_, header) = safetensors::SafeTensors::read_metadata(&buffer)
         .map_err(|e| io_error(context(), format!("{e:?}")))?;
     let metadata = header.metadata().clone().unwrap_or_default();
-    let file =
-        safetensors::SafeTensors::deserialize(&buffer).map_err(|e| io_error(context(), format!("{e:?}")))?;
+    let file = safetensors::SafeTensors::deserialize(&buffer)
+        .map_err(|e| io_error(context(), format!("{e:?}")))?;
     let mut tensors = file
         .tensors()
         .into_iter()

@@ -75,11 +75,7 @@ fn encoder(rng: &mut Generator) -> Result<Encoder<CpuBackend>> {
 fn derived_modules_name_parameters_like_pytorch() -> Result<()> {
     let mut rng = Generator::new(1);
     let enc = encoder(&mut rng)?;
-    let names: Vec<String> = enc
-        .named_parameters()
-        .into_iter()
-        .map(|(n, _)| n)
-        .collect();
+    let names: Vec<String> = enc.named_parameters().into_iter().map(|(n, _)| n).collect();
     assert_eq!(
         names,
         [
@@ -120,7 +116,13 @@ fn frozen_parameters_get_no_gradient() -> Result<()> {
     let grads = layer.forward(&x)?.sum_all()?.backward()?;
     assert!(layer.weight.grad(&grads).is_none());
     assert_eq!(
-        layer.bias.as_ref().unwrap().grad(&grads).unwrap().to_vec::<f64>()?,
+        layer
+            .bias
+            .as_ref()
+            .unwrap()
+            .grad(&grads)
+            .unwrap()
+            .to_vec::<f64>()?,
         vec![4.0, 4.0]
     );
     layer.unfreeze()?;
@@ -155,7 +157,10 @@ fn load_state_dict_lists_every_offender_and_changes_nothing_on_error() -> Result
     let layer = Linear::new(2, 2, true, DType::F32, &mut Generator::new(4), &cpu)?;
     let before = layer.weight.value().to_vec::<f32>()?;
     let state = vec![
-        ("weight".to_string(), Tensor::zeros([2, 2], DType::F32, &cpu)?),
+        (
+            "weight".to_string(),
+            Tensor::zeros([2, 2], DType::F32, &cpu)?,
+        ),
         ("bias".to_string(), Tensor::zeros([3], DType::F32, &cpu)?),
         ("extra".to_string(), Tensor::zeros([1], DType::F32, &cpu)?),
     ];
@@ -168,7 +173,10 @@ fn load_state_dict_lists_every_offender_and_changes_nothing_on_error() -> Result
 
     // Lenient loading still refuses a wrong shape, but reports missing and unexpected names.
     let ok = vec![
-        ("weight".to_string(), Tensor::zeros([2, 2], DType::F64, &cpu)?),
+        (
+            "weight".to_string(),
+            Tensor::zeros([2, 2], DType::F64, &cpu)?,
+        ),
         ("extra".to_string(), Tensor::zeros([1], DType::F32, &cpu)?),
     ];
     let report = load_state_dict(&layer, &ok, Strictness::Lenient)?;
@@ -195,10 +203,22 @@ fn safetensors_round_trip_is_bit_exact_for_every_storable_dtype() -> Result<()> 
         ("b.f32".to_string(), base.cast(DType::F32)?),
         ("c.f16".to_string(), base.cast(DType::F16)?),
         ("d.bf16".to_string(), base.cast(DType::BF16)?),
-        ("e.i64".to_string(), Tensor::from_vec(vec![i64::MIN, -1, 0, 7, i64::MAX], [5], &cpu)?),
-        ("f.i32".to_string(), Tensor::from_vec(vec![i32::MIN, 3], [2], &cpu)?),
-        ("g.u8".to_string(), Tensor::from_vec(vec![0u8, 255], [2], &cpu)?),
-        ("h.bool".to_string(), Tensor::from_vec(vec![true, false, true], [3], &cpu)?),
+        (
+            "e.i64".to_string(),
+            Tensor::from_vec(vec![i64::MIN, -1, 0, 7, i64::MAX], [5], &cpu)?,
+        ),
+        (
+            "f.i32".to_string(),
+            Tensor::from_vec(vec![i32::MIN, 3], [2], &cpu)?,
+        ),
+        (
+            "g.u8".to_string(),
+            Tensor::from_vec(vec![0u8, 255], [2], &cpu)?,
+        ),
+        (
+            "h.bool".to_string(),
+            Tensor::from_vec(vec![true, false, true], [3], &cpu)?,
+        ),
         // A non-contiguous view is written in its logical order.
         ("i.view".to_string(), base.t()?),
     ];
@@ -230,7 +250,12 @@ fn a_state_dict_written_by_pytorch_loads_into_the_same_model() -> Result<()> {
         .push(Linear::new(4, 8, true, DType::F32, &mut rng, &cpu)?)
         .push(Tanh)
         .push(Linear::new(8, 3, true, DType::F32, &mut rng, &cpu)?);
-    load_module(&model, dir.join("torch_mlp.safetensors"), &cpu, Strictness::Strict)?;
+    load_module(
+        &model,
+        dir.join("torch_mlp.safetensors"),
+        &cpu,
+        Strictness::Strict,
+    )?;
     let text = std::fs::read_to_string(dir.join("torch_mlp.json")).expect("fixture");
     let fixture: serde_json::Value = serde_json::from_str(&text).expect("json");
     let floats = |key: &str| -> Vec<f32> {
@@ -266,7 +291,9 @@ fn a_state_dict_written_by_pytorch_loads_into_the_same_model() -> Result<()> {
 fn bad_files_are_errors_that_name_the_file() -> Result<()> {
     let cpu = cpu();
     let missing = temp_path("does-not-exist.safetensors");
-    let err = load_safetensors(&missing, &cpu).err().expect("missing file");
+    let err = load_safetensors(&missing, &cpu)
+        .err()
+        .expect("missing file");
     assert!(err.to_string().contains("does-not-exist"), "{err}");
 
     let path = temp_path("corrupt.safetensors");

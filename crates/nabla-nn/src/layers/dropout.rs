@@ -7,7 +7,7 @@ use nabla_tensor::Tensor;
 use std::sync::Mutex;
 
 /// Checks that a drop probability lies in `[0, 1]`.
-pub(crate) fn check_probability(op: &'static str, p: f64) -> Result<()> {
+fn check_probability(op: &'static str, p: f64) -> Result<()> {
     if (0.0..=1.0).contains(&p) {
         Ok(())
     } else {
@@ -16,6 +16,12 @@ pub(crate) fn check_probability(op: &'static str, p: f64) -> Result<()> {
             format!("dropout probability has to be between 0 and 1, but got {p}"),
         ))
     }
+}
+
+/// A new generator seeded by one draw from `rng`: an independent stream a module can own.
+fn fork_generator(rng: &mut Generator) -> Generator {
+    let bits = rng.next_key(1).bits(0);
+    Generator::new(u64::from(bits[0]) | (u64::from(bits[1]) << 32))
 }
 
 /// Functional dropout (`torch.nn.functional.dropout`): in training, each element is zeroed with
@@ -68,12 +74,10 @@ impl Dropout {
     /// stream seeded by a draw from `rng`.
     pub fn new(p: f64, rng: &mut Generator) -> Result<Self> {
         check_probability("Dropout", p)?;
-        let bits = rng.next_key(1).bits(0);
-        let seed = u64::from(bits[0]) | (u64::from(bits[1]) << 32);
         Ok(Dropout {
             p,
             training: true,
-            rng: Mutex::new(Generator::new(seed)),
+            rng: Mutex::new(fork_generator(rng)),
         })
     }
 

@@ -69,9 +69,7 @@ impl<B: Backend> LayerNorm<B> {
             )?)
         };
         let weight = elementwise_affine.then(|| param(1)).transpose()?;
-        let bias = (elementwise_affine && bias)
-            .then(|| param(0))
-            .transpose()?;
+        let bias = (elementwise_affine && bias).then(|| param(0)).transpose()?;
         Ok(LayerNorm {
             weight,
             bias,

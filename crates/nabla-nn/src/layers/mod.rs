@@ -1,5 +1,31 @@
 //! Layers with PyTorch's argument names, shapes and default initialisation.
 
+mod attention;
+mod bilinear;
+mod conv;
+mod dropout;
+mod embedding;
+mod layer_norm;
 mod linear;
+mod norm;
+mod pool;
+mod positional;
+mod rnn;
+mod transformer;
 
+pub use attention::{
+    AttentionArgs, MultiheadAttention, MultiheadAttentionConfig, generate_square_subsequent_mask,
+};
+pub use bilinear::Bilinear;
+pub use conv::{Conv1d, Conv2d, ConvOptions, ConvTranspose2d, SpatialSize};
+pub use dropout::{Dropout, dropout};
+pub use embedding::Embedding;
+pub use layer_norm::LayerNorm;
 pub use linear::Linear;
+pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, RMSNorm};
+pub use pool::{AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d};
+pub use positional::{LearnedPositionalEmbedding, SinusoidalPositionalEmbedding};
+pub use rnn::{GRU, LSTM, RNN, RnnConfig, RnnNonlinearity};
+pub use transformer::{
+    TransformerActivation, TransformerDecoderLayer, TransformerEncoderLayer, TransformerLayerConfig,
+};
