@@ -34,4 +34,4 @@ pub use safetensors_io::{
     TensorFile, load_module, load_safetensors, save_module, save_safetensors, write_atomic,
 };
 pub use sequential::Sequential;
-pub use state::{LoadReport, Strictness, load_state_dict};
+pub use state::{LoadReport, Strictness, load_state_dict, transfer_state};

@@ -119,3 +119,34 @@ pub fn load_state_dict<B: Backend, M: Module<B> + ?Sized>(
     }
     Ok(report)
 }
+
+/// Moves a model to another backend: copies every parameter and buffer of `src` into `dst`, a model of
+/// the same architecture built on `backend`, by dotted name (all names and shapes must match; on error
+/// nothing in `dst` changes). Build the model once per backend and transfer its state, as
+/// `model.to(device)` does in PyTorch.
+///
+/// ```
+/// use nabla_nn::{Linear, Module, transfer_state};
+/// use nabla_core::{DType, Generator, MemoryTracked};
+/// use nabla_cpu::CpuBackend;
+/// let cpu = CpuBackend::new();
+/// let tracked = MemoryTracked::new(CpuBackend::new());
+/// let mut rng = Generator::new(0);
+/// let here = Linear::new(3, 2, true, DType::F32, &mut rng, &cpu)?;
+/// let there = Linear::new(3, 2, true, DType::F32, &mut rng, &tracked)?;
+/// transfer_state(&here, &there, &tracked)?;
+/// assert_eq!(here.weight.value().to_vec::<f32>()?, there.weight.value().to_vec::<f32>()?);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn transfer_state<B: Backend, B2: Backend, M, M2>(src: &M, dst: &M2, backend: &B2) -> Result<()>
+where
+    M: Module<B> + ?Sized,
+    M2: Module<B2> + ?Sized,
+{
+    let state = src
+        .state_dict()
+        .into_iter()
+        .map(|(name, t)| Ok((name, t.to_backend(backend)?)))
+        .collect::<Result<Vec<_>>>()?;
+    load_state_dict(dst, &state, Strictness::Strict).map(|_| ())
+}
