@@ -63,9 +63,10 @@ activation!(
     |m, x| if m.tanh_approximation { x.gelu_tanh() } else { x.gelu() }
 );
 activation!(
-    /// `x` for positive inputs, `negative_slope * x` otherwise (PyTorch's default slope is 0.01).
+    /// `x` for positive inputs, `negative_slope * x` otherwise (PyTorch's default slope is 0.01). As in
+    /// PyTorch, the derivative at 0 is `negative_slope` (the tensor op `leaky_relu` follows JAX: 1).
     LeakyReLU { negative_slope: f64 },
-    |m, x| x.leaky_relu(m.negative_slope)
+    |m, x| x.gt(0.0)?.where_(x, x.mul(m.negative_slope)?)
 );
 activation!(
     /// `x` for positive inputs, `alpha * (e^x - 1)` otherwise (PyTorch's default alpha is 1).
