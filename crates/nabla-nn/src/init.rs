@@ -80,6 +80,16 @@ pub fn constant<B: Backend>(
     Tensor::full(shape, value, dtype, backend)
 }
 
+/// PyTorch's default bias bound `1/√fan_in` (0 for an empty fan): biases are drawn from
+/// `U(-bound, bound)`.
+pub(crate) fn bias_bound(fan_in: usize) -> f64 {
+    if fan_in > 0 {
+        1.0 / (fan_in as f64).sqrt()
+    } else {
+        0.0
+    }
+}
+
 /// Uniform on `[low, high)`.
 pub fn uniform<B: Backend>(
     shape: impl Into<Shape>,

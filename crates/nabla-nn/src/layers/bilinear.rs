@@ -41,11 +41,7 @@ impl<B: Backend> Bilinear<B> {
         rng: &mut Generator,
         backend: &B,
     ) -> Result<Self> {
-        let bound = if in1_features > 0 {
-            1.0 / (in1_features as f64).sqrt()
-        } else {
-            0.0
-        };
+        let bound = init::bias_bound(in1_features);
         let mut draw = |shape: Vec<usize>| -> Result<Param<B>> {
             Param::new(init::uniform(shape, -bound, bound, dtype, rng, backend)?)
         };

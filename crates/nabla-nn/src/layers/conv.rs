@@ -133,12 +133,7 @@ pub(super) fn init_weight_bias<B: Backend>(
     )?;
     let bias = match bias_len {
         Some(n) => {
-            let (fan_in, _) = init::fans(weight_shape)?;
-            let bound = if fan_in > 0 {
-                1.0 / (fan_in as f64).sqrt()
-            } else {
-                0.0
-            };
+            let bound = init::bias_bound(init::fans(weight_shape)?.0);
             Some(Param::new(init::uniform(
                 [n],
                 -bound,
@@ -151,6 +146,25 @@ pub(super) fn init_weight_bias<B: Backend>(
         None => None,
     };
     Ok((Param::new(weight)?, bias))
+}
+
+impl<K: SpatialSize> ConvOptions<K> {
+    /// A convolution's weight `[channels.0, channels.1 / groups, kernel...]` and, when `self.bias`,
+    /// its `[out_channels]` bias, with PyTorch's default initialisation.
+    fn weight_bias<B: Backend>(
+        &self,
+        channels: (usize, usize),
+        kernel: &[usize],
+        out_channels: usize,
+        dtype: DType,
+        rng: &mut Generator,
+        backend: &B,
+    ) -> Result<(Param<B>, Option<Param<B>>)> {
+        let mut shape = vec![channels.0, channels.1 / self.groups];
+        shape.extend_from_slice(kernel);
+        let bias_len = self.bias.then_some(out_channels);
+        init_weight_bias(&shape, bias_len, dtype, rng, backend)
+    }
 }
 
 /// `v` (`[C]`) shaped to broadcast over the channel axis 1 of a rank-`rank` tensor: `[1, C, 1, ...]`.
@@ -244,15 +258,10 @@ impl<B: Backend> Conv2d<B> {
         backend: &B,
     ) -> Result<Self> {
         let params = checked_params("Conv2d", in_channels, out_channels, kernel_size, &options)?;
-        let shape = [
+        let (weight, bias) = options.weight_bias(
+            (out_channels, in_channels),
+            &[kernel_size.0, kernel_size.1],
             out_channels,
-            in_channels / options.groups,
-            kernel_size.0,
-            kernel_size.1,
-        ];
-        let (weight, bias) = init_weight_bias(
-            &shape,
-            options.bias.then_some(out_channels),
             dtype,
             rng,
             backend,
@@ -338,10 +347,10 @@ impl<B: Backend> Conv1d<B> {
         backend: &B,
     ) -> Result<Self> {
         let params = checked_params("Conv1d", in_channels, out_channels, kernel_size, &options)?;
-        let shape = [out_channels, in_channels / options.groups, kernel_size];
-        let (weight, bias) = init_weight_bias(
-            &shape,
-            options.bias.then_some(out_channels),
+        let (weight, bias) = options.weight_bias(
+            (out_channels, in_channels),
+            &[kernel_size],
+            out_channels,
             dtype,
             rng,
             backend,
@@ -418,15 +427,10 @@ impl<B: Backend> ConvTranspose2d<B> {
                 ),
             ));
         }
-        let shape = [
-            in_channels,
-            out_channels / options.groups,
-            kernel_size.0,
-            kernel_size.1,
-        ];
-        let (weight, bias) = init_weight_bias(
-            &shape,
-            options.bias.then_some(out_channels),
+        let (weight, bias) = options.weight_bias(
+            (in_channels, out_channels),
+            &[kernel_size.0, kernel_size.1],
+            out_channels,
             dtype,
             rng,
             backend,

@@ -1,6 +1,6 @@
 //! Fully connected layers.
 
-use crate::init::{self, FanMode, Nonlinearity};
+use super::conv::init_weight_bias;
 use crate::module::Forward;
 use crate::param::Param;
 use nabla_core::{Backend, DType, Error, Generator, Result};
@@ -39,36 +39,14 @@ impl<B: Backend> Linear<B> {
         rng: &mut Generator,
         backend: &B,
     ) -> Result<Self> {
-        let weight = init::kaiming_uniform(
-            [out_features, in_features],
-            5f64.sqrt(),
-            FanMode::FanIn,
-            Nonlinearity::LeakyRelu(5f64.sqrt()),
+        let (weight, bias) = init_weight_bias(
+            &[out_features, in_features],
+            bias.then_some(out_features),
             dtype,
             rng,
             backend,
         )?;
-        let bias = if bias {
-            let bound = if in_features > 0 {
-                1.0 / (in_features as f64).sqrt()
-            } else {
-                0.0
-            };
-            Some(Param::new(init::uniform(
-                [out_features],
-                -bound,
-                bound,
-                dtype,
-                rng,
-                backend,
-            )?)?)
-        } else {
-            None
-        };
-        Ok(Linear {
-            weight: Param::new(weight)?,
-            bias,
-        })
+        Ok(Linear { weight, bias })
     }
 
     /// A layer with the given `weight` (`[out, in]`) and optional `bias` (`[out]`).

@@ -68,8 +68,25 @@ impl Window {
         Ok(w)
     }
 
+    /// `f(n, o, axis)` for the height axis (input size `n.0`, output size `o.0`) and the width axis
+    /// (`n.1`, `o.1`).
+    fn per_axis<T>(
+        &self,
+        n: (usize, usize),
+        o: (usize, usize),
+        f: impl Fn(usize, usize, Axis) -> T,
+    ) -> (T, T) {
+        let axis = |pick: fn((usize, usize)) -> usize| Axis {
+            k: pick(self.kernel),
+            s: pick(self.stride),
+            p: pick(self.padding),
+            d: pick(self.dilation),
+        };
+        (f(n.0, o.0, axis(|v| v.0)), f(n.1, o.1, axis(|v| v.1)))
+    }
+
     /// Output length of one axis (PyTorch's `pooling_output_shape`), or `None` when not positive.
-    fn out_len(n: usize, k: usize, s: usize, p: usize, d: usize, ceil: bool) -> Option<usize> {
+    fn out_len(n: usize, Axis { k, s, p, d }: Axis, ceil: bool) -> Option<usize> {
         let span = (n + 2 * p).checked_sub(d * (k - 1) + 1)?;
         let mut out = if ceil { span.div_ceil(s) } else { span / s } + 1;
         // The last window must start inside the input or its left padding.
@@ -81,23 +98,8 @@ impl Window {
 
     /// `(OH, OW)` for an input of spatial size `(h, w)`.
     fn output_hw(&self, op: &'static str, x: &Tensor<impl Backend>) -> Result<(usize, usize)> {
-        let (h, w) = (x.shape()[2], x.shape()[3]);
-        let oh = Self::out_len(
-            h,
-            self.kernel.0,
-            self.stride.0,
-            self.padding.0,
-            self.dilation.0,
-            self.ceil_mode,
-        );
-        let ow = Self::out_len(
-            w,
-            self.kernel.1,
-            self.stride.1,
-            self.padding.1,
-            self.dilation.1,
-            self.ceil_mode,
-        );
+        let hw = (x.shape()[2], x.shape()[3]);
+        let (oh, ow) = self.per_axis(hw, (0, 0), |n, _, a| Self::out_len(n, a, self.ceil_mode));
         match (oh, ow) {
             (Some(oh), Some(ow)) if oh > 0 && ow > 0 => Ok((oh, ow)),
             _ => Err(Error::invalid(
@@ -115,26 +117,11 @@ impl Window {
     fn taps<B: Backend>(&self, op: &'static str, x: &Tensor<B>, fill: f64) -> Result<Taps<B>> {
         let (oh, ow) = self.output_hw(op, x)?;
         // With ceil_mode the last window may run past the padded input: pad further on the right.
-        let pads = |n: usize, o: usize, k: usize, s: usize, p: usize, d: usize| {
+        let hw = (x.shape()[2], x.shape()[3]);
+        let (ph, pw) = self.per_axis(hw, (oh, ow), |n, o, Axis { k, s, p, d }| {
             let need = (o - 1) * s + (k - 1) * d + 1;
             (p, p + need.saturating_sub(n + 2 * p))
-        };
-        let ph = pads(
-            x.shape()[2],
-            oh,
-            self.kernel.0,
-            self.stride.0,
-            self.padding.0,
-            self.dilation.0,
-        );
-        let pw = pads(
-            x.shape()[3],
-            ow,
-            self.kernel.1,
-            self.stride.1,
-            self.padding.1,
-            self.dilation.1,
-        );
+        });
         let xp = x.pad(&[(0, 0), (0, 0), ph, pw], fill)?;
         let mut taps = Vec::with_capacity(self.kernel.0 * self.kernel.1);
         for i in 0..self.kernel.0 {
@@ -161,7 +148,8 @@ impl Window {
         (oh, ow): (usize, usize),
         count_include_pad: bool,
     ) -> Result<Tensor<B>> {
-        let axis = |n: usize, o: usize, k: usize, s: usize, p: usize| -> Vec<f64> {
+        let hw = (x.shape()[2], x.shape()[3]);
+        let (dh, dw) = self.per_axis(hw, (oh, ow), |n, o, Axis { k, s, p, .. }| {
             (0..o)
                 .map(|i| {
                     let start = (i * s) as isize - p as isize;
@@ -170,28 +158,23 @@ impl Window {
                     let inside = end.min(n as isize) - start.max(0);
                     (if count_include_pad { with_pad } else { inside }) as f64
                 })
-                .collect()
-        };
-        let dh = axis(
-            x.shape()[2],
-            oh,
-            self.kernel.0,
-            self.stride.0,
-            self.padding.0,
-        );
-        let dw = axis(
-            x.shape()[3],
-            ow,
-            self.kernel.1,
-            self.stride.1,
-            self.padding.1,
-        );
+                .collect::<Vec<f64>>()
+        });
         let table: Vec<f64> = dh
             .iter()
             .flat_map(|a| dw.iter().map(move |b| a * b))
             .collect();
         Tensor::from_vec(table, [oh, ow], x.backend())?.cast(x.dtype())
     }
+}
+
+/// One axis of a [`Window`]: kernel, stride, padding and dilation.
+#[derive(Clone, Copy)]
+struct Axis {
+    k: usize,
+    s: usize,
+    p: usize,
+    d: usize,
 }
 
 /// The strided views of every kernel tap and the output size `(OH, OW)`.
@@ -368,47 +351,28 @@ pooling_layer!(
     |m, x| avg_pool("AvgPool2d", &m.window, x, m.count_include_pad, m.divisor_override)
 );
 
-impl MaxPool1d {
-    /// Max pooling with PyTorch's arguments (`stride: None` means `kernel_size`).
-    pub fn new(
-        kernel_size: usize,
-        stride: Option<usize>,
-        padding: usize,
-        dilation: usize,
-        ceil_mode: bool,
-    ) -> Result<Self> {
-        let window = Window::new(
-            "MaxPool1d",
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            ceil_mode,
-        )?;
-        Ok(MaxPool1d { window })
-    }
+/// Implements `new` for the max pooling layer `$name` with size type `$k`.
+macro_rules! max_pool_new {
+    ($name:ident, $k:ty) => {
+        impl $name {
+            /// Max pooling with PyTorch's arguments (`stride: None` means `kernel_size`).
+            pub fn new(
+                kernel_size: $k,
+                stride: Option<$k>,
+                padding: $k,
+                dilation: $k,
+                ceil_mode: bool,
+            ) -> Result<Self> {
+                let op = stringify!($name);
+                let window = Window::new(op, kernel_size, stride, padding, dilation, ceil_mode)?;
+                Ok($name { window })
+            }
+        }
+    };
 }
 
-impl MaxPool2d {
-    /// Max pooling with PyTorch's arguments (`stride: None` means `kernel_size`).
-    pub fn new(
-        kernel_size: (usize, usize),
-        stride: Option<(usize, usize)>,
-        padding: (usize, usize),
-        dilation: (usize, usize),
-        ceil_mode: bool,
-    ) -> Result<Self> {
-        let window = Window::new(
-            "MaxPool2d",
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            ceil_mode,
-        )?;
-        Ok(MaxPool2d { window })
-    }
-}
+max_pool_new!(MaxPool1d, usize);
+max_pool_new!(MaxPool2d, (usize, usize));
 
 /// The window of an average pooling layer: no dilation, and padding at most half the kernel.
 fn avg_window<K: SpatialSize>(

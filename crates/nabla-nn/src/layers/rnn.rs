@@ -194,6 +194,16 @@ impl<B: Backend> RnnCore<B> {
         Ok(())
     }
 
+    /// Runs a cell with a single state (RNN, GRU) from `h_0`: `(output, h_n)`.
+    fn run_hidden(
+        &self,
+        input: &Tensor<B>,
+        h_0: Option<&Tensor<B>>,
+    ) -> Result<(Tensor<B>, Tensor<B>)> {
+        let (out, mut states) = self.run(input, h_0.as_slice())?;
+        Ok((out, states.remove(0)))
+    }
+
     /// Runs the layers over `input` with initial states `states` (one for RNN/GRU, `(h, c)` for
     /// LSTM). Returns the output and the final states, in the caller's layout.
     fn run(&self, input: &Tensor<B>, states: &[&Tensor<B>]) -> Result<(Tensor<B>, Vec<Tensor<B>>)> {
@@ -448,8 +458,7 @@ impl<B: Backend> RNN<B> {
         input: &Tensor<B>,
         h_0: Option<&Tensor<B>>,
     ) -> Result<(Tensor<B>, Tensor<B>)> {
-        let (out, mut states) = self.core.run(input, h_0.as_slice())?;
-        Ok((out, states.remove(0)))
+        self.core.run_hidden(input, h_0)
     }
 }
 
@@ -487,8 +496,7 @@ impl<B: Backend> GRU<B> {
         input: &Tensor<B>,
         h_0: Option<&Tensor<B>>,
     ) -> Result<(Tensor<B>, Tensor<B>)> {
-        let (out, mut states) = self.core.run(input, h_0.as_slice())?;
-        Ok((out, states.remove(0)))
+        self.core.run_hidden(input, h_0)
     }
 }
 

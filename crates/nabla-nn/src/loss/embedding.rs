@@ -31,6 +31,12 @@ fn check_target<B: Backend>(
     Ok(())
 }
 
+/// Fails unless `x1` is a float tensor and `x2` matches it in shape and dtype.
+fn check_pair<B: Backend>(op: &'static str, x1: &Tensor<B>, x2: &Tensor<B>) -> Result<()> {
+    check_float(op, "input1", x1)?;
+    check_like(op, "input2", x1, x2)
+}
+
 /// Cosine embedding loss (`F.cosine_embedding_loss(x1, x2, y, margin=..., reduction=...)`): with
 /// `cos` the cosine similarity of `x1` and `x2` along their last axis, `1 - cos` where `y == 1`,
 /// `max(0, cos - margin)` where `y == -1` (0 for other targets). PyTorch's default margin is 0.
@@ -46,8 +52,7 @@ pub fn cosine_embedding_loss<B: Backend>(
     reduction: Reduction,
 ) -> Result<Tensor<B>> {
     const OP: &str = "cosine_embedding_loss";
-    check_float(OP, "input1", x1)?;
-    check_like(OP, "input2", x1, x2)?;
+    check_pair(OP, x1, x2)?;
     if !matches!(x1.rank(), 1 | 2) {
         return Err(Error::invalid(
             OP,
@@ -82,8 +87,7 @@ pub fn margin_ranking_loss<B: Backend>(
     reduction: Reduction,
 ) -> Result<Tensor<B>> {
     const OP: &str = "margin_ranking_loss";
-    check_float(OP, "input1", x1)?;
-    check_like(OP, "input2", x1, x2)?;
+    check_pair(OP, x1, x2)?;
     check_like(OP, "target", x1, target)?;
     let loss = target.neg()?.mul(x1.sub(x2)?)?.add(margin)?;
     reduction.apply(&clamp_min_zero(&loss)?)

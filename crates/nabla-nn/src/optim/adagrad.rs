@@ -1,7 +1,7 @@
 //! Adagrad: per-element learning rates from the sum of squared gradients.
 
 use super::config::{config_struct, rule_boilerplate};
-use super::{Optim, ParamState, Rule, check_range, l2_decay};
+use super::{Optim, ParamState, Rule, check_nonneg, l2_decay};
 use nabla_core::{Backend, Result};
 use nabla_tensor::Tensor;
 
@@ -30,33 +30,16 @@ impl Rule for AdagradConfig {
     rule_boilerplate!(Adagrad, |_: &AdagradConfig| "Adagrad");
 
     fn validate(&self) -> Result<()> {
-        const OP: &str = "Adagrad";
-        check_range(OP, "learning rate", self.lr, 0.0, f64::INFINITY, false)?;
-        check_range(
-            OP,
-            "lr_decay value",
-            self.lr_decay,
-            0.0,
-            f64::INFINITY,
-            false,
-        )?;
-        check_range(
-            OP,
-            "weight_decay value",
-            self.weight_decay,
-            0.0,
-            f64::INFINITY,
-            false,
-        )?;
-        check_range(
-            OP,
-            "initial_accumulator_value",
-            self.initial_accumulator_value,
-            0.0,
-            f64::INFINITY,
-            false,
-        )?;
-        check_range(OP, "epsilon value", self.eps, 0.0, f64::INFINITY, false)
+        check_nonneg(
+            "Adagrad",
+            &[
+                ("learning rate", self.lr),
+                ("lr_decay value", self.lr_decay),
+                ("weight_decay value", self.weight_decay),
+                ("initial_accumulator_value", self.initial_accumulator_value),
+                ("epsilon value", self.eps),
+            ],
+        )
     }
 
     fn update<B: Backend>(

@@ -1,7 +1,7 @@
 //! The Adam family: Adam, AdamW, Adamax, NAdam and RAdam, with PyTorch's single-tensor formulas.
 
 use super::config::{config_struct, rule_boilerplate};
-use super::{Optim, ParamState, Rule, check_range, ema_sq, l2_decay, lerp};
+use super::{Optim, ParamState, Rule, check_betas, check_nonneg, ema_sq, l2_decay, lerp};
 use nabla_core::{Backend, Result};
 use nabla_tensor::Tensor;
 
@@ -68,21 +68,15 @@ fn moments<B: Backend>(
     g: &Tensor<B>,
     (beta1, beta2): (f64, f64),
 ) -> Result<(Tensor<B>, Tensor<B>)> {
-    let m = st.buffer_or("exp_avg", || g.zeros_like())?;
-    let v = st.buffer_or("exp_avg_sq", || g.zeros_like())?;
-    let m = lerp(&m, g, 1.0 - beta1)?;
-    let v = ema_sq(&v, g, beta2)?;
-    st.set_buffer("exp_avg", m.clone());
-    st.set_buffer("exp_avg_sq", v.clone());
+    let m = st.update_buffer("exp_avg", g, |m| lerp(m, g, 1.0 - beta1))?;
+    let v = st.update_buffer("exp_avg_sq", g, |v| ema_sq(v, g, beta2))?;
     Ok((m, v))
 }
 
 fn check_adam_like(op: &'static str, lr: f64, eps: f64, betas: (f64, f64), wd: f64) -> Result<()> {
-    check_range(op, "learning rate", lr, 0.0, f64::INFINITY, false)?;
-    check_range(op, "epsilon value", eps, 0.0, f64::INFINITY, false)?;
-    check_range(op, "beta parameter at index 0", betas.0, 0.0, 1.0, false)?;
-    check_range(op, "beta parameter at index 1", betas.1, 0.0, 1.0, false)?;
-    check_range(op, "weight_decay value", wd, 0.0, f64::INFINITY, false)
+    check_nonneg(op, &[("learning rate", lr), ("epsilon value", eps)])?;
+    check_betas(op, betas, false)?;
+    check_nonneg(op, &[("weight_decay value", wd)])
 }
 
 impl Rule for AdamConfig {
@@ -121,11 +115,7 @@ impl Rule for AdamConfig {
         let bias_correction2_sqrt = (1.0 - self.betas.1.powf(step)).sqrt();
         let step_size = self.lr / bias_correction1;
         let second = if self.amsgrad {
-            let max = st
-                .buffer_or("max_exp_avg_sq", || v.zeros_like())?
-                .maximum(&v)?;
-            st.set_buffer("max_exp_avg_sq", max.clone());
-            max
+            st.update_buffer("max_exp_avg_sq", &v, |max| max.maximum(&v))?
         } else {
             v
         };
@@ -167,15 +157,10 @@ impl Rule for AdamaxConfig {
         g: &Tensor<B>,
     ) -> Result<Tensor<B>> {
         let g = l2_decay(g, p, self.weight_decay)?;
-        let m = lerp(
-            &st.buffer_or("exp_avg", || g.zeros_like())?,
-            &g,
-            1.0 - self.betas.0,
-        )?;
-        let u = st.buffer_or("exp_inf", || g.zeros_like())?;
-        let u = u.mul(self.betas.1)?.maximum(g.abs()?.add(self.eps)?)?;
-        st.set_buffer("exp_avg", m.clone());
-        st.set_buffer("exp_inf", u.clone());
+        let m = st.update_buffer("exp_avg", &g, |m| lerp(m, &g, 1.0 - self.betas.0))?;
+        let u = st.update_buffer("exp_inf", &g, |u| {
+            u.mul(self.betas.1)?.maximum(g.abs()?.add(self.eps)?)
+        })?;
         let clr = self.lr / (1.0 - self.betas.0.powf(st.step as f64));
         p.sub(m.div(&u)?.mul(clr)?)
     }
@@ -210,14 +195,7 @@ impl Rule for NAdamConfig {
 
     fn validate(&self) -> Result<()> {
         check_adam_like("NAdam", self.lr, self.eps, self.betas, self.weight_decay)?;
-        check_range(
-            "NAdam",
-            "momentum_decay",
-            self.momentum_decay,
-            0.0,
-            f64::INFINITY,
-            false,
-        )
+        check_nonneg("NAdam", &[("momentum_decay", self.momentum_decay)])
     }
 
     fn update<B: Backend>(

@@ -1,7 +1,7 @@
 //! Lion (EvoLved Sign Momentum, Chen et al. 2023): sign updates with decoupled weight decay.
 
 use super::config::{config_struct, rule_boilerplate};
-use super::{Optim, ParamState, Rule, check_range, lerp};
+use super::{Optim, ParamState, Rule, check_betas, check_nonneg, lerp};
 use nabla_core::{Backend, Result};
 use nabla_tensor::Tensor;
 
@@ -28,31 +28,9 @@ impl Rule for LionConfig {
 
     fn validate(&self) -> Result<()> {
         const OP: &str = "Lion";
-        check_range(OP, "learning rate", self.lr, 0.0, f64::INFINITY, false)?;
-        check_range(
-            OP,
-            "beta parameter at index 0",
-            self.betas.0,
-            0.0,
-            1.0,
-            true,
-        )?;
-        check_range(
-            OP,
-            "beta parameter at index 1",
-            self.betas.1,
-            0.0,
-            1.0,
-            true,
-        )?;
-        check_range(
-            OP,
-            "weight_decay value",
-            self.weight_decay,
-            0.0,
-            f64::INFINITY,
-            false,
-        )
+        check_nonneg(OP, &[("learning rate", self.lr)])?;
+        check_betas(OP, self.betas, true)?;
+        check_nonneg(OP, &[("weight_decay value", self.weight_decay)])
     }
 
     fn update<B: Backend>(

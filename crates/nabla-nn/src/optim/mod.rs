@@ -288,6 +288,19 @@ impl<B: Backend> ParamState<B> {
         }
     }
 
+    /// Replaces the tensor named `name` (zeros like `like` when not yet set) by `f` of it and returns
+    /// the new value.
+    pub(crate) fn update_buffer(
+        &mut self,
+        name: &str,
+        like: &Tensor<B>,
+        f: impl FnOnce(&Tensor<B>) -> Result<Tensor<B>>,
+    ) -> Result<Tensor<B>> {
+        let new = f(&self.buffer_or(name, || like.zeros_like())?)?;
+        self.set_buffer(name, new.clone());
+        Ok(new)
+    }
+
     /// Sets the tensor named `name`.
     pub fn set_buffer(&mut self, name: &str, value: Tensor<B>) {
         match self.buffers.iter_mut().find(|(n, _)| n == name) {
@@ -637,4 +650,17 @@ pub(crate) fn check_range(
             format!("invalid {name}: {v} (must lie in [{lo}, {hi}{close})"),
         ))
     }
+}
+
+/// Checks that each named hyper-parameter `(name, value)` lies in `[0, inf)`, in order.
+pub(crate) fn check_nonneg(op: &'static str, params: &[(&str, f64)]) -> Result<()> {
+    params
+        .iter()
+        .try_for_each(|&(name, v)| check_range(op, name, v, 0.0, f64::INFINITY, false))
+}
+
+/// Checks that both betas lie in `[0, 1)` (`[0, 1]` when `closed`).
+pub(crate) fn check_betas(op: &'static str, betas: (f64, f64), closed: bool) -> Result<()> {
+    check_range(op, "beta parameter at index 0", betas.0, 0.0, 1.0, closed)?;
+    check_range(op, "beta parameter at index 1", betas.1, 0.0, 1.0, closed)
 }

@@ -1,7 +1,7 @@
 //! RMSprop: gradients scaled by a running root mean square, optionally centred and with momentum.
 
 use super::config::{config_struct, rule_boilerplate};
-use super::{Optim, ParamState, Rule, check_range, ema_sq, l2_decay, lerp};
+use super::{Optim, ParamState, Rule, check_nonneg, ema_sq, l2_decay, lerp};
 use nabla_core::{Backend, Result};
 use nabla_tensor::Tensor;
 
@@ -32,26 +32,16 @@ impl Rule for RmsPropConfig {
     rule_boilerplate!(RmsProp, |_: &RmsPropConfig| "RMSprop");
 
     fn validate(&self) -> Result<()> {
-        const OP: &str = "RMSprop";
-        check_range(OP, "learning rate", self.lr, 0.0, f64::INFINITY, false)?;
-        check_range(OP, "epsilon value", self.eps, 0.0, f64::INFINITY, false)?;
-        check_range(
-            OP,
-            "momentum value",
-            self.momentum,
-            0.0,
-            f64::INFINITY,
-            false,
-        )?;
-        check_range(
-            OP,
-            "weight_decay value",
-            self.weight_decay,
-            0.0,
-            f64::INFINITY,
-            false,
-        )?;
-        check_range(OP, "alpha value", self.alpha, 0.0, f64::INFINITY, false)
+        check_nonneg(
+            "RMSprop",
+            &[
+                ("learning rate", self.lr),
+                ("epsilon value", self.eps),
+                ("momentum value", self.momentum),
+                ("weight_decay value", self.weight_decay),
+                ("alpha value", self.alpha),
+            ],
+        )
     }
 
     fn update<B: Backend>(
@@ -61,28 +51,18 @@ impl Rule for RmsPropConfig {
         g: &Tensor<B>,
     ) -> Result<Tensor<B>> {
         let g = l2_decay(g, p, self.weight_decay)?;
-        let square_avg = ema_sq(
-            &st.buffer_or("square_avg", || g.zeros_like())?,
-            &g,
-            self.alpha,
-        )?;
-        st.set_buffer("square_avg", square_avg.clone());
+        let square_avg = st.update_buffer("square_avg", &g, |a| ema_sq(a, &g, self.alpha))?;
         let avg = if self.centered {
-            let grad_avg = lerp(
-                &st.buffer_or("grad_avg", || g.zeros_like())?,
-                &g,
-                1.0 - self.alpha,
-            )?;
-            st.set_buffer("grad_avg", grad_avg.clone());
+            let grad_avg = st.update_buffer("grad_avg", &g, |a| lerp(a, &g, 1.0 - self.alpha))?;
             square_avg.sub(grad_avg.mul(&grad_avg)?)?.sqrt()?
         } else {
             square_avg.sqrt()?
         };
         let avg = avg.add(self.eps)?;
         if self.momentum > 0.0 {
-            let buf = st.buffer_or("momentum_buffer", || g.zeros_like())?;
-            let buf = buf.mul(self.momentum)?.add(g.div(&avg)?)?;
-            st.set_buffer("momentum_buffer", buf.clone());
+            let buf = st.update_buffer("momentum_buffer", &g, |b| {
+                b.mul(self.momentum)?.add(g.div(&avg)?)
+            })?;
             p.sub(buf.mul(self.lr)?)
         } else {
             p.sub(g.div(&avg)?.mul(self.lr)?)

@@ -1,7 +1,7 @@
 //! Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay.
 
 use super::config::{config_struct, rule_boilerplate};
-use super::{Optim, ParamState, Rule, check_range, l2_decay};
+use super::{Optim, ParamState, Rule, check_nonneg, l2_decay};
 use nabla_core::{Backend, Error, Result};
 use nabla_tensor::Tensor;
 
@@ -34,22 +34,13 @@ impl Rule for SgdConfig {
 
     fn validate(&self) -> Result<()> {
         const OP: &str = "SGD";
-        check_range(OP, "learning rate", self.lr, 0.0, f64::INFINITY, false)?;
-        check_range(
+        check_nonneg(
             OP,
-            "momentum value",
-            self.momentum,
-            0.0,
-            f64::INFINITY,
-            false,
-        )?;
-        check_range(
-            OP,
-            "weight_decay value",
-            self.weight_decay,
-            0.0,
-            f64::INFINITY,
-            false,
+            &[
+                ("learning rate", self.lr),
+                ("momentum value", self.momentum),
+                ("weight_decay value", self.weight_decay),
+            ],
         )?;
         if self.nesterov && (self.momentum <= 0.0 || self.dampening != 0.0) {
             return Err(Error::invalid(

@@ -2,6 +2,22 @@
 
 use super::*;
 
+/// Implements [`LrScheduler::rewind`] (of every child) and [`LrScheduler::last_lr`] for a
+/// composite scheduler with fields `schedulers` and `last_lr`.
+macro_rules! children_accessors {
+    () => {
+        fn rewind(&mut self) {
+            for s in &mut self.schedulers {
+                s.rewind();
+            }
+        }
+
+        fn last_lr(&self) -> Vec<f64> {
+            self.last_lr.clone()
+        }
+    };
+}
+
 /// Runs several schedulers one after another: `schedulers[i]` from epoch `milestones[i - 1]` on
 /// (PyTorch's `SequentialLR`, e.g. a [`LinearLR`] warm-up then a [`CosineAnnealingLR`]).
 pub struct SequentialLR<B: Backend> {
@@ -76,18 +92,10 @@ impl<B: Backend> LrScheduler<B> for SequentialLR<B> {
         self.last_epoch
     }
 
-    fn rewind(&mut self) {
-        for s in &mut self.schedulers {
-            s.rewind();
-        }
-    }
-
-    fn last_lr(&self) -> Vec<f64> {
-        self.last_lr.clone()
-    }
+    children_accessors!();
 
     fn state(&self) -> Value {
-        let inner: Vec<Value> = self.schedulers.iter().map(|s| s.state()).collect();
+        let inner = child_states(&self.schedulers);
         json!({
             "name": "SequentialLR", "milestones": self.milestones, "last_epoch": self.last_epoch,
             "last_lr": self.last_lr, "schedulers": inner,
@@ -103,6 +111,12 @@ impl<B: Backend> LrScheduler<B> for SequentialLR<B> {
     }
 }
 
+/// The states of the child schedulers.
+fn child_states<B: Backend>(schedulers: &[Box<dyn LrScheduler<B>>]) -> Vec<Value> {
+    schedulers.iter().map(|s| s.state()).collect()
+}
+
+/// Restores the child schedulers from their saved states (as many as there are children).
 fn load_children<B: Backend>(
     schedulers: &mut [Box<dyn LrScheduler<B>>],
     states: &Value,
@@ -168,18 +182,10 @@ impl<B: Backend> LrScheduler<B> for ChainedScheduler<B> {
         self.schedulers.last().map_or(0, |s| s.last_epoch())
     }
 
-    fn rewind(&mut self) {
-        for s in &mut self.schedulers {
-            s.rewind();
-        }
-    }
-
-    fn last_lr(&self) -> Vec<f64> {
-        self.last_lr.clone()
-    }
+    children_accessors!();
 
     fn state(&self) -> Value {
-        let inner: Vec<Value> = self.schedulers.iter().map(|s| s.state()).collect();
+        let inner = child_states(&self.schedulers);
         json!({"name": "ChainedScheduler", "last_lr": self.last_lr, "schedulers": inner})
     }
 

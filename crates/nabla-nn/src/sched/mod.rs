@@ -94,6 +94,37 @@ fn f64_list(v: &Value) -> Vec<f64> {
         .collect()
 }
 
+/// Implements [`LrScheduler::last_epoch`], [`LrScheduler::rewind`] and [`LrScheduler::last_lr`] for
+/// a scheduler that keeps them in fields `last_epoch` and `last_lr`.
+macro_rules! epoch_accessors {
+    () => {
+        fn last_epoch(&self) -> i64 {
+            self.last_epoch
+        }
+
+        fn rewind(&mut self) {
+            self.last_epoch -= 1;
+        }
+
+        fn last_lr(&self) -> Vec<f64> {
+            self.last_lr.clone()
+        }
+    };
+}
+
+/// Restores `last_epoch` (kept where the state lacks it), `base_lrs` and `last_lr` from a saved
+/// state.
+fn load_progress(
+    state: &Value,
+    last_epoch: &mut i64,
+    base_lrs: &mut Vec<f64>,
+    last_lr: &mut Vec<f64>,
+) {
+    *last_epoch = state["last_epoch"].as_i64().unwrap_or(*last_epoch);
+    *base_lrs = f64_list(&state["base_lrs"]);
+    *last_lr = f64_list(&state["last_lr"]);
+}
+
 fn positive(op: &'static str, name: &str, v: f64) -> Result<()> {
     if v > 0.0 {
         Ok(())
@@ -190,17 +221,7 @@ impl<B: Backend, R: LrRule> LrScheduler<B> for Scheduler<R> {
         self.apply(opt, true)
     }
 
-    fn last_epoch(&self) -> i64 {
-        self.last_epoch
-    }
-
-    fn rewind(&mut self) {
-        self.last_epoch -= 1;
-    }
-
-    fn last_lr(&self) -> Vec<f64> {
-        self.last_lr.clone()
-    }
+    epoch_accessors!();
 
     fn state(&self) -> Value {
         json!({
@@ -211,9 +232,12 @@ impl<B: Backend, R: LrRule> LrScheduler<B> for Scheduler<R> {
 
     fn load_state(&mut self, state: &Value) -> Result<()> {
         check_name("LrScheduler::load_state", state, self.rule.name())?;
-        self.last_epoch = state["last_epoch"].as_i64().unwrap_or(self.last_epoch);
-        self.base_lrs = f64_list(&state["base_lrs"]);
-        self.last_lr = f64_list(&state["last_lr"]);
+        load_progress(
+            state,
+            &mut self.last_epoch,
+            &mut self.base_lrs,
+            &mut self.last_lr,
+        );
         Ok(())
     }
 }

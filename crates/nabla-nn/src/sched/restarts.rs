@@ -103,17 +103,7 @@ impl<B: Backend> LrScheduler<B> for CosineAnnealingWarmRestarts {
         self.step_epoch(opt, epoch as f64)
     }
 
-    fn last_epoch(&self) -> i64 {
-        self.last_epoch
-    }
-
-    fn rewind(&mut self) {
-        self.last_epoch -= 1;
-    }
-
-    fn last_lr(&self) -> Vec<f64> {
-        self.last_lr.clone()
-    }
+    epoch_accessors!();
 
     fn state(&self) -> Value {
         json!({
@@ -131,9 +121,12 @@ impl<B: Backend> LrScheduler<B> for CosineAnnealingWarmRestarts {
         )?;
         self.t_i = state["T_i"].as_f64().unwrap_or(self.t_i);
         self.t_cur = state["T_cur"].as_f64().unwrap_or(self.t_cur);
-        self.last_epoch = state["last_epoch"].as_i64().unwrap_or(self.last_epoch);
-        self.base_lrs = f64_list(&state["base_lrs"]);
-        self.last_lr = f64_list(&state["last_lr"]);
+        load_progress(
+            state,
+            &mut self.last_epoch,
+            &mut self.base_lrs,
+            &mut self.last_lr,
+        );
         Ok(())
     }
 }
