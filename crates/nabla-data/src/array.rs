@@ -1,0 +1,135 @@
+//! A host-side n-dimensional array: what the file readers return before upload to a device.
+
+use crate::source::bad_input;
+use nabla_core::{Backend, DType, HostData, Result};
+use nabla_tensor::Tensor;
+
+/// An array read from a file: its shape and its elements in row-major (C) order.
+///
+/// ```
+/// use nabla_core::HostData;
+/// use nabla_data::HostArray;
+/// let a = HostArray { shape: vec![2, 2], data: HostData::U8(vec![1, 2, 3, 4]) };
+/// let t = a.into_tensor(&nabla_cpu::CpuBackend::new())?;
+/// assert_eq!(t.shape(), &[2, 2]);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostArray {
+    /// The dimensions.
+    pub shape: Vec<usize>,
+    /// The elements, row-major.
+    pub data: HostData,
+}
+
+impl HostArray {
+    /// The dtype of the elements.
+    pub fn dtype(&self) -> DType {
+        self.data.dtype()
+    }
+
+    /// Uploads the array to `backend` as a tensor of the same shape and dtype.
+    pub fn into_tensor<B: Backend>(self, backend: &B) -> Result<Tensor<B>> {
+        Tensor::from_host(self.data, self.shape, backend)
+    }
+}
+
+/// Element types the binary readers decode. Types without a nabla dtype widen: `i8` and `i16` to `i32`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Elem {
+    U8,
+    I8,
+    I16,
+    I32,
+    I64,
+    F32,
+    F64,
+    Bool,
+}
+
+/// Decodes fixed-size chunks with `f`.
+fn decode_with<T, const N: usize>(bytes: &[u8], f: fn([u8; N]) -> T) -> Vec<T> {
+    bytes
+        .chunks_exact(N)
+        .map(|c| {
+            let mut a = [0u8; N];
+            a.copy_from_slice(c);
+            f(a)
+        })
+        .collect()
+}
+
+/// Picks the big- or little-endian decoder of a numeric type.
+macro_rules! decode_endian {
+    ($bytes:expr, $big:expr, $t:ty) => {
+        if $big {
+            decode_with($bytes, <$t>::from_be_bytes)
+        } else {
+            decode_with($bytes, <$t>::from_le_bytes)
+        }
+    };
+}
+
+impl Elem {
+    /// Bytes per element.
+    pub(crate) fn size(self) -> usize {
+        match self {
+            Elem::U8 | Elem::I8 | Elem::Bool => 1,
+            Elem::I16 => 2,
+            Elem::I32 | Elem::F32 => 4,
+            Elem::I64 | Elem::F64 => 8,
+        }
+    }
+
+    /// Decodes `bytes` (a whole number of elements) that start at byte `offset` of the input `name`.
+    pub(crate) fn decode(
+        self,
+        bytes: &[u8],
+        big_endian: bool,
+        name: &str,
+        offset: usize,
+    ) -> Result<HostData> {
+        Ok(match self {
+            Elem::U8 => HostData::U8(bytes.to_vec()),
+            Elem::I8 => HostData::I32(bytes.iter().map(|&b| b as i8 as i32).collect()),
+            Elem::I16 => {
+                let v: Vec<i16> = decode_endian!(bytes, big_endian, i16);
+                HostData::I32(v.into_iter().map(i32::from).collect())
+            }
+            Elem::I32 => HostData::I32(decode_endian!(bytes, big_endian, i32)),
+            Elem::I64 => HostData::I64(decode_endian!(bytes, big_endian, i64)),
+            Elem::F32 => HostData::F32(decode_endian!(bytes, big_endian, f32)),
+            Elem::F64 => HostData::F64(decode_endian!(bytes, big_endian, f64)),
+            Elem::Bool => {
+                if let Some(i) = bytes.iter().position(|&b| b > 1) {
+                    return Err(bad_input(
+                        name,
+                        offset + i,
+                        format!(
+                            "boolean element {i} has byte value {} (not 0 or 1)",
+                            bytes[i]
+                        ),
+                    ));
+                }
+                HostData::Bool(bytes.iter().map(|&b| b == 1).collect())
+            }
+        })
+    }
+}
+
+/// The number of elements of `shape` and their byte size, or an error for sizes that overflow.
+pub(crate) fn checked_size(
+    shape: &[usize],
+    elem: Elem,
+    name: &str,
+    offset: usize,
+) -> Result<(usize, usize)> {
+    let numel = shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| bad_input(name, offset, format!("shape {shape:?} overflows")))?;
+    let bytes = numel
+        .checked_mul(elem.size())
+        .ok_or_else(|| bad_input(name, offset, format!("shape {shape:?} overflows")))?;
+    Ok((numel, bytes))
+}
