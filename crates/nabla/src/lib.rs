@@ -24,8 +24,8 @@ pub use nabla_core::{
 };
 pub use nabla_cpu as cpu;
 pub use nabla_cpu::CpuBackend;
-pub use nabla_linalg as linalg;
 pub use nabla_data as data;
+pub use nabla_linalg as linalg;
 pub use nabla_nn as nn;
 pub use nabla_tensor::{
     AdContext, AdContextBuilder, CompileReport, ExtensionRules, GraphCompiler, GraphExecutor,
