@@ -1,0 +1,375 @@
+//! What `nabla train`, `nabla eval` and `nabla predict` do.
+
+use crate::args::{CommonArgs, EvalArgs, OptimizerKind, PredictArgs, ScheduleKind, TrainArgs};
+use crate::data::{self, DatasetKind};
+use crate::models::{ModelKind, build_model, parameter_count};
+use nabla_core::{Error, Result};
+use nabla_cpu::CpuBackend;
+use nabla_data::{DataLoader, TensorDataset};
+use nabla_nn::optim::{Adam, AdamConfig, Optimizer, Sgd, SgdConfig};
+use nabla_nn::sched::{CosineAnnealingLR, LrScheduler, MultiStepLR, OneCycle, OneCycleLR};
+use nabla_nn::{Forward, Module, Sequential, load_checkpoint};
+use nabla_tensor::no_grad;
+use nabla_train::metrics::argmax_rows;
+use nabla_train::{
+    EarlyStopping, Monitor, SchedulerInterval, Trainer, TrainerConfig, checkpoint_metadata,
+    evaluate_model,
+};
+use serde_json::{Value, json};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+use std::time::Instant;
+
+type Cpu = CpuBackend;
+
+/// A scheduler and when it steps.
+type Schedule = (Box<dyn LrScheduler<Cpu>>, SchedulerInterval);
+
+/// `eprintln!` that ignores write failures (a closed standard error must not panic).
+macro_rules! nabla_note {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// What a checkpoint records about its model, so `eval` and `predict` can rebuild it.
+struct ModelInfo {
+    model: ModelKind,
+    dataset: DatasetKind,
+    input_shape: Vec<usize>,
+    classes: usize,
+}
+
+impl ModelInfo {
+    fn to_json(&self) -> Value {
+        json!({
+            "model": self.model.name(),
+            "dataset": self.dataset.name(),
+            "input_shape": self.input_shape,
+            "classes": self.classes,
+        })
+    }
+
+    fn from_json(path: &Path, v: &Value) -> Result<Self> {
+        let bad = || Error::Io {
+            context: format!("reading checkpoint {}", path.display()),
+            message: "it records no model description (was it written by `nabla train`?)".into(),
+        };
+        let input_shape = v["input_shape"]
+            .as_array()
+            .ok_or_else(bad)?
+            .iter()
+            .map(|d| d.as_u64().map(|d| d as usize).ok_or_else(bad))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ModelInfo {
+            model: ModelKind::from_name(v["model"].as_str().ok_or_else(bad)?)?,
+            dataset: DatasetKind::from_name(v["dataset"].as_str().ok_or_else(bad)?)?,
+            input_shape,
+            classes: v["classes"].as_u64().ok_or_else(bad)? as usize,
+        })
+    }
+}
+
+/// Checks the backend and sets up the thread pool.
+fn setup(common: &CommonArgs) -> Result<Cpu> {
+    if !common.backend.eq_ignore_ascii_case("cpu") {
+        return Err(Error::invalid(
+            "--backend",
+            format!(
+                "backend `{}` is not available: this build has only the `cpu` backend",
+                common.backend
+            ),
+        ));
+    }
+    if let Some(n) = common.threads {
+        if n == 0 {
+            return Err(Error::invalid("--threads", "needs at least 1 thread"));
+        }
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+            .map_err(|e| Error::invalid("--threads", e.to_string()))?;
+    }
+    Ok(CpuBackend::new())
+}
+
+/// Writes `text` to standard output; a closed pipe (`nabla predict ... | head`) is not an error.
+fn emit(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
+            context: "writing to standard output".into(),
+            message: e.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Fails with a clear message when `path` is not a file.
+fn require_file(path: &Path, what: &str) -> Result<()> {
+    if path.is_file() {
+        Ok(())
+    } else {
+        Err(Error::Io {
+            context: format!("opening the {what}"),
+            message: format!("{} does not exist", path.display()),
+        })
+    }
+}
+
+/// The optimizer `args` asks for, over `model`'s parameters.
+fn optimizer(args: &TrainArgs, model: &Sequential<Cpu>) -> Result<Box<dyn Optimizer<Cpu>>> {
+    let params = model.parameters();
+    Ok(match args.optimizer {
+        OptimizerKind::Sgd => Box::new(Sgd::new(
+            params,
+            SgdConfig {
+                lr: args.lr.unwrap_or(0.05),
+                momentum: 0.9,
+                nesterov: true,
+                ..Default::default()
+            },
+        )?),
+        OptimizerKind::Adam => Box::new(Adam::new(
+            params,
+            AdamConfig {
+                lr: args.lr.unwrap_or(3e-3),
+                ..Default::default()
+            },
+        )?),
+        OptimizerKind::Adamw => Box::new(Adam::new(
+            params,
+            AdamConfig {
+                lr: args.lr.unwrap_or(3e-3),
+                ..AdamConfig::adamw()
+            },
+        )?),
+    })
+}
+
+/// The schedule `args` asks for, attached to `opt`.
+fn scheduler(
+    args: &TrainArgs,
+    opt: &mut dyn Optimizer<Cpu>,
+    steps_per_epoch: usize,
+) -> Result<Option<Schedule>> {
+    let epochs = args.epochs.max(1) as i64;
+    Ok(match args.schedule {
+        ScheduleKind::None => None,
+        ScheduleKind::Cosine => Some((
+            Box::new(CosineAnnealingLR::new(opt, epochs, 0.0)?),
+            SchedulerInterval::Epoch,
+        )),
+        ScheduleKind::Step => Some((
+            Box::new(MultiStepLR::new(
+                opt,
+                vec![(epochs / 3).max(1), (2 * epochs / 3).max(2)],
+                0.1,
+            )?),
+            SchedulerInterval::Epoch,
+        )),
+        ScheduleKind::Onecycle => {
+            let total = epochs * steps_per_epoch as i64 + 1;
+            let max_lr = opt.lr(0);
+            Some((
+                Box::new(OneCycleLR::new(opt, OneCycle::new(max_lr, total))?),
+                SchedulerInterval::Step,
+            ))
+        }
+    })
+}
+
+/// `nabla train`.
+pub fn train(args: &TrainArgs) -> Result<()> {
+    let cpu = setup(&args.common)?;
+    if args.batch_size == 0 || args.epochs == 0 {
+        return Err(Error::invalid(
+            "--batch-size, --epochs",
+            format!(
+                "must be at least 1, got --batch-size {} --epochs {}",
+                args.batch_size, args.epochs
+            ),
+        ));
+    }
+    if args.resume {
+        require_file(&args.checkpoint, "checkpoint to resume")?;
+    }
+    let splits = data::load(args.dataset, args.data_dir.as_deref(), &cpu)?;
+    let info = ModelInfo {
+        model: args.model,
+        dataset: args.dataset,
+        input_shape: splits.input_shape.clone(),
+        classes: splits.classes,
+    };
+    let model = build_model(args.model, &info.input_shape, info.classes, args.seed, &cpu)?;
+    let n_params = parameter_count(&model);
+    let mut opt = optimizer(args, &model)?;
+    let (n_train, n_test) = (
+        splits.train.tensors()[1].shape()[0],
+        splits.test.tensors()[1].shape()[0],
+    );
+    let sched = scheduler(args, opt.as_mut(), n_train.div_ceil(args.batch_size))?;
+    let config = TrainerConfig {
+        epochs: args.epochs,
+        progress: !args.quiet,
+        print_epochs: !args.quiet,
+        top_k: 5,
+        early_stopping: args.early_stopping.map(|patience| EarlyStopping {
+            monitor: Monitor::ValLoss,
+            patience,
+            min_delta: 0.0,
+        }),
+        checkpoint: Some(args.checkpoint.clone()),
+        checkpoint_every: args.checkpoint_every,
+        log: args.log.clone(),
+        plot: (!args.no_plot).then(|| args.plot.clone()),
+        plot_title: format!("{} on {}", args.model.name(), args.dataset.name()),
+        metadata: info.to_json(),
+    };
+    let mut trainer = Trainer::new(model, opt, config)?;
+    if let Some((s, interval)) = sched {
+        trainer = trainer.with_scheduler(s, interval);
+    }
+    if args.resume {
+        let saved = checkpoint_metadata(&args.checkpoint, &cpu)?;
+        let saved = ModelInfo::from_json(&args.checkpoint, &saved)?;
+        if saved.model != info.model || saved.dataset != info.dataset {
+            return Err(Error::invalid(
+                "--resume",
+                format!(
+                    "{} holds a {} model trained on {}, but this run asks for {} on {}",
+                    args.checkpoint.display(),
+                    saved.model.name(),
+                    saved.dataset.name(),
+                    info.model.name(),
+                    info.dataset.name()
+                ),
+            ));
+        }
+        let state = trainer.resume(&args.checkpoint, &cpu)?;
+        if !args.quiet {
+            nabla_note!("resuming after epoch {} (step {})", state.epoch, state.step);
+        }
+    }
+    let loader = DataLoader::new(splits.train, args.batch_size)?
+        .shuffle(true)
+        .seed(args.seed)
+        .num_workers(args.workers);
+    let mut train_loader = trainer.restore_loader(loader);
+    let mut test_loader = DataLoader::new(splits.test, 256)?.num_workers(args.workers.min(1));
+    if !args.quiet {
+        nabla_note!(
+            "training {} ({n_params} parameters) on {}: {n_train} training and {n_test} test examples, {} epochs",
+            args.model.name(),
+            args.dataset.name(),
+            args.epochs
+        );
+    }
+    let t0 = Instant::now();
+    let history = trainer.fit(&mut train_loader, Some(&mut test_loader))?;
+    let seconds = t0.elapsed().as_secs_f64();
+    let mut out = String::new();
+    let _ = match history.last() {
+        Some(r) => writeln!(
+            out,
+            "test accuracy {:.2}% (loss {:.4}, top-5 {:.2}%) after {} epochs; trained in {seconds:.1}s",
+            100.0 * r.val_accuracy.unwrap_or(0.0),
+            r.val_loss.unwrap_or(f64::NAN),
+            100.0 * r.val_top_k_accuracy.unwrap_or(0.0),
+            r.epoch
+        ),
+        None => writeln!(
+            out,
+            "nothing to train: the run already has {} epochs",
+            args.epochs
+        ),
+    };
+    let _ = writeln!(out, "checkpoint: {}", args.checkpoint.display());
+    if !args.no_plot && !history.epochs.is_empty() {
+        let _ = writeln!(out, "plot: {}", args.plot.display());
+    }
+    emit(&out)
+}
+
+/// Rebuilds the model saved in `path` and loads its weights (in evaluation mode).
+fn load_trained(path: &Path, cpu: &Cpu) -> Result<(Sequential<Cpu>, ModelInfo)> {
+    require_file(path, "checkpoint")?;
+    let info = ModelInfo::from_json(path, &checkpoint_metadata(path, cpu)?)?;
+    let mut model = build_model(info.model, &info.input_shape, info.classes, 0, cpu)?;
+    load_checkpoint(path, &model, None, cpu)?;
+    model.eval();
+    Ok((model, info))
+}
+
+/// `nabla eval`.
+pub fn eval(args: &EvalArgs) -> Result<()> {
+    let cpu = setup(&args.common)?;
+    if args.batch_size == 0 {
+        return Err(Error::invalid("--batch-size", "must be at least 1"));
+    }
+    let (model, info) = load_trained(&args.checkpoint, &cpu)?;
+    let dataset = args.dataset.unwrap_or(info.dataset);
+    let splits = data::load(dataset, args.data_dir.as_deref(), &cpu)?;
+    if splits.input_shape != info.input_shape || splits.classes > info.classes {
+        return Err(Error::invalid(
+            "eval",
+            format!(
+                "the model takes {:?} inputs and {} classes, but {} has {:?} and {}",
+                info.input_shape,
+                info.classes,
+                dataset.name(),
+                splits.input_shape,
+                splits.classes
+            ),
+        ));
+    }
+    let mut loader: DataLoader<TensorDataset<Cpu>, _> =
+        DataLoader::new(splits.test, args.batch_size)?;
+    let m = evaluate_model(&model, &mut loader, 5, Some(info.classes))?;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} ({}) on the {} test set, {} examples",
+        args.checkpoint.display(),
+        info.model.name(),
+        dataset.name(),
+        m.examples()
+    );
+    let _ = writeln!(out, "loss            {:.4}", m.loss());
+    let _ = writeln!(out, "accuracy        {:.2}%", 100.0 * m.accuracy());
+    let _ = writeln!(out, "top-5 accuracy  {:.2}%", 100.0 * m.top_k_accuracy());
+    if let Some(cm) = m.confusion() {
+        let _ = writeln!(
+            out,
+            "\nconfusion matrix (rows: actual class, columns: predicted class)"
+        );
+        let _ = write!(out, "{cm}");
+        let _ = writeln!(out);
+        let _ = write!(out, "{}", cm.report());
+    }
+    emit(&out)
+}
+
+/// `nabla predict`.
+pub fn predict(args: &PredictArgs) -> Result<()> {
+    let cpu = setup(&args.common)?;
+    let (model, info) = load_trained(&args.checkpoint, &cpu)?;
+    let inputs = data::read_inputs(&args.input, &info.input_shape, &cpu)?;
+    let probs = no_grad(|| model.forward(&inputs)?.softmax(1))?;
+    let c = info.classes;
+    let host = probs.cast(nabla_core::DType::F64)?.to_vec::<f64>()?;
+    let mut out = String::new();
+    let _ = writeln!(out, "example,class,probability");
+    for (i, (class, row)) in argmax_rows(&host, c)
+        .into_iter()
+        .zip(host.chunks(c))
+        .enumerate()
+    {
+        let _ = writeln!(out, "{i},{class},{:.4}", row[class]);
+    }
+    emit(&out)
+}

@@ -1,0 +1,242 @@
+//! The three classifiers of the command line, built from a model kind and the input shape.
+
+use clap::ValueEnum;
+use nabla_core::{Backend, DType, Error, Generator, Result};
+use nabla_nn::activation::{Flatten, ReLU};
+use nabla_nn::{
+    AdaptiveAvgPool2d, BatchNorm2d, Conv2d, ConvOptions, Forward, Linear, MaxPool2d, Module,
+    Sequential,
+};
+use nabla_tensor::Tensor;
+
+/// The model architectures `nabla train --model` offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModelKind {
+    /// Flatten, one hidden layer of 128 units (256 for inputs of more than 256 values) with ReLU,
+    /// linear.
+    Mlp,
+    /// Two 3x3 convolutions (16 and 32 channels) with ReLU and 2x2 max-pooling, a hidden layer of
+    /// 64 units, linear (for images of 16x16 or more: pooling after both convolutions and 128
+    /// hidden units).
+    Cnn,
+    /// A small residual network: a convolution stem, two residual blocks with batch norm (16 and
+    /// 32 channels), global average pooling, linear.
+    Resnet,
+}
+
+impl ModelKind {
+    /// The name used on the command line and in checkpoints.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelKind::Mlp => "mlp",
+            ModelKind::Cnn => "cnn",
+            ModelKind::Resnet => "resnet",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn from_name(name: &str) -> Result<Self> {
+        ModelKind::from_str(name, true).map_err(|_| {
+            Error::invalid(
+                "model",
+                format!("unknown model kind `{name}` (expected mlp, cnn or resnet)"),
+            )
+        })
+    }
+}
+
+/// A `k x k` convolution with padding `k / 2` (same size), with or without bias.
+fn conv<B: Backend>(
+    cin: usize,
+    cout: usize,
+    bias: bool,
+    rng: &mut Generator,
+    backend: &B,
+) -> Result<Conv2d<B>> {
+    let options = ConvOptions {
+        padding: (1, 1),
+        bias,
+        ..ConvOptions::default()
+    };
+    Conv2d::new(cin, cout, (3, 3), options, DType::F32, rng, backend)
+}
+
+/// Batch norm over `c` channels with PyTorch's defaults.
+fn batch_norm<B: Backend>(c: usize, backend: &B) -> Result<BatchNorm2d<B>> {
+    BatchNorm2d::new(c, 1e-5, Some(0.1), true, true, DType::F32, backend)
+}
+
+/// 2x2 max pooling with stride 2.
+fn pool2() -> Result<MaxPool2d> {
+    MaxPool2d::new((2, 2), None, (0, 0), (1, 1), false)
+}
+
+/// A basic residual block: `relu(x + bn(conv(relu(bn(conv(x))))))`.
+#[derive(nabla_nn::Module)]
+#[module(crate = nabla_nn)]
+pub struct ResidualBlock<B: Backend> {
+    conv1: Conv2d<B>,
+    bn1: BatchNorm2d<B>,
+    conv2: Conv2d<B>,
+    bn2: BatchNorm2d<B>,
+}
+
+impl<B: Backend> ResidualBlock<B> {
+    /// A block of `c` channels.
+    pub fn new(c: usize, rng: &mut Generator, backend: &B) -> Result<Self> {
+        Ok(ResidualBlock {
+            conv1: conv(c, c, false, rng, backend)?,
+            bn1: batch_norm(c, backend)?,
+            conv2: conv(c, c, false, rng, backend)?,
+            bn2: batch_norm(c, backend)?,
+        })
+    }
+}
+
+impl<B: Backend> Forward<B> for ResidualBlock<B> {
+    fn forward(&self, x: &Tensor<B>) -> Result<Tensor<B>> {
+        let h = self.bn1.forward(&self.conv1.forward(x)?)?.relu()?;
+        let h = self.bn2.forward(&self.conv2.forward(&h)?)?;
+        h.add(x)?.relu()
+    }
+}
+
+/// Builds the model of `kind` for inputs `[C, H, W]` and `classes` classes, initialised from `seed`.
+pub fn build_model<B: Backend>(
+    kind: ModelKind,
+    input_shape: &[usize],
+    classes: usize,
+    seed: u64,
+    backend: &B,
+) -> Result<Sequential<B>> {
+    let &[c, h, w] = input_shape else {
+        return Err(Error::invalid(
+            "model",
+            format!("inputs must be images [C, H, W], got shape {input_shape:?}"),
+        ));
+    };
+    if c == 0 || h < 4 || w < 4 || classes < 2 {
+        return Err(Error::invalid(
+            "model",
+            format!(
+                "need images of at least 4x4 pixels and 2 classes, got {input_shape:?} and {classes}"
+            ),
+        ));
+    }
+    let rng = &mut Generator::new(seed);
+    let flatten = Flatten {
+        start_dim: 1,
+        end_dim: -1,
+    };
+    // Large inputs (MNIST's 28x28) are pooled once more before the second convolution.
+    let big = h >= 16 && w >= 16;
+    let model = match kind {
+        ModelKind::Mlp => {
+            let features = c * h * w;
+            let hidden = if features > 256 { 256 } else { 128 };
+            Sequential::new()
+                .push(flatten)
+                .push(Linear::new(
+                    features,
+                    hidden,
+                    true,
+                    DType::F32,
+                    rng,
+                    backend,
+                )?)
+                .push(ReLU)
+                .push(Linear::new(
+                    hidden,
+                    classes,
+                    true,
+                    DType::F32,
+                    rng,
+                    backend,
+                )?)
+        }
+        ModelKind::Cnn => {
+            let mut m = Sequential::new()
+                .push(conv(c, 16, true, rng, backend)?)
+                .push(ReLU);
+            let (mut oh, mut ow) = (h, w);
+            if big {
+                m = m.push(pool2()?);
+                (oh, ow) = (oh / 2, ow / 2);
+            }
+            let m = m
+                .push(conv(16, 32, true, rng, backend)?)
+                .push(ReLU)
+                .push(pool2()?);
+            let hidden = if big { 128 } else { 64 };
+            m.push(flatten)
+                .push(Linear::new(
+                    32 * (oh / 2) * (ow / 2),
+                    hidden,
+                    true,
+                    DType::F32,
+                    rng,
+                    backend,
+                )?)
+                .push(ReLU)
+                .push(Linear::new(
+                    hidden,
+                    classes,
+                    true,
+                    DType::F32,
+                    rng,
+                    backend,
+                )?)
+        }
+        ModelKind::Resnet => {
+            let mut m = Sequential::new()
+                .push(conv(c, 16, false, rng, backend)?)
+                .push(batch_norm(16, backend)?)
+                .push(ReLU)
+                .push(ResidualBlock::new(16, rng, backend)?);
+            if big {
+                m = m.push(pool2()?);
+            }
+            m.push(conv(16, 32, false, rng, backend)?)
+                .push(batch_norm(32, backend)?)
+                .push(ReLU)
+                .push(pool2()?)
+                .push(ResidualBlock::new(32, rng, backend)?)
+                .push(AdaptiveAvgPool2d::new((1, 1))?)
+                .push(flatten)
+                .push(Linear::new(32, classes, true, DType::F32, rng, backend)?)
+        }
+    };
+    Ok(model)
+}
+
+/// The number of trainable parameters of `model`, for the run's banner.
+pub fn parameter_count<B: Backend>(model: &Sequential<B>) -> usize {
+    model.num_trainable_parameters()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nabla_cpu::CpuBackend;
+
+    #[test]
+    fn every_model_maps_images_to_class_scores() -> Result<()> {
+        let cpu = CpuBackend::new();
+        for shape in [[1, 8, 8], [1, 28, 28]] {
+            let x = Tensor::ones([2, shape[0], shape[1], shape[2]], DType::F32, &cpu)?;
+            for kind in [ModelKind::Mlp, ModelKind::Cnn, ModelKind::Resnet] {
+                let model = build_model(kind, &shape, 10, 0, &cpu)?;
+                assert_eq!(
+                    model.forward(&x)?.shape(),
+                    &[2, 10],
+                    "{kind:?} on {shape:?}"
+                );
+                assert_eq!(ModelKind::from_name(kind.name())?, kind);
+            }
+        }
+        assert!(build_model(ModelKind::Cnn, &[64], 10, 0, &cpu).is_err());
+        assert!(build_model(ModelKind::Cnn, &[1, 2, 2], 10, 0, &cpu).is_err());
+        assert!(ModelKind::from_name("vgg").is_err());
+        Ok(())
+    }
+}

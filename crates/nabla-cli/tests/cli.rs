@@ -1,0 +1,187 @@
+//! Runs the `nabla` binary: argument errors, missing files, the backend check, and a quick
+//! train / eval / predict / resume cycle on the embedded digits.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn nabla(args: &[&str]) -> Output {
+    match Command::new(env!("CARGO_BIN_EXE_nabla"))
+        .args(args)
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => panic!("could not run nabla: {e}"),
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Fails unless `o` failed with exactly one line on standard error containing `needle`, and no panic.
+fn assert_one_line_error(o: &Output, needle: &str) {
+    let err = stderr(o);
+    assert!(!o.status.success(), "expected failure, got {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err:?}");
+    assert!(err.contains(needle), "{needle:?} not in {err:?}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("nabla-cli-{}-{name}", std::process::id()))
+}
+
+#[test]
+fn bad_arguments_give_one_line_errors() {
+    assert_one_line_error(
+        &nabla(&["train", "--epochs", "many"]),
+        "invalid value 'many'",
+    );
+    assert_one_line_error(&nabla(&["train", "--model", "vgg"]), "invalid value 'vgg'");
+    assert_one_line_error(&nabla(&["frobnicate"]), "unrecognized subcommand");
+    assert_one_line_error(&nabla(&["train", "--batch-size", "0"]), "--batch-size");
+    assert_one_line_error(&nabla(&["train", "--epochs", "0"]), "--epochs 0");
+    assert_one_line_error(
+        &nabla(&["train", "--log", "x.txt", "--epochs", "1"]),
+        ".csv or .jsonl",
+    );
+    assert_one_line_error(&nabla(&["predict"]), "--input");
+    let o = nabla(&["train", "--backend", "wgpu"]);
+    assert_one_line_error(&o, "backend `wgpu` is not available");
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn missing_files_give_one_line_errors() {
+    let missing = temp("does-not-exist.safetensors");
+    let m = missing.to_string_lossy();
+    assert_one_line_error(&nabla(&["eval", "--checkpoint", &m]), "does not exist");
+    assert_one_line_error(
+        &nabla(&["predict", "--checkpoint", &m, "--input", "x.npy"]),
+        "does not exist",
+    );
+    assert_one_line_error(
+        &nabla(&["train", "--resume", "--checkpoint", &m]),
+        "does not exist",
+    );
+    assert_one_line_error(
+        &nabla(&[
+            "train",
+            "--dataset",
+            "mnist",
+            "--data-dir",
+            "/nonexistent/mnist",
+        ]),
+        "/nonexistent/mnist",
+    );
+    assert_one_line_error(&nabla(&["train", "--dataset", "mnist"]), "--data-dir");
+}
+
+#[test]
+fn help_explains_the_commands() {
+    let o = nabla(&["--help"]);
+    assert!(o.status.success());
+    let text = stdout(&o);
+    for word in ["train", "eval", "predict", "embedded digits"] {
+        assert!(text.contains(word), "{word} missing from {text}");
+    }
+    let o = nabla(&["train", "--help"]);
+    assert!(stdout(&o).contains("--schedule") && stdout(&o).contains("fashion-mnist"));
+}
+
+#[test]
+fn quick_train_then_eval_predict_and_resume() -> Result<(), Box<dyn std::error::Error>> {
+    let (ckpt, plot, log, input) = (
+        temp("quick.safetensors"),
+        temp("quick.svg"),
+        temp("quick.csv"),
+        temp("rows.csv"),
+    );
+    let (c, p, l) = (
+        ckpt.to_string_lossy(),
+        plot.to_string_lossy(),
+        log.to_string_lossy(),
+    );
+    let common = [
+        "--model",
+        "mlp",
+        "--checkpoint",
+        &c,
+        "--plot",
+        &p,
+        "--log",
+        &l,
+        "-q",
+    ];
+    let mut args = vec!["train", "--epochs", "1"];
+    args.extend(common);
+    let o = nabla(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("test accuracy"));
+    assert!(std::fs::read_to_string(&plot)?.contains("</svg>"));
+    assert_eq!(std::fs::read_to_string(&log)?.lines().count(), 2);
+
+    let o = nabla(&["eval", "--checkpoint", &c]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    for word in [
+        "mlp",
+        "360 examples",
+        "accuracy",
+        "top-5",
+        "confusion matrix",
+        "macro avg",
+    ] {
+        assert!(text.contains(word), "{word} missing from {text}");
+    }
+
+    // Three digits (pixels / 16) as CSV rows.
+    let cpu = nabla_cpu::CpuBackend::new();
+    let digits = nabla_data::Digits::load(&cpu)?;
+    let pixels = digits.images.to_vec::<f32>()?;
+    let rows: Vec<String> = pixels
+        .chunks(64)
+        .take(3)
+        .map(|r| r.iter().map(f32::to_string).collect::<Vec<_>>().join(","))
+        .collect();
+    std::fs::write(&input, rows.join("\n") + "\n")?;
+    let o = nabla(&[
+        "predict",
+        "--checkpoint",
+        &c,
+        "--input",
+        &input.to_string_lossy(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert_eq!(text.lines().count(), 4, "{text}");
+    assert!(text.starts_with("example,class,probability\n0,"));
+
+    // Resume the one-epoch run to two epochs.
+    let mut args = vec!["train", "--epochs", "2", "--resume"];
+    args.extend(common);
+    let o = nabla(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("after 2 epochs"), "{}", stdout(&o));
+    assert_eq!(std::fs::read_to_string(&log)?.lines().count(), 3);
+    let mut args = vec![
+        "train",
+        "--epochs",
+        "2",
+        "--resume",
+        "--model",
+        "cnn",
+        "--checkpoint",
+        &c,
+    ];
+    args.push("-q");
+    assert_one_line_error(&nabla(&args), "holds a mlp model");
+    for f in [ckpt, plot, log, input] {
+        std::fs::remove_file(f).ok();
+    }
+    Ok(())
+}

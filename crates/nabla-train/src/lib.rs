@@ -1,0 +1,23 @@
+//! # nabla-train
+//!
+//! The training loop of nabla for classifiers: a [`Trainer`] that runs epochs with a progress bar
+//! (loss, examples per second, ETA), validation, [`metrics`] (accuracy, top-k accuracy, a confusion
+//! matrix with precision/recall/F1), early stopping, checkpoints every N steps and at epoch ends
+//! that resume bit-exactly, a CSV or JSON-lines log of every epoch, and an SVG plot of the loss and
+//! accuracy curves.
+//!
+//! Batches come from a [`nabla_data::DataLoader`] and are `(inputs, i64 labels)` (see
+//! [`ClassificationBatch`]); models implement [`nabla_nn::Forward`] and return logits `[N, C]`.
+#![warn(missing_docs)]
+
+mod config;
+mod history;
+pub mod metrics;
+mod plot;
+mod progress;
+mod trainer;
+
+pub use config::{ClassificationBatch, EarlyStopping, Monitor, SchedulerInterval, TrainerConfig};
+pub use history::{EpochRecord, History, LogFormat};
+pub use plot::{nice_ticks, render_svg, write_svg};
+pub use trainer::{Trainer, checkpoint_metadata, evaluate_model};

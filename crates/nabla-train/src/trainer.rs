@@ -1,0 +1,485 @@
+//! The [`Trainer`]: epochs of forward, cross-entropy loss, backward and optimizer steps, with
+//! validation, early stopping, checkpoints with exact resume, logs and a plot.
+
+use crate::config::{ClassificationBatch, EarlyState, Monitor, SchedulerInterval, TrainerConfig};
+use crate::history::{EpochRecord, History, LogFormat};
+use crate::metrics::MetricAccumulator;
+use crate::plot::write_svg;
+use crate::progress::Progress;
+use nabla_core::{Backend, DType, Error, Generator, Result};
+use nabla_data::{DataLoader, Dataset};
+use nabla_nn::loss::{CrossEntropyOptions, cross_entropy};
+use nabla_nn::optim::Optimizer;
+use nabla_nn::sched::LrScheduler;
+use nabla_nn::{Forward, TrainingState, load_checkpoint, load_safetensors, save_checkpoint};
+use nabla_tensor::{Tensor, no_grad};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::time::Instant;
+
+/// Where a resumed run picks up: the shuffling generator at the start of the interrupted epoch and
+/// how far into it the checkpoint was taken.
+#[derive(Clone, Debug)]
+struct ResumePoint {
+    generator: Generator,
+    batches_done: usize,
+    sums: Option<[f64; 4]>,
+}
+
+/// Trains a classifier `M` (logits `[N, C]` from inputs) with cross-entropy.
+///
+/// ```no_run
+/// # use nabla_core::{DType, Generator};
+/// # use nabla_cpu::CpuBackend;
+/// # use nabla_data::{DataLoader, Digits};
+/// # use nabla_nn::{Linear, Sequential, Module, activation::{Flatten, ReLU}};
+/// # use nabla_nn::optim::{Adam, AdamConfig};
+/// use nabla_train::{Trainer, TrainerConfig};
+/// let cpu = CpuBackend::new();
+/// let mut rng = Generator::new(0);
+/// let (train, test) = Digits::load(&cpu)?.train_test_split(0.2, 0)?;
+/// let model = Sequential::new()
+///     .push(Flatten { start_dim: 1, end_dim: -1 })
+///     .push(Linear::new(64, 10, true, DType::F32, &mut rng, &cpu)?);
+/// let opt = Adam::new(model.parameters(), AdamConfig { lr: 1e-2, ..Default::default() })?;
+/// let config = TrainerConfig { epochs: 5, ..Default::default() };
+/// let mut trainer = Trainer::new(model, Box::new(opt), config)?;
+/// let mut train = DataLoader::new(train, 32)?.shuffle(true).seed(1);
+/// let mut test = DataLoader::new(test, 256)?;
+/// let history = trainer.fit(&mut train, Some(&mut test))?;
+/// println!("{:?}", history.last());
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub struct Trainer<B: Backend, M> {
+    model: M,
+    optimizer: Box<dyn Optimizer<B>>,
+    scheduler: Option<(Box<dyn LrScheduler<B>>, SchedulerInterval)>,
+    config: TrainerConfig,
+    history: History,
+    epoch: u64,
+    step: u64,
+    early: EarlyState,
+    resume_point: Option<ResumePoint>,
+}
+
+impl<B: Backend, M: Forward<B>> Trainer<B, M> {
+    /// A trainer for `model` with `optimizer` (built over the model's parameters).
+    pub fn new(model: M, optimizer: Box<dyn Optimizer<B>>, config: TrainerConfig) -> Result<Self> {
+        if let Some(es) = &config.early_stopping {
+            es.validate()?;
+        }
+        if config.top_k == 0 || config.checkpoint_every == Some(0) {
+            return Err(Error::invalid(
+                "Trainer::new",
+                "top_k and checkpoint_every must be at least 1",
+            ));
+        }
+        if let Some(log) = &config.log {
+            LogFormat::from_path(log)?;
+        }
+        if config.checkpoint_every.is_some() && config.checkpoint.is_none() {
+            return Err(Error::invalid(
+                "Trainer::new",
+                "checkpoint_every needs a checkpoint path",
+            ));
+        }
+        Ok(Trainer {
+            model,
+            optimizer,
+            scheduler: None,
+            config,
+            history: History::default(),
+            epoch: 0,
+            step: 0,
+            early: EarlyState::default(),
+            resume_point: None,
+        })
+    }
+
+    /// Attaches a learning-rate scheduler (built on this trainer's optimizer, see
+    /// [`Trainer::optimizer_mut`]) stepped every epoch or every optimizer step.
+    pub fn with_scheduler(
+        mut self,
+        scheduler: Box<dyn LrScheduler<B>>,
+        interval: SchedulerInterval,
+    ) -> Self {
+        self.scheduler = Some((scheduler, interval));
+        self
+    }
+
+    /// The model.
+    pub fn model(&self) -> &M {
+        &self.model
+    }
+
+    /// The model, mutably.
+    pub fn model_mut(&mut self) -> &mut M {
+        &mut self.model
+    }
+
+    /// Takes the model out of the trainer.
+    pub fn into_model(self) -> M {
+        self.model
+    }
+
+    /// The optimizer, mutably (to attach a scheduler or change learning rates).
+    pub fn optimizer_mut(&mut self) -> &mut dyn Optimizer<B> {
+        self.optimizer.as_mut()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &TrainerConfig {
+        &self.config
+    }
+
+    /// The configuration, mutably (e.g. to raise `epochs` before continuing).
+    pub fn config_mut(&mut self) -> &mut TrainerConfig {
+        &mut self.config
+    }
+
+    /// The epochs so far.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// Completed epochs.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Completed optimizer steps.
+    pub fn step(&self) -> u64 {
+        self.step
+    }
+
+    /// Whether early stopping has ended training.
+    pub fn stopped_early(&self) -> bool {
+        self.early.stopped
+    }
+
+    /// Trains from the current epoch up to `config.epochs`, validating on `val` after each epoch,
+    /// and returns the history. After [`Trainer::resume`], `train` must come from
+    /// [`Trainer::restore_loader`] so that its shuffling continues where the checkpoint left it.
+    /// The validation loader should not shuffle (its state is not checkpointed).
+    pub fn fit<D, O, DV, OV>(
+        &mut self,
+        train: &mut DataLoader<D, O>,
+        mut val: Option<&mut DataLoader<DV, OV>>,
+    ) -> Result<&History>
+    where
+        D: Dataset + Send + Sync + 'static,
+        O: ClassificationBatch<B> + Send + 'static,
+        DV: Dataset + Send + Sync + 'static,
+        OV: ClassificationBatch<B> + Send + 'static,
+    {
+        if self.config.early_stopping.is_some() && val.is_none() {
+            return Err(Error::invalid(
+                "Trainer::fit",
+                "early stopping watches a validation metric: pass a validation loader",
+            ));
+        }
+        while self.epoch < self.config.epochs && !self.early.stopped {
+            let t0 = Instant::now();
+            let train_acc = self.train_epoch(train)?;
+            if let Some((s, SchedulerInterval::Epoch)) = &mut self.scheduler {
+                s.step(self.optimizer.as_mut())?;
+            }
+            let val_acc = match val.as_deref_mut() {
+                Some(loader) => Some(self.evaluate(loader, None)?),
+                None => None,
+            };
+            let seconds = t0.elapsed().as_secs_f64();
+            self.epoch += 1;
+            let record = EpochRecord {
+                epoch: self.epoch,
+                step: self.step,
+                lr: self.optimizer.lr(0),
+                train_loss: train_acc.loss(),
+                train_accuracy: train_acc.accuracy(),
+                val_loss: val_acc.as_ref().map(MetricAccumulator::loss),
+                val_accuracy: val_acc.as_ref().map(MetricAccumulator::accuracy),
+                val_top_k_accuracy: val_acc.as_ref().map(MetricAccumulator::top_k_accuracy),
+                seconds,
+                examples_per_sec: train_acc.examples() as f64 / seconds.max(1e-9),
+            };
+            if let (Some(es), Some(v)) = (&self.config.early_stopping, &val_acc) {
+                let value = match es.monitor {
+                    Monitor::ValLoss => v.loss(),
+                    Monitor::ValAccuracy => v.accuracy(),
+                };
+                es.update(&mut self.early, value);
+            }
+            if self.config.print_epochs {
+                note(&self.summary_line(&record));
+            }
+            self.history.epochs.push(record);
+            if let Some(path) = &self.config.log {
+                self.history.write_log(path)?;
+            }
+            if let Some(path) = self.config.checkpoint.clone() {
+                let generator = train.current_generator().clone();
+                self.write_checkpoint(&path, generator, 0, None)?;
+            }
+            if self.early.stopped && self.config.print_epochs {
+                note(&format!(
+                    "early stopping: no improvement for {} epochs",
+                    self.early.bad_epochs
+                ));
+            }
+        }
+        if let Some(path) = &self.config.plot {
+            write_svg(&self.history, &self.config.plot_title, path)?;
+        }
+        Ok(&self.history)
+    }
+
+    /// One line describing an epoch.
+    fn summary_line(&self, r: &EpochRecord) -> String {
+        let mut s = format!(
+            "epoch {:>3}/{}  loss {:.4}  acc {:.2}%",
+            r.epoch,
+            self.config.epochs,
+            r.train_loss,
+            100.0 * r.train_accuracy
+        );
+        if let (Some(l), Some(a)) = (r.val_loss, r.val_accuracy) {
+            s.push_str(&format!("  val_loss {l:.4}  val_acc {:.2}%", 100.0 * a));
+        }
+        s.push_str(&format!(
+            "  lr {:.2e}  {:.0} ex/s  {:.1}s",
+            r.lr, r.examples_per_sec, r.seconds
+        ));
+        s
+    }
+
+    /// Runs one training epoch and returns its training metrics.
+    fn train_epoch<D, O>(&mut self, train: &mut DataLoader<D, O>) -> Result<MetricAccumulator>
+    where
+        D: Dataset + Send + Sync + 'static,
+        O: ClassificationBatch<B> + Send + 'static,
+    {
+        let (start, skip, sums) = match self.resume_point.take() {
+            Some(rp) => {
+                if train.current_generator() != &rp.generator {
+                    return Err(Error::invalid(
+                        "Trainer::fit",
+                        "the training loader's generator differs from the checkpoint's: build the \
+                         loader through Trainer::restore_loader after Trainer::resume",
+                    ));
+                }
+                (rp.generator, rp.batches_done, rp.sums)
+            }
+            None => (train.current_generator().clone(), 0, None),
+        };
+        self.model.train();
+        let mut acc = MetricAccumulator::new(1, None);
+        if let Some(s) = sums {
+            acc.set_sums(s);
+        }
+        let batches = train.len();
+        let examples = train.dataset().len();
+        let mut progress = Progress::new(
+            self.config.progress,
+            examples as u64,
+            format!("epoch {}/{}", self.epoch + 1, self.config.epochs),
+        );
+        progress.set_position(acc.examples() as u64);
+        let options = CrossEntropyOptions::default();
+        for (b, batch) in train.iter().enumerate() {
+            let batch = batch?;
+            if b < skip {
+                continue;
+            }
+            let (x, y) = batch.into_inputs_labels()?;
+            let logits = self.model.forward(&x)?;
+            let loss = cross_entropy(&logits, &y, &options)?;
+            let grads = loss.backward()?;
+            self.optimizer.step(&grads)?;
+            self.step += 1;
+            if let Some((s, SchedulerInterval::Step)) = &mut self.scheduler {
+                s.step(self.optimizer.as_mut())?;
+            }
+            let loss_value = scalar(&loss)?;
+            acc.add_batch(loss_value, &logits.detach(), &y)?;
+            progress.advance(y.shape().first().copied().unwrap_or(0) as u64, acc.loss());
+            if let (Some(every), Some(path)) =
+                (self.config.checkpoint_every, self.config.checkpoint.clone())
+                && self.step.is_multiple_of(every)
+                && b + 1 < batches
+            {
+                self.write_checkpoint(&path, start.clone(), b + 1, Some(acc.sums()))?;
+            }
+        }
+        progress.finish();
+        Ok(acc)
+    }
+
+    /// Evaluates the model on `loader` without recording gradients (in evaluation mode): mean
+    /// loss, accuracy, top-k accuracy (`k = config.top_k`), and a confusion matrix when `classes`
+    /// is given.
+    pub fn evaluate<D, O>(
+        &mut self,
+        loader: &mut DataLoader<D, O>,
+        classes: Option<usize>,
+    ) -> Result<MetricAccumulator>
+    where
+        D: Dataset + Send + Sync + 'static,
+        O: ClassificationBatch<B> + Send + 'static,
+    {
+        self.model.eval();
+        let result = evaluate_model(&self.model, loader, self.config.top_k, classes);
+        self.model.train();
+        result
+    }
+
+    /// The training state of a checkpoint: position, generator and the trainer's own state.
+    fn write_checkpoint(
+        &self,
+        path: &Path,
+        generator: Generator,
+        batches_done: usize,
+        sums: Option<[f64; 4]>,
+    ) -> Result<()> {
+        let extra = json!({
+            "trainer": {
+                "history": self.history.to_json(),
+                "batches_done": batches_done,
+                "partial_sums": sums.map(|s| s.to_vec()),
+                "scheduler": self.scheduler.as_ref().map(|(s, _)| s.state()),
+                "early_stopping": {
+                    "best": self.early.best,
+                    "bad_epochs": self.early.bad_epochs,
+                    "stopped": self.early.stopped,
+                },
+            },
+            "metadata": self.config.metadata,
+        });
+        let state = TrainingState {
+            epoch: self.epoch,
+            step: self.step,
+            rng: Some(generator),
+            extra,
+        };
+        save_checkpoint(path, &self.model, Some(self.optimizer.as_ref()), &state)
+    }
+
+    /// Restores model, optimizer, scheduler, history, early-stopping state and position from a
+    /// checkpoint written by this trainer, and returns its training state. Build the training
+    /// loader with [`Trainer::restore_loader`] before calling [`Trainer::fit`] to continue exactly.
+    pub fn resume(&mut self, path: impl AsRef<Path>, backend: &B) -> Result<TrainingState> {
+        let path = path.as_ref();
+        let bad = |what: &str| Error::Io {
+            context: format!("resuming from {}", path.display()),
+            message: what.to_string(),
+        };
+        let state = load_checkpoint(path, &self.model, Some(self.optimizer.as_mut()), backend)?;
+        let t = &state.extra["trainer"];
+        if !t.is_object() {
+            return Err(bad("the checkpoint was not written by a Trainer"));
+        }
+        self.history = History::from_json(&t["history"])?;
+        if let (Some((s, _)), v) = (&mut self.scheduler, &t["scheduler"])
+            && !v.is_null()
+        {
+            s.load_state(v)?;
+            for (group, lr) in s.last_lr().into_iter().enumerate() {
+                self.optimizer.set_lr(group, lr);
+            }
+        }
+        let es = &t["early_stopping"];
+        self.early = EarlyState {
+            best: es["best"].as_f64(),
+            bad_epochs: es["bad_epochs"].as_u64().unwrap_or(0) as usize,
+            stopped: es["stopped"].as_bool().unwrap_or(false),
+        };
+        let sums = match &t["partial_sums"] {
+            Value::Array(v) if v.len() == 4 => {
+                let mut s = [0.0; 4];
+                for (dst, src) in s.iter_mut().zip(v) {
+                    *dst = src
+                        .as_f64()
+                        .ok_or_else(|| bad("partial_sums holds a non-number"))?;
+                }
+                Some(s)
+            }
+            _ => None,
+        };
+        let generator = state
+            .rng
+            .clone()
+            .ok_or_else(|| bad("the checkpoint holds no loader generator"))?;
+        self.epoch = state.epoch;
+        self.step = state.step;
+        self.resume_point = Some(ResumePoint {
+            generator,
+            batches_done: t["batches_done"].as_u64().unwrap_or(0) as usize,
+            sums,
+        });
+        Ok(state)
+    }
+
+    /// `loader` with the shuffling generator saved in the checkpoint given to
+    /// [`Trainer::resume`] (unchanged when not resuming).
+    pub fn restore_loader<D: Dataset, O>(&self, loader: DataLoader<D, O>) -> DataLoader<D, O> {
+        match &self.resume_point {
+            Some(rp) => loader.generator(rp.generator.clone()),
+            None => loader,
+        }
+    }
+}
+
+/// Prints a line on standard error, ignoring failures (a closed terminal must not stop training).
+fn note(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// The value of a scalar loss as `f64`.
+fn scalar<B: Backend>(t: &Tensor<B>) -> Result<f64> {
+    t.detach().cast(DType::F64)?.item::<f64>()
+}
+
+/// Evaluates `model` (already in evaluation mode) on `loader` without recording gradients.
+pub fn evaluate_model<B, M, D, O>(
+    model: &M,
+    loader: &mut DataLoader<D, O>,
+    top_k: usize,
+    classes: Option<usize>,
+) -> Result<MetricAccumulator>
+where
+    B: Backend,
+    M: Forward<B>,
+    D: Dataset + Send + Sync + 'static,
+    O: ClassificationBatch<B> + Send + 'static,
+{
+    let options = CrossEntropyOptions::default();
+    no_grad(|| {
+        let mut acc = MetricAccumulator::new(top_k, classes);
+        for batch in loader.iter() {
+            let (x, y) = batch?.into_inputs_labels()?;
+            let logits = model.forward(&x)?;
+            let loss = cross_entropy(&logits, &y, &options)?;
+            acc.add_batch(scalar(&loss)?, &logits, &y)?;
+        }
+        Ok(acc)
+    })
+}
+
+/// The caller's metadata stored in a checkpoint written by a [`Trainer`]
+/// ([`TrainerConfig::metadata`]), read without building a model (`Null` when there is none).
+pub fn checkpoint_metadata<B: Backend>(path: impl AsRef<Path>, backend: &B) -> Result<Value> {
+    let path = path.as_ref();
+    let file = load_safetensors(path, backend)?;
+    let training = file
+        .metadata
+        .get("nabla.training")
+        .ok_or_else(|| Error::Io {
+            context: format!("reading checkpoint {}", path.display()),
+            message: "not a nabla checkpoint (no training state)".to_string(),
+        })?;
+    let v: Value = serde_json::from_str(training).map_err(|e| Error::Io {
+        context: format!("reading checkpoint {}", path.display()),
+        message: format!("the training state is not valid JSON: {e}"),
+    })?;
+    Ok(v["extra"]["metadata"].clone())
+}
