@@ -5,26 +5,77 @@
 //! in, which costs as much as a matrix product on mid-sized outputs. When the last handle to a large
 //! CPU buffer drops, its allocation goes to this cache instead; the next output of the same size and
 //! alignment takes it back, already mapped. Only buffers of at least [`MIN_POOLED_BYTES`] are cached, at
-//! most [`MAX_CACHED_BYTES`] in all (beyond that they are freed), and [`release_cached_buffers`] frees
+//! most [`MAX_CACHED_BYTES`] in all: when a new buffer would exceed that, the buffers cached longest
+//! ago are freed first, so sizes a program stopped using (the last, shorter batch of an epoch, outputs
+//! of kernels that allocate their own buffers) do not pile up. [`release_cached_buffers`] frees
 //! everything the cache holds.
 
 use nabla_core::HostData;
 use std::alloc::Layout;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::mem::ManuallyDrop;
 use std::sync::Mutex;
 
 /// Buffers smaller than this go straight back to the allocator (which handles small sizes well).
 pub const MIN_POOLED_BYTES: usize = 64 << 10;
 
-/// The cache frees buffers rather than keep more than this many bytes.
-pub const MAX_CACHED_BYTES: usize = 1 << 30;
+/// The cache frees its oldest buffers rather than keep more than this many bytes.
+pub const MAX_CACHED_BYTES: usize = 256 << 20;
 
-/// Cached allocations by exact layout (size and alignment); pointers are stored as addresses.
+/// Size and alignment of a cached allocation.
+type Key = (usize, usize);
+
+/// Cached allocations by exact layout; pointers are stored as addresses, each with the sequence number
+/// of its arrival. `order` lists arrivals oldest first; entries whose buffer was taken since are
+/// skipped (and compacted away) when the cache evicts.
 #[derive(Default)]
 struct Pool {
-    free: HashMap<(usize, usize), Vec<usize>>,
+    free: HashMap<Key, Vec<(u64, usize)>>,
+    order: VecDeque<(u64, Key)>,
+    next: u64,
     bytes: usize,
+    buffers: usize,
+}
+
+impl Pool {
+    /// Removes the oldest cached buffer and returns it, or `None` when the cache is empty.
+    fn evict_oldest(&mut self) -> Option<(Key, usize)> {
+        while let Some((seq, key)) = self.order.pop_front() {
+            let Some(list) = self.free.get_mut(&key) else {
+                continue;
+            };
+            let Some(pos) = list.iter().position(|&(s, _)| s == seq) else {
+                continue; // taken since it arrived
+            };
+            let (_, addr) = list.remove(pos);
+            self.bytes -= key.0;
+            self.buffers -= 1;
+            return Some((key, addr));
+        }
+        None
+    }
+
+    /// Drops records of buffers that were taken, once they outnumber the cached buffers.
+    fn compact(&mut self) {
+        if self.order.len() > 2 * self.buffers + 64 {
+            let free = &self.free;
+            self.order.retain(|(seq, key)| {
+                free.get(key)
+                    .is_some_and(|list| list.iter().any(|&(s, _)| s == *seq))
+            });
+        }
+    }
+}
+
+/// Frees an allocation the cache owned.
+///
+/// # Safety
+/// `addr` must have been allocated by the global allocator with the layout `key` describes and be
+/// owned by the caller alone.
+unsafe fn free_allocation(key: Key, addr: usize) {
+    let layout = Layout::from_size_align(key.0, key.1).expect("a layout the cache stored");
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::alloc::dealloc(addr as *mut u8, layout) };
 }
 
 static POOL: Mutex<Option<Pool>> = Mutex::new(None);
@@ -42,8 +93,10 @@ pub(crate) fn take<U>(n: usize) -> Option<Vec<U>> {
         return None;
     }
     let addr = with_pool(|pool| {
-        let addr = pool.free.get_mut(&(layout.size(), layout.align()))?.pop()?;
+        let (_, addr) = pool.free.get_mut(&(layout.size(), layout.align()))?.pop()?;
         pool.bytes -= layout.size();
+        pool.buffers -= 1;
+        pool.compact();
         Some(addr)
     })?;
     // SAFETY: `addr` was allocated by the global allocator with exactly `layout` (a vector of some
@@ -60,22 +113,31 @@ fn put<T>(v: Vec<T>) {
     if layout.size() < MIN_POOLED_BYTES {
         return;
     }
-    let mut v = ManuallyDrop::new(v);
-    let addr = v.as_mut_ptr() as usize;
-    let kept = with_pool(|pool| {
-        if pool.bytes + layout.size() > MAX_CACHED_BYTES {
-            return false;
+    if layout.size() > MAX_CACHED_BYTES {
+        return;
+    }
+    let v = ManuallyDrop::new(v);
+    let addr = v.as_ptr() as usize;
+    let key = (layout.size(), layout.align());
+    let evicted = with_pool(|pool| {
+        let mut evicted = Vec::new();
+        while pool.bytes + key.0 > MAX_CACHED_BYTES {
+            match pool.evict_oldest() {
+                Some(old) => evicted.push(old),
+                None => break,
+            }
         }
-        pool.bytes += layout.size();
-        pool.free
-            .entry((layout.size(), layout.align()))
-            .or_default()
-            .push(addr);
-        true
+        let seq = pool.next;
+        pool.next += 1;
+        pool.bytes += key.0;
+        pool.buffers += 1;
+        pool.free.entry(key).or_default().push((seq, addr));
+        pool.order.push_back((seq, key));
+        evicted
     });
-    if !kept {
-        // SAFETY: the vector's own allocation, released once (it was not handed to the cache).
-        drop(unsafe { Vec::from_raw_parts(addr as *mut T, 0, v.capacity()) });
+    for (key, addr) in evicted {
+        // SAFETY: evicted from the cache, which owned it; allocated with `key`'s layout.
+        unsafe { free_allocation(key, addr) };
     }
 }
 
@@ -109,14 +171,15 @@ pub fn cached_bytes() -> usize {
 pub fn release_cached_buffers() {
     let free = with_pool(|pool| {
         pool.bytes = 0;
+        pool.buffers = 0;
+        pool.order.clear();
         std::mem::take(&mut pool.free)
     });
-    for ((size, align), addrs) in free {
-        let layout = Layout::from_size_align(size, align).expect("a layout the cache stored");
-        for addr in addrs {
-            // SAFETY: each address was allocated by the global allocator with `layout` and is owned by
-            // the cache alone.
-            unsafe { std::alloc::dealloc(addr as *mut u8, layout) };
+    for (key, addrs) in free {
+        for (_, addr) in addrs {
+            // SAFETY: each address was allocated by the global allocator with `key`'s layout and is
+            // owned by the cache alone.
+            unsafe { free_allocation(key, addr) };
         }
     }
 }
@@ -139,6 +202,31 @@ mod tests {
         let small = CpuStorage::from_vec(vec![1u8; 16]);
         drop(small);
         assert!(take::<u8>(16).is_none());
+    }
+
+    #[test]
+    fn the_cache_stays_under_its_cap_by_freeing_its_oldest_buffers() {
+        // Odd element counts no other test allocates; 40 buffers of 8 MiB and a bit are more than the
+        // cap holds.
+        let n = (8 << 20) / 8 + 3;
+        let count = MAX_CACHED_BYTES / (n * 8) + 8;
+        let addrs: Vec<usize> = (0..count)
+            .map(|i| {
+                let s = CpuStorage::from_vec(vec![i as i64; n]);
+                let a = s.typed::<i64>("test").unwrap().as_ptr() as usize;
+                drop(s);
+                a
+            })
+            .collect();
+        assert!(cached_bytes() <= MAX_CACHED_BYTES);
+        // The newest buffer is still cached (the oldest ones made room for it).
+        let newest = *addrs.last().unwrap();
+        let mut found = false;
+        while let Some(v) = take::<i64>(n) {
+            found |= v.as_ptr() as usize == newest;
+            drop(v);
+        }
+        assert!(found);
     }
 
     #[test]

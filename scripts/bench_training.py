@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""Time per training step and peak memory of a small CNN and an MLP: nabla, PyTorch and JAX, one run.
+
+Run from the repository root:
+
+    python3 scripts/bench_training.py                       # 3 rounds of 20 steps
+    python3 scripts/bench_training.py --steps 10 --rounds 2 --json out.json
+    python3 scripts/bench_training.py --profile             # also nabla's per-layer CNN times
+
+Workloads, float32 on the CPU, one fixed random batch, class-index labels, mean cross-entropy, Adam
+(lr 1e-3, PyTorch's defaults), the same in the three frameworks (crates/nabla/examples/bench_training.rs
+is nabla's side):
+
+- cnn: conv3x3(1->32)-relu-maxpool2-conv3x3(32->64)-relu-maxpool2-flatten-linear(1600->128)-relu-
+  linear(128->10), batch 64, 1x28x28 input, no padding;
+- mlp: linear(784->512)-relu-linear(512->512)-relu-linear(512->10), batch 128.
+
+A step is forward + loss + backward + Adam update. PyTorch runs eagerly with torch.set_num_threads(2)
+(zero_grad(set_to_none=True), loss.backward(), opt.step()); JAX jits the whole step (value_and_grad
+plus a hand-written Adam with PyTorch's formulas) and each step ends with block_until_ready. Each run
+reports the median and the best (minimum) of --steps steps after --warmup steps: on a shared machine the
+best step is the one least disturbed by other processes.
+
+Every framework/workload pair runs in its own fresh subprocess, so each gets a clean heap, and the peak
+memory reported is that process's maximum resident set size (ru_maxrss from os.wait4), which includes
+the runtime itself (the Python interpreter and the imported framework for PyTorch and JAX). Linux counts
+the parent's resident memory at fork time in a child's peak, so this script imports no framework itself
+(its own ~10 MiB are a floor under every figure). The whole
+measurement runs --rounds times, the frameworks alternating within each round, so that a slow spell of a
+shared machine hits all of them; the table gives the median over rounds, and each ratio is the median of
+the per-round ratios other / nabla (above 1 means nabla is faster).
+
+If PyTorch or JAX cannot be imported, the script says so and leaves it out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+NABLA_EXE = os.path.join(REPO, "target", "release", "examples", "bench_training")
+WORKLOADS = ("cnn", "mlp")
+FRAMEWORKS = ("nabla", "torch", "jax")
+SHAPES = {"cnn": (64, (1, 28, 28)), "mlp": (128, (784,))}
+MLP_SIZES = (784, 512, 512, 10)
+LR, BETAS, EPS = 1e-3, (0.9, 0.999), 1e-8
+
+
+def fixed_batch(workload: str):
+    """The same kind of batch as nabla's: uniform [0, 1) inputs, labels (7 i) mod 10."""
+    import numpy as np
+
+    n, shape = SHAPES[workload]
+    x = np.random.default_rng(1).random((n, *shape), dtype=np.float32)
+    y = (np.arange(n) * 7) % 10
+    return x, y
+
+
+def timed_steps(step, steps: int, warmup: int) -> dict:
+    """Median and best seconds of `step()` over `steps` runs after `warmup` runs."""
+    for _ in range(warmup):
+        step()
+    runs = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        runs.append(time.perf_counter() - start)
+    runs.sort()
+    return {"step_s": runs[len(runs) // 2], "best_s": runs[0]}
+
+
+def worker_torch(workload: str, steps: int, warmup: int) -> dict:
+    import torch
+    from torch import nn
+
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    if workload == "cnn":
+        model = nn.Sequential(
+            nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(), nn.Linear(128, 10),
+        )
+    else:
+        a, b, c, d = MLP_SIZES
+        model = nn.Sequential(nn.Linear(a, b), nn.ReLU(), nn.Linear(b, c), nn.ReLU(), nn.Linear(c, d))
+    x, y = fixed_batch(workload)
+    x, y = torch.from_numpy(x), torch.from_numpy(y)
+    opt = torch.optim.Adam(model.parameters(), lr=LR, betas=BETAS, eps=EPS)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+
+    return {**timed_steps(step, steps, warmup), "version": torch.__version__}
+
+
+def jax_params(workload: str, key):
+    """Parameters with PyTorch's default initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+    import jax
+    import numpy as np
+
+    if workload == "cnn":
+        shapes = [((32, 1, 3, 3), 9), ((64, 32, 3, 3), 288), ((1600, 128), 1600), ((128, 10), 128)]
+    else:
+        shapes = [((i, o), i) for i, o in zip(MLP_SIZES, MLP_SIZES[1:])]
+    params = []
+    for shape, fan_in in shapes:
+        key, kw, kb = jax.random.split(key, 3)
+        bound = 1.0 / np.sqrt(fan_in)
+        bias_len = shape[0] if len(shape) == 4 else shape[1]
+        params.append(jax.random.uniform(kw, shape, minval=-bound, maxval=bound))
+        params.append(jax.random.uniform(kb, (bias_len,), minval=-bound, maxval=bound))
+    return params
+
+
+def jax_forward(workload: str, params, x):
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    if workload == "mlp":
+        h = x
+        for i in range(0, len(params), 2):
+            h = h @ params[i] + params[i + 1]
+            if i + 2 < len(params):
+                h = jax.nn.relu(h)
+        return h
+    dims = ("NCHW", "OIHW", "NCHW")
+    h = x
+    for i in (0, 2):
+        h = lax.conv_general_dilated(h, params[i], (1, 1), "VALID", dimension_numbers=dims)
+        h = jax.nn.relu(h + params[i + 1][None, :, None, None])
+        h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+    h = h.reshape(h.shape[0], -1)
+    h = jax.nn.relu(h @ params[4] + params[5])
+    return h @ params[6] + params[7]
+
+
+def worker_jax(workload: str, steps: int, warmup: int) -> dict:
+    import jax
+    import jax.numpy as jnp
+
+    params = jax_params(workload, jax.random.PRNGKey(0))
+    x, y = fixed_batch(workload)
+    x, y = jnp.asarray(x), jnp.asarray(y)
+
+    def loss(ps, x, y):
+        logp = jax.nn.log_softmax(jax_forward(workload, ps, x), axis=-1)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    def train_step(ps, m, v, t, x, y):
+        # PyTorch's Adam (single-tensor formulas, no weight decay).
+        value, g = jax.value_and_grad(loss)(ps, x, y)
+        t = t + 1
+        m = [BETAS[0] * mi + (1 - BETAS[0]) * gi for mi, gi in zip(m, g)]
+        v = [BETAS[1] * vi + (1 - BETAS[1]) * gi * gi for vi, gi in zip(v, g)]
+        c1, c2 = 1 - BETAS[0] ** t, 1 - BETAS[1] ** t
+        ps = [p - LR / c1 * mi / (jnp.sqrt(vi / c2) + EPS) for p, mi, vi in zip(ps, m, v)]
+        return ps, m, v, t, value
+
+    start = time.perf_counter()
+    zeros = lambda: [jnp.zeros_like(p) for p in params]  # noqa: E731 (donated: distinct buffers)
+    state = [params, zeros(), zeros(), jnp.float32(0.0)]
+    compiled = jax.jit(train_step, donate_argnums=(0, 1, 2)).lower(*state, x, y).compile()
+    compile_s = time.perf_counter() - start
+
+    def step():
+        *new, value = compiled(*state, x, y)
+        state[:] = new
+        jax.block_until_ready(value)
+
+    return {**timed_steps(step, steps, warmup), "compile_s": compile_s, "version": jax.__version__}
+
+
+def run_child(cmd: list[str]) -> dict:
+    """Runs `cmd`, returns its last stdout line as JSON plus its peak RSS in MiB (from os.wait4)."""
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True)
+    out = proc.stdout.read()
+    proc.stdout.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited with status {proc.returncode}")
+    result = json.loads(out.strip().splitlines()[-1])
+    result["peak_rss_mib"] = usage.ru_maxrss / 1024  # Linux reports KiB
+    return result
+
+
+def command(framework: str, workload: str, args) -> list[str]:
+    common = ["--workload", workload, "--steps", str(args.steps), "--warmup", str(args.warmup)]
+    if framework == "nabla":
+        return [NABLA_EXE, *common]
+    return [sys.executable, os.path.abspath(__file__), "--worker", framework, *common]
+
+
+def available(framework: str) -> bool:
+    """Whether `framework` can be imported, found without importing it: a child's peak RSS counts the
+    parent's resident memory at fork time (Linux keeps it across exec), so this process stays small."""
+    if framework == "nabla" or importlib.util.find_spec(framework) is not None:
+        return True
+    print(f"{framework} is not installed (pip install {framework}); leaving it out")
+    return False
+
+
+def median(values: list[float]) -> float:
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def report(results: dict, frameworks: list[str], rounds: int) -> None:
+    ms = lambda s: f"{s * 1e3:10.2f}"  # noqa: E731
+    versions = ", ".join(f"{f} {results[(f, 'mlp')][0].get('version', '')}" for f in frameworks if f != "nabla")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cpus; {versions}")
+    print(f"rounds: {rounds} (per run: median and best step; table: median over rounds; ratios: median of")
+    print("per-round other / nabla, above 1 = nabla faster; 'best' is the least disturbed by other load)")
+    head = "".join(f"{f + ' ms':>11}" for f in frameworks)
+    ratios = "".join(f"{f + '/nabla':>12}" for f in frameworks if f != "nabla")
+    mem = "".join(f"{f + ' MiB':>11}" for f in frameworks)
+    print(f"{'workload':12}{head}{ratios}   peak RSS:{mem}")
+    for w in WORKLOADS:
+        for stat, label in (("step_s", "median"), ("best_s", "best")):
+            line = f"{w + ' ' + label:12}"
+            line += "".join(ms(median([r[stat] for r in results[(f, w)]])) + " " for f in frameworks)
+            for f in frameworks[1:]:
+                rs = [o[stat] / n[stat] for o, n in zip(results[(f, w)], results[("nabla", w)])]
+                line += f"{median(rs):12.2f}"
+            if stat == "step_s":
+                line += "            " + "".join(
+                    f"{median([r['peak_rss_mib'] for r in results[(f, w)]]):10.0f} " for f in frameworks
+                )
+            print(line)
+    if "jax" in frameworks:
+        compile_s = [median([r["compile_s"] for r in results[("jax", w)]]) for w in WORKLOADS]
+        print("jax jit compile (not in step times): " + ", ".join(f"{w} {s:.2f} s" for w, s in zip(WORKLOADS, compile_s)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=20, help="timed steps per run (default 20)")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of all frameworks (default 3)")
+    ap.add_argument("--skip-build", action="store_true", help="do not run cargo build first")
+    ap.add_argument("--profile", action="store_true", help="also print nabla's per-layer CNN times")
+    ap.add_argument("--json", help="also write every run's results to this file")
+    ap.add_argument("--worker", choices=("torch", "jax"), help=argparse.SUPPRESS)
+    ap.add_argument("--workload", choices=WORKLOADS, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.steps < 1 or args.warmup < 1 or args.rounds < 1:
+        ap.error("--steps, --warmup and --rounds must be at least 1")
+    if args.worker:
+        worker = worker_torch if args.worker == "torch" else worker_jax
+        print(json.dumps(worker(args.workload, args.steps, args.warmup)))
+        return
+
+    if not args.skip_build:
+        build = ["cargo", "build", "--release", "-p", "nabla", "--example", "bench_training"]
+        subprocess.run(build, cwd=REPO, check=True)
+    frameworks = [f for f in FRAMEWORKS if available(f)]
+    results = {(f, w): [] for f in frameworks for w in WORKLOADS}
+    for r in range(args.rounds):
+        # Alternate the order too, so that no framework always runs right after the same one.
+        order = frameworks if r % 2 == 0 else frameworks[::-1]
+        for f in order:
+            for w in WORKLOADS:
+                results[(f, w)].append(run_child(command(f, w, args)))
+                print(f"round {r + 1}: {f:5} {w}: {results[(f, w)][-1]['step_s'] * 1e3:.2f} ms", file=sys.stderr)
+    report(results, frameworks, args.rounds)
+    if args.profile:
+        subprocess.run([NABLA_EXE, "--workload", "cnn", "--steps", "10", "--warmup", "2", "--profile"], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({f"{f}/{w}": runs for (f, w), runs in results.items()}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
