@@ -15,25 +15,14 @@ use nabla_nn::activation::{
 use nabla_nn::{Forward, Linear, Module, Sequential, Strictness, load_state_dict, transfer_state};
 use nabla_tensor::Tensor;
 use serde_json::Value;
-use std::sync::OnceLock;
+use torch_support::{T, cpu, shape_of, state_dict, tensor};
 
-type T = Tensor<CpuBackend>;
+mod torch_support;
+
 type Boxed = Box<dyn Forward<CpuBackend> + Send + Sync>;
 
-fn cpu() -> CpuBackend {
-    CpuBackend::new()
-}
-
 fn fixture() -> &'static Value {
-    static DOC: OnceLock<Value> = OnceLock::new();
-    DOC.get_or_init(|| {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/activations.json"
-        );
-        let text = std::fs::read_to_string(path).expect("read the activations fixture");
-        serde_json::from_str(&text).expect("parse the activations fixture")
-    })
+    torch_support::fixture("activations.json")
 }
 
 fn all_cases() -> &'static [Value] {
@@ -42,43 +31,11 @@ fn all_cases() -> &'static [Value] {
 
 /// Every case of `module`, at least one.
 fn cases(module: &str) -> Vec<&'static Value> {
-    let found: Vec<_> = all_cases()
-        .iter()
-        .filter(|c| c["module"] == module)
-        .collect();
-    assert!(!found.is_empty(), "no fixture cases for {module}");
-    found
-}
-
-fn shape_of(v: &Value) -> Vec<usize> {
-    v["shape"]
-        .as_array()
-        .expect("shape")
-        .iter()
-        .map(|d| d.as_u64().expect("dim") as usize)
-        .collect()
-}
-
-fn tensor(v: &Value) -> T {
-    let data: Vec<f64> = v["data"]
-        .as_array()
-        .expect("data")
-        .iter()
-        .map(|x| x.as_f64().expect("float"))
-        .collect();
-    Tensor::from_vec(data, shape_of(v), &cpu()).expect("fixture tensor")
+    torch_support::cases(fixture(), "module", module)
 }
 
 fn assert_close<B: Backend>(what: &str, got: &Tensor<B>, want: &Value) {
-    assert_eq!(got.shape(), shape_of(want).as_slice(), "{what}: shape");
-    let got = got.to_vec::<f64>().expect("f64 values");
-    let want = tensor(want).to_vec::<f64>().expect("f64 values");
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert!(
-            (g - w).abs() <= 1e-12 + 1e-9 * w.abs(),
-            "{what}[{i}]: got {g}, PyTorch {w}"
-        );
-    }
+    torch_support::assert_close(what, got, want, 1e-12, 1e-9);
 }
 
 fn cfg_f64(c: &Value, key: &str, default: f64) -> f64 {
@@ -171,12 +128,7 @@ fn build(c: &Value) -> Boxed {
 }
 
 fn torch_state(c: &Value) -> Vec<(String, T)> {
-    c["state"]
-        .as_object()
-        .expect("state")
-        .iter()
-        .map(|(k, v)| (k.clone(), tensor(v)))
-        .collect()
+    state_dict(&c["state"])
 }
 
 /// Loads the PyTorch state strictly into the case's module and checks it on the CPU backend.

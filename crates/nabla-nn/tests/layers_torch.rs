@@ -14,83 +14,26 @@ use nabla_nn::{
 };
 use nabla_tensor::Tensor;
 use serde_json::Value;
-use std::sync::OnceLock;
+use torch_support::{T, cpu, index_tensor, state_dict, tensor};
 
-type T = Tensor<CpuBackend>;
-
-fn cpu() -> CpuBackend {
-    CpuBackend::new()
-}
+mod torch_support;
 
 fn fixture() -> &'static Value {
-    static DOC: OnceLock<Value> = OnceLock::new();
-    DOC.get_or_init(|| {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/layers.json");
-        let text = std::fs::read_to_string(path).expect("read the layers fixture");
-        serde_json::from_str(&text).expect("parse the layers fixture")
-    })
+    torch_support::fixture("layers.json")
 }
 
 /// Every case of `layer`, at least one.
 fn cases(layer: &str) -> Vec<&'static Value> {
-    let all: Vec<_> = fixture()["cases"]
-        .as_array()
-        .expect("cases")
-        .iter()
-        .filter(|c| c["layer"] == layer)
-        .collect();
-    assert!(!all.is_empty(), "no fixture cases for {layer}");
-    all
-}
-
-fn shape_of(v: &Value) -> Vec<usize> {
-    v["shape"]
-        .as_array()
-        .expect("shape")
-        .iter()
-        .map(|d| d.as_u64().expect("dim") as usize)
-        .collect()
-}
-
-fn tensor(v: &Value) -> T {
-    let data: Vec<f64> = v["data"]
-        .as_array()
-        .expect("data")
-        .iter()
-        .map(|x| x.as_f64().expect("float"))
-        .collect();
-    Tensor::from_vec(data, shape_of(v), &cpu()).expect("fixture tensor")
-}
-
-fn index_tensor(v: &Value) -> T {
-    let data: Vec<i64> = v["data"]
-        .as_array()
-        .expect("data")
-        .iter()
-        .map(|x| x.as_i64().expect("int"))
-        .collect();
-    Tensor::from_vec(data, shape_of(v), &cpu()).expect("fixture indices")
+    torch_support::cases(fixture(), "layer", layer)
 }
 
 fn assert_close(what: &str, got: &T, want: &Value) {
-    assert_eq!(got.shape(), shape_of(want).as_slice(), "{what}: shape");
-    let got = got.cast(DType::F64).unwrap().to_vec::<f64>().unwrap();
-    let want = tensor(want).to_vec::<f64>().unwrap();
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert!(
-            (g - w).abs() <= 1e-10 + 1e-9 * w.abs(),
-            "{what}[{i}]: got {g}, PyTorch {w}"
-        );
-    }
+    let got = got.cast(DType::F64).unwrap();
+    torch_support::assert_close(what, &got, want, 1e-10, 1e-9);
 }
 
 fn state(c: &Value) -> Vec<(String, T)> {
-    c["state"]
-        .as_object()
-        .expect("state")
-        .iter()
-        .map(|(k, v)| (k.clone(), tensor(v)))
-        .collect()
+    state_dict(&c["state"])
 }
 
 // Config readers: PyTorch's `int | tuple` arguments and optional ones.

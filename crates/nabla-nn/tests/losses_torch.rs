@@ -11,47 +11,21 @@ use nabla_nn::loss::{
 use nabla_tensor::Tensor;
 use serde_json::Value;
 use std::collections::HashMap;
+use torch_support::{T, floats, index_tensor, shape_of, tensor, within};
 
-type T = Tensor<CpuBackend>;
+mod torch_support;
 
-fn fixture() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/losses.json");
-    let text = std::fs::read_to_string(path).expect("fixture file");
-    serde_json::from_str(&text).expect("fixture JSON")
+fn fixture() -> &'static Value {
+    torch_support::fixture("losses.json")
 }
 
-fn floats(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .expect("array")
-        .iter()
-        .map(|x| x.as_f64().expect("number"))
-        .collect()
-}
-
-fn shape(v: &Value) -> Vec<usize> {
-    v["shape"]
-        .as_array()
-        .expect("shape")
-        .iter()
-        .map(|d| d.as_u64().expect("dim") as usize)
-        .collect()
-}
-
-fn tensor(v: &Value, cpu: &CpuBackend) -> T {
-    let dims = shape(v);
-    let data = &v["data"];
-    let t = if v["dtype"] == "i64" {
-        let ints = data
-            .as_array()
-            .expect("array")
-            .iter()
-            .map(|x| x.as_i64().expect("int"))
-            .collect::<Vec<_>>();
-        Tensor::from_vec(ints, dims, cpu)
+/// A fixture tensor: int64 where its `dtype` is `i64`, float64 otherwise.
+fn input_tensor(v: &Value) -> T {
+    if v["dtype"] == "i64" {
+        index_tensor(v)
     } else {
-        Tensor::from_vec(floats(data), dims, cpu)
-    };
-    t.expect("tensor")
+        tensor(v)
+    }
 }
 
 fn reduction(opts: &Value) -> Reduction {
@@ -153,8 +127,7 @@ fn close(what: &str, got: &[f64], want: &[f64], failures: &mut Vec<String>) {
     }
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         // Written so that a NaN fails too.
-        let within = (g - w).abs() <= 1e-9 + 1e-9 * w.abs();
-        if !within {
+        if !within(*g, *w, 1e-9, 1e-9) {
             failures.push(format!("{what}[{i}]: got {g}, PyTorch {w}"));
             return;
         }
@@ -164,7 +137,6 @@ fn close(what: &str, got: &[f64], want: &[f64], failures: &mut Vec<String>) {
 /// Runs every fixture case of the loss `name`: the value and the gradient of its sum with respect to
 /// each differentiable tensor. Returns the number of cases.
 fn check_family(name: &str) -> usize {
-    let cpu = CpuBackend::new();
     let fx = fixture();
     let mut failures = Vec::new();
     let mut count = 0;
@@ -177,7 +149,7 @@ fn check_family(name: &str) -> usize {
         let grads_want = case["grads"].as_object().expect("grads");
         let mut t = HashMap::new();
         for (k, v) in case["inputs"].as_object().expect("inputs") {
-            let value = tensor(v, &cpu);
+            let value = input_tensor(v);
             let value = if grads_want.contains_key(k) {
                 Tensor::var(k.clone(), value).expect("var")
             } else {
@@ -194,7 +166,7 @@ fn check_family(name: &str) -> usize {
         };
         assert_eq!(
             out.shape(),
-            shape(&case["output"]).as_slice(),
+            shape_of(&case["output"]).as_slice(),
             "{id}: output shape"
         );
         close(
@@ -207,7 +179,7 @@ fn check_family(name: &str) -> usize {
         for (k, want) in grads_want {
             match grads.get(&t[k]) {
                 Some(g) => {
-                    assert_eq!(g.shape(), shape(want).as_slice(), "{id}: grad {k} shape");
+                    assert_eq!(g.shape(), shape_of(want).as_slice(), "{id}: grad {k} shape");
                     close(
                         &format!("{id} d/d{k}"),
                         &g.to_vec::<f64>().expect("grad"),

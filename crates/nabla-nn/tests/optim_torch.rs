@@ -11,20 +11,15 @@ use nabla_nn::optim::{
     RmsProp, RmsPropConfig, Sgd, SgdConfig, clip_grad_norm, clip_grad_norm_opts, clip_grad_value,
 };
 use nabla_nn::{Module, Param, Strictness, load_state_dict};
-use nabla_tensor::Tensor;
 use serde_json::Value;
+use torch_support::{T, floats};
 
-type T = Tensor<CpuBackend>;
+mod torch_support;
+
 type Opt = Box<dyn Optimizer<CpuBackend>>;
 
-fn fixture() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/optim.json");
-    serde_json::from_str(&std::fs::read_to_string(path).expect("fixture file")).expect("JSON")
-}
-
-fn floats(v: &Value) -> Vec<f64> {
-    let items = v.as_array().expect("array");
-    items.iter().map(|x| x.as_f64().expect("number")).collect()
+fn fixture() -> &'static Value {
+    torch_support::fixture("optim.json")
 }
 
 fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
@@ -274,9 +269,9 @@ fn cases(fx: &Value) -> &Vec<Value> {
 #[test]
 fn optimizers_match_pytorch_trajectories() -> Result<()> {
     let fx = fixture();
-    for case in cases(&fx) {
+    for case in cases(fx) {
         let name = case["name"].as_str().unwrap();
-        let s = Setup::new(&fx);
+        let s = Setup::new(fx);
         let mut opt = make(case["kind"].as_str().unwrap(), &case["opts"], &s.model)?;
         for (i, want) in case["trajectory"].as_array().unwrap().iter().enumerate() {
             opt.step(&s.grads())?;
@@ -289,7 +284,7 @@ fn optimizers_match_pytorch_trajectories() -> Result<()> {
 #[test]
 fn param_groups_have_their_own_learning_rates() -> Result<()> {
     let fx = fixture();
-    let s = Setup::new(&fx);
+    let s = Setup::new(fx);
     let mut opt = make("adam_groups", &Value::Null, &s.model)?;
     assert_eq!(opt.param_groups().len(), 2);
     assert_eq!((opt.lr(0), opt.lr(1)), (0.1, 0.01));
@@ -305,20 +300,20 @@ fn param_groups_have_their_own_learning_rates() -> Result<()> {
 #[test]
 fn state_dict_restore_midway_continues_the_trajectory() -> Result<()> {
     let fx = fixture();
-    for case in cases(&fx) {
+    for case in cases(fx) {
         let (name, kind) = (
             case["name"].as_str().unwrap(),
             case["kind"].as_str().unwrap(),
         );
         let traj = case["trajectory"].as_array().unwrap();
-        let first = Setup::new(&fx);
+        let first = Setup::new(fx);
         let mut opt = make(kind, &case["opts"], &first.model)?;
         for _ in 0..4 {
             opt.step(&first.grads())?;
         }
         let saved = opt.state_dict();
         // A new model (new parameter identities) at the same values, and a new optimizer.
-        let second = Setup::new(&fx);
+        let second = Setup::new(fx);
         load_state_dict(&second.model, &first.model.state_dict(), Strictness::Strict)?;
         let mut resumed = make(kind, &case["opts"], &second.model)?;
         resumed.load_state_dict(&saved)?;
@@ -333,7 +328,7 @@ fn state_dict_restore_midway_continues_the_trajectory() -> Result<()> {
 #[test]
 fn state_dict_names_and_mismatches() -> Result<()> {
     let fx = fixture();
-    let s = Setup::new(&fx);
+    let s = Setup::new(fx);
     let mut adam = make(
         "adam",
         &serde_json::json!({"lr": 0.1, "amsgrad": true}),
@@ -369,7 +364,7 @@ fn state_dict_names_and_mismatches() -> Result<()> {
 #[test]
 fn frozen_parameter_stays_unchanged() -> Result<()> {
     let fx = fixture();
-    let s = Setup::new(&fx);
+    let s = Setup::new(fx);
     let mut opt = make("adam", &serde_json::json!({"lr": 0.1}), &s.model)?;
     let (w0, b0) = (values(&s.model.w), values(&s.model.b));
     s.model.b.freeze();
@@ -387,11 +382,11 @@ fn frozen_parameter_stays_unchanged() -> Result<()> {
 #[test]
 fn accumulated_gradients_give_the_same_steps() -> Result<()> {
     let fx = fixture();
-    let case = cases(&fx)
+    let case = cases(fx)
         .iter()
         .find(|c| c["name"] == "sgd_momentum")
         .unwrap();
-    let s = Setup::new(&fx);
+    let s = Setup::new(fx);
     let mut opt = make("sgd", &case["opts"], &s.model)?;
     for (i, want) in case["trajectory"]
         .as_array()
@@ -415,7 +410,7 @@ fn accumulated_gradients_give_the_same_steps() -> Result<()> {
 fn clipping_matches_pytorch() -> Result<()> {
     let fx = fixture();
     let clip = &fx["clip"];
-    let s = Setup::new(&fx);
+    let s = Setup::new(fx);
     let (w, b) = (&s.model.w, &s.model.b);
     let grads = GradMap::from_gradients(&s.model.parameters(), &s.grads());
     let check = |map: &GradMap<CpuBackend>, want: &Value, what: &str| {

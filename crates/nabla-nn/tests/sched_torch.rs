@@ -13,18 +13,15 @@ use nabla_nn::sched::{
 };
 use nabla_tensor::Tensor;
 use serde_json::Value;
+use torch_support::floats;
+
+mod torch_support;
 
 type Sched = Box<dyn LrScheduler<CpuBackend>>;
 type Opt = Sgd<CpuBackend>;
 
-fn fixture() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/sched.json");
-    serde_json::from_str(&std::fs::read_to_string(path).expect("fixture file")).expect("JSON")
-}
-
-fn floats(v: &Value) -> Vec<f64> {
-    let items = v.as_array().expect("array");
-    items.iter().map(|x| x.as_f64().expect("number")).collect()
+fn fixture() -> &'static Value {
+    torch_support::fixture("sched.json")
 }
 
 /// SGD with two groups at learning rates 0.1 and 0.05, as the fixture.
@@ -195,7 +192,7 @@ fn cases(fx: &Value) -> impl Iterator<Item = (usize, &str, &Value, &Vec<Value>)>
 fn schedulers_match_pytorch() -> Result<()> {
     let fx = fixture();
     let metrics = floats(&fx["metrics"]);
-    for (i, name, args, want) in cases(&fx) {
+    for (i, name, args, want) in cases(fx) {
         let mut opt = optimizer()?;
         if name == "ReduceLROnPlateau" {
             let mut sched = ReduceLROnPlateau::new(&opt, plateau_config(args))?;
@@ -222,7 +219,7 @@ fn schedulers_match_pytorch() -> Result<()> {
 #[test]
 fn scheduler_state_restores_midway() -> Result<()> {
     let fx = fixture();
-    for (i, name, args, want) in cases(&fx) {
+    for (i, name, args, want) in cases(fx) {
         if name == "ReduceLROnPlateau" {
             continue;
         }
@@ -254,7 +251,7 @@ fn scheduler_state_restores_midway() -> Result<()> {
 fn plateau_state_restores_midway() -> Result<()> {
     let fx = fixture();
     let metrics = floats(&fx["metrics"]);
-    let (_, _, args, want) = cases(&fx).find(|c| c.1 == "ReduceLROnPlateau").unwrap();
+    let (_, _, args, want) = cases(fx).find(|c| c.1 == "ReduceLROnPlateau").unwrap();
     let mut opt = optimizer()?;
     let mut sched = ReduceLROnPlateau::new(&opt, plateau_config(args))?;
     for &m in &metrics[..10] {

@@ -14,33 +14,18 @@ use nabla_nn::{
 use nabla_tensor::Tensor;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use torch_support::{T, cpu, shape_of};
 
-type T = Tensor<CpuBackend>;
+mod torch_support;
 
 const TOL: f64 = 1e-9;
 
-fn cpu() -> CpuBackend {
-    CpuBackend::new()
-}
-
 fn fixture() -> &'static Value {
-    static FIXTURE: OnceLock<Value> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/sequence.json");
-        let text = std::fs::read_to_string(path).expect("fixture sequence.json");
-        serde_json::from_str(&text).expect("valid JSON")
-    })
+    torch_support::fixture("sequence.json")
 }
 
 /// A fixture tensor: `{"shape", "dtype", "data"}`; bool data is stored as 0/1.
 fn tensor(v: &Value) -> T {
-    let shape: Vec<usize> = v["shape"]
-        .as_array()
-        .expect("shape")
-        .iter()
-        .map(|d| d.as_u64().expect("dim") as usize)
-        .collect();
     let data: Vec<f64> = v["data"]
         .as_array()
         .expect("data")
@@ -51,7 +36,7 @@ fn tensor(v: &Value) -> T {
             None => x.as_f64().expect("number"),
         })
         .collect();
-    let t = Tensor::from_vec(data, shape, &cpu()).expect("tensor");
+    let t = Tensor::from_vec(data, shape_of(v), &cpu()).expect("tensor");
     if v["dtype"] == "bool" {
         t.gt(0.5).expect("bool")
     } else {
@@ -60,15 +45,7 @@ fn tensor(v: &Value) -> T {
 }
 
 fn assert_close(what: &str, actual: &T, expected: &T) {
-    assert_eq!(actual.shape(), expected.shape(), "{what}: shape");
-    let a = actual.to_vec::<f64>().expect("f64");
-    let e = expected.to_vec::<f64>().expect("f64");
-    for (i, (x, y)) in a.iter().zip(&e).enumerate() {
-        assert!(
-            (x - y).abs() <= TOL + TOL * y.abs(),
-            "{what}[{i}]: nabla {x} vs torch {y}"
-        );
-    }
+    torch_support::assert_tensors_close(what, actual, expected, TOL, TOL);
 }
 
 /// One fixture case: its inputs, differentiable where the fixture has their gradients.
