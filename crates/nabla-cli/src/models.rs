@@ -66,6 +66,22 @@ fn batch_norm<B: Backend>(c: usize, backend: &B) -> Result<BatchNorm2d<B>> {
     BatchNorm2d::new(c, 1e-5, Some(0.1), true, true, DType::F32, backend)
 }
 
+/// `model` followed by the classifier head `Linear(features, hidden) - ReLU - Linear(hidden, classes)`.
+fn with_head<B: Backend>(
+    model: Sequential<B>,
+    features: usize,
+    hidden: usize,
+    classes: usize,
+    rng: &mut Generator,
+    backend: &B,
+) -> Result<Sequential<B>> {
+    let dense = |i, o, rng: &mut Generator| Linear::new(i, o, true, DType::F32, rng, backend);
+    Ok(model
+        .push(dense(features, hidden, rng)?)
+        .push(ReLU)
+        .push(dense(hidden, classes, rng)?))
+}
+
 /// 2x2 max pooling with stride 2.
 fn pool2() -> Result<MaxPool2d> {
     MaxPool2d::new((2, 2), None, (0, 0), (1, 1), false)
@@ -134,25 +150,14 @@ pub fn build_model<B: Backend>(
         ModelKind::Mlp => {
             let features = c * h * w;
             let hidden = if features > 256 { 256 } else { 128 };
-            Sequential::new()
-                .push(flatten)
-                .push(Linear::new(
-                    features,
-                    hidden,
-                    true,
-                    DType::F32,
-                    rng,
-                    backend,
-                )?)
-                .push(ReLU)
-                .push(Linear::new(
-                    hidden,
-                    classes,
-                    true,
-                    DType::F32,
-                    rng,
-                    backend,
-                )?)
+            with_head(
+                Sequential::new().push(flatten),
+                features,
+                hidden,
+                classes,
+                rng,
+                backend,
+            )?
         }
         ModelKind::Cnn => {
             let mut m = Sequential::new()
@@ -168,24 +173,14 @@ pub fn build_model<B: Backend>(
                 .push(ReLU)
                 .push(pool2()?);
             let hidden = if big { 128 } else { 64 };
-            m.push(flatten)
-                .push(Linear::new(
-                    32 * (oh / 2) * (ow / 2),
-                    hidden,
-                    true,
-                    DType::F32,
-                    rng,
-                    backend,
-                )?)
-                .push(ReLU)
-                .push(Linear::new(
-                    hidden,
-                    classes,
-                    true,
-                    DType::F32,
-                    rng,
-                    backend,
-                )?)
+            with_head(
+                m.push(flatten),
+                32 * (oh / 2) * (ow / 2),
+                hidden,
+                classes,
+                rng,
+                backend,
+            )?
         }
         ModelKind::Resnet => {
             let mut m = Sequential::new()
