@@ -2,7 +2,7 @@
 
 use crate::{
     ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, DType, Distribution, ExtensionOp, HostData,
-    HostView, Layout, ReduceOp, Result, RngKey, Scalar, UnaryOp,
+    HostView, Layout, Pool2dParams, ReduceOp, Result, RngKey, Scalar, UnaryOp,
 };
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -258,6 +258,19 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
         kernel_hw: (usize, usize),
         params: &Conv2dParams,
     ) -> Result<Self::Storage>;
+
+    /// Max pooling of every `H x W` plane of `x` (the last two dimensions; leading dimensions are
+    /// independent planes) with `params`, whose [`Pool2dParams::output_size`] the caller has checked.
+    /// Returns the pooled values, shape `[..., H_out, W_out]`, and for each the position of its maximum
+    /// inside its input plane as an `I64` flat index `h * W + w` (as PyTorch's `return_indices`). Padding
+    /// never wins; ties go to the first maximum in row-major window order; a NaN in a window is its
+    /// maximum. The gradient is a [`Backend::scatter_add`] of the output gradient at these indices.
+    fn max_pool2d(
+        &self,
+        x: &Self::Storage,
+        layout: &Layout,
+        params: &Pool2dParams,
+    ) -> Result<(Self::Storage, Self::Storage)>;
 
     /// Runs an extension op (an op family outside the core, see [`ExtensionOp`]) on inputs already
     /// validated by its [`ExtensionOp::output_spec`]; returns the output buffer (of the spec's dtype and

@@ -25,7 +25,9 @@ pub use extension::{ExtensionOp, HostView, OutputSpec};
 pub use fused::{FusedKernel, FusedOp, FusedStep};
 pub use layout::{Layout, Offsets};
 pub use memory::{MemoryStats, MemoryTracked, TrackedStorage};
-pub use ops::{ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, Distribution, ReduceOp, UnaryOp};
+pub use ops::{
+    ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, Distribution, Pool2dParams, ReduceOp, UnaryOp,
+};
 pub use rng::{Generator, RngKey, philox4x32_10};
 pub use scalar::Scalar;
 pub use shape::{Shape, contiguous_strides, normalize_axes, normalize_axis};

@@ -26,7 +26,7 @@
 
 use crate::{
     ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution,
-    ExtensionOp, HostData, Layout, ReduceOp, Result, RngKey, Scalar, UnaryOp,
+    ExtensionOp, HostData, Layout, Pool2dParams, ReduceOp, Result, RngKey, Scalar, UnaryOp,
 };
 use std::fmt;
 use std::sync::Arc;
@@ -440,6 +440,15 @@ impl<B: Backend> Backend for MemoryTracked<B> {
         descending: bool,
     ) -> Result<(Self::Storage, Self::Storage)> {
         self.wrap_pair(self.inner.sort(&x.inner, layout, axis, descending))
+    }
+
+    fn max_pool2d(
+        &self,
+        x: &Self::Storage,
+        layout: &Layout,
+        params: &Pool2dParams,
+    ) -> Result<(Self::Storage, Self::Storage)> {
+        self.wrap_pair(self.inner.max_pool2d(&x.inner, layout, params))
     }
 
     fn topk(

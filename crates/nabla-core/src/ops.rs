@@ -426,6 +426,89 @@ impl Conv2dParams {
     }
 }
 
+/// Parameters of a 2-D max pooling over the last two dimensions of an input (`[N, C, H, W]`, or any
+/// number of leading dimensions, each `H x W` plane pooled on its own), as in PyTorch's `MaxPool2d`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Pool2dParams {
+    /// Window size, `(height, width)`.
+    pub kernel: (usize, usize),
+    /// Step between windows, `(height, width)`.
+    pub stride: (usize, usize),
+    /// Implicit padding with negative infinity on both sides, `(height, width)`; at most half the
+    /// dilated kernel.
+    pub padding: (usize, usize),
+    /// Spacing between window taps, `(height, width)`.
+    pub dilation: (usize, usize),
+    /// Round the output size up instead of down (a last window may start in the right/bottom padding
+    /// but never wholly outside the padded-left input).
+    pub ceil_mode: bool,
+}
+
+impl Pool2dParams {
+    /// Non-overlapping `k x k` windows (stride `k`, no padding), the common `MaxPool2d(k)`.
+    ///
+    /// ```
+    /// use nabla_core::Pool2dParams;
+    /// let p = Pool2dParams::square(2);
+    /// assert_eq!(p.output_size((28, 28)), Some((14, 14)));
+    /// ```
+    pub fn square(k: usize) -> Self {
+        Pool2dParams {
+            kernel: (k, k),
+            stride: (k, k),
+            padding: (0, 0),
+            dilation: (1, 1),
+            ceil_mode: false,
+        }
+    }
+
+    /// Output spatial size for an input plane of `(h, w)` with PyTorch's rules, or `None` when the
+    /// parameters are invalid (zero kernel, stride or dilation, padding over half the dilated kernel) or no
+    /// window fits.
+    ///
+    /// ```
+    /// use nabla_core::Pool2dParams;
+    /// let p = Pool2dParams { ceil_mode: true, ..Pool2dParams::square(2) };
+    /// assert_eq!(p.output_size((5, 5)), Some((3, 3)));
+    /// ```
+    pub fn output_size(&self, input: (usize, usize)) -> Option<(usize, usize)> {
+        let ceil = self.ceil_mode;
+        let one = |i: usize, k: usize, s: usize, p: usize, d: usize| -> Option<usize> {
+            if k == 0 || s == 0 || d == 0 {
+                return None;
+            }
+            let span = d.checked_mul(k - 1)?.checked_add(1)?;
+            let padded = i.checked_add(2 * p)?;
+            if 2 * p > span || span > padded {
+                return None;
+            }
+            let room = padded - span;
+            let mut out = if ceil { room.div_ceil(s) } else { room / s } + 1;
+            // With ceil_mode the last window must start inside the input or the left padding.
+            if ceil && (out - 1) * s >= i + p {
+                out -= 1;
+            }
+            Some(out)
+        };
+        Some((
+            one(
+                input.0,
+                self.kernel.0,
+                self.stride.0,
+                self.padding.0,
+                self.dilation.0,
+            )?,
+            one(
+                input.1,
+                self.kernel.1,
+                self.stride.1,
+                self.padding.1,
+                self.dilation.1,
+            )?,
+        ))
+    }
+}
+
 /// A random distribution for [`crate::Backend::random`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Distribution {

@@ -21,6 +21,7 @@ mod elementwise;
 mod matmul;
 mod movement;
 mod pool;
+mod pool2d;
 mod random;
 mod reduce;
 mod simd_math;
@@ -33,7 +34,8 @@ pub use storage::CpuStorage;
 
 use nabla_core::{
     ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution,
-    ExtensionOp, HostData, HostView, Layout, ReduceOp, Result, RngKey, Scalar, UnaryOp,
+    ExtensionOp, HostData, HostView, Layout, Pool2dParams, ReduceOp, Result, RngKey, Scalar,
+    UnaryOp,
 };
 use std::sync::Arc;
 
@@ -293,6 +295,16 @@ impl Backend for CpuBackend {
     ) -> Result<(CpuStorage, CpuStorage)> {
         x.check_layout("topk", layout)?;
         sort::topk(x, layout, axis, k, largest)
+    }
+
+    fn max_pool2d(
+        &self,
+        x: &CpuStorage,
+        layout: &Layout,
+        params: &Pool2dParams,
+    ) -> Result<(CpuStorage, CpuStorage)> {
+        x.check_layout("max_pool2d", layout)?;
+        pool2d::max_pool2d(x, layout, params)
     }
 
     fn conv2d(

@@ -1,8 +1,8 @@
-//! Index-based ops: gather, index_select, scatter-add, one-hot, sorting and top-k.
+//! Index-based ops: gather, index_select, scatter-add, one-hot, sorting, top-k and max pooling.
 
 use crate::Tensor;
 use crate::autograd::Op;
-use nabla_core::{Backend, DType, Error, Result, normalize_axis};
+use nabla_core::{Backend, DType, Error, Pool2dParams, Result, normalize_axis};
 
 impl<B: Backend> Tensor<B> {
     fn check_index(&self, op: &'static str, index: &Tensor<B>) -> Result<Tensor<B>> {
@@ -226,5 +226,68 @@ impl<B: Backend> Tensor<B> {
         let indices = Tensor::from_output(i, shape.clone(), self.backend());
         let values = Tensor::from_output(v, shape, self.backend());
         Ok((self.values_at(a, values, &indices)?, indices))
+    }
+
+    /// 2-D max pooling over the last two dimensions (`[..., H, W]`, every plane on its own), with the
+    /// flat position `h * W + w` of each maximum inside its plane (`I64`), as PyTorch's
+    /// `max_pool2d(..., return_indices=True)`. Padding never wins, ties go to the first maximum, a NaN
+    /// in a window is its maximum. The gradient flows to the positions of the maxima.
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend; use nabla_core::Pool2dParams;
+    /// let x = Tensor::from_vec((0..16).map(|v| v as f32).collect(), [1, 1, 4, 4], &CpuBackend::new())?;
+    /// let (v, i) = x.max_pool2d(&Pool2dParams::square(2))?;
+    /// assert_eq!(v.to_vec::<f32>()?, vec![5.0, 7.0, 13.0, 15.0]);
+    /// assert_eq!(i.to_vec::<i64>()?, vec![5, 7, 13, 15]);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn max_pool2d(&self, params: &Pool2dParams) -> Result<(Self, Self)> {
+        const OP: &str = "max_pool2d";
+        let rank = self.rank();
+        if rank < 2 {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "expected at least 2 dimensions [..., H, W], got shape {:?}",
+                    self.shape()
+                ),
+            ));
+        }
+        let dtype = self.dtype();
+        if dtype.is_complex() || dtype.is_half() || dtype == DType::Bool {
+            return Err(Error::dtype(OP, dtype));
+        }
+        let (h, w) = (self.shape()[rank - 2], self.shape()[rank - 1]);
+        let (oh, ow) = params.output_size((h, w)).ok_or_else(|| {
+            Error::invalid(
+                OP,
+                format!(
+                    "{params:?} gives no output for input shape {:?} (zero kernel, stride or \
+                     dilation, padding over half the kernel, or a window larger than the input)",
+                    self.shape()
+                ),
+            )
+        })?;
+        let (v, i) = self
+            .backend()
+            .max_pool2d(self.storage(), self.layout(), params)?;
+        let mut shape = self.shape().to_vec();
+        shape[rank - 2] = oh;
+        shape[rank - 1] = ow;
+        let indices = Tensor::from_output(i, shape.clone(), self.backend());
+        let values = Tensor::from_output(v, shape.clone(), self.backend());
+        if !(self.requires_grad() && crate::is_grad_enabled()) {
+            return Ok((values, indices));
+        }
+        // Gather the maxima again from the flattened planes, so that the gradient reaches them.
+        let mut flat = self.shape()[..rank - 2].to_vec();
+        flat.push(h * w);
+        let mut flat_index = shape[..rank - 2].to_vec();
+        flat_index.push(oh * ow);
+        let values = self
+            .reshape(flat)?
+            .gather(-1, &indices.reshape(flat_index)?)?
+            .reshape(shape)?;
+        Ok((values, indices))
     }
 }

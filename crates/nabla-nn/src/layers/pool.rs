@@ -1,12 +1,13 @@
 //! Pooling: max and average pooling in one and two dimensions, and adaptive average pooling.
 //!
-//! Every layer is built from differentiable tensor ops (padding, strided slices, `argmax` + `gather`,
-//! sums and matrix products), so gradients follow from the eager autodiff.
+//! Max pooling runs one backend kernel that also returns the positions of the maxima, whose gather is
+//! differentiable; average pooling is built from differentiable tensor ops (padding, strided slices,
+//! sums and matrix products). Gradients follow from the eager autodiff.
 
 use super::conv::SpatialSize;
 use crate::module::{Forward, Module};
 use crate::param::Param;
-use nabla_core::{Backend, Error, Result};
+use nabla_core::{Backend, Error, Pool2dParams, Result};
 use nabla_tensor::Tensor;
 
 /// The window geometry of a pooling layer, as `(height, width)` pairs.
@@ -216,12 +217,17 @@ fn as_nchw<B: Backend>(
 }
 
 /// Maximum over each window; padding counts as `-inf` and a NaN in a window gives NaN (as in PyTorch).
+/// One backend kernel ([`Tensor::max_pool2d`]); the gradient of a window goes to its first maximum.
 fn max_pool<B: Backend>(op: &'static str, w: &Window, x: &Tensor<B>) -> Result<Tensor<B>> {
-    let (taps, _) = w.taps(op, x, f64::NEG_INFINITY)?;
-    let stacked = Tensor::stack(&taps.iter().collect::<Vec<_>>(), -1)?;
-    // argmax picks the first maximum, so the whole gradient goes to it, as in PyTorch.
-    let first = stacked.detach().argmax(-1, true)?;
-    stacked.gather(-1, &first)?.squeeze(-1)
+    w.output_hw(op, x)?;
+    let params = Pool2dParams {
+        kernel: w.kernel,
+        stride: w.stride,
+        padding: w.padding,
+        dilation: w.dilation,
+        ceil_mode: w.ceil_mode,
+    };
+    Ok(x.max_pool2d(&params)?.0)
 }
 
 /// Mean over each window with PyTorch's divisor rules.

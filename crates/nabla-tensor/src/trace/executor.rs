@@ -315,6 +315,10 @@ impl<B: Backend> GraphExecutor<B> {
                 let (x, l) = arg(0)?;
                 two(b.topk(x, l, *axis, *k, *largest)?)
             }
+            TraceOp::MaxPool2d(params) => {
+                let (x, l) = arg(0)?;
+                two(b.max_pool2d(x, l, params)?)
+            }
             TraceOp::Conv2d(params) => {
                 let ((x, xl), (w, wl)) = (arg(0)?, arg(1)?);
                 one(b.conv2d(x, xl, w, wl, params)?)

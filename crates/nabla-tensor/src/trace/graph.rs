@@ -2,7 +2,7 @@
 
 use nabla_core::{
     ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, DType, Distribution, ExtensionOp, HostData,
-    Layout, ReduceOp, RngKey, Scalar, UnaryOp,
+    Layout, Pool2dParams, ReduceOp, RngKey, Scalar, UnaryOp,
 };
 use std::fmt;
 use std::sync::Arc;
@@ -147,6 +147,8 @@ pub enum TraceOp {
         /// Largest (else smallest).
         largest: bool,
     },
+    /// 2-D max pooling (two outputs: values, flat positions of the maxima).
+    MaxPool2d(Pool2dParams),
     /// 2-D convolution.
     Conv2d(Conv2dParams),
     /// Gradient of a 2-D convolution with respect to its input.
@@ -216,6 +218,7 @@ impl fmt::Display for TraceOp {
             TraceOp::Topk { axis, k, largest } => {
                 write!(f, "topk axis={axis} k={k} largest={largest}")
             }
+            TraceOp::MaxPool2d(p) => write!(f, "max_pool2d {p:?}"),
             TraceOp::Conv2d(p) => write!(f, "conv2d {p:?}"),
             TraceOp::Conv2dInputGrad { input_hw, params } => {
                 write!(f, "conv2d_input_grad input_hw={input_hw:?} {params:?}")

@@ -4,7 +4,7 @@ use super::backend::{TracedValue, TracingBackend};
 use super::graph::{ExtensionCall, TraceOp, ValueInfo};
 use nabla_core::{
     ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution, Error,
-    ExtensionOp, HostData, Layout, ReduceOp, Result, RngKey, Scalar, UnaryOp,
+    ExtensionOp, HostData, Layout, Pool2dParams, ReduceOp, Result, RngKey, Scalar, UnaryOp,
 };
 use std::sync::Arc;
 
@@ -300,6 +300,31 @@ impl Backend for TracingBackend {
     ) -> Result<(TracedValue, TracedValue)> {
         let shape = with_axis(layout.shape(), axis, k)?;
         self.values_and_indices(TraceOp::Topk { axis, k, largest }, x, layout, shape)
+    }
+
+    fn max_pool2d(
+        &self,
+        x: &TracedValue,
+        layout: &Layout,
+        params: &Pool2dParams,
+    ) -> Result<(TracedValue, TracedValue)> {
+        let sx = layout.shape();
+        let rank = sx.len();
+        let op = "max_pool2d";
+        let (h, w) = (
+            dim(sx, rank.wrapping_sub(2), op)?,
+            dim(sx, rank.wrapping_sub(1), op)?,
+        );
+        let (ho, wo) = params.output_size((h, w)).ok_or_else(|| {
+            Error::invalid(
+                op,
+                format!("parameters {params:?} give no output for {h}x{w}"),
+            )
+        })?;
+        let mut shape = sx.to_vec();
+        shape[rank - 2] = ho;
+        shape[rank - 1] = wo;
+        self.values_and_indices(TraceOp::MaxPool2d(*params), x, layout, shape)
     }
 
     fn conv2d(

@@ -43,6 +43,7 @@ fn foldable(op: &TraceOp) -> bool {
             | TraceOp::OneHot { .. }
             | TraceOp::Sort { .. }
             | TraceOp::Topk { .. }
+            | TraceOp::MaxPool2d(_)
             | TraceOp::Conv2d(_)
             | TraceOp::Conv2dInputGrad { .. }
             | TraceOp::Conv2dWeightGrad { .. }
