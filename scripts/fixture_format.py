@@ -1,7 +1,7 @@
-"""The format of the NumPy fixtures (crates/nabla-tensor/tests/fixtures/numpy_*.json) and its encoder,
+"""The format of the NumPy fixtures (crates/nabla-backend-tests/fixtures/numpy_*.json) and its encoder,
 used by scripts/gen_numpy_fixtures.py.
 
-Each file crates/nabla-tensor/tests/fixtures/numpy_<family>.json holds
+Each file crates/nabla-backend-tests/fixtures/numpy_<family>.json holds
 
     {"generator": ..., "numpy": version, "cases": [case, ...]}
 
@@ -42,9 +42,7 @@ import os
 import numpy as np
 
 
-OUT_DIR = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "crates", "nabla-tensor", "tests", "fixtures"
-)
+OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "nabla-backend-tests", "fixtures")
 
 DTYPE_NAMES = {
     np.dtype(np.float16): "float16",

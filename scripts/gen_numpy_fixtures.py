@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Generate the NumPy-semantics fixtures checked by crates/nabla-tensor/tests/numpy_fixtures.rs.
+"""Generate the NumPy-semantics fixtures of the backend conformance suite, crates/nabla-backend-tests/fixtures/
+(checked by crates/nabla-backend-tests/src/fixtures/ on every backend that runs the suite).
 
 Run from the repository root (needs only NumPy):
 

@@ -13,17 +13,57 @@ use std::borrow::Cow;
 /// Output elements above which planes are pooled in parallel.
 const PARALLEL_OUTPUTS: usize = 1 << 14;
 
-/// The geometry of one pooling: plane sizes and parameters.
-#[derive(Clone, Copy)]
+/// The valid taps of one axis: for output position `o`, the input positions
+/// `first[o] + k * dilation` for `k < count[o]` (taps in the padding left out).
+struct AxisTaps {
+    first: Vec<usize>,
+    count: Vec<usize>,
+    dilation: usize,
+}
+
+impl AxisTaps {
+    fn new(
+        size: usize,
+        out: usize,
+        kernel: usize,
+        stride: usize,
+        pad: usize,
+        dilation: usize,
+    ) -> Self {
+        let (mut first, mut count) = (Vec::with_capacity(out), Vec::with_capacity(out));
+        for o in 0..out {
+            let mut valid = (0..kernel)
+                .filter_map(|k| (o * stride + k * dilation).checked_sub(pad))
+                .filter(|&i| i < size);
+            let start = valid.next();
+            first.push(start.unwrap_or(0));
+            count.push(start.map_or(0, |_| 1 + valid.count()));
+        }
+        AxisTaps {
+            first,
+            count,
+            dilation,
+        }
+    }
+
+    fn taps(&self, o: usize) -> impl Iterator<Item = usize> + '_ {
+        (0..self.count[o]).map(move |k| self.first[o] + k * self.dilation)
+    }
+}
+
+/// The geometry of one pooling: plane sizes and the valid taps of both axes.
 struct Geometry {
     h: usize,
     w: usize,
-    out_h: usize,
-    out_w: usize,
-    p: Pool2dParams,
+    rows: AxisTaps,
+    cols: AxisTaps,
 }
 
 impl Geometry {
+    fn out_w(&self) -> usize {
+        self.cols.count.len()
+    }
+
     /// Pools one plane into `vals`/`idx` (each `out_h * out_w` long); `Err(position)` names an output
     /// whose window covers no input element.
     fn pool_plane<T: Element + PartialOrd>(
@@ -32,68 +72,33 @@ impl Geometry {
         vals: &mut [T],
         idx: &mut [i64],
     ) -> std::result::Result<(), (usize, usize)> {
-        let p = &self.p;
-        for oh in 0..self.out_h {
-            let taps_h = taps(
-                oh,
-                p.stride.0,
-                p.padding.0,
-                p.dilation.0,
-                p.kernel.0,
-                self.h,
-            );
-            for ow in 0..self.out_w {
-                let mut best: Option<(T, usize)> = None;
-                'window: for ih in taps_h.clone() {
-                    let taps_w = taps(
-                        ow,
-                        p.stride.1,
-                        p.padding.1,
-                        p.dilation.1,
-                        p.kernel.1,
-                        self.w,
-                    );
-                    for iw in taps_w {
-                        let at = ih * self.w + iw;
-                        let v = plane[at];
-                        #[allow(clippy::eq_op)]
-                        let is_nan = v != v;
-                        let wins = match best {
-                            _ if is_nan => true,
-                            None => true,
-                            Some((b, _)) => v > b,
-                        };
-                        if wins {
-                            best = Some((v, at));
-                        }
+        let out_w = self.out_w();
+        for (at_out, (v_out, i_out)) in vals.iter_mut().zip(idx.iter_mut()).enumerate() {
+            let (oh, ow) = (at_out / out_w, at_out % out_w);
+            if self.rows.count[oh] == 0 || self.cols.count[ow] == 0 {
+                return Err((oh, ow));
+            }
+            let first = self.rows.first[oh] * self.w + self.cols.first[ow];
+            let (mut best, mut best_at) = (plane[first], first);
+            'window: for ih in self.rows.taps(oh) {
+                let row = ih * self.w;
+                for iw in self.cols.taps(ow) {
+                    let v = plane[row + iw];
+                    #[allow(clippy::eq_op)]
+                    let is_nan = v != v;
+                    if is_nan || v > best {
+                        (best, best_at) = (v, row + iw);
                         if is_nan {
                             break 'window;
                         }
                     }
                 }
-                let (v, at) = best.ok_or((oh, ow))?;
-                vals[oh * self.out_w + ow] = v;
-                idx[oh * self.out_w + ow] = at as i64;
             }
+            *v_out = best;
+            *i_out = best_at as i64;
         }
         Ok(())
     }
-}
-
-/// The input rows (or columns) that output position `o` reads, padding taps left out.
-fn taps(
-    o: usize,
-    stride: usize,
-    pad: usize,
-    dilation: usize,
-    kernel: usize,
-    size: usize,
-) -> impl Iterator<Item = usize> + Clone {
-    (0..kernel).filter_map(move |k| {
-        (o * stride + k * dilation)
-            .checked_sub(pad)
-            .filter(|&i| i < size)
-    })
 }
 
 /// Max pooling of every plane of `x`; returns the values and the `I64` flat positions of the maxima.
@@ -121,14 +126,13 @@ pub(crate) fn max_pool2d(
     let geometry = Geometry {
         h,
         w,
-        out_h,
-        out_w,
-        p: *p,
+        rows: AxisTaps::new(h, out_h, p.kernel.0, p.stride.0, p.padding.0, p.dilation.0),
+        cols: AxisTaps::new(w, out_w, p.kernel.1, p.stride.1, p.padding.1, p.dilation.1),
     };
     macro_rules! go {
         ($($dt:ident => $t:ty),*) => {
             match x.dtype() {
-                $(DType::$dt => pool_typed::<$t>(x.typed::<$t>(OP)?, layout, geometry),)*
+                $(DType::$dt => pool_typed::<$t>(x.typed::<$t>(OP)?, layout, &geometry, p),)*
                 other => Err(Error::invalid(
                     OP,
                     format!("max pooling supports real floats and integers, not {other:?}"),
@@ -142,18 +146,15 @@ pub(crate) fn max_pool2d(
 fn pool_typed<T: Element + PartialOrd>(
     data: &[T],
     layout: &Layout,
-    g: Geometry,
+    g: &Geometry,
+    p: &Pool2dParams,
 ) -> Result<(CpuStorage, CpuStorage)> {
     let input: Cow<'_, [T]> = match layout.contiguous_range() {
         Some(r) => Cow::Borrowed(&data[r]),
         None => Cow::Owned(gather_view(data, layout)),
     };
-    let (plane_in, plane_out) = (g.h * g.w, g.out_h * g.out_w);
-    let planes = if plane_in == 0 {
-        0
-    } else {
-        input.len() / plane_in
-    };
+    let (plane_in, plane_out) = (g.h * g.w, g.rows.count.len() * g.out_w());
+    let planes = input.len().checked_div(plane_in).unwrap_or(0);
     let mut vals = vec![T::zero(); planes * plane_out];
     let mut idx = vec![0i64; planes * plane_out];
     let run = |(i, (v, ix)): (usize, (&mut [T], &mut [i64]))| {
@@ -176,8 +177,8 @@ fn pool_typed<T: Element + PartialOrd>(
         Error::invalid(
             "max_pool2d",
             format!(
-                "the window of output ({oh}, {ow}) covers no input element ({:?} on a {}x{} plane)",
-                g.p, g.h, g.w
+                "the window of output ({oh}, {ow}) covers no input element ({p:?} on a {}x{} plane)",
+                g.h, g.w
             ),
         )
     })?;

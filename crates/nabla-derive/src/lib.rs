@@ -8,11 +8,23 @@
 //!
 //! The generated code refers to the library as `::nabla::nn`; a crate that depends on `nabla-nn`
 //! directly says so with `#[module(crate = nabla_nn)]` on the struct.
+//!
+//! `#[differentiate]` generates the gradient of a plain `f64` function; see [`macro@differentiate`].
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
 use quote::{format_ident, quote};
 use syn::{Data, DeriveInput, Fields, GenericParam, Index, parse_macro_input};
+
+mod differentiate;
+
+#[doc = include_str!("differentiate/docs.md")]
+#[proc_macro_attribute]
+pub fn differentiate(attr: TokenStream, item: TokenStream) -> TokenStream {
+    differentiate::expand(attr.into(), item.into())
+        .unwrap_or_else(|err| err.to_compile_error())
+        .into()
+}
 
 /// Derives `Module` for a struct whose fields are modules, parameters or plain settings.
 ///

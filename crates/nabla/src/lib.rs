@@ -27,6 +27,22 @@ pub use nabla_cpu::CpuBackend;
 pub use nabla_data as data;
 pub use nabla_linalg as linalg;
 pub use nabla_nn as nn;
+/// Scalar automatic differentiation (`nabla-scalar`): dual numbers, the reverse-mode tape, static-shape
+/// vectors and matrices, and `#[differentiate]`, whose generated code refers to this module.
+///
+/// ```
+/// use nabla::scalar::differentiate;
+///
+/// #[differentiate]
+/// fn f(x: f64, y: f64) -> f64 {
+///     x * y + x.sin()
+/// }
+/// assert_eq!(f_grad(0.0, 2.0), (0.0, [3.0, 0.0]));
+/// ```
+pub mod scalar {
+    pub use nabla_derive::differentiate;
+    pub use nabla_scalar::*;
+}
 pub use nabla_tensor::{
     AdContext, AdContextBuilder, CompileReport, ExtensionRules, GraphCompiler, GraphExecutor,
     IntoProgram, Pass, Program, RuleArgs, RunStats, TracedTensor, TracingBackend,
