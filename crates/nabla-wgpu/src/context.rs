@@ -1,0 +1,407 @@
+//! The device context: adapter and queue, the buffer pool, the pipeline cache and batched submission.
+
+use nabla_core::{Error, Result};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use wgpu::util::DeviceExt;
+
+/// Dispatches queued in one encoder before it is submitted without being asked to.
+const BATCH: usize = 128;
+/// Bytes of freed buffers the pool keeps for reuse; beyond this freed buffers are released.
+const POOL_BYTES: u64 = 1 << 30;
+/// Smallest buffer handed out (in bytes).
+const MIN_BYTES: u64 = 256;
+/// Buffer usages of every tensor buffer.
+const USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
+    .union(wgpu::BufferUsages::COPY_SRC)
+    .union(wgpu::BufferUsages::COPY_DST);
+
+pub(crate) fn backend_error(message: impl Into<String>) -> Error {
+    Error::Backend {
+        backend: "wgpu".into(),
+        message: message.into(),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Freed buffers by size class (bytes).
+#[derive(Default)]
+struct Pool {
+    free: HashMap<u64, Vec<wgpu::Buffer>>,
+    bytes: u64,
+}
+
+/// The open command encoder and how many dispatches it holds.
+#[derive(Default)]
+struct Batch {
+    encoder: Option<wgpu::CommandEncoder>,
+    pending: usize,
+}
+
+/// One compute dispatch: generated shader text, its buffers and the grid.
+pub(crate) struct Dispatch<'a> {
+    /// The complete WGSL source (also the pipeline cache key).
+    pub shader: &'a str,
+    /// Read-only bindings `in0..`, after the parameter words at binding 0.
+    pub inputs: &'a [&'a wgpu::Buffer],
+    /// Read-write bindings `out0..`, after the inputs.
+    pub outputs: &'a [&'a wgpu::Buffer],
+    /// Parameter words (`prm` in the shader).
+    pub params: &'a [u32],
+    /// Workgroups in x, y and z.
+    pub groups: (u32, u32, u32),
+}
+
+type Layouts = (Arc<wgpu::BindGroupLayout>, Arc<wgpu::PipelineLayout>);
+
+/// Everything one device needs; shared by every clone of the backend and by every storage handle.
+pub(crate) struct Ctx {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+    pub max_binding: u64,
+    pub max_groups: u32,
+    pool: Mutex<Pool>,
+    pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
+    layouts: Mutex<HashMap<(usize, usize), Layouts>>,
+    batch: Mutex<Batch>,
+    /// The first device error raised outside an error scope, reported by the next wait.
+    failure: Arc<Mutex<Option<String>>>,
+}
+
+impl Ctx {
+    /// Opens the default adapter (any device type, software adapters included).
+    pub fn new() -> Result<Ctx> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            ..Default::default()
+        }))
+        .map_err(|e| backend_error(format!("no wgpu adapter found: {e}")))?;
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("nabla"),
+            required_features: wgpu::Features::empty(),
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(|e| backend_error(format!("could not open the wgpu device: {e}")))?;
+        let failure: Arc<Mutex<Option<String>>> = Arc::default();
+        let slot = failure.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            lock(&slot).get_or_insert_with(|| e.to_string());
+        }));
+        let max_binding =
+            (limits.max_storage_buffer_binding_size as u64).min(limits.max_buffer_size);
+        Ok(Ctx {
+            device,
+            queue,
+            info: adapter.get_info(),
+            max_binding,
+            max_groups: limits.max_compute_workgroups_per_dimension,
+            pool: Mutex::default(),
+            pipelines: Mutex::default(),
+            layouts: Mutex::default(),
+            batch: Mutex::default(),
+            failure,
+        })
+    }
+
+    /// Size class of a request: the next power of two, or the exact (aligned) size above the limit's
+    /// last power of two.
+    fn class(&self, bytes: u64) -> u64 {
+        let b = bytes.max(MIN_BYTES);
+        let p = b.next_power_of_two();
+        if p <= self.max_binding {
+            p
+        } else {
+            b.div_ceil(4) * 4
+        }
+    }
+
+    fn check_size(&self, op: &'static str, bytes: u64) -> Result<()> {
+        if bytes > self.max_binding {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "a buffer of {bytes} bytes exceeds the wgpu adapter's storage-buffer binding \
+                     limit of {} bytes",
+                    self.max_binding
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A buffer of at least `words` 32-bit words, from the pool when one of its size class is free.
+    pub fn alloc(&self, op: &'static str, words: usize) -> Result<wgpu::Buffer> {
+        let bytes = (words as u64).saturating_mul(4);
+        self.check_size(op, bytes)?;
+        let class = self.class(bytes);
+        if let Some(b) = lock(&self.pool).take(class) {
+            return Ok(b);
+        }
+        Ok(self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: class,
+            usage: USAGE,
+            mapped_at_creation: false,
+        }))
+    }
+
+    /// A new buffer holding `words` (padded to its size class).
+    pub fn upload(&self, op: &'static str, mut words: Vec<u32>) -> Result<wgpu::Buffer> {
+        let bytes = words.len() as u64 * 4;
+        self.check_size(op, bytes)?;
+        words.resize((self.class(bytes) / 4) as usize, 0);
+        Ok(self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: None,
+                contents: &to_bytes(&words),
+                usage: USAGE,
+            }))
+    }
+
+    /// Returns a buffer to the pool (or releases it when the pool is full).
+    pub fn recycle(&self, buffer: wgpu::Buffer) {
+        let mut pool = lock(&self.pool);
+        let size = buffer.size();
+        if pool.bytes + size <= POOL_BYTES {
+            pool.bytes += size;
+            pool.free.entry(size).or_default().push(buffer);
+        }
+    }
+
+    fn layouts(&self, n_in: usize, n_out: usize) -> Layouts {
+        let mut cache = lock(&self.layouts);
+        cache
+            .entry((n_in, n_out))
+            .or_insert_with(|| {
+                let entry = |binding: usize, read_only: bool| wgpu::BindGroupLayoutEntry {
+                    binding: binding as u32,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Storage { read_only },
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                };
+                let entries: Vec<_> = (0..1 + n_in + n_out).map(|b| entry(b, b <= n_in)).collect();
+                let bgl = self
+                    .device
+                    .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                        label: None,
+                        entries: &entries,
+                    });
+                let pl = self
+                    .device
+                    .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                        label: None,
+                        bind_group_layouts: &[Some(&bgl)],
+                        immediate_size: 0,
+                    });
+                (Arc::new(bgl), Arc::new(pl))
+            })
+            .clone()
+    }
+
+    /// The pipeline for `shader`, compiled on first use and cached by its text.
+    fn pipeline(
+        &self,
+        shader: &str,
+        layout: &wgpu::PipelineLayout,
+    ) -> Result<Arc<wgpu::ComputePipeline>> {
+        if let Some(p) = lock(&self.pipelines).get(shader) {
+            return Ok(p.clone());
+        }
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: None,
+                source: wgpu::ShaderSource::Wgsl(shader.into()),
+            });
+        let p = Arc::new(
+            self.device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: None,
+                    layout: Some(layout),
+                    module: &module,
+                    entry_point: Some("main"),
+                    compilation_options: Default::default(),
+                    cache: None,
+                }),
+        );
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(backend_error(format!(
+                "a generated shader failed to compile: {e}\n{shader}"
+            )));
+        }
+        lock(&self.pipelines).insert(shader.to_string(), p.clone());
+        Ok(p)
+    }
+
+    /// Number of pipelines compiled so far.
+    pub fn pipeline_count(&self) -> usize {
+        lock(&self.pipelines).len()
+    }
+
+    /// Records one dispatch into the open encoder; submits when the batch is full.
+    pub fn dispatch(&self, d: Dispatch<'_>) -> Result<()> {
+        if d.groups.0 == 0 || d.groups.1 == 0 || d.groups.2 == 0 {
+            return Ok(());
+        }
+        let (bgl, pl) = self.layouts(d.inputs.len(), d.outputs.len());
+        let pipeline = self.pipeline(d.shader, &pl)?;
+        let mut params = d.params.to_vec();
+        params.resize(params.len().max(4), 0);
+        let prm = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: None,
+                contents: &to_bytes(&params),
+                usage: wgpu::BufferUsages::STORAGE,
+            });
+        let mut entries = vec![wgpu::BindGroupEntry {
+            binding: 0,
+            resource: prm.as_entire_binding(),
+        }];
+        for (i, b) in d.inputs.iter().chain(d.outputs).enumerate() {
+            entries.push(wgpu::BindGroupEntry {
+                binding: i as u32 + 1,
+                resource: b.as_entire_binding(),
+            });
+        }
+        let bind = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &bgl,
+            entries: &entries,
+        });
+        let mut batch = lock(&self.batch);
+        let encoder = batch.encoder.get_or_insert_with(|| {
+            self.device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
+        });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &bind, &[]);
+            pass.dispatch_workgroups(d.groups.0, d.groups.1, d.groups.2);
+        }
+        batch.pending += 1;
+        if batch.pending >= BATCH {
+            self.submit(&mut batch);
+        }
+        Ok(())
+    }
+
+    fn submit(&self, batch: &mut Batch) {
+        if let Some(enc) = batch.encoder.take() {
+            self.queue.submit([enc.finish()]);
+        }
+        batch.pending = 0;
+    }
+
+    /// Submits queued work and waits for the device to finish it.
+    pub fn synchronize(&self) -> Result<()> {
+        self.submit(&mut lock(&self.batch));
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| backend_error(format!("synchronize: {e}")))?;
+        self.check_failure()
+    }
+
+    /// Reports (once) a device error raised since the last wait.
+    fn check_failure(&self) -> Result<()> {
+        match lock(&self.failure).take() {
+            Some(message) => Err(backend_error(message)),
+            None => Ok(()),
+        }
+    }
+
+    /// Copies `words` 32-bit words starting at word `start` of `buffer` back to the host.
+    pub fn read_words(
+        &self,
+        buffer: &wgpu::Buffer,
+        start: usize,
+        words: usize,
+    ) -> Result<Vec<u32>> {
+        if words == 0 {
+            return Ok(Vec::new());
+        }
+        let bytes = words as u64 * 4;
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        {
+            let mut batch = lock(&self.batch);
+            let encoder = batch.encoder.get_or_insert_with(|| {
+                self.device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
+            });
+            encoder.copy_buffer_to_buffer(buffer, start as u64 * 4, &staging, 0, bytes);
+            self.submit(&mut batch);
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| backend_error(format!("read: {e}")))?;
+        rx.recv()
+            .map_err(|e| backend_error(format!("read: mapping was dropped: {e}")))?
+            .map_err(|e| backend_error(format!("read: could not map the buffer: {e}")))?;
+        let view = staging
+            .get_mapped_range(..)
+            .map_err(|e| backend_error(format!("read: {e}")))?;
+        let out = view
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        drop(view);
+        staging.unmap();
+        self.check_failure()?;
+        Ok(out)
+    }
+
+    /// Workgroup grid for `groups` workgroups: `(x, y)` with `x * y >= groups`, neither above the
+    /// per-dimension limit. Shaders recover the linear workgroup index as `wid.y * nwg.x + wid.x`.
+    pub fn grid(&self, groups: usize, op: &'static str) -> Result<(u32, u32, u32)> {
+        let max = self.max_groups.max(1) as usize;
+        let x = groups.min(max);
+        let y = if x == 0 { 0 } else { groups.div_ceil(x) };
+        if y > max {
+            return Err(Error::invalid(
+                op,
+                format!("{groups} workgroups exceed the adapter's {max} x {max} dispatch grid"),
+            ));
+        }
+        Ok((x as u32, y as u32, 1))
+    }
+}
+
+impl Pool {
+    fn take(&mut self, class: u64) -> Option<wgpu::Buffer> {
+        let b = self.free.get_mut(&class)?.pop()?;
+        self.bytes -= class;
+        Some(b)
+    }
+}
+
+/// The little-endian bytes of 32-bit words.
+pub(crate) fn to_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}

@@ -1,0 +1,9 @@
+//! Every Backend method on wgpu compared against the CPU reference backend.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod elementwise;
+mod linalg;
+mod movement;
+mod reduce;
