@@ -10,6 +10,7 @@ mod element;
 mod error;
 mod extension;
 mod fused;
+mod fused_builder;
 mod layout;
 mod memory;
 mod ops;
@@ -23,6 +24,7 @@ pub use element::{Element, HostData};
 pub use error::{Error, Result};
 pub use extension::{ExtensionOp, HostView, OutputSpec};
 pub use fused::{FusedKernel, FusedOp, FusedStep};
+pub use fused_builder::{FusedBuilder, KernelValue};
 pub use layout::{Layout, Offsets};
 pub use memory::{MemoryStats, MemoryTracked, TrackedStorage};
 pub use ops::{

@@ -22,6 +22,7 @@ mod composite;
 mod creation;
 mod display;
 mod elementwise;
+mod fused_call;
 mod index;
 mod indexing;
 mod linalg;

@@ -180,6 +180,11 @@ impl<B: Backend> Tensor<B> {
         &self.storage
     }
 
+    /// The buffer, giving up this handle (so a kernel may reuse it when no other handle shares it).
+    pub(crate) fn into_storage(self) -> B::Storage {
+        self.storage
+    }
+
     /// The backend this tensor lives on.
     pub fn backend(&self) -> &B {
         &self.backend

@@ -2,7 +2,7 @@
 
 use super::config::{config_struct, rule_boilerplate};
 use super::{Optim, ParamState, Rule, check_betas, check_nonneg, ema_sq, l2_decay, lerp};
-use nabla_core::{Backend, Result};
+use nabla_core::{Backend, FusedBuilder, Result, UnaryOp};
 use nabla_tensor::Tensor;
 
 config_struct! {
@@ -96,31 +96,83 @@ impl Rule for AdamConfig {
         )
     }
 
+    /// PyTorch's Adam/AdamW formulas in three single-pass fused kernels (first moment, second moment,
+    /// parameter), each reading its inputs once instead of one pass per elementary op.
     fn update<B: Backend>(
         &self,
         st: &mut ParamState<B>,
         p: &Tensor<B>,
         g: &Tensor<B>,
     ) -> Result<Tensor<B>> {
-        let (p, g) = decay(
-            p,
-            g,
-            self.lr,
-            self.weight_decay,
-            self.decoupled_weight_decay,
-        )?;
-        let (m, v) = moments(st, &g, self.betas)?;
-        let step = st.step as f64;
-        let bias_correction1 = 1.0 - self.betas.0.powf(step);
-        let bias_correction2_sqrt = (1.0 - self.betas.1.powf(step)).sqrt();
-        let step_size = self.lr / bias_correction1;
+        let (beta1, beta2) = self.betas;
+        let l2 = self.weight_decay != 0.0 && !self.decoupled_weight_decay;
+        let dtype = p.dtype();
+        // The gradient, with L2 decay folded in: `g + wd * p`.
+        let grad = |k: &mut FusedBuilder| {
+            let g = k.input();
+            if l2 {
+                let p = k.input();
+                let decay = k.scale(p, self.weight_decay);
+                k.add(g, decay)
+            } else {
+                g
+            }
+        };
+        let with_grad = |state: Tensor<B>| {
+            let mut inputs = vec![state, g.clone()];
+            if l2 {
+                inputs.push(p.clone());
+            }
+            inputs
+        };
+        // exp_avg + (1 - beta1) * (g - exp_avg): PyTorch's lerp.
+        let mut k = FusedBuilder::new(dtype);
+        let m = k.input();
+        let g_eff = grad(&mut k);
+        let d = k.sub(g_eff, m);
+        let d = k.scale(d, 1.0 - beta1);
+        let m_new = k.add(m, d);
+        let m_kernel = k.finish(m_new)?;
+        let m = st.buffer_or("exp_avg", || p.zeros_like())?;
+        let m = Tensor::fused(&m_kernel, with_grad(m), None)?;
+        st.set_buffer("exp_avg", m.clone());
+        // exp_avg_sq * beta2 + (1 - beta2) * g * g.
+        let mut k = FusedBuilder::new(dtype);
+        let v = k.input();
+        let g_eff = grad(&mut k);
+        let v_decayed = k.scale(v, beta2);
+        let g2 = k.mul(g_eff, g_eff);
+        let g2 = k.scale(g2, 1.0 - beta2);
+        let v_new = k.add(v_decayed, g2);
+        let v_kernel = k.finish(v_new)?;
+        let v = st.buffer_or("exp_avg_sq", || p.zeros_like())?;
+        let v = Tensor::fused(&v_kernel, with_grad(v), None)?;
+        st.set_buffer("exp_avg_sq", v.clone());
         let second = if self.amsgrad {
             st.update_buffer("max_exp_avg_sq", &v, |max| max.maximum(&v))?
         } else {
             v
         };
-        let denom = second.sqrt()?.div(bias_correction2_sqrt)?.add(self.eps)?;
-        p.sub(m.div(&denom)?.mul(step_size)?)
+        // p (decayed by 1 - lr * wd for AdamW) - step_size * m / (sqrt(v) / sqrt(bc2) + eps).
+        let step = st.step as f64;
+        let step_size = self.lr / (1.0 - beta1.powf(step));
+        let bias_correction2_sqrt = (1.0 - beta2.powf(step)).sqrt();
+        let mut k = FusedBuilder::new(dtype);
+        let (p_in, m_in, v_in) = (k.input(), k.input(), k.input());
+        let p_base = if self.decoupled_weight_decay && self.weight_decay != 0.0 {
+            k.scale(p_in, 1.0 - self.lr * self.weight_decay)
+        } else {
+            p_in
+        };
+        let root = k.unary(UnaryOp::Sqrt, v_in);
+        let bc2 = k.constant(bias_correction2_sqrt);
+        let denom = k.div(root, bc2);
+        let denom = k.offset(denom, self.eps);
+        let ratio = k.div(m_in, denom);
+        let delta = k.scale(ratio, step_size);
+        let p_new = k.sub(p_base, delta);
+        let p_kernel = k.finish(p_new)?;
+        Tensor::fused(&p_kernel, vec![p.clone(), m, second], None)
     }
 }
 

@@ -11,10 +11,33 @@ pub(super) fn matmul<B: Backend>(
     needs: &[bool],
 ) -> Result<Vec<Option<Tensor<B>>>> {
     let (a, b) = (s.input(0)?, s.input(1)?);
+    // Each gradient is computed in its input's layout: for a transposed view (a `Linear` weight seen
+    // as `w.t()`), `(gᵀ a)ᵀ` instead of `aᵀ g`, so that the gradient reaching the parameter through
+    // the transpose is contiguous (and later elementwise passes over it, such as optimizer updates,
+    // read memory in order).
+    let da = |a: &Tensor<B>| match is_transposed(a) {
+        true => b.matmul(&g.t()?)?.t(),
+        false => g.matmul(&b.t()?),
+    };
+    let db = |b: &Tensor<B>| match is_transposed(b) {
+        true => g.t()?.matmul(a)?.t(),
+        false => a.t()?.matmul(g),
+    };
     Ok(vec![
-        needs[0].then(|| g.matmul(&b.t()?)).transpose()?,
-        needs[1].then(|| a.t()?.matmul(g)).transpose()?,
+        needs[0].then(|| da(a)).transpose()?,
+        needs[1].then(|| db(b)).transpose()?,
     ])
+}
+
+/// `true` when the last two dimensions of `t` are a dense column-major matrix (a transposed view).
+fn is_transposed<B: Backend>(t: &Tensor<B>) -> bool {
+    let (shape, strides) = (t.shape(), t.layout().strides());
+    let r = shape.len();
+    r >= 2
+        && shape[r - 2] > 1
+        && shape[r - 1] > 1
+        && strides[r - 2] == 1
+        && strides[r - 1] == shape[r - 2] as isize
 }
 
 fn spatial<B: Backend>(t: &Tensor<B>) -> (usize, usize) {
