@@ -53,7 +53,7 @@ fn bad_calls_are_errors() {
     let a = t(&[1.0, 2.0], &[2]);
     let short = t(&[1.0], &[1]);
     let k = kernel();
-    let msg = |r: nabla_core::Result<T>| r.err().expect("an error").to_string();
+    let msg = |r: nabla_core::Result<T>| r.expect_err("an error").to_string();
     assert!(msg(Tensor::fused(&k, vec![a.clone()], None)).contains("2 inputs"));
     assert!(msg(Tensor::fused(&k, vec![a.clone(), short], None)).contains("fused"));
     let f32s = a.cast(DType::F32).unwrap();
