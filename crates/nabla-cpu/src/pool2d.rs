@@ -13,12 +13,16 @@ use std::borrow::Cow;
 /// Output elements above which planes are pooled in parallel.
 const PARALLEL_OUTPUTS: usize = 1 << 14;
 
-/// The valid taps of one axis: for output position `o`, the input positions
-/// `first[o] + k * dilation` for `k < count[o]` (taps in the padding left out).
+/// The taps of one axis. For output position `o`, the valid input positions are
+/// `first[o] + k * dilation` for `k < count[o]` (taps in the padding left out); kernel tap `k` reads
+/// input `o * stride + k * dilation - pad`, valid for the outputs `outputs[k].0..outputs[k].1`.
 struct AxisTaps {
     first: Vec<usize>,
     count: Vec<usize>,
+    outputs: Vec<(usize, usize)>,
+    stride: usize,
     dilation: usize,
+    pad: usize,
 }
 
 impl AxisTaps {
@@ -30,19 +34,35 @@ impl AxisTaps {
         pad: usize,
         dilation: usize,
     ) -> Self {
+        let input = |o: usize, k: usize| {
+            (o * stride + k * dilation)
+                .checked_sub(pad)
+                .filter(|&i| i < size)
+        };
         let (mut first, mut count) = (Vec::with_capacity(out), Vec::with_capacity(out));
         for o in 0..out {
-            let mut valid = (0..kernel)
-                .filter_map(|k| (o * stride + k * dilation).checked_sub(pad))
-                .filter(|&i| i < size);
+            let mut valid = (0..kernel).filter_map(|k| input(o, k));
             let start = valid.next();
             first.push(start.unwrap_or(0));
             count.push(start.map_or(0, |_| 1 + valid.count()));
         }
+        // The outputs that read a valid input through tap `k` form one run.
+        let outputs = (0..kernel)
+            .map(|k| {
+                let valid: Vec<usize> = (0..out).filter(|&o| input(o, k).is_some()).collect();
+                match (valid.first(), valid.last()) {
+                    (Some(&lo), Some(&hi)) => (lo, hi + 1),
+                    _ => (0, 0),
+                }
+            })
+            .collect();
         AxisTaps {
             first,
             count,
+            outputs,
+            stride,
             dilation,
+            pad,
         }
     }
 
@@ -51,7 +71,7 @@ impl AxisTaps {
     }
 }
 
-/// The geometry of one pooling: plane sizes and the valid taps of both axes.
+/// The geometry of one pooling: plane sizes and the taps of both axes.
 struct Geometry {
     h: usize,
     w: usize,
@@ -64,8 +84,11 @@ impl Geometry {
         self.cols.count.len()
     }
 
-    /// Pools one plane into `vals`/`idx` (each `out_h * out_w` long); `Err(position)` names an output
-    /// whose window covers no input element.
+    /// Pools one plane into `vals`/`idx` (each `out_h * out_w` long), one output row at a time: each
+    /// row starts from the first valid tap of every window, then every tap `(kh, kw)` in window order
+    /// sweeps the whole row, so later taps replace the maximum only when strictly larger (ties keep the
+    /// first) or when they are the window's first NaN. `Err(position)` names an output whose window
+    /// covers no input element.
     fn pool_plane<T: Element + PartialOrd>(
         &self,
         plane: &[T],
@@ -73,29 +96,37 @@ impl Geometry {
         idx: &mut [i64],
     ) -> std::result::Result<(), (usize, usize)> {
         let out_w = self.out_w();
-        for (at_out, (v_out, i_out)) in vals.iter_mut().zip(idx.iter_mut()).enumerate() {
-            let (oh, ow) = (at_out / out_w, at_out % out_w);
-            if self.rows.count[oh] == 0 || self.cols.count[ow] == 0 {
-                return Err((oh, ow));
+        let cols = &self.cols;
+        for (oh, (v_row, i_row)) in vals
+            .chunks_exact_mut(out_w)
+            .zip(idx.chunks_exact_mut(out_w))
+            .enumerate()
+        {
+            for ow in 0..out_w {
+                if self.rows.count[oh] == 0 || cols.count[ow] == 0 {
+                    return Err((oh, ow));
+                }
+                let at = self.rows.first[oh] * self.w + cols.first[ow];
+                v_row[ow] = plane[at];
+                i_row[ow] = at as i64;
             }
-            let first = self.rows.first[oh] * self.w + self.cols.first[ow];
-            let (mut best, mut best_at) = (plane[first], first);
-            'window: for ih in self.rows.taps(oh) {
-                let row = ih * self.w;
-                for iw in self.cols.taps(ow) {
-                    let v = plane[row + iw];
-                    #[allow(clippy::eq_op)]
-                    let is_nan = v != v;
-                    if is_nan || v > best {
-                        (best, best_at) = (v, row + iw);
-                        if is_nan {
-                            break 'window;
+            for ih in self.rows.taps(oh) {
+                let row = &plane[ih * self.w..(ih + 1) * self.w];
+                for (kw, &(lo, hi)) in cols.outputs.iter().enumerate() {
+                    // Input column of output `ow` through tap `kw`: `ow * stride + shift`.
+                    let shift = kw * cols.dilation;
+                    for ow in lo..hi {
+                        let iw = ow * cols.stride + shift - cols.pad;
+                        let (v, best) = (row[iw], v_row[ow]);
+                        #[allow(clippy::eq_op)]
+                        let wins = v > best || (v != v && best == best);
+                        if wins {
+                            v_row[ow] = v;
+                            i_row[ow] = (ih * self.w + iw) as i64;
                         }
                     }
                 }
             }
-            *v_out = best;
-            *i_out = best_at as i64;
         }
         Ok(())
     }
