@@ -14,6 +14,7 @@ const EXAMPLES: &str = "Examples:
   nabla train --model resnet --epochs 20   a small residual network instead
   nabla train --dataset fashion-mnist --batch-size 64 --epochs 5
   nabla train --epochs 30 --resume         continue the saved run up to epoch 30
+  nabla train --backend wgpu               train on the GPU (wgpu: Vulkan, Metal, DirectX 12)
   nabla eval                               test metrics of nabla-checkpoint.safetensors
   nabla predict --input images.npy         classify the rows of a .npy or .csv file";
 
@@ -79,9 +80,20 @@ pub struct CommonArgs {
     /// Compute threads (default: one per core).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
-    /// The compute backend; only `cpu` exists in this build.
-    #[arg(long, default_value = "cpu", value_name = "NAME")]
-    pub backend: String,
+    /// The compute backend: the CPU, or a GPU through wgpu (Vulkan, Metal, DirectX 12). Data is
+    /// loaded on the CPU and each batch is moved to the backend; checkpoints load on either.
+    #[arg(long, value_enum, default_value_t = BackendKind::Cpu)]
+    pub backend: BackendKind,
+}
+
+/// The backends `--backend` offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackendKind {
+    /// The multi-threaded CPU backend.
+    Cpu,
+    /// The GPU backend on wgpu: the default adapter (a GPU, or a software one such as Mesa's
+    /// lavapipe). Needs a build with the `wgpu` feature (on by default).
+    Wgpu,
 }
 
 /// `nabla train`.

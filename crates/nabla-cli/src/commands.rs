@@ -1,11 +1,12 @@
-//! What `nabla train`, `nabla eval` and `nabla predict` do.
+//! What `nabla train`, `nabla eval` and `nabla predict` do, written once for any [`Backend`] and
+//! run through [`dispatch`] on the backend that `--backend` names.
 
-use crate::args::{CommonArgs, EvalArgs, OptimizerKind, PredictArgs, ScheduleKind, TrainArgs};
+use crate::args::{EvalArgs, OptimizerKind, PredictArgs, ScheduleKind, TrainArgs};
+use crate::backend::{Job, dispatch, loader_on};
 use crate::data::{self, DatasetKind};
 use crate::models::{ModelKind, build_model, parameter_count};
-use nabla_core::{Error, Result};
+use nabla_core::{Backend, Error, Result};
 use nabla_cpu::CpuBackend;
-use nabla_data::{DataLoader, TensorDataset};
 use nabla_nn::optim::{Adam, AdamConfig, Optimizer, Sgd, SgdConfig};
 use nabla_nn::sched::{CosineAnnealingLR, LrScheduler, MultiStepLR, OneCycle, OneCycleLR};
 use nabla_nn::{Forward, Module, Sequential, load_checkpoint};
@@ -21,10 +22,8 @@ use std::io::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
-type Cpu = CpuBackend;
-
 /// A scheduler and when it steps.
-type Schedule = (Box<dyn LrScheduler<Cpu>>, SchedulerInterval);
+type Schedule<B> = (Box<dyn LrScheduler<B>>, SchedulerInterval);
 
 /// `eprintln!` that ignores write failures (a closed standard error must not panic).
 macro_rules! nabla_note {
@@ -71,29 +70,6 @@ impl ModelInfo {
     }
 }
 
-/// Checks the backend and sets up the thread pool.
-fn setup(common: &CommonArgs) -> Result<Cpu> {
-    if !common.backend.eq_ignore_ascii_case("cpu") {
-        return Err(Error::invalid(
-            "--backend",
-            format!(
-                "backend `{}` is not available: this build has only the `cpu` backend",
-                common.backend
-            ),
-        ));
-    }
-    if let Some(n) = common.threads {
-        if n == 0 {
-            return Err(Error::invalid("--threads", "needs at least 1 thread"));
-        }
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build_global()
-            .map_err(|e| Error::invalid("--threads", e.to_string()))?;
-    }
-    Ok(CpuBackend::new())
-}
-
 /// Writes `text` to standard output; a closed pipe (`nabla predict ... | head`) is not an error.
 fn emit(text: &str) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
@@ -122,7 +98,7 @@ fn require_file(path: &Path, what: &str) -> Result<()> {
 }
 
 /// The optimizer `args` asks for, over `model`'s parameters.
-fn optimizer(args: &TrainArgs, model: &Sequential<Cpu>) -> Result<Box<dyn Optimizer<Cpu>>> {
+fn optimizer<B: Backend>(args: &TrainArgs, model: &Sequential<B>) -> Result<Box<dyn Optimizer<B>>> {
     let params = model.parameters();
     Ok(match args.optimizer {
         OptimizerKind::Sgd => Box::new(Sgd::new(
@@ -152,11 +128,11 @@ fn optimizer(args: &TrainArgs, model: &Sequential<Cpu>) -> Result<Box<dyn Optimi
 }
 
 /// The schedule `args` asks for, attached to `opt`.
-fn scheduler(
+fn scheduler<B: Backend>(
     args: &TrainArgs,
-    opt: &mut dyn Optimizer<Cpu>,
+    opt: &mut dyn Optimizer<B>,
     steps_per_epoch: usize,
-) -> Result<Option<Schedule>> {
+) -> Result<Option<Schedule<B>>> {
     let epochs = args.epochs.max(1) as i64;
     Ok(match args.schedule {
         ScheduleKind::None => None,
@@ -183,9 +159,51 @@ fn scheduler(
     })
 }
 
-/// `nabla train`.
+/// `nabla train` on the backend of `--backend`.
 pub fn train(args: &TrainArgs) -> Result<()> {
-    let cpu = setup(&args.common)?;
+    dispatch(&args.common, Train(args))
+}
+
+/// `nabla eval` on the backend of `--backend`.
+pub fn eval(args: &EvalArgs) -> Result<()> {
+    dispatch(&args.common, Eval(args))
+}
+
+/// `nabla predict` on the backend of `--backend`.
+pub fn predict(args: &PredictArgs) -> Result<()> {
+    dispatch(&args.common, Predict(args))
+}
+
+/// The `train` job.
+struct Train<'a>(&'a TrainArgs);
+
+/// The `eval` job.
+struct Eval<'a>(&'a EvalArgs);
+
+/// The `predict` job.
+struct Predict<'a>(&'a PredictArgs);
+
+impl Job for Train<'_> {
+    fn run<B: Backend>(self, backend: &B) -> Result<()> {
+        train_on(self.0, backend)
+    }
+}
+
+impl Job for Eval<'_> {
+    fn run<B: Backend>(self, backend: &B) -> Result<()> {
+        eval_on(self.0, backend)
+    }
+}
+
+impl Job for Predict<'_> {
+    fn run<B: Backend>(self, backend: &B) -> Result<()> {
+        predict_on(self.0, backend)
+    }
+}
+
+/// `nabla train` on `backend` (the data is loaded on the CPU and moved batch by batch).
+fn train_on<B: Backend>(args: &TrainArgs, backend: &B) -> Result<()> {
+    let cpu = CpuBackend::new();
     if args.batch_size == 0 || args.epochs == 0 {
         return Err(Error::invalid(
             "--batch-size, --epochs",
@@ -205,7 +223,13 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         input_shape: splits.input_shape.clone(),
         classes: splits.classes,
     };
-    let model = build_model(args.model, &info.input_shape, info.classes, args.seed, &cpu)?;
+    let model = build_model(
+        args.model,
+        &info.input_shape,
+        info.classes,
+        args.seed,
+        backend,
+    )?;
     let n_params = parameter_count(&model);
     let mut opt = optimizer(args, &model)?;
     let (n_train, n_test) = (
@@ -250,23 +274,24 @@ pub fn train(args: &TrainArgs) -> Result<()> {
                 ),
             ));
         }
-        let state = trainer.resume(&args.checkpoint, &cpu)?;
+        let state = trainer.resume(&args.checkpoint, backend)?;
         if !args.quiet {
             nabla_note!("resuming after epoch {} (step {})", state.epoch, state.step);
         }
     }
-    let loader = DataLoader::new(splits.train, args.batch_size)?
+    let loader = loader_on(splits.train, args.batch_size, backend)?
         .shuffle(true)
         .seed(args.seed)
         .num_workers(args.workers);
     let mut train_loader = trainer.restore_loader(loader);
-    let mut test_loader = DataLoader::new(splits.test, 256)?.num_workers(args.workers.min(1));
+    let mut test_loader = loader_on(splits.test, 256, backend)?.num_workers(args.workers.min(1));
     if !args.quiet {
         nabla_note!(
-            "training {} ({n_params} parameters) on {}: {n_train} training and {n_test} test examples, {} epochs",
+            "training {} ({n_params} parameters) on {}: {n_train} training and {n_test} test examples, {} epochs, {} backend",
             args.model.name(),
             args.dataset.name(),
-            args.epochs
+            args.epochs,
+            backend.name()
         );
     }
     let t0 = Instant::now();
@@ -295,23 +320,24 @@ pub fn train(args: &TrainArgs) -> Result<()> {
     emit(&out)
 }
 
-/// Rebuilds the model saved in `path` and loads its weights (in evaluation mode).
-fn load_trained(path: &Path, cpu: &Cpu) -> Result<(Sequential<Cpu>, ModelInfo)> {
+/// Rebuilds the model saved in `path` on `backend` and loads its weights (in evaluation mode);
+/// a checkpoint written on one backend loads on any other.
+fn load_trained<B: Backend>(path: &Path, backend: &B) -> Result<(Sequential<B>, ModelInfo)> {
     require_file(path, "checkpoint")?;
-    let info = ModelInfo::from_json(path, &checkpoint_metadata(path, cpu)?)?;
-    let mut model = build_model(info.model, &info.input_shape, info.classes, 0, cpu)?;
-    load_checkpoint(path, &model, None, cpu)?;
+    let info = ModelInfo::from_json(path, &checkpoint_metadata(path, &CpuBackend::new())?)?;
+    let mut model = build_model(info.model, &info.input_shape, info.classes, 0, backend)?;
+    load_checkpoint(path, &model, None, backend)?;
     model.eval();
     Ok((model, info))
 }
 
-/// `nabla eval`.
-pub fn eval(args: &EvalArgs) -> Result<()> {
-    let cpu = setup(&args.common)?;
+/// `nabla eval` on `backend`.
+fn eval_on<B: Backend>(args: &EvalArgs, backend: &B) -> Result<()> {
+    let cpu = CpuBackend::new();
     if args.batch_size == 0 {
         return Err(Error::invalid("--batch-size", "must be at least 1"));
     }
-    let (model, info) = load_trained(&args.checkpoint, &cpu)?;
+    let (model, info) = load_trained(&args.checkpoint, backend)?;
     let dataset = args.dataset.unwrap_or(info.dataset);
     let splits = data::load(dataset, args.data_dir.as_deref(), &cpu)?;
     if splits.input_shape != info.input_shape || splits.classes > info.classes {
@@ -327,8 +353,7 @@ pub fn eval(args: &EvalArgs) -> Result<()> {
             ),
         ));
     }
-    let mut loader: DataLoader<TensorDataset<Cpu>, _> =
-        DataLoader::new(splits.test, args.batch_size)?;
+    let mut loader = loader_on(splits.test, args.batch_size, backend)?;
     let m = evaluate_model(&model, &mut loader, 5, Some(info.classes))?;
     let mut out = String::new();
     let _ = writeln!(
@@ -354,14 +379,14 @@ pub fn eval(args: &EvalArgs) -> Result<()> {
     emit(&out)
 }
 
-/// `nabla predict`.
-pub fn predict(args: &PredictArgs) -> Result<()> {
-    let cpu = setup(&args.common)?;
-    let (model, info) = load_trained(&args.checkpoint, &cpu)?;
-    let inputs = data::read_inputs(&args.input, &info.input_shape, &cpu)?;
+/// `nabla predict` on `backend`.
+fn predict_on<B: Backend>(args: &PredictArgs, backend: &B) -> Result<()> {
+    let (model, info) = load_trained(&args.checkpoint, backend)?;
+    let inputs = data::read_inputs(&args.input, &info.input_shape, &CpuBackend::new())?
+        .to_backend(backend)?;
     let probs = no_grad(|| model.forward(&inputs)?.softmax(1))?;
     let c = info.classes;
-    let host = probs.cast(nabla_core::DType::F64)?.to_vec::<f64>()?;
+    let host = probs.to_host()?.to_f64_vec(); // widened on the host: wgpu has no float64
     let mut out = String::new();
     let _ = writeln!(out, "example,class,probability");
     for (i, (class, row)) in argmax_rows(&host, c)

@@ -5,6 +5,7 @@
 //! writes. `nabla --help` and `nabla <command> --help` describe every option.
 
 mod args;
+mod backend;
 mod commands;
 mod data;
 mod models;

@@ -1,5 +1,5 @@
-//! Runs the `nabla` binary: argument errors, missing files, the backend check, and a quick
-//! train / eval / predict / resume cycle on the embedded digits.
+//! Runs the `nabla` binary: argument errors, missing files, the backend choice (a CPU checkpoint
+//! evaluated on wgpu), and a quick train / eval / predict / resume cycle on the embedded digits.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -50,9 +50,70 @@ fn bad_arguments_give_one_line_errors() {
         ".csv or .jsonl",
     );
     assert_one_line_error(&nabla(&["predict"]), "--input");
-    let o = nabla(&["train", "--backend", "wgpu"]);
-    assert_one_line_error(&o, "backend `wgpu` is not available");
-    assert_eq!(o.status.code(), Some(1));
+    let o = nabla(&["train", "--backend", "tpu"]);
+    assert_one_line_error(&o, "invalid value 'tpu'");
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// Whether `o` is the one-line failure of `--backend wgpu` on a machine without an adapter (then the
+/// wgpu checks are skipped with a message, except with `CI=true`, where they fail).
+fn no_wgpu_adapter(o: &Output) -> bool {
+    let missing = !o.status.success() && stderr(o).contains("no usable wgpu adapter");
+    if missing {
+        assert_one_line_error(o, "--backend wgpu");
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI=true but no wgpu adapter: {}",
+            stderr(o)
+        );
+        eprintln!("no wgpu adapter, skipping the --backend wgpu check");
+    }
+    missing
+}
+
+/// The number after `label` on a line of `text`.
+fn metric(text: &str, label: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(label))
+        .and_then(|rest| rest.trim().trim_end_matches('%').parse().ok())
+        .unwrap_or_else(|| panic!("no {label:?} in {text}"))
+}
+
+#[test]
+fn a_cpu_checkpoint_evaluates_on_wgpu_like_on_the_cpu() -> Result<(), Box<dyn std::error::Error>> {
+    let ckpt = temp("backends.safetensors");
+    let c = ckpt.to_string_lossy();
+    let o = nabla(&[
+        "train",
+        "--epochs",
+        "1",
+        "--model",
+        "mlp",
+        "--checkpoint",
+        &c,
+        "--no-plot",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let on_cpu = nabla(&["eval", "--checkpoint", &c, "--backend", "cpu"]);
+    assert!(on_cpu.status.success(), "{}", stderr(&on_cpu));
+    let on_gpu = nabla(&["eval", "--checkpoint", &c, "--backend", "wgpu"]);
+    if !no_wgpu_adapter(&on_gpu) {
+        assert!(on_gpu.status.success(), "{}", stderr(&on_gpu));
+        let (cpu, gpu) = (stdout(&on_cpu), stdout(&on_gpu));
+        assert_eq!(
+            metric(&cpu, "accuracy"),
+            metric(&gpu, "accuracy"),
+            "{cpu}\n{gpu}"
+        );
+        assert!(
+            (metric(&cpu, "loss") - metric(&gpu, "loss")).abs() <= 2e-4,
+            "{cpu}\n{gpu}"
+        );
+    }
+    std::fs::remove_file(ckpt).ok();
+    Ok(())
 }
 
 #[test]

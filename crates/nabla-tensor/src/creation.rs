@@ -87,7 +87,12 @@ impl<B: Backend> Tensor<B> {
             let (s, st) = (start.to_i64(), step.to_i64());
             HostData::I64((0..n as i64).map(|i| s + i * st).collect())
         } else {
-            HostData::F64((0..n).map(|i| s + i as f64 * st).collect())
+            return Tensor::from_f64_values(
+                (0..n).map(|i| s + i as f64 * st).collect(),
+                &[n],
+                dtype,
+                backend,
+            );
         };
         Tensor::from_host(data, [n], backend)?.cast(dtype)
     }
@@ -116,7 +121,7 @@ impl<B: Backend> Tensor<B> {
                     .collect()
             }
         };
-        Tensor::from_host(HostData::F64(data), [n], backend)?.cast(dtype)
+        Tensor::from_f64_values(data, &[n], dtype, backend)
     }
 
     /// The `n x n` identity matrix.
@@ -125,7 +130,21 @@ impl<B: Backend> Tensor<B> {
         for i in 0..n {
             data[i * n + i] = 1.0;
         }
-        Tensor::from_host(HostData::F64(data), [n, n], backend)?.cast(dtype)
+        Tensor::from_f64_values(data, &[n, n], dtype, backend)
+    }
+
+    /// Uploads values computed in `f64` as `dtype`, converted on the host (NumPy `astype` rules, by the
+    /// CPU backend's cast), so that backends without `f64` receive their own dtype.
+    fn from_f64_values(data: Vec<f64>, shape: &[usize], dtype: DType, backend: &B) -> Result<Self> {
+        let host = if dtype == DType::F64 {
+            HostData::F64(data)
+        } else {
+            let cpu = nabla_cpu::CpuBackend::new();
+            let layout = nabla_core::Layout::contiguous([data.len()]);
+            let values = cpu.upload(HostData::F64(data))?;
+            cpu.cast(&values, &layout, dtype)?.into_host()
+        };
+        Tensor::from_host(host, shape.to_vec(), backend)
     }
 
     /// Samples from `dist` with an explicit seeded generator. Element `i` depends only on the generator's

@@ -35,7 +35,8 @@ pub fn scores_to_host<B: Backend>(
         return Err(Error::shapes(OP, scores.shape(), labels.shape())
             .with_hint("expected scores [N, C] and labels [N]"));
     }
-    let host = scores.detach().cast(DType::F64)?.to_vec::<f64>()?;
+    // Widened on the host: not every backend has float64 (wgpu has not).
+    let host = scores.detach().to_host()?.to_f64_vec();
     let labels = labels.detach().cast(DType::I64)?.to_vec::<i64>()?;
     Ok((host, n, c, labels))
 }

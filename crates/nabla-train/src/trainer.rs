@@ -6,7 +6,7 @@ use crate::history::{EpochRecord, History, LogFormat};
 use crate::metrics::MetricAccumulator;
 use crate::plot::write_svg;
 use crate::progress::Progress;
-use nabla_core::{Backend, DType, Error, Generator, Result};
+use nabla_core::{Backend, Error, Generator, Result};
 use nabla_data::{DataLoader, Dataset};
 use nabla_nn::loss::{CrossEntropyOptions, cross_entropy};
 use nabla_nn::optim::Optimizer;
@@ -434,9 +434,15 @@ fn note(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
-/// The value of a scalar loss as `f64`.
+/// The value of a scalar loss as `f64`, widened on the host (not every backend has float64).
 fn scalar<B: Backend>(t: &Tensor<B>) -> Result<f64> {
-    t.detach().cast(DType::F64)?.item::<f64>()
+    match t.detach().to_host()?.to_f64_vec()[..] {
+        [v] => Ok(v),
+        _ => Err(Error::invalid(
+            "Trainer",
+            format!("the loss must be a scalar, got shape {:?}", t.shape()),
+        )),
+    }
 }
 
 /// Evaluates `model` (already in evaluation mode) on `loader` without recording gradients.

@@ -38,6 +38,15 @@ impl Drop for Inner {
     }
 }
 
+/// Two handles are equal when they share one device buffer (a view or a clone), whatever its contents.
+impl PartialEq for WgpuStorage {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl Eq for WgpuStorage {}
+
 impl fmt::Debug for WgpuStorage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WgpuStorage")

@@ -205,13 +205,32 @@ fn expm1_f(x: f32) -> f32 {
     if (abs(x) < 0.01) { return x * (1.0 + x * (0.5 + x * (0.16666667 + x * (0.041666668 + x * 0.008333334)))); }
     return exp(x) - 1.0;
 }
-fn log_f(x: f32) -> f32 {
+// Exponent `e` and significand `m` in [1, 2) of a positive finite `x` = m * 2^e, subnormals included
+// (normalised from their bits: the built-in `log2` and exponent fields treat them as 2^-127).
+fn split_f(x: f32) -> vec2<f32> {
     let b = bitcast<u32>(x);
+    var e = i32((b >> 23u) & 0xffu) - 127i;
+    var m = b & 0x007fffffu;
+    if (e == -127i && m != 0u) {
+        let p = 31u - countLeadingZeros(m);
+        m = (m << (23u - p)) & 0x007fffffu;
+        e = i32(p) - 149i;
+    }
+    return vec2<f32>(f32(e), bitcast<f32>(m | 0x3f800000u));
+}
+// `log2` of a positive finite `x`, exact in its exponent for subnormals too.
+fn log2_f(x: f32) -> f32 {
+    if ((bitcast<u32>(x) & 0x7f800000u) != 0u) { return log2(x); }
+    let em = split_f(x);
+    return em.x + log2(em.y);
+}
+fn log_f(x: f32) -> f32 {
     if (isnan_f(x) || x < 0.0) { return bitcast<f32>(0x7fc00000u); }
     if (x == 0.0) { return bitcast<f32>(0xff800000u); }
     if (!isfinite_f(x)) { return x; }
-    var e = i32((b >> 23u) & 0xffu) - 127i;
-    var m = bitcast<f32>((b & 0x007fffffu) | 0x3f800000u);
+    let em = split_f(x);
+    var e = i32(em.x);
+    var m = em.y;
     if (m > 1.4142135) { m = 0.5 * m; e = e + 1i; }
     let s = (m - 1.0) / (m + 1.0);
     let z = s * s;
@@ -319,10 +338,10 @@ fn pow_f(x: f32, y: f32) -> f32 {
     }
     if (x < 0.0) {
         if (!yint) { return bitcast<f32>(0x7fc00000u); }
-        let m = exp2(y * log2(-x));
+        let m = exp2(y * log2_f(-x));
         return select(m, -m, odd);
     }
-    return exp2(y * log2(x));
+    return exp2(y * log2_f(x));
 }
 fn floordiv_i(a: i32, b: i32) -> i32 {
     if (b == 0i) { return 0i; }
@@ -550,7 +569,8 @@ pub(crate) fn compare_expr(op: CompareOp, dtype: DType, a: &str, b: &str) -> Res
     } else {
         let sym = match op {
             CompareOp::Eq => "==",
-            CompareOp::Ne => "!=",
+            // `!=` may compile to an ordered comparison (false when either side is NaN).
+            CompareOp::Ne => return Ok(format!("!({a} == {b})")),
             CompareOp::Lt => "<",
             CompareOp::Le => "<=",
             CompareOp::Gt => ">",

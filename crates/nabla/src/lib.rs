@@ -53,9 +53,18 @@ pub use nabla_tensor::{
     check_second_order, grad, grad_n, hessian, hvp, is_grad_enabled, jacfwd, jacrev, jvp, jvp_n,
     no_grad, s, value_and_grad, value_and_grad_n, vjp, vjp_n,
 };
+/// The GPU backend on wgpu (`nabla-wgpu`), with the `wgpu` feature.
+#[cfg(feature = "wgpu")]
+pub use nabla_wgpu as wgpu;
+#[cfg(feature = "wgpu")]
+pub use nabla_wgpu::WgpuBackend;
 
 /// A tensor on the CPU backend.
 pub type CpuTensor = Tensor<CpuBackend>;
+
+/// A tensor on the wgpu backend (with the `wgpu` feature).
+#[cfg(feature = "wgpu")]
+pub type WgpuTensor = Tensor<WgpuBackend>;
 
 /// The names most programs use: `use nabla::prelude::*;`.
 pub mod prelude {

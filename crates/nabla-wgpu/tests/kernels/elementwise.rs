@@ -138,6 +138,34 @@ fn special_float_values_follow_the_cpu() {
                 .unwrap();
             assert_close(&format!("{op:?} on specials"), &got, &want, 2e-5);
         }
+        // Log and pow of a subnormal read its exponent from its bits (the built-in `log2` does not).
+        let (gt, ct) = both(g, c, &HostData::F32(vec![1e-40, 1e-40]));
+        let (ge, ce) = both(g, c, &HostData::F32(vec![-1.0, 0.5]));
+        let l2 = Layout::contiguous([2]);
+        let got = g
+            .read(&g.binary(BinaryOp::Pow, &gt, &l2, &ge, &l2).unwrap(), &l2)
+            .unwrap();
+        let want = c
+            .read(&c.binary(BinaryOp::Pow, &ct, &l2, &ce, &l2).unwrap(), &l2)
+            .unwrap();
+        assert_close("pow of a subnormal", &got, &want, 2e-5);
+        let got = g
+            .read(&g.unary(UnaryOp::Log, &gt, &l2).unwrap(), &l2)
+            .unwrap();
+        let want = c
+            .read(&c.unary(UnaryOp::Log, &ct, &l2).unwrap(), &l2)
+            .unwrap();
+        assert_close("log of a subnormal", &got, &want, 2e-5);
+        // Comparisons with NaN are false, except `ne`.
+        for op in CompareOp::ALL {
+            let got = g
+                .read(&g.compare(op, &ga, &l, &gb, &l).unwrap(), &l)
+                .unwrap();
+            let want = c
+                .read(&c.compare(op, &ca, &l, &cb, &l).unwrap(), &l)
+                .unwrap();
+            assert_close(&format!("{op:?} on specials"), &got, &want, 0.0);
+        }
     });
 }
 

@@ -1,0 +1,76 @@
+//! Run-time backend selection: `--backend cpu|wgpu` picks, once, which monomorphised copy of a
+//! command runs. The commands themselves are generic over [`Backend`]; data always loads on the CPU
+//! and batches move to the chosen backend in the loader's collate step.
+
+use crate::args::{BackendKind, CommonArgs};
+use nabla_core::{Backend, Error, Result};
+use nabla_cpu::CpuBackend;
+use nabla_data::{Collate, DataLoader, TensorDataset};
+use nabla_tensor::Tensor;
+
+/// A command written once, generic over the backend, that [`dispatch`] runs on the backend named
+/// by `--backend` (Rust closures cannot be generic, hence a trait).
+pub trait Job {
+    /// Runs the command on `backend`.
+    fn run<B: Backend>(self, backend: &B) -> Result<()>;
+}
+
+/// Sets up the CPU thread pool (data loading uses it on every backend), opens the backend that
+/// `common` asks for and runs `job` on it.
+pub fn dispatch(common: &CommonArgs, job: impl Job) -> Result<()> {
+    if let Some(n) = common.threads {
+        if n == 0 {
+            return Err(Error::invalid("--threads", "needs at least 1 thread"));
+        }
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+            .map_err(|e| Error::invalid("--threads", e.to_string()))?;
+    }
+    match common.backend {
+        BackendKind::Cpu => job.run(&CpuBackend::new()),
+        BackendKind::Wgpu => run_on_wgpu(job),
+    }
+}
+
+/// Opens the default wgpu adapter and runs `job` on it.
+#[cfg(feature = "wgpu")]
+fn run_on_wgpu(job: impl Job) -> Result<()> {
+    let gpu = nabla_wgpu::WgpuBackend::new().map_err(|e| {
+        Error::invalid(
+            "--backend wgpu",
+            format!(
+                "no usable wgpu adapter (install a GPU driver, or Mesa's lavapipe: the Debian packages \
+                 mesa-vulkan-drivers and libvulkan1): {e}"
+            ),
+        )
+    })?;
+    job.run(&gpu)
+}
+
+/// The error of a build without the `wgpu` feature.
+#[cfg(not(feature = "wgpu"))]
+fn run_on_wgpu(_job: impl Job) -> Result<()> {
+    Err(Error::invalid(
+        "--backend",
+        "backend `wgpu` is not available: this nabla was built without the `wgpu` feature \
+         (rebuild with `cargo build -p nabla-cli --features wgpu`)",
+    ))
+}
+
+/// A loader of `dataset` (held on the CPU) whose batches are moved to `backend`.
+pub fn loader_on<B: Backend>(
+    dataset: TensorDataset<CpuBackend>,
+    batch_size: usize,
+    backend: &B,
+) -> Result<DataLoader<TensorDataset<CpuBackend>, Vec<Tensor<B>>>> {
+    let backend = backend.clone();
+    Ok(
+        DataLoader::new(dataset, batch_size)?.with_collate(move |items| {
+            Collate::collate(items)?
+                .iter()
+                .map(|t: &Tensor<CpuBackend>| t.to_backend(&backend))
+                .collect()
+        }),
+    )
+}
