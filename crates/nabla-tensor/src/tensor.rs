@@ -289,6 +289,29 @@ impl<B: Backend> Tensor<B> {
     }
 
     /// Copies this tensor to another backend (through host memory). The copy is untracked.
+    ///
+    /// Tensors of two backend types never meet: combining them is a compile error, and `to_backend`
+    /// is how one moves to the other's device. (Two devices of one backend type, such as two
+    /// `WgpuBackend`s, give a `DeviceMismatch` error at run time instead.)
+    ///
+    /// ```compile_fail
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend; use nabla_core::MemoryTracked;
+    /// let cpu = CpuBackend::new();
+    /// let tracked = MemoryTracked::new(CpuBackend::new());
+    /// let a = Tensor::from_vec(vec![1.0f32], [1], &cpu).unwrap();
+    /// let b = Tensor::from_vec(vec![2.0f32], [1], &tracked).unwrap();
+    /// let _ = a.add(&b); // Tensor<CpuBackend> + Tensor<MemoryTracked<CpuBackend>>: does not compile
+    /// ```
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend; use nabla_core::MemoryTracked;
+    /// let cpu = CpuBackend::new();
+    /// let tracked = MemoryTracked::new(CpuBackend::new());
+    /// let a = Tensor::from_vec(vec![1.0f32], [1], &cpu)?;
+    /// let b = Tensor::from_vec(vec![2.0f32], [1], &tracked)?.to_backend(&cpu)?;
+    /// assert_eq!(a.add(&b)?.to_vec::<f32>()?, vec![3.0]);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
     pub fn to_backend<B2: Backend>(&self, backend: &B2) -> Result<Tensor<B2>> {
         Tensor::from_host(self.to_host()?, self.shape().to_vec(), backend)
     }

@@ -2,6 +2,7 @@
 
 use nabla_core::{Error, Result};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use wgpu::util::DeviceExt;
 
@@ -59,6 +60,8 @@ type Layouts = (Arc<wgpu::BindGroupLayout>, Arc<wgpu::PipelineLayout>);
 
 /// Everything one device needs; shared by every clone of the backend and by every storage handle.
 pub(crate) struct Ctx {
+    /// This logical device's number among those opened by the process (the `Device` ordinal).
+    pub ordinal: usize,
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub info: wgpu::AdapterInfo,
@@ -97,7 +100,9 @@ impl Ctx {
         }));
         let max_binding =
             (limits.max_storage_buffer_binding_size as u64).min(limits.max_buffer_size);
+        static OPENED: AtomicUsize = AtomicUsize::new(0);
         Ok(Ctx {
+            ordinal: OPENED.fetch_add(1, Ordering::Relaxed),
             device,
             queue,
             info: adapter.get_info(),

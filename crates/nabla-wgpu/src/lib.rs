@@ -68,6 +68,10 @@ impl fmt::Debug for WgpuBackend {
 impl WgpuBackend {
     /// Opens the default adapter (discrete or integrated GPU, or a software adapter such as Mesa's
     /// lavapipe); an error when there is none.
+    ///
+    /// Each call opens its own logical device, numbered in order (`wgpu:0`, `wgpu:1`, ...): buffers of
+    /// one cannot be used by another, so tensors of two such backends do not combine (a
+    /// `DeviceMismatch` error naming both). Clone a backend to share its device.
     pub fn new() -> Result<Self> {
         Ok(WgpuBackend {
             ctx: Arc::new(Ctx::new()?),
@@ -105,7 +109,7 @@ impl Backend for WgpuBackend {
     fn device(&self) -> Device {
         Device {
             kind: "wgpu",
-            ordinal: 0,
+            ordinal: self.ctx.ordinal,
         }
     }
 

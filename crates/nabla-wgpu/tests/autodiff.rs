@@ -67,3 +67,26 @@ fn mlp_gradients_match_the_cpu() {
         }
     }
 }
+
+#[test]
+fn tensors_of_two_devices_do_not_mix() -> Result<()> {
+    let Some(first) = common::gpu() else {
+        return Ok(());
+    };
+    let second = nabla_wgpu::WgpuBackend::new()?;
+    assert_ne!(first.device(), second.device());
+    let a = Tensor::from_vec(vec![1.0f32, 2.0], [2], first)?;
+    let b = Tensor::from_vec(vec![3.0f32, 4.0], [2], &second)?;
+    let err = a
+        .add(&b)
+        .expect_err("tensors of two devices must not combine");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&first.device().to_string()) && msg.contains(&second.device().to_string()),
+        "{msg}"
+    );
+    // Moving one to the other's device makes them compatible.
+    let moved = b.to_backend(first)?;
+    assert_eq!(a.add(&moved)?.to_vec::<f32>()?, vec![4.0, 6.0]);
+    Ok(())
+}
