@@ -235,27 +235,15 @@ impl WgpuBackend {
         if !same {
             return Err(Error::shapes(OP, lx.shape(), li.shape()));
         }
-        let n_axis = lx.shape()[axis];
-        self.check_signed(OP, index, li, n_axis)?;
-        let n = li.numel();
-        let out = self.out(OP, d, n)?;
-        if n == 0 {
-            return Ok(out);
-        }
-        let mut params = Params::new(&[n as u32]);
-        let px = params.view(lx);
-        let pi = params.view(li);
-        let mut body = unravel(pi + 2, r, "i");
-        body += &format!(
-            "let v = {};\nlet j = {};\n",
-            load(DType::I64, "in1", &at(pi, r, &coords(r))),
-            resolve("v", &format!("prm[{}u]", px + 2 + axis))
-        );
-        let mut cx = coords(r);
-        cx[axis] = "j".into();
-        body += &store(d, "out0", "i", &load(d, "in0", &at(px, r, &cx)));
-        self.map(OP, &params, &[x, index], &[&out], &body)?;
-        Ok(out)
+        let index_at = |pi: usize| at(pi, r, &coords(r));
+        self.read_indexed(
+            OP,
+            (x, lx),
+            axis,
+            (index, li),
+            li.shape().to_vec(),
+            index_at,
+        )
     }
 
     pub(crate) fn index_select_impl(
@@ -271,12 +259,29 @@ impl WgpuBackend {
         if axis >= r || li.rank() != 1 {
             return Err(Error::shapes(OP, lx.shape(), li.shape()));
         }
-        self.check_signed(OP, index, li, lx.shape()[axis])?;
         let mut shape = lx.shape().to_vec();
         shape[axis] = li.numel();
+        let index_at = |pi: usize| view_expr(li, pi, &format!("c{axis}"));
+        self.read_indexed(OP, (x, lx), axis, (index, li), shape, index_at)
+    }
+
+    /// Reads `x` at positions an `I64` index gives along `axis`: output element `i` (row-major in
+    /// `shape`) reads `x` at its own coordinates `c0..` with coordinate `axis` replaced by the index
+    /// value `index_at(pi)` (a WGSL expression given the index view's parameter offset `pi`).
+    fn read_indexed(
+        &self,
+        op: &'static str,
+        (x, lx): (&WgpuStorage, &Layout),
+        axis: usize,
+        (index, li): (&WgpuStorage, &Layout),
+        shape: Vec<usize>,
+        index_at: impl Fn(usize) -> String,
+    ) -> Result<WgpuStorage> {
+        let (d, r) = (x.dtype(), lx.rank());
+        self.check_signed(op, index, li, lx.shape()[axis])?;
         let n: usize = shape.iter().product();
-        check_len(OP, n)?;
-        let out = self.out(OP, d, n)?;
+        check_len(op, n)?;
+        let out = self.out(op, d, n)?;
         if n == 0 {
             return Ok(out);
         }
@@ -284,19 +289,19 @@ impl WgpuBackend {
         let px = params.view(lx);
         let pi = params.view(li);
         let q = params.words.len();
-        shape.iter().for_each(|&s| {
+        for &s in &shape {
             params.push(s as u32);
-        });
+        }
         let mut body = unravel(q, r, "i");
         body += &format!(
             "let v = {};\nlet j = {};\n",
-            load(DType::I64, "in1", &view_expr(li, pi, &format!("c{axis}"))),
+            load(DType::I64, "in1", &index_at(pi)),
             resolve("v", &format!("prm[{}u]", px + 2 + axis))
         );
         let mut cx = coords(r);
         cx[axis] = "j".into();
         body += &store(d, "out0", "i", &load(d, "in0", &at(px, r, &cx)));
-        self.map(OP, &params, &[x, index], &[&out], &body)?;
+        self.map(op, &params, &[x, index], &[&out], &body)?;
         Ok(out)
     }
 
