@@ -38,9 +38,11 @@
 //! ```
 #![warn(missing_docs)]
 
+mod factor;
 mod kernels;
 mod ops;
 mod rules;
+mod spectral;
 
 pub use ops::{Inverse, LogAbsDet, Solve};
 pub use rules::rules;

@@ -96,11 +96,12 @@ fn logabsdet_forward<B: Backend>(
 /// The forward and reverse rules of `linalg.solve`, `linalg.inv` and `linalg.logabsdet`, for
 /// registration with [`nabla_tensor::AdContextBuilder::with_extension_rules`].
 pub fn rules<B: Backend>() -> ExtensionRules<B> {
-    ExtensionRules::new()
+    let core = ExtensionRules::new()
         .reverse(SOLVE, solve_reverse::<B>)
         .forward(SOLVE, solve_forward::<B>)
         .reverse(INVERSE, inverse_reverse::<B>)
         .forward(INVERSE, inverse_forward::<B>)
         .reverse(LOGABSDET, logabsdet_reverse::<B>)
-        .forward(LOGABSDET, logabsdet_forward::<B>)
+        .forward(LOGABSDET, logabsdet_forward::<B>);
+    crate::spectral::register(crate::factor::register(core))
 }
