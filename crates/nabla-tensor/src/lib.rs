@@ -15,9 +15,59 @@
 //! assert_eq!(b.sum_all()?.item::<f32>()?, 153.0);
 //! # Ok::<(), nabla_core::Error>(())
 //! ```
+//!
+//! # Complex numbers and derivatives
+//!
+//! complex64 and complex128 tensors are differentiable in every mode (eager and traced, reverse and
+//! forward, to any order), under JAX's convention:
+//!
+//! - **Forward mode** (`jvp`) pushes a complex tangent `t` through a holomorphic op `f` as
+//!   `f'(z)·t`; non-holomorphic ops use their real-linear tangent map (`conj`: `t ↦ conj(t)`, `real`:
+//!   `t ↦ Re t`, `imag`: `t ↦ Im t`, `abs`: `t ↦ Re(conj(z)·t)/|z|`).
+//! - **Reverse mode** (`vjp`, `backward`, `grad`) is the *linear transpose* of forward mode under
+//!   the real pairing `⟨u, v⟩ = Re Σ uᵢ·vᵢ` (no conjugation), so that
+//!   `Re Σ u·(J v) = Re Σ (Jᵀu)·v`. For holomorphic ops the cotangent is multiplied by `f'(z)` with no
+//!   conjugate; a matrix product uses plain transposes (`dA = G Bᵀ`); a conjugate appears only through
+//!   the non-holomorphic ops: `conj` transposes to `conj`, `real` to `u + 0i`, `imag` to `-i·u`,
+//!   `abs` to `u·conj(z)/|z|` (0 at `z = 0`). Casting real to complex transposes to the real part of
+//!   the cotangent, and complex to real (which keeps the real part) to `u + 0i`.
+//! - **`grad` of a real loss** `L(z)` therefore returns `∂L/∂x − i ∂L/∂y` for `z = x + iy`: the
+//!   *conjugate* of the steepest-ascent direction `∂L/∂x + i ∂L/∂y` (exactly what JAX returns; PyTorch
+//!   returns the unconjugated one). Gradient descent on complex parameters steps along
+//!   `-conj(grad)`. A complex output has no gradient without a cotangent: `backward`/`grad` fail and
+//!   name the dtype (JAX requires `holomorphic=True`); `backward_with`/`vjp` with a cotangent of ones
+//!   gives `f'(z)` for a holomorphic `f`.
+//!
+//! Worked example, checked against JAX 0.10.2 (`jax.grad(lambda z: abs(z)**2)(3+4j) == 6-8j`):
+//! `L = |z|² = x² + y²` has `∂L/∂x = 6`, `∂L/∂y = 8` at `3 + 4i`, so `grad` is `6 − 8i`.
+//!
+//! ```
+//! use nabla_tensor::{Tensor, grad, jvp, vjp};
+//! use nabla_cpu::CpuBackend;
+//! use num_complex::Complex64 as C;
+//! let cpu = CpuBackend::new();
+//! let z = Tensor::from_vec(vec![C::new(3.0, 4.0)], [], &cpu)?;
+//! // A real loss of a complex input: the conjugate of dL/dx + i dL/dy.
+//! let g = grad(|z: &Tensor<CpuBackend>| z.abs()?.square())(&z)?;
+//! assert_eq!(g.item::<C>()?, C::new(6.0, -8.0));
+//! // Re(z * conj(w)) for w = 2 + i: JAX gives 2 - 1i.
+//! let w = Tensor::from_vec(vec![C::new(2.0, 1.0)], [], &cpu)?;
+//! let g = grad(|z: &Tensor<CpuBackend>| z.mul(w.conj()?)?.real())(&z)?;
+//! assert_eq!(g.item::<C>()?, C::new(2.0, -1.0));
+//! // Holomorphic z^2: forward and reverse both multiply by f'(z) = 2z = 6 + 8i, no conjugate.
+//! let one = Tensor::from_vec(vec![C::new(1.0, 0.0)], [], &cpu)?;
+//! let (_, t) = jvp(|z: &Tensor<CpuBackend>| z.square(), &z, &one)?;
+//! let (_, u) = vjp(|z: &Tensor<CpuBackend>| z.square(), &z, &one)?;
+//! assert_eq!((t.item::<C>()?, u.item::<C>()?), (C::new(6.0, 8.0), C::new(6.0, 8.0)));
+//! // A complex output is not a loss.
+//! let err = grad(|z: &Tensor<CpuBackend>| z.square())(&z).unwrap_err();
+//! assert!(err.to_string().contains("complex128"), "{err}");
+//! # Ok::<(), nabla_core::Error>(())
+//! ```
 #![warn(missing_docs)]
 
 mod autograd;
+mod complex;
 mod composite;
 mod creation;
 mod display;

@@ -158,6 +158,17 @@ impl<B: Backend> Tensor<B> {
             ));
         }
         match seed {
+            // As JAX's `grad` without `holomorphic=True`: a complex output is not a loss.
+            None if self.dtype().is_complex() => Err(Error::autodiff(
+                op,
+                format!(
+                    "the output is {} (shape {:?}), but a gradient needs a real scalar loss; take \
+                     .real(), .abs() or .abs()?.square() of it, or pass the cotangent explicitly \
+                     (backward_with / vjp with ones for the derivative of a holomorphic function)",
+                    self.dtype(),
+                    self.shape()
+                ),
+            )),
             None if self.numel() == 1 => self.detach().ones_like(),
             None => Err(not_one_element(op, self.shape())),
             Some(s) => {

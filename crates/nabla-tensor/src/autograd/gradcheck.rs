@@ -7,6 +7,12 @@
 //! `ψ(x) = Σᵢ ∇ᵢφ(x) · vᵢ` with a random direction `v`, so it tests the gradient of a gradient (built by
 //! a nested reverse pass) against finite differences of the analytic gradient.
 //!
+//! Complex inputs (checked in complex128) are perturbed along their real and imaginary parts separately.
+//! Under the convention of the crate docs (reverse mode is the transpose under `Re Σ u·v`), the
+//! analytic derivative of `φ(x) = Re Σ f(x) · c` along the real part of element `j` is `Re gⱼ` and along
+//! the imaginary part `−Im gⱼ`, where `g` is the vector-Jacobian product with the cotangent `c` (complex
+//! for a complex output).
+//!
 //! The result is a [`GradCheckReport`]: the largest absolute and relative errors per input, the worst
 //! element, and [`GradCheckReport::assert_close`] to turn it into a test verdict whose error names the
 //! offending element.
@@ -14,6 +20,7 @@
 use super::functional::vjp_n;
 use crate::Tensor;
 use nabla_core::{Backend, DType, Error, Generator, Result};
+use num_complex::Complex64;
 use std::fmt;
 
 const OP: &str = "check_gradients";
@@ -47,13 +54,16 @@ impl Default for GradCheckOptions {
 }
 
 /// One checked element: the analytic and numeric derivative of the contracted output with respect to
-/// element `index` (flat, row-major) of input `input`.
+/// element `index` (flat, row-major) of input `input` (its imaginary part when `imaginary`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ElementCheck {
     /// Which input (position in the slice given to the check).
     pub input: usize,
     /// Flat row-major index of the element within that input.
     pub index: usize,
+    /// `true` when the derivative is along the imaginary part of a complex element, `false` along the
+    /// real part (or the element of a real input).
+    pub imaginary: bool,
     /// The derivative from the reverse pass.
     pub analytic: f64,
     /// The central-difference estimate.
@@ -65,7 +75,8 @@ pub struct ElementCheck {
 }
 
 impl ElementCheck {
-    fn new(input: usize, index: usize, analytic: f64, numeric: f64, floor: f64) -> Self {
+    fn new(at: (usize, usize, bool), analytic: f64, numeric: f64, floor: f64) -> Self {
+        let (input, index, imaginary) = at;
         let abs_error = if analytic == numeric {
             0.0
         } else {
@@ -81,6 +92,7 @@ impl ElementCheck {
         ElementCheck {
             input,
             index,
+            imaginary,
             analytic,
             numeric,
             abs_error,
@@ -136,7 +148,8 @@ pub struct GradCheckReport {
 }
 
 impl GradCheckReport {
-    /// Number of elements compared, over all inputs.
+    /// Number of elements compared, over all inputs (complex elements count twice: real and imaginary
+    /// part).
     pub fn checked(&self) -> usize {
         self.inputs.iter().map(|i| i.elements.len()).sum()
     }
@@ -198,13 +211,14 @@ impl GradCheckReport {
         Err(Error::autodiff(
             OP,
             format!(
-                "{} gradient mismatch in {failing} of {} elements; worst: input {} element {} (index \
-                 {:?} of shape {:?}): analytic {:e}, numeric {:e}, abs error {:e}, rel error {:e} \
+                "{} gradient mismatch in {failing} of {} elements; worst: input {} element {}{} \
+                 (index {:?} of shape {:?}): analytic {:e}, numeric {:e}, abs error {:e}, rel error {:e} \
                  (allowed {:e} + {:e} * |numeric|; eps {:e}, output shape {:?})",
                 self.order,
                 self.checked(),
                 e.input,
                 e.index,
+                part(e),
                 unravel(e.index, shape),
                 shape,
                 e.analytic,
@@ -243,9 +257,10 @@ impl fmt::Display for GradCheckReport {
         if let Some(w) = self.worst() {
             write!(
                 f,
-                "  worst: input {} element {} {:?}: analytic {:e}, numeric {:e}",
+                "  worst: input {} element {}{} {:?}: analytic {:e}, numeric {:e}",
                 w.input,
                 w.index,
+                part(w),
                 unravel(w.index, &self.inputs[w.input].shape),
                 w.analytic,
                 w.numeric
@@ -253,6 +268,11 @@ impl fmt::Display for GradCheckReport {
         }
         Ok(())
     }
+}
+
+/// How a message names the coordinate of a checked element.
+fn part(e: &ElementCheck) -> &'static str {
+    if e.imaginary { " (imaginary part)" } else { "" }
 }
 
 /// The multi-index of flat row-major position `i` in `shape`.
@@ -279,28 +299,67 @@ fn weights(n: usize, seed: u64, stream: u64) -> Vec<f64> {
         .collect()
 }
 
-/// A tensor of `shape` holding `values`, in dtype `dtype`, on the backend of `like`.
+/// `n` pseudo-random weights as in [`weights`], complex (with an imaginary part from another stream)
+/// when `complex`.
+fn complex_weights(n: usize, seed: u64, stream: u64, complex: bool) -> Vec<Complex64> {
+    let re = weights(n, seed, stream);
+    let im = if complex {
+        weights(n, seed, stream ^ 0x1_0000)
+    } else {
+        vec![0.0; n]
+    };
+    re.into_iter()
+        .zip(im)
+        .map(|(r, i)| Complex64::new(r, i))
+        .collect()
+}
+
+/// The cotangent that contracts the output `y`: 1 for a one-element real output, otherwise
+/// pseudo-random weights (complex for a complex output).
+fn cotangent_weights<B: Backend>(y: &Tensor<B>, seed: u64) -> Vec<Complex64> {
+    if y.numel() == 1 && !y.dtype().is_complex() {
+        vec![Complex64::new(1.0, 0.0)]
+    } else {
+        complex_weights(y.numel(), seed, 1, y.dtype().is_complex())
+    }
+}
+
+/// A tensor of `shape` holding `values` on the backend of `like`: complex128 when `dtype` is complex,
+/// otherwise the real parts in `dtype`.
 fn tensor_like<B: Backend>(
     like: &Tensor<B>,
-    values: &[f64],
+    values: &[Complex64],
     shape: &[usize],
     dtype: DType,
 ) -> Result<Tensor<B>> {
-    Tensor::from_slice(values, shape.to_vec(), like.backend())?.cast(dtype)
+    if dtype.is_complex() {
+        return Tensor::from_slice(values, shape.to_vec(), like.backend())?.cast(dtype);
+    }
+    let re: Vec<f64> = values.iter().map(|v| v.re).collect();
+    Tensor::from_slice(&re, shape.to_vec(), like.backend())?.cast(dtype)
 }
 
-/// The inputs as untracked `f64` tensors (views kept as they are when already `f64`).
+/// The values of `t` as complex numbers (zero imaginary parts for a real `t`).
+fn complex_values<B: Backend>(t: &Tensor<B>) -> Result<Vec<Complex64>> {
+    t.detach().cast(DType::C128)?.to_vec::<Complex64>()
+}
+
+/// The inputs as untracked `f64` (real) or complex128 (complex) tensors (views kept as they are when
+/// already of that dtype).
 fn to_f64_inputs<B: Backend>(inputs: &[Tensor<B>]) -> Result<Vec<Tensor<B>>> {
     inputs
         .iter()
         .enumerate()
         .map(|(i, x)| {
+            if x.dtype().is_complex() {
+                return x.detach().cast(DType::C128);
+            }
             if !x.dtype().is_float() {
                 return Err(Error::autodiff(
                     OP,
                     format!(
-                        "input {i} has dtype {} (shape {:?}); only float inputs can be checked — \
-                         capture index tensors in the closure instead",
+                        "input {i} has dtype {} (shape {:?}); only float inputs can be checked (and \
+                         complex ones) — capture index tensors in the closure instead",
                         x.dtype(),
                         x.shape()
                     ),
@@ -311,9 +370,9 @@ fn to_f64_inputs<B: Backend>(inputs: &[Tensor<B>]) -> Result<Vec<Tensor<B>>> {
         .collect()
 }
 
-/// `Σ y · c` in `f64` on the host.
-fn contract<B: Backend>(y: &Tensor<B>, c: &[f64]) -> Result<f64> {
-    let v = y.cast(DType::F64)?.to_vec::<f64>()?;
+/// `Re Σ y · c` in `f64` on the host.
+fn contract<B: Backend>(y: &Tensor<B>, c: &[Complex64]) -> Result<f64> {
+    let v = complex_values(y)?;
     if v.len() != c.len() {
         return Err(Error::autodiff(
             OP,
@@ -324,7 +383,7 @@ fn contract<B: Backend>(y: &Tensor<B>, c: &[f64]) -> Result<f64> {
             ),
         ));
     }
-    Ok(v.iter().zip(c).map(|(a, b)| a * b).sum())
+    Ok(v.iter().zip(c).map(|(a, b)| (a * b).re).sum())
 }
 
 /// The flat indices of a `numel`-element input to perturb.
@@ -342,9 +401,10 @@ fn selected(numel: usize, limit: Option<usize>) -> Vec<usize> {
 /// Compares the reverse-mode gradient of `f` at `inputs` with central finite differences in `f64`.
 ///
 /// The inputs are converted to `f64` (untracked; views keep their strides, so strided kernels are
-/// exercised on the analytic side) and `f` is called on them. Its output, of any shape and float dtype,
-/// is contracted with a fixed pseudo-random cotangent `c` (`1` for a one-element output), so the check
-/// covers the whole Jacobian through `φ(x) = Σ f(x) · c`. The analytic gradients come from one
+/// exercised on the analytic side; complex inputs become complex128) and `f` is called on them. Its
+/// output, of any shape and float or complex dtype, is contracted with a fixed pseudo-random cotangent
+/// `c` (`1` for a one-element real output, complex for a complex output), so the check covers the
+/// whole Jacobian through `φ(x) = Re Σ f(x) · c`. The analytic gradients come from one
 /// [`vjp_n`]; the numeric ones perturb each input element by `±eps` (in a contiguous copy) and evaluate
 /// `f` twice. Errors from `f` are returned as they are; a mismatch is not an error but a report to judge
 /// with [`GradCheckReport::assert_close`] or [`GradCheckReport::passed`].
@@ -407,51 +467,68 @@ where
     }
     let xs = to_f64_inputs(inputs)?;
     let y = f(&xs)?;
-    if !y.dtype().is_float() {
+    if !(y.dtype().is_float() || y.dtype().is_complex()) {
         return Err(Error::autodiff(
             OP,
             format!(
-                "the function returned a {} tensor (shape {:?}); only float outputs have gradients",
+                "the function returned a {} tensor (shape {:?}); only float outputs (and complex \
+                 ones) have gradients",
                 y.dtype(),
                 y.shape()
             ),
         ));
     }
     let output_shape = y.shape().to_vec();
-    let c = if y.numel() == 1 {
-        vec![1.0]
-    } else {
-        weights(y.numel(), opts.seed, 1)
-    };
+    let c = cotangent_weights(&y, opts.seed);
     let cot = tensor_like(&y, &c, &output_shape, y.dtype())?;
     drop(y);
     let (_, grads) = vjp_n(f, &xs, &cot)?;
 
     let mut reports = Vec::with_capacity(xs.len());
     for (i, (x, g)) in xs.iter().zip(&grads).enumerate() {
-        let analytic = g.detach().cast(DType::F64)?.to_vec::<f64>()?;
-        let mut values = x.to_vec::<f64>()?;
+        let analytic = complex_values(g)?;
+        let mut values = complex_values(x)?;
+        let parts: &[bool] = if x.dtype().is_complex() {
+            &[false, true]
+        } else {
+            &[false]
+        };
         let mut args = xs.clone();
         let mut elements = Vec::new();
         for j in selected(values.len(), opts.max_elements_per_input) {
-            let v = values[j];
-            let (hi, lo) = (v + opts.eps, v - opts.eps);
-            values[j] = hi;
-            args[i] = tensor_like(x, &values, x.shape(), DType::F64)?;
-            let up = contract(&f(&args)?, &c)?;
-            values[j] = lo;
-            args[i] = tensor_like(x, &values, x.shape(), DType::F64)?;
-            let down = contract(&f(&args)?, &c)?;
-            values[j] = v;
-            // The step actually taken, after rounding of v ± eps.
-            let numeric = (up - down) / (hi - lo);
-            elements.push(ElementCheck::new(
-                i,
-                j,
-                analytic[j],
-                numeric,
-                opts.rel_floor,
-            ));
+            for &imaginary in parts {
+                let v = values[j];
+                let coordinate = |z: Complex64| if imaginary { z.im } else { z.re };
+                let step = |d: f64| {
+                    if imaginary {
+                        Complex64::new(v.re, v.im + d)
+                    } else {
+                        Complex64::new(v.re + d, v.im)
+                    }
+                };
+                let (hi, lo) = (step(opts.eps), step(-opts.eps));
+                values[j] = hi;
+                args[i] = tensor_like(x, &values, x.shape(), x.dtype())?;
+                let up = contract(&f(&args)?, &c)?;
+                values[j] = lo;
+                args[i] = tensor_like(x, &values, x.shape(), x.dtype())?;
+                let down = contract(&f(&args)?, &c)?;
+                values[j] = v;
+                // The step actually taken, after rounding of v ± eps.
+                let numeric = (up - down) / (coordinate(hi) - coordinate(lo));
+                // d/d(Re z) Re(g·δz) = Re g; d/d(Im z) = Re(i g) = −Im g.
+                let a = if imaginary {
+                    -analytic[j].im
+                } else {
+                    analytic[j].re
+                };
+                elements.push(ElementCheck::new(
+                    (i, j, imaginary),
+                    a,
+                    numeric,
+                    opts.rel_floor,
+                ));
+            }
         }
         let max_abs_error = elements.iter().map(|e| e.abs_error).fold(0.0, f64::max);
         let max_rel_error = elements.iter().map(|e| e.rel_error).fold(0.0, f64::max);
@@ -470,8 +547,9 @@ where
     })
 }
 
-/// Checks second derivatives: the gradient of `ψ(x) = Σᵢ ∇ᵢφ(x) · vᵢ`, where `φ(x) = Σ f(x) · c` as in
-/// [`check_gradients`] and `v` is a fixed pseudo-random direction, against central differences of `ψ`.
+/// Checks second derivatives: the gradient of `ψ(x) = Re Σᵢ ∇ᵢφ(x) · vᵢ`, where `φ(x) = Re Σ f(x) · c`
+/// as in [`check_gradients`] and `v` is a fixed pseudo-random direction (complex for complex inputs),
+/// against central differences of `ψ`.
 ///
 /// The analytic side differentiates through a reverse pass (nested [`vjp_n`], so the rules' own
 /// derivatives are exercised); the numeric side evaluates the first-order analytic gradient at
@@ -497,26 +575,23 @@ where
 {
     let xs = to_f64_inputs(inputs)?;
     let y = f(&xs)?;
-    let c = if y.numel() == 1 {
-        vec![1.0]
-    } else {
-        weights(y.numel(), opts.seed, 1)
-    };
+    let c = cotangent_weights(&y, opts.seed);
     let cot = tensor_like(&y, &c, y.shape(), y.dtype())?;
     drop(y);
     let directions = xs
         .iter()
         .enumerate()
         .map(|(i, x)| {
-            let v = weights(x.numel(), opts.seed, 2 + i as u64);
-            tensor_like(x, &v, x.shape(), DType::F64)
+            let v = complex_weights(x.numel(), opts.seed, 2 + i as u64, x.dtype().is_complex());
+            tensor_like(x, &v, x.shape(), x.dtype())
         })
         .collect::<Result<Vec<_>>>()?;
     let psi = |v: &[Tensor<B>]| -> Result<Tensor<B>> {
         let (_, grads) = vjp_n(&f, v, &cot)?;
         let mut total: Option<Tensor<B>> = None;
         for (g, d) in grads.iter().zip(&directions) {
-            let term = g.cast(DType::F64)?.mul(d)?.sum_all()?;
+            // Re Σ g·d (the pairing of the convention), real for real inputs.
+            let term = g.cast(d.dtype())?.mul(d)?.real()?.sum_all()?;
             total = Some(match total {
                 None => term,
                 Some(t) => t.add(&term)?,

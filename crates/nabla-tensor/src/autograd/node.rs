@@ -14,6 +14,17 @@ fn next_node_id() -> u64 {
     NEXT_NODE_ID.fetch_add(1, Ordering::Relaxed)
 }
 
+/// `true` for the dtypes a variable can have: real floats of at least single precision and complex.
+fn is_differentiable_dtype(dtype: DType) -> bool {
+    (dtype.is_float() && !dtype.is_half()) || dtype.is_complex()
+}
+
+/// `true` for the dtypes an op output is tracked in: the differentiable ones and half precision (which
+/// is reached from a float32 variable by a cast and carries its gradient back through it).
+fn is_tracked_dtype(dtype: DType) -> bool {
+    dtype.is_float() || dtype.is_complex()
+}
+
 /// One vertex of the derivative graph. Tensors hold an `Arc` to the node that produced them; a node
 /// holds `Arc`s to the nodes of its tracked inputs, so the graph lives exactly as long as a tensor
 /// that can reach it.
@@ -91,7 +102,9 @@ impl<B: Backend> Tensor<B> {
     /// recording is on. `op` is a closure so that untracked computation builds nothing.
     #[inline]
     pub(crate) fn record(mut self, op: impl FnOnce() -> Op, inputs: &[&Tensor<B>]) -> Tensor<B> {
-        if !inputs.iter().any(|t| t.ad.is_some()) || !self.dtype().is_float() || !is_grad_enabled()
+        if !inputs.iter().any(|t| t.ad.is_some())
+            || !is_tracked_dtype(self.dtype())
+            || !is_grad_enabled()
         {
             return self;
         }
@@ -137,8 +150,9 @@ impl<B: Backend> Tensor<B> {
         t
     }
 
-    /// A tracked variable (a leaf of the graph) named `name`, holding the values of `data`; only float
-    /// tensors can be variables. Gradients are read back by handle or by name.
+    /// A tracked variable (a leaf of the graph) named `name`, holding the values of `data`; only
+    /// float32/float64 and complex64/complex128 tensors can be variables (see the crate docs for the
+    /// complex convention). Gradients are read back by handle or by name.
     ///
     /// ```
     /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
@@ -181,12 +195,13 @@ impl<B: Backend> Tensor<B> {
 
     /// A new leaf with the values of `self` (detached from any graph it was in).
     pub(crate) fn as_leaf(&self, op: &'static str, name: Option<Arc<str>>) -> Result<Tensor<B>> {
-        if !self.dtype().is_float() || self.dtype().is_half() {
+        if !is_differentiable_dtype(self.dtype()) {
             return Err(Error::autodiff(
                 op,
                 format!(
-                    "only float32 and float64 tensors can be differentiated, got {} (shape {:?}); cast \
-                     with .cast(DType::F32) first if a derivative is really meant",
+                    "only float32 and float64 (or complex64 and complex128) tensors can be \
+                     differentiated, got {} (shape {:?}); cast with .cast(DType::F32) first if a \
+                     derivative is really meant",
                     self.dtype(),
                     self.shape()
                 ),

@@ -117,9 +117,7 @@ impl Op {
                 | U::Sigmoid
                 | U::Tan
                 | U::Rsqrt
-                | U::Conj
-                | U::Real
-                | U::Imag => 0,
+                | U::Conj => 0,
                 _ => 0b1,
             },
             Op::Binary(BinaryOp::Add | BinaryOp::Sub) => 0,

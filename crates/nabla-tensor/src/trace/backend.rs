@@ -123,14 +123,14 @@ impl TracingBackend {
     }
 
     /// A program input of the given shape and dtype; inputs are numbered in order of creation. A
-    /// floating-point placeholder is a variable named `input{index}`, so traced programs can be
-    /// differentiated with respect to it ([`crate::AdContext`], [`Tensor::grad`]).
+    /// floating-point or complex placeholder is a variable named `input{index}`, so traced programs can
+    /// be differentiated with respect to it ([`crate::AdContext`], [`Tensor::grad`]).
     pub fn placeholder(&self, shape: impl Into<Shape>, dtype: DType) -> Result<Tensor<Self>> {
         let shape = shape.into().into_dims();
         let index = self.lock().inputs.len();
         let v = self.record(TraceOp::Input { index }, &[], shape.clone(), dtype)?;
         let t = Tensor::from_storage(v, Layout::contiguous(shape), self)?;
-        if dtype.is_float() {
+        if dtype.is_float() || dtype.is_complex() {
             Tensor::var(format!("input{index}"), t)
         } else {
             Ok(t)

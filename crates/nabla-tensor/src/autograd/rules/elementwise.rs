@@ -1,8 +1,14 @@
 //! Reverse rules of elementwise unary and binary math and of `where`.
+//!
+//! Complex inputs follow JAX's convention (see the crate docs): a holomorphic op multiplies the
+//! cotangent by `f'(z)` with no conjugation, exactly as the real rule does, so those rules serve both;
+//! the non-holomorphic ops (`conj`, `abs`, `real`, `imag`) have rules of their own, the transposes of
+//! their real-linear tangent maps under the pairing `Re Σ u·v`.
 
 use super::SavedValues;
 use crate::Tensor;
 use nabla_core::{Backend, BinaryOp, Error, Result, UnaryOp};
+use num_complex::Complex64;
 
 /// `2 / sqrt(pi)`, the scale of the derivative of `erf`.
 const TWO_OVER_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
@@ -17,8 +23,10 @@ pub(super) fn unary<B: Backend>(
     let y = || s.output();
     match op {
         U::Neg => g.neg(),
+        U::Abs if x()?.dtype().is_complex() => complex_abs(x()?, g),
         // The derivative at 0 is taken as 1, as JAX does (PyTorch uses sign(0) = 0).
         U::Abs => x()?.ge(0.0)?.where_(g, g.neg()?),
+        U::Sign if g.dtype().is_complex() => Err(not_for_complex(op.name(), g)),
         // Piecewise constant: zero derivative almost everywhere (as JAX).
         U::Sign | U::Floor | U::Ceil | U::Round | U::Trunc => g.zeros_like(),
         U::Recip => g.mul(y()?.square()?)?.neg(),
@@ -44,14 +52,50 @@ pub(super) fn unary<B: Backend>(
             g.mul(y.mul(y.neg()?.add(1.0)?)?)
         }
         U::Erf => g.mul(x()?.square()?.neg()?.exp()?.mul(TWO_OVER_SQRT_PI)?),
-        // Only real inputs are tracked: there conj and real are the identity and imag is zero.
-        U::Conj | U::Real => Ok(g.clone()),
+        // The transpose of conj is conj (the identity on real values).
+        U::Conj => g.conj(),
+        // `real` embeds the real cotangent into the complex plane (JAX: `complex(g, 0)`); on real
+        // input it is the identity.
+        U::Real => g.cast(x()?.dtype()),
+        // `imag` transposes to `-i g` (JAX: `complex(0, -g)`), since `Re(-i g · v) = g Im(v)`; on real
+        // input it is the constant 0.
+        U::Imag if x()?.dtype().is_complex() => {
+            g.cast(x()?.dtype())?.mul(Complex64::new(0.0, -1.0))
+        }
         U::Imag => g.zeros_like(),
         other => Err(Error::autodiff(
             other.name(),
-            "has no derivative for real inputs (it works on complex or bool values)",
+            format!(
+                "has no derivative for {} values (it works on bool values or has none)",
+                g.dtype()
+            ),
         )),
     }
+}
+
+/// `|z|` of complex `z` with a real cotangent `g`: the tangent map is `t ↦ Re(conj(z) t) / |z|`, whose
+/// transpose is `g conj(z) / |z|`. At `z = 0` the derivative is taken as 0, as JAX does.
+fn complex_abs<B: Backend>(z: &Tensor<B>, g: &Tensor<B>) -> Result<Tensor<B>> {
+    let r = z.abs()?;
+    let safe = r.eq(0.0)?.where_(1.0, &r)?;
+    // (g / |z|) conj(z), in the order JAX uses, so that exact cases stay exact (|3+4i|² gives 6-8i).
+    let dtype = z.dtype();
+    g.cast(dtype)?.div(safe.cast(dtype)?)?.mul(z.conj()?)
+}
+
+/// The error of an op with no derivative rule for complex values: ordering ops (`maximum`, `max`, ...)
+/// and `sign` (whose complex derivative is not implemented; JAX's zero would be wrong there).
+pub(super) fn not_for_complex<B: Backend>(op: &'static str, t: &Tensor<B>) -> Error {
+    Error::autodiff(
+        op,
+        format!(
+            "has no derivative rule for {} values (shape {:?}): complex numbers have no order, and \
+             sign of a complex number is not differentiated; work on .real(), .imag() or .abs() \
+             instead",
+            t.dtype(),
+            t.shape()
+        ),
+    )
 }
 
 fn one_minus_square<B: Backend>(t: &Tensor<B>) -> Result<Tensor<B>> {
@@ -111,6 +155,9 @@ pub(super) fn binary<B: Backend>(
                 })
                 .transpose()?;
             (da, db)
+        }
+        O::Maximum | O::Minimum if g.dtype().is_complex() => {
+            return Err(not_for_complex(op.name(), g));
         }
         // Ties split the gradient evenly between the operands, as JAX does.
         O::Maximum | O::Minimum => {

@@ -7,7 +7,7 @@ use super::{SavedValues, elementwise, reduce};
 use crate::Tensor;
 use crate::autograd::extension::{self, ExtensionRules};
 use crate::autograd::op::Op;
-use nabla_core::{Backend, Result};
+use nabla_core::{Backend, Result, UnaryOp};
 
 /// The tangent of the output of `op` (of shape `out`), given the tangent of each input (`None` for
 /// inputs with zero tangent). `None` when every contribution is zero. Extension ops take their rules
@@ -24,7 +24,15 @@ pub(crate) fn jvp<B: Backend>(
     match op {
         Op::Extension(e) => extension::jvp(e, ext, &s.all_inputs()?, s.output()?, t),
         Op::Identity => Ok(t0().cloned()),
-        Op::Unary(u) => linear(&|t| elementwise::unary(*u, s, t)),
+        // A complex-to-real op (abs, real, imag) has the tangent map `t ↦ Re(c t)` when its reverse
+        // rule is `u ↦ u c`: the reverse rule applied to the tangent, then the real part.
+        Op::Unary(u) => linear(&|t| {
+            let d = elementwise::unary(*u, s, t)?;
+            match u {
+                UnaryOp::Abs | UnaryOp::Real | UnaryOp::Imag if d.dtype().is_complex() => d.real(),
+                _ => Ok(d),
+            }
+        }),
         Op::Binary(b) => {
             let da = match &t[0] {
                 Some(ta) => elementwise::binary(*b, s, ta, &[true, false])?.swap_remove(0),

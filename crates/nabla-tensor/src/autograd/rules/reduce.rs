@@ -15,6 +15,9 @@ pub(super) fn reduce<B: Backend>(
     let axes: Vec<isize> = axes.iter().map(|&a| a as isize).collect();
     match op {
         ReduceOp::Sum => g.broadcast_to(input.to_vec()),
+        ReduceOp::Max | ReduceOp::Min if g.dtype().is_complex() => {
+            Err(super::elementwise::not_for_complex(op.name(), g))
+        }
         // Ties share the gradient evenly, as JAX does.
         ReduceOp::Max | ReduceOp::Min => {
             let (x, y) = (s.input(0)?, s.output()?);
