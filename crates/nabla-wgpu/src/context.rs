@@ -4,7 +4,10 @@ use nabla_core::{Error, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 use wgpu::util::DeviceExt;
+
+use crate::profile::{self, KernelTime, Profile, format_profile};
 
 /// Dispatches queued in one encoder before it is submitted without being asked to.
 const BATCH: usize = 128;
@@ -44,6 +47,8 @@ struct Batch {
 
 /// One compute dispatch: generated shader text, its buffers and the grid.
 pub(crate) struct Dispatch<'a> {
+    /// The op launching it (for errors and the profile).
+    pub op: &'static str,
     /// The complete WGSL source (also the pipeline cache key).
     pub shader: &'a str,
     /// Read-only bindings `in0..`, after the parameter words at binding 0.
@@ -73,6 +78,20 @@ pub(crate) struct Ctx {
     batch: Mutex<Batch>,
     /// The first device error raised outside an error scope, reported by the next wait.
     failure: Arc<Mutex<Option<String>>>,
+    /// Per-kernel times while profiling is on.
+    profile: Mutex<Option<Profile>>,
+}
+
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        if let Some(p) = lock(&self.profile).as_ref().filter(|p| p.print_on_drop) {
+            eprintln!(
+                "wgpu kernel profile ({}):\n{}",
+                self.info.name,
+                format_profile(&p.rows())
+            );
+        }
+    }
 }
 
 impl Ctx {
@@ -113,6 +132,7 @@ impl Ctx {
             layouts: Mutex::default(),
             batch: Mutex::default(),
             failure,
+            profile: Mutex::new(profile::from_env().then(|| Profile::new(true))),
         })
     }
 
@@ -221,9 +241,9 @@ impl Ctx {
         &self,
         shader: &str,
         layout: &wgpu::PipelineLayout,
-    ) -> Result<Arc<wgpu::ComputePipeline>> {
+    ) -> Result<(Arc<wgpu::ComputePipeline>, bool)> {
         if let Some(p) = lock(&self.pipelines).get(shader) {
-            return Ok(p.clone());
+            return Ok((p.clone(), false));
         }
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self
@@ -249,7 +269,7 @@ impl Ctx {
             )));
         }
         lock(&self.pipelines).insert(shader.to_string(), p.clone());
-        Ok(p)
+        Ok((p, true))
     }
 
     /// Number of pipelines compiled so far.
@@ -262,8 +282,14 @@ impl Ctx {
         if d.groups.0 == 0 || d.groups.1 == 0 || d.groups.2 == 0 {
             return Ok(());
         }
+        let start = Instant::now();
         let (bgl, pl) = self.layouts(d.inputs.len(), d.outputs.len());
-        let pipeline = self.pipeline(d.shader, &pl)?;
+        let (pipeline, compiled) = self.pipeline(d.shader, &pl)?;
+        let compile = if compiled {
+            start.elapsed()
+        } else {
+            Duration::ZERO
+        };
         let mut params = d.params.to_vec();
         params.resize(params.len().max(4), 0);
         let prm = self
@@ -303,10 +329,46 @@ impl Ctx {
             pass.dispatch_workgroups(d.groups.0, d.groups.1, d.groups.2);
         }
         batch.pending += 1;
-        if batch.pending >= BATCH {
+        let profiling = lock(&self.profile).is_some();
+        if batch.pending >= BATCH || profiling {
             self.submit(&mut batch);
         }
+        drop(batch);
+        if profiling {
+            self.wait(d.op)?;
+            self.charge(d.op, start, compile);
+        }
         Ok(())
+    }
+
+    /// Waits for the device to finish the submitted work.
+    fn wait(&self, op: &'static str) -> Result<()> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| backend_error(format!("{op}: {e}")))?;
+        Ok(())
+    }
+
+    /// Adds one call of `op` since `start` to the profile, when profiling is on.
+    fn charge(&self, op: &'static str, start: Instant, compile: Duration) {
+        if let Some(p) = lock(&self.profile).as_mut() {
+            p.add(op, start.elapsed(), compile);
+        }
+    }
+
+    /// Turns per-kernel profiling on (with an empty table) or off.
+    pub fn set_profiling(&self, on: bool) {
+        let mut p = lock(&self.profile);
+        let print = p.as_ref().is_some_and(|p| p.print_on_drop);
+        *p = on.then(|| Profile::new(print));
+    }
+
+    /// The profile so far (empty when profiling is off).
+    pub fn profile(&self) -> Vec<KernelTime> {
+        lock(&self.profile)
+            .as_ref()
+            .map(Profile::rows)
+            .unwrap_or_default()
     }
 
     fn submit(&self, batch: &mut Batch) {
@@ -319,9 +381,7 @@ impl Ctx {
     /// Submits queued work and waits for the device to finish it.
     pub fn synchronize(&self) -> Result<()> {
         self.submit(&mut lock(&self.batch));
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| backend_error(format!("synchronize: {e}")))?;
+        self.wait("synchronize")?;
         self.check_failure()
     }
 
@@ -343,6 +403,7 @@ impl Ctx {
         if words == 0 {
             return Ok(Vec::new());
         }
+        let t0 = Instant::now();
         let bytes = words as u64 * 4;
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: None,
@@ -363,9 +424,7 @@ impl Ctx {
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
             let _ = tx.send(r);
         });
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| backend_error(format!("read: {e}")))?;
+        self.wait("read")?;
         rx.recv()
             .map_err(|e| backend_error(format!("read: mapping was dropped: {e}")))?
             .map_err(|e| backend_error(format!("read: could not map the buffer: {e}")))?;
@@ -379,6 +438,7 @@ impl Ctx {
         drop(view);
         staging.unmap();
         self.check_failure()?;
+        self.charge("read", t0, Duration::ZERO);
         Ok(out)
     }
 

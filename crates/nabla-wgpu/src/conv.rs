@@ -1,14 +1,24 @@
-//! Direct 2-D convolution, its two gradients and max pooling.
+//! 2-D convolution and its two gradients as implicit GEMMs, and max pooling.
 //!
-//! The convolutions are folds (see [`crate::kernel::Fold`]): each output element sums its taps, one
-//! invocation per output when there are few taps and a workgroup tree reduction when there are many
-//! (the weight gradient sums over the whole batch and image). Operands are read through their strides.
+//! Each convolution is one run of the GEMM template of `matmul.rs` whose operand loaders index the
+//! input, weights or output gradient as im2col matrices on the fly (nothing is materialised), per
+//! image and group:
+//!
+//! - forward: `y[n, g] (COG x OH*OW) = w[g] (COG x CG*KH*KW) @ im2col(x[n, g]) (CG*KH*KW x OH*OW)`;
+//! - input gradient: `dx[n, g] (CG x H*W) = w[g]^T (CG x COG*KH*KW) @ B (COG*KH*KW x H*W)`, where `B`
+//!   reads the output gradient at the position each tap came from (zero where none did);
+//! - weight gradient: `dw[g] (COG x CG*KH*KW) = dy[g] (COG x N*OH*OW) @ im2col(x[g])^T`, its long
+//!   `k` split into chunks summed by separate workgroups (then added up) so that small weights still
+//!   spread over the device.
+//!
+//! Operands are read through their strides; results come out contiguous in NCHW / OIHW order.
 
 use crate::WgpuBackend;
-use crate::kernel::{Fold, Params, view_expr};
+use crate::kernel::{Params, view_expr};
+use crate::matmul::Operands;
 use crate::storage::{WgpuStorage, check_dtype};
 use crate::wgsl::{self, load, store};
-use nabla_core::{Conv2dParams, DType, Error, Layout, Pool2dParams, Result};
+use nabla_core::{Conv2dParams, DType, Error, Layout, Pool2dParams, ReduceOp, Result};
 
 /// Shapes of one convolution: `[n, c, h, w]` input, `[co, cg, kh, kw]` weights, `[oh, ow]` output.
 struct Geometry {
@@ -24,11 +34,17 @@ struct Geometry {
     ow: usize,
 }
 
-/// WGSL `let` bindings of every geometry and parameter value (stored from word 2 on).
-const NAMES: [&str; 17] = [
+/// WGSL `let` bindings of every geometry and parameter value (stored from word 4 on, after the GEMM's
+/// `[GM, GN, GK, batch start]`); `KC` is the `k` chunk of a split weight gradient.
+const NAMES: [&str; 19] = [
     "N", "C", "H", "W", "CO", "CG", "KH", "KW", "OH", "OW", "SH", "SW", "PH", "PW", "DH", "DW",
-    "COG",
+    "COG", "G", "KC",
 ];
+
+/// Terms of `k` a workgroup of the weight gradient sums at least (when the split is needed).
+const K_CHUNK: usize = 512;
+/// The most chunks a weight gradient's `k` is split into.
+const MAX_SPLITS: usize = 32;
 
 impl Geometry {
     fn new(
@@ -68,8 +84,8 @@ impl Geometry {
         })
     }
 
-    /// Parameters `[outer, inner, geometry..]`.
-    fn params(&self, outer: usize, inner: usize, p: &Conv2dParams) -> Params {
+    /// Parameters `[0, 0, 0, 0, geometry.., k_chunk]` (the GEMM fills the first four).
+    fn params(&self, p: &Conv2dParams, k_chunk: usize) -> Params {
         let g = [
             self.n,
             self.c,
@@ -87,30 +103,28 @@ impl Geometry {
             p.padding.1,
             p.dilation.0,
             p.dilation.1,
-            self.co / p.groups.max(1),
+            self.co / p.groups,
+            p.groups,
+            k_chunk,
         ];
-        let mut words = vec![outer as u32, inner as u32];
+        let mut words = vec![0; 4];
         words.extend(g.iter().map(|&v| v as u32));
         Params { words }
     }
 }
 
-/// `let` statements naming the geometry (as `i32`).
-fn names() -> String {
+/// `let` statements naming the geometry (as `i32`). Every value but the batch size `N` and the chunk
+/// `KC` is written into the shader as a literal, so that the compiler turns the loaders' divisions
+/// into multiplications (a pipeline per layer shape, not per batch size).
+fn names(words: &[u32]) -> String {
     NAMES
         .iter()
         .enumerate()
-        .map(|(i, n)| format!("let {n} = i32(prm[{}u]);\n", i + 2))
+        .map(|(i, n)| match *n {
+            "N" | "KC" => format!("let {n} = i32(prm[{}u]);\n", i + 4),
+            _ => format!("let {n} = {}i;\n", words[i + 4] as i32),
+        })
         .collect()
-}
-
-/// Splits `v` into coordinates named `out` along sizes `dims` (last fastest).
-fn split(v: &str, out: &[&str], dims: &[&str]) -> String {
-    let mut s = format!("var r_{v} = i32({v});\n");
-    for (o, d) in out.iter().zip(dims).rev() {
-        s += &format!("let {o} = r_{v} % {d};\nr_{v} = r_{v} / {d};\n");
-    }
-    s
 }
 
 fn check_f32(op: &'static str, a: &WgpuStorage, b: &WgpuStorage) -> Result<()> {
@@ -122,39 +136,48 @@ fn check_f32(op: &'static str, a: &WgpuStorage, b: &WgpuStorage) -> Result<()> {
     Ok(())
 }
 
-fn sum(a: &str, b: &str) -> String {
-    format!("{a} + {b}")
+/// One convolution GEMM: the operand loaders `a` and `b` see the geometry names, the batch index
+/// split by `setup`, and `LOAD0(..)` / `LOAD1(..)` standing for loads from the first and second operand at
+/// four coordinates.
+struct ConvGemm<'a> {
+    op: &'static str,
+    setup: &'a str,
+    a: &'a str,
+    b: &'a str,
+    /// `(batch, m, n, k)` of the GEMM.
+    dims: (usize, usize, usize, usize),
+    k_chunk: usize,
 }
 
 impl WgpuBackend {
-    /// Runs the fold `term` (which sees the geometry names, `o` and `k`) over `outer x inner`.
-    #[allow(clippy::too_many_arguments)]
-    fn conv_fold(
+    /// Runs `c` over the operands `(x, lx)` and `(y, ly)` into a new contiguous buffer.
+    fn conv_gemm(
         &self,
-        op: &'static str,
+        c: &ConvGemm<'_>,
         g: &Geometry,
         p: &Conv2dParams,
-        (a, la): (&WgpuStorage, &Layout),
-        (b, lb): (&WgpuStorage, &Layout),
-        out_len: usize,
-        inner: usize,
-        term: impl Fn(&str, &str) -> String,
+        (x, lx): (&WgpuStorage, &Layout),
+        (y, ly): (&WgpuStorage, &Layout),
     ) -> Result<WgpuStorage> {
-        let out = self.out(op, DType::F32, out_len)?;
-        if out_len == 0 {
-            return Ok(out);
+        let (batch, m, n, k) = c.dims;
+        let len = batch * m * n;
+        if k == 0 || len == 0 {
+            return self.full_impl(len, nabla_core::Scalar::F64(0.0), DType::F32);
         }
-        let mut params = g.params(out_len, inner, p);
-        let pa = params.view(la);
-        let pb = params.view(lb);
-        let f = Fold {
-            ty: "f32",
-            identity: "0.0".into(),
-            combine: &sum,
-            term: names() + &term(&coords_load("in0", pa), &coords_load("in1", pb)),
-            store: store(DType::F32, "out0", "o", "res"),
+        let out = self.out(c.op, DType::F32, len)?;
+        let mut params = g.params(p, c.k_chunk);
+        let px = params.view(lx);
+        let py = params.view(ly);
+        let expand = |s: &str| {
+            let s = replace_loads(s, "LOAD0(", "in0", px);
+            replace_loads(&s, "LOAD1(", "in1", py)
         };
-        self.fold(op, &params, &[a, b], &[&out], &f)?;
+        let ops = Operands {
+            setup: names(&params.words) + c.setup,
+            a: expand(c.a),
+            b: expand(c.b),
+        };
+        self.gemm(c.op, DType::F32, &ops, params, &[x, y], &out, c.dims)?;
         Ok(out)
     }
 
@@ -167,19 +190,26 @@ impl WgpuBackend {
         const OP: &str = "conv2d";
         check_f32(OP, x.0, w.0)?;
         let g = Geometry::new(OP, x.1.shape(), w.1.shape(), p)?;
-        let out_len = g.n * g.co * g.oh * g.ow;
-        self.conv_fold(OP, &g, p, x, w, out_len, g.cg * g.kh * g.kw, |xa, wa| {
-            split("o", &["n", "co", "oh", "ow"], &["N", "CO", "OH", "OW"])
-                + &split("k", &["ci", "kh", "kw"], &["CG", "KH", "KW"])
-                + "let c = (co / COG) * CG + ci;\nlet ih = oh * SH + kh * DH - PH;\n\
-                   let iw = ow * SW + kw * DW - PW;\nvar term = 0.0;\n\
-                   if (ih >= 0i && ih < H && iw >= 0i && iw < W) {\n"
-                + &format!(
-                    "term = {} * {};\n}}",
-                    xa.replace("COORDS", "n, c, ih, iw"),
-                    wa.replace("COORDS", "co, ci, kh, kw")
-                )
-        })
+        let taps = "let ci = i32(gk) / (KH * KW); let kr = i32(gk) % (KH * KW);\n\
+                    let kh = kr / KW; let kw = kr % KW;\n";
+        let c = ConvGemm {
+            op: OP,
+            setup: "let kb = 0u; let ke = GK; let n = i32(b) / G; let g = i32(b) % G;\n",
+            a: &format!("{taps}va = LOAD1(g * COG + i32(gi), ci, kh, kw);"),
+            b: &format!(
+                "{taps}let ih = (i32(gj) / OW) * SH + kh * DH - PH;\n\
+                 let iw = (i32(gj) % OW) * SW + kw * DW - PW;\n\
+                 if (ih >= 0i && ih < H && iw >= 0i && iw < W) {{ vb = LOAD0(n, g * CG + ci, ih, iw); }}"
+            ),
+            dims: (
+                g.n * p.groups,
+                g.co / p.groups,
+                g.oh * g.ow,
+                g.cg * g.kh * g.kw,
+            ),
+            k_chunk: 0,
+        };
+        self.conv_gemm(&c, &g, p, x, w)
     }
 
     pub(crate) fn conv2d_input_grad_impl(
@@ -193,7 +223,7 @@ impl WgpuBackend {
         check_f32(OP, dy.0, w.0)?;
         let ds = dy.1.shape();
         let ws = w.1.shape();
-        if ds.len() != 4 || ws.len() != 4 {
+        if ds.len() != 4 || ws.len() != 4 || p.groups == 0 {
             return Err(Error::shapes(OP, ds, ws));
         }
         let input = [ds[0], ws[1] * p.groups, input_hw.0, input_hw.1];
@@ -201,21 +231,26 @@ impl WgpuBackend {
         if ds != [g.n, g.co, g.oh, g.ow] {
             return Err(Error::shapes(OP, ds, &[g.n, g.co, g.oh, g.ow]));
         }
-        let out_len = g.n * g.c * g.h * g.w;
-        let inner = (g.co / p.groups) * g.kh * g.kw;
-        self.conv_fold(OP, &g, p, dy, w, out_len, inner, |da, wa| {
-            split("o", &["n", "c", "ih", "iw"], &["N", "C", "H", "W"])
-                + &split("k", &["col", "kh", "kw"], &["COG", "KH", "KW"])
-                + "let co = (c / CG) * COG + col;\nlet ci = c % CG;\n\
-                   let th = ih + PH - kh * DH;\nlet tw = iw + PW - kw * DW;\nvar term = 0.0;\n\
-                   if (th >= 0i && tw >= 0i && th % SH == 0i && tw % SW == 0i \
-                   && th / SH < OH && tw / SW < OW) {\nlet oh = th / SH;\nlet ow = tw / SW;\n"
-                + &format!(
-                    "term = {} * {};\n}}",
-                    da.replace("COORDS", "n, co, oh, ow"),
-                    wa.replace("COORDS", "co, ci, kh, kw")
-                )
-        })
+        let taps = "let col = i32(gk) / (KH * KW); let kr = i32(gk) % (KH * KW);\n\
+                    let kh = kr / KW; let kw = kr % KW;\n";
+        let c = ConvGemm {
+            op: OP,
+            setup: "let kb = 0u; let ke = GK; let n = i32(b) / G; let g = i32(b) % G;\n",
+            a: &format!("{taps}va = LOAD1(g * COG + col, i32(gi), kh, kw);"),
+            b: &format!(
+                "{taps}let th = i32(gj) / W + PH - kh * DH;\nlet tw = i32(gj) % W + PW - kw * DW;\n\
+                 if (th >= 0i && tw >= 0i && th % SH == 0i && tw % SW == 0i \
+                 && th / SH < OH && tw / SW < OW) {{ vb = LOAD0(n, g * COG + col, th / SH, tw / SW); }}"
+            ),
+            dims: (
+                g.n * p.groups,
+                g.cg,
+                g.h * g.w,
+                (g.co / p.groups) * g.kh * g.kw,
+            ),
+            k_chunk: 0,
+        };
+        self.conv_gemm(&c, &g, p, dy, w)
     }
 
     pub(crate) fn conv2d_weight_grad_impl(
@@ -237,19 +272,36 @@ impl WgpuBackend {
         if ds != [g.n, g.co, g.oh, g.ow] {
             return Err(Error::shapes(OP, ds, &[g.n, g.co, g.oh, g.ow]));
         }
-        let out_len = g.co * g.cg * g.kh * g.kw;
-        self.conv_fold(OP, &g, p, x, dy, out_len, g.n * g.oh * g.ow, |xa, da| {
-            split("o", &["co", "ci", "kh", "kw"], &["CO", "CG", "KH", "KW"])
-                + &split("k", &["n", "oh", "ow"], &["N", "OH", "OW"])
-                + "let c = (co / COG) * CG + ci;\nlet ih = oh * SH + kh * DH - PH;\n\
-                   let iw = ow * SW + kw * DW - PW;\nvar term = 0.0;\n\
-                   if (ih >= 0i && ih < H && iw >= 0i && iw < W) {\n"
-                + &format!(
-                    "term = {} * {};\n}}",
-                    xa.replace("COORDS", "n, c, ih, iw"),
-                    da.replace("COORDS", "n, co, oh, ow")
-                )
-        })
+        // Split the long sum over images and positions into chunks (multiples of the GEMM's k step).
+        let k = g.n * g.oh * g.ow;
+        let splits = k.div_ceil(K_CHUNK).clamp(1, MAX_SPLITS);
+        let chunk = k.div_ceil(splits).div_ceil(16) * 16;
+        let splits = k.div_ceil(chunk.max(1)).max(1);
+        let len = g.co * g.cg * g.kh * g.kw;
+        let c = ConvGemm {
+            op: OP,
+            setup: "let g = i32(b) % G; let kb = (b / u32(G)) * u32(KC);\n\
+                    let ke = min(kb + u32(KC), GK);\n",
+            a: "let n = i32(gk) / (OH * OW); let q = i32(gk) % (OH * OW);\n\
+                va = LOAD1(n, g * COG + i32(gi), q / OW, q % OW);",
+            b: "let n = i32(gk) / (OH * OW); let q = i32(gk) % (OH * OW);\n\
+                let ci = i32(gj) / (KH * KW); let kr = i32(gj) % (KH * KW);\n\
+                let ih = (q / OW) * SH + (kr / KW) * DH - PH;\n\
+                let iw = (q % OW) * SW + (kr % KW) * DW - PW;\n\
+                if (ih >= 0i && ih < H && iw >= 0i && iw < W) { vb = LOAD0(n, g * CG + ci, ih, iw); }",
+            dims: (splits * p.groups, g.co / p.groups, g.cg * g.kh * g.kw, k),
+            k_chunk: chunk,
+        };
+        let partial = self.conv_gemm(&c, &g, p, x, dy)?;
+        if splits == 1 {
+            return Ok(partial);
+        }
+        self.reduce_impl(
+            ReduceOp::Sum,
+            &partial,
+            &Layout::contiguous([splits, len]),
+            &[0],
+        )
     }
 
     pub(crate) fn max_pool2d_impl(
@@ -328,17 +380,39 @@ impl WgpuBackend {
     }
 }
 
-/// A load from `buf` through the rank-4 view descriptor at `p`, with `COORDS` standing for the four
-/// coordinate names (substituted by the caller).
-fn coords_load(buf: &str, p: usize) -> String {
-    let off = format!(
-        "u32(bitcast<i32>(prm[{}u]) + dot(vec4<i32>(COORDS), vec4<i32>(bitcast<i32>(prm[{}u]), \
-         bitcast<i32>(prm[{}u]), bitcast<i32>(prm[{}u]), bitcast<i32>(prm[{}u]))))",
-        p + 1,
-        p + 6,
-        p + 7,
-        p + 8,
-        p + 9
-    );
-    load(DType::F32, buf, &off)
+/// `s` with every `name(a, b, c, d)` replaced by a load from `buf` at those four coordinates through
+/// the rank-4 view descriptor at parameter word `p`.
+fn replace_loads(s: &str, name: &str, buf: &str, p: usize) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(at) = rest.find(name) {
+        out += &rest[..at];
+        let args = &rest[at + name.len()..];
+        // The arguments end at the parenthesis that closes `name(`.
+        let mut depth = 1;
+        let end = args
+            .char_indices()
+            .find_map(|(i, ch)| {
+                depth += match ch {
+                    '(' => 1,
+                    ')' => -1,
+                    _ => 0,
+                };
+                (depth == 0).then_some(i)
+            })
+            .unwrap_or(args.len());
+        let off = format!(
+            "u32(bitcast<i32>(prm[{}u]) + dot(vec4<i32>({}), vec4<i32>(bitcast<i32>(prm[{}u]), \
+             bitcast<i32>(prm[{}u]), bitcast<i32>(prm[{}u]), bitcast<i32>(prm[{}u]))))",
+            p + 1,
+            &args[..end],
+            p + 6,
+            p + 7,
+            p + 8,
+            p + 9
+        );
+        out += &load(DType::F32, buf, &off);
+        rest = &args[(end + 1).min(args.len())..];
+    }
+    out + rest
 }

@@ -160,7 +160,7 @@ impl WgpuBackend {
             wgsl::header(inputs.len(), outputs.len())
         );
         let groups = self.ctx.grid(n.div_ceil(WG), op)?;
-        self.launch(&shader, params, inputs, outputs, groups)
+        self.launch(op, &shader, params, inputs, outputs, groups)
     }
 
     /// Folds `inner` terms into each of `outer` outputs (`params` starts with `[outer, inner]`).
@@ -201,12 +201,13 @@ impl WgpuBackend {
             );
             (shader, self.ctx.grid(outer.div_ceil(WG), op)?)
         };
-        self.launch(&shader, params, inputs, outputs, groups)
+        self.launch(op, &shader, params, inputs, outputs, groups)
     }
 
     /// Records a dispatch of `shader` over `groups`.
     pub(crate) fn launch(
         &self,
+        op: &'static str,
         shader: &str,
         params: &Params,
         inputs: &[&WgpuStorage],
@@ -216,6 +217,7 @@ impl WgpuBackend {
         let ins: Vec<&wgpu::Buffer> = inputs.iter().map(|s| s.buffer()).collect();
         let outs: Vec<&wgpu::Buffer> = outputs.iter().map(|s| s.buffer()).collect();
         self.ctx.dispatch(Dispatch {
+            op,
             shader,
             inputs: &ins,
             outputs: &outs,

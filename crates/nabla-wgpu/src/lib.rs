@@ -34,12 +34,14 @@ mod elementwise;
 mod kernel;
 mod matmul;
 mod movement;
+mod profile;
 mod random;
 mod reduce;
 mod sort;
 mod storage;
 mod wgsl;
 
+pub use profile::{KernelTime, format_profile};
 pub use storage::WgpuStorage;
 
 use context::Ctx;
@@ -91,6 +93,32 @@ impl WgpuBackend {
     /// The largest buffer (in bytes) a kernel can bind; larger tensors are rejected with an error.
     pub fn max_binding_bytes(&self) -> u64 {
         self.ctx.max_binding
+    }
+
+    /// Turns per-kernel profiling on (starting an empty table) or off. While it is on, every
+    /// dispatch waits for the device so that its time is charged to its op: a diagnostic that
+    /// serialises the device. The environment variable `NABLA_WGPU_PROFILE=1` turns it on for every
+    /// backend a program opens and prints the table to standard error when the device is dropped.
+    ///
+    /// ```no_run
+    /// use nabla_core::{Backend, HostData, Layout, UnaryOp};
+    /// use nabla_wgpu::{WgpuBackend, format_profile};
+    ///
+    /// let gpu = WgpuBackend::new()?;
+    /// gpu.set_profiling(true);
+    /// let x = gpu.upload(HostData::F32(vec![1.0; 1024]))?;
+    /// let _y = gpu.unary(UnaryOp::Exp, &x, &Layout::contiguous([1024]))?;
+    /// gpu.synchronize()?;
+    /// print!("{}", format_profile(&gpu.profile()));
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn set_profiling(&self, on: bool) {
+        self.ctx.set_profiling(on);
+    }
+
+    /// The time per kernel kind since profiling was turned on, slowest first (empty when it is off).
+    pub fn profile(&self) -> Vec<KernelTime> {
+        self.ctx.profile()
     }
 
     /// How many compute pipelines have been compiled (each generated shader is compiled once).

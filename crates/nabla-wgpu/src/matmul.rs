@@ -1,7 +1,11 @@
-//! Batched matrix products: a 64 x 64 output tile per workgroup, staged through workgroup memory in
-//! steps of 16 along `k`, each invocation accumulating a 4 x 4 block. Operands are read through their
-//! strides (transposed and broadcast views need no copy); the batch goes in the grid's z dimension.
-//! `float32`, `int32`, `int64` and `uint8` (integers wrap, as on the CPU).
+//! Batched matrix products from one GEMM template: a `16R x 16R` output tile per workgroup of 16 x 16
+//! invocations, staged through workgroup memory in steps of 16 along `k`, each invocation accumulating
+//! an `R x R` block in registers (`R` = 4, 2 or 1, picked from the product's size so that small
+//! products waste little of a tile). How the operands are read is a parameter of the template
+//! ([`Operands`]): the matrix product reads strided views (transposed and broadcast views need no
+//! copy), and the convolutions read their inputs as implicit im2col matrices (see `conv.rs`).
+//! The batch goes in the grid's z dimension. `float32`, `int32`, `int64` and `uint8` (integers wrap,
+//! as on the CPU).
 
 use crate::WgpuBackend;
 use crate::kernel::Params;
@@ -10,62 +14,89 @@ use crate::wgsl::{self, load, store, ty};
 use nabla_core::{DType, Error, Layout, Result};
 
 const OP: &str = "matmul";
-const TILE: usize = 64;
 
-/// The shader for element type `d` (accumulators and the inner product unrolled into scalars).
-fn shader(d: DType) -> String {
+/// How a GEMM reads its operands, as WGSL. Parameter words 0..4 are `[GM, GN, GK, batch start]`;
+/// the rest belong to the operands.
+pub(crate) struct Operands {
+    /// Statements run once per invocation, seeing `b` (the batch index) and `GM`, `GN`, `GK`; they
+    /// must define `kb` and `ke`, the range of `k` the workgroup sums (the same for the whole
+    /// workgroup).
+    pub setup: String,
+    /// Statements assigning `va` = A[`gi`, `gk`] (run only for `gi < GM`, `kb <= gk < ke`).
+    pub a: String,
+    /// Statements assigning `vb` = B[`gk`, `gj`] (run only for `gj < GN`, `kb <= gk < ke`).
+    pub b: String,
+}
+
+/// The register block `R` for a `m x n` product: 4 when both sides fill a 64-wide tile, 2 for 32,
+/// else 1.
+pub(crate) fn block(m: usize, n: usize) -> usize {
+    match m.min(n) {
+        64.. => 4,
+        32.. => 2,
+        _ => 1,
+    }
+}
+
+/// The GEMM shader for element type `d`, register block `r` and operands `ops` with `n_in` inputs.
+/// The product of batch `b` is stored contiguously at `out0[(b * GM + i) * GN + j]`.
+pub(crate) fn gemm_shader(d: DType, r: usize, ops: &Operands, n_in: usize) -> String {
     let t = ty(d);
     let z = wgsl::zero(d);
-    let la = load(d, "in0", "u32(abase + i32(gi) * sam + i32(gk) * sak)");
-    let lb = load(d, "in1", "u32(bbase + i32(gk2) * sbk + i32(gj) * sbn)");
+    let tile = 16 * r;
     let (mut decl, mut fma, mut fetch, mut write) =
         (String::new(), String::new(), String::new(), String::new());
-    for q in 0..4 {
-        fetch += &format!("let a{q} = As[(ty * 4u + {q}u) * 16u + kk];\n");
-        fetch += &format!("let b{q} = Bs[kk * 64u + tx + {q}u * 16u];\n");
-        for r in 0..4 {
-            decl += &format!("var c{q}{r}: {t} = {z};\n");
+    for q in 0..r {
+        fetch += &format!("let a{q} = As[(ty * {r}u + {q}u) * 16u + kk];\n");
+        fetch += &format!("let b{q} = Bs[kk * {tile}u + tx + {q}u * 16u];\n");
+        for c in 0..r {
+            decl += &format!("var c{q}{c}: {t} = {z};\n");
             fma += &if d == DType::I64 {
-                format!("c{q}{r} = i64_add(c{q}{r}, i64_mul(a{q}, b{r}));\n")
+                format!("c{q}{c} = i64_add(c{q}{c}, i64_mul(a{q}, b{c}));\n")
             } else {
-                format!("c{q}{r} = c{q}{r} + a{q} * b{r};\n")
+                format!("c{q}{c} = c{q}{c} + a{q} * b{c};\n")
             };
             write += &format!(
-                "{{ let gi = row0 + ty * 4u + {q}u; let gj = col0 + tx + {r}u * 16u;\n\
-                 if (gi < M && gj < N) {{ {} }} }}\n",
-                store(d, "out0", "(b * M + gi) * N + gj", &format!("c{q}{r}"))
+                "{{ let gi = row0 + ty * {r}u + {q}u; let gj = col0 + tx + {c}u * 16u;\n\
+                 if (gi < GM && gj < GN) {{ {} }} }}\n",
+                store(d, "out0", "(b * GM + gi) * GN + gj", &format!("c{q}{c}"))
             );
         }
     }
     format!(
         "{head}
-var<workgroup> As: array<{t}, 1024>;
-var<workgroup> Bs: array<{t}, 1024>;
-var<workgroup> kdim: u32;
+var<workgroup> As: array<{t}, {size}>;
+var<workgroup> Bs: array<{t}, {size}>;
+var<workgroup> krange: vec2<u32>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {{
-    if (lid == 0u) {{ kdim = prm[2]; }}
-    let K = workgroupUniformLoad(&kdim);
-    let M = prm[0]; let N = prm[1];
+    let GM = prm[0]; let GN = prm[1]; let GK = prm[2];
     let b = wid.z + prm[3];
-    let abase = bitcast<i32>(view_off(prm[8], b));
-    let bbase = bitcast<i32>(view_off(prm[9], b));
-    let sam = bitcast<i32>(prm[4]); let sak = bitcast<i32>(prm[5]);
-    let sbk = bitcast<i32>(prm[6]); let sbn = bitcast<i32>(prm[7]);
+{setup}
+    if (lid == 0u) {{ krange = vec2<u32>(kb, ke); }}
+    let krng = workgroupUniformLoad(&krange);
     let tx = lid % 16u; let ty = lid / 16u;
-    let row0 = wid.y * 64u; let col0 = wid.x * 64u;
+    let row0 = wid.y * {tile}u; let col0 = wid.x * {tile}u;
 {decl}
-    for (var t = 0u; t < K; t = t + 16u) {{
-        for (var e = 0u; e < 4u; e = e + 1u) {{
+    for (var t = krng.x; t < krng.y; t = t + 16u) {{
+        for (var e = 0u; e < {r}u; e = e + 1u) {{
             let idx = lid + e * 256u;
-            let gi = row0 + idx / 16u; let gk = t + idx % 16u;
-            var va = {z};
-            if (gi < M && gk < K) {{ va = {la}; }}
-            As[idx] = va;
-            let gk2 = t + idx / 64u; let gj = col0 + idx % 64u;
-            var vb = {z};
-            if (gk2 < K && gj < N) {{ vb = {lb}; }}
-            Bs[idx] = vb;
+            {{
+                let gi = row0 + idx / 16u; let gk = t + idx % 16u;
+                var va = {z};
+                if (gi < GM && gk < krng.y) {{
+{a}
+                }}
+                As[idx] = va;
+            }}
+            {{
+                let gk = t + idx / {tile}u; let gj = col0 + idx % {tile}u;
+                var vb = {z};
+                if (gk < krng.y && gj < GN) {{
+{b}
+                }}
+                Bs[idx] = vb;
+            }}
         }}
         workgroupBarrier();
         for (var kk = 0u; kk < 16u; kk = kk + 1u) {{
@@ -74,7 +105,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }}
 {write}}}
 ",
-        head = wgsl::header(2, 1)
+        head = wgsl::header(n_in, 1),
+        size = tile * 16,
+        setup = ops.setup,
+        a = ops.a,
+        b = ops.b,
     )
 }
 
@@ -89,6 +124,44 @@ fn batch_view(l: &Layout) -> Result<Layout> {
 }
 
 impl WgpuBackend {
+    /// Runs a GEMM of `batch` products of `m x n` (words 0..3 of `params` are set here) into `out`,
+    /// splitting the batch over several dispatches where it exceeds the grid.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn gemm(
+        &self,
+        op: &'static str,
+        d: DType,
+        ops: &Operands,
+        mut params: Params,
+        inputs: &[&WgpuStorage],
+        out: &WgpuStorage,
+        (batch, m, n, k): (usize, usize, usize, usize),
+    ) -> Result<()> {
+        let r = block(m, n);
+        let shader = gemm_shader(d, r, ops, inputs.len());
+        let max = self.ctx.max_groups as usize;
+        let (gx, gy) = (n.div_ceil(16 * r), m.div_ceil(16 * r));
+        if gx > max || gy > max {
+            return Err(Error::invalid(
+                op,
+                format!("a [{m}, {n}] product exceeds the adapter's dispatch grid"),
+            ));
+        }
+        if params.words.len() < 4 {
+            params.words.resize(4, 0);
+        }
+        params.words[..3].copy_from_slice(&[m as u32, n as u32, k as u32]);
+        let mut start = 0;
+        while start < batch {
+            let count = (batch - start).min(max);
+            params.words[3] = start as u32;
+            let groups = (gx as u32, gy as u32, count as u32);
+            self.launch(op, &shader, &params, inputs, &[out], groups)?;
+            start += count;
+        }
+        Ok(())
+    }
+
     pub(crate) fn matmul_impl(
         &self,
         (a, la): (&WgpuStorage, &Layout),
@@ -125,34 +198,30 @@ impl WgpuBackend {
             return Ok(out);
         }
         let (sa, sb) = (la.strides(), lb.strides());
-        let shader = shader(d);
-        let max = self.ctx.max_groups as usize;
-        let (gx, gy) = (n.div_ceil(TILE), m.div_ceil(TILE));
-        if gx > max || gy > max {
-            return Err(Error::invalid(
-                OP,
-                format!("a [{m}, {n}] product exceeds the adapter's dispatch grid"),
-            ));
+        let mut params = Params::new(&[0, 0, 0, 0]);
+        for s in [sa[ra - 2], sa[ra - 1], sb[rb - 2], sb[rb - 1]] {
+            params.push_i(s);
         }
-        let mut start = 0;
-        while start < batch {
-            let count = (batch - start).min(max);
-            let mut params = Params::new(&[m as u32, n as u32, k as u32, start as u32]);
-            for s in [sa[ra - 2], sa[ra - 1], sb[rb - 2], sb[rb - 1]] {
-                params.push_i(s);
-            }
-            let (pa_at, pb_at) = (params.push(0), params.push(0));
-            params.words[pa_at] = params.view(&batch_view(la)?) as u32;
-            params.words[pb_at] = params.view(&batch_view(lb)?) as u32;
-            self.launch(
-                &shader,
-                &params,
-                &[a, b],
-                &[&out],
-                (gx as u32, gy as u32, count as u32),
-            )?;
-            start += count;
-        }
+        let (pa_at, pb_at) = (params.push(0), params.push(0));
+        params.words[pa_at] = params.view(&batch_view(la)?) as u32;
+        params.words[pb_at] = params.view(&batch_view(lb)?) as u32;
+        let ops = Operands {
+            setup: "let kb = 0u; let ke = GK;\n\
+                    let abase = bitcast<i32>(view_off(prm[8], b));\n\
+                    let bbase = bitcast<i32>(view_off(prm[9], b));\n\
+                    let sam = bitcast<i32>(prm[4]); let sak = bitcast<i32>(prm[5]);\n\
+                    let sbk = bitcast<i32>(prm[6]); let sbn = bitcast<i32>(prm[7]);"
+                .into(),
+            a: format!(
+                "va = {};",
+                load(d, "in0", "u32(abase + i32(gi) * sam + i32(gk) * sak)")
+            ),
+            b: format!(
+                "vb = {};",
+                load(d, "in1", "u32(bbase + i32(gk) * sbk + i32(gj) * sbn)")
+            ),
+        };
+        self.gemm(OP, d, &ops, params, &[a, b], &out, (batch, m, n, k))?;
         Ok(out)
     }
 }

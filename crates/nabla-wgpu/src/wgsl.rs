@@ -313,11 +313,41 @@ fn erf_f(x: f32) -> f32 {
         + t * (-0.82215223 + t * 0.17087277)))))))));
     return sign(x) * (1.0 - y);
 }
+// C `fmod` (Rust's `%`), exact: |a| = ma * 2^ea and |b| = mb * 2^eb with integer significands below
+// 2^24, so |a| mod |b| = ((ma * 2^(ea - eb)) mod mb) * 2^eb, reduced eight bits at a time in `u32`.
+// Works on bit patterns only, so subnormals are exact even where the device flushes them in arithmetic.
+fn fmod_f(a: f32, b: f32) -> f32 {
+    let ua = bitcast<u32>(a);
+    let sa = ua & 0x80000000u;
+    let xa = ua & 0x7fffffffu;
+    let xb = bitcast<u32>(b) & 0x7fffffffu;
+    if (xb == 0u || xa >= 0x7f800000u || xb > 0x7f800000u) { return bitcast<f32>(0x7fc00000u); }
+    if (xa < xb) { return a; }
+    let ba = xa >> 23u;
+    let bb = xb >> 23u;
+    let ma = select(xa & 0x007fffffu, (xa & 0x007fffffu) | 0x00800000u, ba != 0u);
+    let mb = select(xb & 0x007fffffu, (xb & 0x007fffffu) | 0x00800000u, bb != 0u);
+    var d = max(ba, 1u) - max(bb, 1u);
+    var r = ma % mb;
+    loop {
+        if (d == 0u || r == 0u) { break; }
+        let s = min(d, 8u);
+        r = (r << s) % mb;
+        d = d - s;
+    }
+    if (r == 0u) { return bitcast<f32>(sa); }
+    // r * 2^eb with eb = max(bb, 1) - 150: normalise the leading bit of r to bit 23.
+    let p = 31u - countLeadingZeros(r);
+    let e = i32(max(bb, 1u)) + i32(p) - 23i;
+    if (e >= 1i) { return bitcast<f32>(sa | (u32(e) << 23u) | ((r << (23u - p)) & 0x007fffffu)); }
+    return bitcast<f32>(sa | (r << (max(bb, 1u) - 1u)));
+}
+// NumPy's `%`: the remainder of `fmod` moved to the sign of the divisor (what the CPU backend does).
 fn rem_f(a: f32, b: f32) -> f32 {
-    var m = a - b * trunc(a / b);
-    if (isfinite_f(a) && !isfinite_f(b) && !isnan_f(b)) { m = a; }
-    if (m == 0.0) { return bitcast<f32>(bitcast<u32>(b) & 0x80000000u); }
-    if ((b < 0.0) != (m < 0.0)) { return m + b; }
+    let m = fmod_f(a, b);
+    let um = bitcast<u32>(m);
+    if ((um & 0x7fffffffu) == 0u) { return bitcast<f32>(bitcast<u32>(b) & 0x80000000u); }
+    if (!isnan_f(m) && ((bitcast<u32>(b) >> 31u) != (um >> 31u))) { return m + b; }
     return m;
 }
 fn pow_f(x: f32, y: f32) -> f32 {

@@ -313,3 +313,79 @@ fn buffers_over_the_binding_limit_are_rejected() {
         assert!(e.contains("limit"), "{e}");
     });
 }
+
+/// `rem` on `float32` is exact (C `fmod` moved to the divisor's sign, as on the CPU) however large the
+/// quotient: bit-for-bit equal to the CPU on huge ratios, signs, subnormals, infinities and zeros.
+#[test]
+fn float_remainder_is_exact_for_any_quotient() {
+    with_gpu(|g, c| {
+        let tiny = f32::from_bits(1); // the smallest subnormal
+        let sub = f32::from_bits(0x0040_0001);
+        let hard = [
+            (1e30f32, 3.0f32),
+            (-1e30, 3.0),
+            (1e30, -3.0),
+            (-1e30, -3.0),
+            (f32::MAX, 1.1),
+            (f32::MAX, tiny),
+            (f32::MAX, sub),
+            (16_777_217.0, 0.1),
+            (123_456_790.0, 0.7),
+            (1e20, 1e-20),
+            (3.0e38, 7.0e-39),
+            (sub, tiny),
+            (sub, -sub / 3.0),
+            (1e-39, 3e-41),
+            (-5.5, 2.0),
+            (5.5, -2.0),
+            (6.0, 3.0),
+            (-6.0, 3.0),
+            (6.0, -3.0),
+            (0.0, 3.0),
+            (-0.0, -3.0),
+            (2.5, f32::INFINITY),
+            (-2.5, f32::INFINITY),
+            (2.5, f32::NEG_INFINITY),
+            (-2.5, f32::NEG_INFINITY),
+            (2.5, 0.0),
+            (2.5, -0.0),
+            (0.0, 0.0),
+            (f32::INFINITY, 3.0),
+            (f32::NEG_INFINITY, -3.0),
+            (f32::INFINITY, f32::INFINITY),
+            (f32::NAN, 3.0),
+            (3.0, f32::NAN),
+        ];
+        let (mut a, mut b): (Vec<f32>, Vec<f32>) = hard.iter().copied().unzip();
+        // Random bit patterns: every exponent pair, so quotients up to 2^277 and subnormals of both.
+        let mut rng = crate::common::Rng::new(7);
+        for _ in 0..4000 {
+            a.push(f32::from_bits(rng.next() as u32));
+            b.push(f32::from_bits(rng.next() as u32));
+        }
+        let n = a.len();
+        let (ga, ca) = both(g, c, &HostData::F32(a.clone()));
+        let (gb, cb) = both(g, c, &HostData::F32(b.clone()));
+        let l = Layout::contiguous([n]);
+        let got = g
+            .read(&g.binary(BinaryOp::Rem, &ga, &l, &gb, &l).unwrap(), &l)
+            .unwrap();
+        let want = c
+            .read(&c.binary(BinaryOp::Rem, &ca, &l, &cb, &l).unwrap(), &l)
+            .unwrap();
+        let (HostData::F32(got), HostData::F32(want)) = (got, want) else {
+            panic!("rem of float32 must give float32");
+        };
+        for i in 0..n {
+            let (x, y) = (got[i], want[i]);
+            assert!(
+                (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits(),
+                "rem({:e}, {:e}): wgpu {x:e} ({:#010x}) vs cpu {y:e} ({:#010x})",
+                a[i],
+                b[i],
+                x.to_bits(),
+                y.to_bits()
+            );
+        }
+    });
+}

@@ -8,9 +8,11 @@ use nabla_core::{
 #[test]
 fn matmul_matches_the_cpu() {
     with_gpu(|g, c| {
-        let cases: [(&[usize], &[usize]); 5] = [
+        // Sizes for every register block (1, 2 and 4 outputs a side per invocation).
+        let cases: [(&[usize], &[usize]); 6] = [
             (&[1, 1], &[1, 1]),
             (&[7, 5], &[5, 3]),
+            (&[40, 50], &[50, 36]),
             (&[65, 130], &[130, 70]),
             (&[3, 17, 33], &[3, 33, 9]),
             (&[2, 64, 64], &[2, 64, 64]),
@@ -200,7 +202,7 @@ fn conv_case(
         "conv2d_input_grad",
         &g.read(&got, &lx).unwrap(),
         &c.read(&want, &lx).unwrap(),
-        1e-5,
+        1e-4,
     );
     let got = g
         .conv2d_weight_grad(&gx, &lx, &gd, &ly, (ws[2], ws[3]), &p)
@@ -212,7 +214,7 @@ fn conv_case(
         "conv2d_weight_grad",
         &g.read(&got, &lw).unwrap(),
         &c.read(&want, &lw).unwrap(),
-        1e-4,
+        2e-4, // sums of up to 864 products of values in [-3, 3), in another order
     );
 }
 
@@ -239,6 +241,28 @@ fn convolutions_and_their_gradients_match_the_cpu() {
             [8, 1, 5, 5],
             Conv2dParams {
                 padding: (2, 2),
+                ..Default::default()
+            },
+        );
+        // Large enough for 64-wide tiles and a weight gradient split into several `k` chunks.
+        conv_case(
+            g,
+            c,
+            [6, 8, 12, 12],
+            [64, 8, 3, 3],
+            Conv2dParams {
+                padding: (1, 1),
+                ..Default::default()
+            },
+        );
+        conv_case(
+            g,
+            c,
+            [9, 4, 15, 14],
+            [32, 2, 3, 3],
+            Conv2dParams {
+                stride: (2, 2),
+                groups: 2,
                 ..Default::default()
             },
         );
