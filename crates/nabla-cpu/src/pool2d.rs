@@ -95,6 +95,15 @@ impl Geometry {
         vals: &mut [T],
         idx: &mut [i64],
     ) -> std::result::Result<(), (usize, usize)> {
+        if let Some((kh, kw)) = self.dense_kernel() {
+            // Constant kernel sizes for the common cases, so that the window loops unroll.
+            match (kh, kw) {
+                (2, 2) => self.pool_plane_dense(plane, vals, idx, 2, 2),
+                (3, 3) => self.pool_plane_dense(plane, vals, idx, 3, 3),
+                _ => self.pool_plane_dense(plane, vals, idx, kh, kw),
+            }
+            return Ok(());
+        }
         let out_w = self.out_w();
         let cols = &self.cols;
         for (oh, (v_row, i_row)) in vals
@@ -129,6 +138,58 @@ impl Geometry {
             }
         }
         Ok(())
+    }
+}
+
+impl Geometry {
+    /// `(kh, kw)` when every window lies wholly inside the plane with unit dilation (no padding, no
+    /// ceil-mode overhang): then each output reads its `kh x kw` window directly.
+    fn dense_kernel(&self) -> Option<(usize, usize)> {
+        let full = |a: &AxisTaps| {
+            let k = a.outputs.len();
+            (a.pad == 0 && a.dilation == 1 && a.count.iter().all(|&c| c == k)).then_some(k)
+        };
+        Some((full(&self.rows)?, full(&self.cols)?))
+    }
+
+    /// Pools one plane whose windows are all whole (see [`Geometry::dense_kernel`]): each output scans
+    /// its window in row-major order, keeping the first maximum, or the first NaN.
+    #[inline(always)]
+    fn pool_plane_dense<T: Element + PartialOrd>(
+        &self,
+        plane: &[T],
+        vals: &mut [T],
+        idx: &mut [i64],
+        kh: usize,
+        kw: usize,
+    ) {
+        let (w, out_w) = (self.w, self.out_w());
+        let (sh, sw) = (self.rows.stride, self.cols.stride);
+        for (oh, (v_row, i_row)) in vals
+            .chunks_exact_mut(out_w)
+            .zip(idx.chunks_exact_mut(out_w))
+            .enumerate()
+        {
+            let top = oh * sh * w;
+            for (ow, (v_out, i_out)) in v_row.iter_mut().zip(i_row.iter_mut()).enumerate() {
+                let corner = top + ow * sw;
+                let (mut best, mut at) = (plane[corner], corner);
+                for r in 0..kh {
+                    let row = corner + r * w;
+                    for c in 0..kw {
+                        let v = plane[row + c];
+                        #[allow(clippy::eq_op)]
+                        let wins = v > best || (v != v && best == best);
+                        if wins {
+                            best = v;
+                            at = row + c;
+                        }
+                    }
+                }
+                *v_out = best;
+                *i_out = at as i64;
+            }
+        }
     }
 }
 
@@ -186,8 +247,11 @@ fn pool_typed<T: Element + PartialOrd>(
     };
     let (plane_in, plane_out) = (g.h * g.w, g.rows.count.len() * g.out_w());
     let planes = input.len().checked_div(plane_in).unwrap_or(0);
-    let mut vals = vec![T::zero(); planes * plane_out];
-    let mut idx = vec![0i64; planes * plane_out];
+    // Pooled buffers (zeroed here, every element is overwritten) avoid fresh pages on every call.
+    let mut vals = crate::strided::output_vec::<T>(planes * plane_out);
+    vals.resize(planes * plane_out, T::zero());
+    let mut idx = crate::strided::output_vec::<i64>(planes * plane_out);
+    idx.resize(planes * plane_out, 0);
     let run = |(i, (v, ix)): (usize, (&mut [T], &mut [i64]))| {
         g.pool_plane(&input[i * plane_in..(i + 1) * plane_in], v, ix)
     };

@@ -117,7 +117,25 @@ impl<const K: usize> RowPlan<K> {
         if n > 0 {
             let spare = &mut out.spare_capacity_mut()[..n];
             let len = self.inner_len;
-            if n >= PARALLEL_THRESHOLD && rows > 1 {
+            if n >= PARALLEL_THRESHOLD && len > CHUNK {
+                // Few long rows: split each row into pieces, each a task of its own.
+                spare
+                    .par_chunks_mut(len)
+                    .enumerate()
+                    .flat_map_iter(|(row, out)| {
+                        out.chunks_mut(CHUNK)
+                            .enumerate()
+                            .map(move |(piece, c)| (row, piece * CHUNK, c))
+                    })
+                    .for_each(|(row, start, chunk)| {
+                        self.for_rows(row, row + 1, |_, offs| {
+                            let offs = std::array::from_fn(|k| {
+                                (offs[k] as isize + start as isize * self.inner_strides[k]) as usize
+                            });
+                            fill(chunk, offs);
+                        });
+                    });
+            } else if n >= PARALLEL_THRESHOLD && rows > 1 {
                 let rows_per_task = (CHUNK / len).max(1);
                 spare
                     .par_chunks_mut(rows_per_task * len)
@@ -263,6 +281,12 @@ where
         let n = out.len();
         if s == 1 {
             apply1(&x[o..o + n], out, &f);
+        } else if s == 0 {
+            // A broadcast value (materialising `zeros_like` and friends): one value, repeated.
+            let v = x[o];
+            for slot in out.iter_mut() {
+                slot.write(f(v));
+            }
         } else {
             let mut p = o as isize;
             for v in out.iter_mut() {
@@ -330,6 +354,12 @@ where
     let plan = RowPlan::new([la, lb, lc]);
     let [sa, sb, sc] = plan.inner_strides;
     plan.fill_rows(|out, [oa, ob, oc]| {
+        let n = out.len();
+        if [sa, sb, sc].iter().all(|s| *s == 0 || *s == 1) {
+            // Unit-stride and broadcast-scalar rows (the common case): a loop that vectorises.
+            Lane::of(a, oa, sa, n).then3(Lane::of(b, ob, sb, n), Lane::of(c, oc, sc, n), out, &f);
+            return;
+        }
         let (mut pa, mut pb, mut pc) = (oa as isize, ob as isize, oc as isize);
         for v in out.iter_mut() {
             v.write(f(a[pa as usize], b[pb as usize], c[pc as usize]));
@@ -338,6 +368,120 @@ where
             pc += sc;
         }
     })
+}
+
+/// One operand of an inner row with stride 1 (a slice of the row's length) or 0 (one repeated value).
+enum Lane<'a, T> {
+    Unit(&'a [T]),
+    Splat(T),
+}
+
+/// Reads element `i` of a row operand; implemented by slices and repeated values, so that each
+/// combination of operand kinds gets its own monomorphised (and vectorised) loop.
+trait RowOperand<T>: Copy {
+    /// The operand cut to exactly `n` elements (lets the compiler drop bounds checks).
+    fn fit(self, n: usize) -> Self;
+    fn at(self, i: usize) -> T;
+}
+
+impl<T: Copy> RowOperand<T> for &[T] {
+    #[inline(always)]
+    fn fit(self, n: usize) -> Self {
+        &self[..n]
+    }
+    #[inline(always)]
+    fn at(self, i: usize) -> T {
+        self[i]
+    }
+}
+
+/// A value repeated along the row.
+#[derive(Clone, Copy)]
+struct Splat<T>(T);
+
+impl<T: Copy> RowOperand<T> for Splat<T> {
+    #[inline(always)]
+    fn fit(self, _: usize) -> Self {
+        self
+    }
+    #[inline(always)]
+    fn at(self, _: usize) -> T {
+        self.0
+    }
+}
+
+impl<'a, T: Copy> Lane<'a, T> {
+    /// The row of `n` elements at `offset` with stride `stride` (0 or 1).
+    fn of(x: &'a [T], offset: usize, stride: isize, n: usize) -> Self {
+        if stride == 0 {
+            Lane::Splat(x[offset])
+        } else {
+            Lane::Unit(&x[offset..offset + n])
+        }
+    }
+
+    /// Picks the loop for this operand's kind, then for the other two.
+    fn then3<B: Copy, C: Copy, U, F: Fn(T, B, C) -> U>(
+        self,
+        b: Lane<'_, B>,
+        c: Lane<'_, C>,
+        out: &mut [MaybeUninit<U>],
+        f: &F,
+    ) {
+        match self {
+            Lane::Unit(a) => then2(a, b, c, out, f),
+            Lane::Splat(a) => then2(Splat(a), b, c, out, f),
+        }
+    }
+}
+
+fn then2<A: Copy, B: Copy, C: Copy, U, F, RA>(
+    a: RA,
+    b: Lane<'_, B>,
+    c: Lane<'_, C>,
+    out: &mut [MaybeUninit<U>],
+    f: &F,
+) where
+    F: Fn(A, B, C) -> U,
+    RA: RowOperand<A>,
+{
+    match b {
+        Lane::Unit(b) => then1(a, b, c, out, f),
+        Lane::Splat(b) => then1(a, Splat(b), c, out, f),
+    }
+}
+
+fn then1<A: Copy, B: Copy, C: Copy, U, F, RA, RB>(
+    a: RA,
+    b: RB,
+    c: Lane<'_, C>,
+    out: &mut [MaybeUninit<U>],
+    f: &F,
+) where
+    F: Fn(A, B, C) -> U,
+    RA: RowOperand<A>,
+    RB: RowOperand<B>,
+{
+    match c {
+        Lane::Unit(c) => apply3(a, b, c, out, f),
+        Lane::Splat(c) => apply3(a, b, Splat(c), out, f),
+    }
+}
+
+/// The innermost ternary loop, compiled for AVX2+FMA when the CPU has it.
+#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
+fn apply3<A, B, C, U, F, RA, RB, RC>(a: RA, b: RB, c: RC, dst: &mut [MaybeUninit<U>], f: &F)
+where
+    F: Fn(A, B, C) -> U,
+    RA: RowOperand<A>,
+    RB: RowOperand<B>,
+    RC: RowOperand<C>,
+{
+    let n = dst.len();
+    let (a, b, c) = (a.fit(n), b.fit(n), c.fit(n));
+    for (i, o) in dst.iter_mut().enumerate() {
+        o.write(f(a.at(i), b.at(i), c.at(i)));
+    }
 }
 
 /// Copies a strided view into a new contiguous vector. Views whose source is column-major in their two

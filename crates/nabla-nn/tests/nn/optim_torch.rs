@@ -3,6 +3,7 @@
 //! (written by `scripts/gen_torch_optim_fixtures.py`, float64), plus state save/restore, frozen
 //! parameters, gradient accumulation and argument errors.
 
+use crate::torch_support::{T, floats};
 use nabla_core::{Backend, Result};
 use nabla_cpu::CpuBackend;
 use nabla_nn::optim::{
@@ -12,14 +13,11 @@ use nabla_nn::optim::{
 };
 use nabla_nn::{Module, Param, Strictness, load_state_dict};
 use serde_json::Value;
-use torch_support::{T, floats};
-
-mod torch_support;
 
 type Opt = Box<dyn Optimizer<CpuBackend>>;
 
 fn fixture() -> &'static Value {
-    torch_support::fixture("optim.json")
+    crate::torch_support::fixture("optim.json")
 }
 
 fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {

@@ -2,12 +2,7 @@
 //! `tests/fixtures/` (written by `scripts/gen_torch_*_fixtures.py`), selecting their cases, turning
 //! their `{shape, data}` tensors into float64 CPU tensors and comparing values with PyTorch's.
 //!
-//! A directory module, so cargo does not build it as a test binary of its own; each test file
-//! includes it with `mod torch_support;`.
-
-// Every test binary compiles its own copy of this module and uses only some of the helpers; the
-// others would be reported as dead code in that binary.
-#![allow(dead_code)]
+//! Declared once in `main.rs`; the test modules use it as `crate::torch_support`.
 
 use nabla_core::Backend;
 use nabla_cpu::CpuBackend;

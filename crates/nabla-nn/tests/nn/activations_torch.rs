@@ -6,6 +6,7 @@
 //! errors of `Linear`, and a model moved to another backend with `transfer_state` (checked against
 //! the same PyTorch values there).
 
+use crate::torch_support::{T, cpu, shape_of, state_dict, tensor};
 use nabla_core::{Backend, DType, Error, Generator, MemoryTracked};
 use nabla_cpu::CpuBackend;
 use nabla_nn::activation::{
@@ -15,14 +16,11 @@ use nabla_nn::activation::{
 use nabla_nn::{Forward, Linear, Module, Sequential, Strictness, load_state_dict, transfer_state};
 use nabla_tensor::Tensor;
 use serde_json::Value;
-use torch_support::{T, cpu, shape_of, state_dict, tensor};
-
-mod torch_support;
 
 type Boxed = Box<dyn Forward<CpuBackend> + Send + Sync>;
 
 fn fixture() -> &'static Value {
-    torch_support::fixture("activations.json")
+    crate::torch_support::fixture("activations.json")
 }
 
 fn all_cases() -> &'static [Value] {
@@ -31,11 +29,11 @@ fn all_cases() -> &'static [Value] {
 
 /// Every case of `module`, at least one.
 fn cases(module: &str) -> Vec<&'static Value> {
-    torch_support::cases(fixture(), "module", module)
+    crate::torch_support::cases(fixture(), "module", module)
 }
 
 fn assert_close<B: Backend>(what: &str, got: &Tensor<B>, want: &Value) {
-    torch_support::assert_close(what, got, want, 1e-12, 1e-9);
+    crate::torch_support::assert_close(what, got, want, 1e-12, 1e-9);
 }
 
 fn cfg_f64(c: &Value, key: &str, default: f64) -> f64 {

@@ -4,6 +4,7 @@
 //! float64, eval mode): parameters by state_dict name, inputs, outputs, and the gradients of
 //! `sum_i sum(output_i * loss_weights_i)` with respect to the inputs and every parameter.
 
+use crate::torch_support::{T, cpu, shape_of};
 use nabla_core::{DType, Generator, Result};
 use nabla_cpu::CpuBackend;
 use nabla_nn::{
@@ -14,14 +15,11 @@ use nabla_nn::{
 use nabla_tensor::Tensor;
 use serde_json::Value;
 use std::collections::HashMap;
-use torch_support::{T, cpu, shape_of};
-
-mod torch_support;
 
 const TOL: f64 = 1e-9;
 
 fn fixture() -> &'static Value {
-    torch_support::fixture("sequence.json")
+    crate::torch_support::fixture("sequence.json")
 }
 
 /// A fixture tensor: `{"shape", "dtype", "data"}`; bool data is stored as 0/1.
@@ -45,7 +43,7 @@ fn tensor(v: &Value) -> T {
 }
 
 fn assert_close(what: &str, actual: &T, expected: &T) {
-    torch_support::assert_tensors_close(what, actual, expected, TOL, TOL);
+    crate::torch_support::assert_tensors_close(what, actual, expected, TOL, TOL);
 }
 
 /// One fixture case: its inputs, differentiable where the fixture has their gradients.

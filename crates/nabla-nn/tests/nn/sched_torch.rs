@@ -2,6 +2,7 @@
 //! each scheduler, from `tests/fixtures/sched.json` (written by
 //! `scripts/gen_torch_optim_fixtures.py`), plus state save/restore and argument errors.
 
+use crate::torch_support::floats;
 use nabla_core::{DType, Result};
 use nabla_cpu::CpuBackend;
 use nabla_nn::Param;
@@ -13,15 +14,12 @@ use nabla_nn::sched::{
 };
 use nabla_tensor::Tensor;
 use serde_json::Value;
-use torch_support::floats;
-
-mod torch_support;
 
 type Sched = Box<dyn LrScheduler<CpuBackend>>;
 type Opt = Sgd<CpuBackend>;
 
 fn fixture() -> &'static Value {
-    torch_support::fixture("sched.json")
+    crate::torch_support::fixture("sched.json")
 }
 
 /// SGD with two groups at learning rates 0.1 and 0.05, as the fixture.

@@ -4,6 +4,7 @@
 //! parameter, in float64, with PyTorch's parameters loaded strictly by their state-dict names. Plus
 //! argument and shape errors, default initialisation and train/eval switching.
 
+use crate::torch_support::{T, cpu, index_tensor, state_dict, tensor};
 use nabla_core::{DType, Generator, Result};
 use nabla_cpu::CpuBackend;
 use nabla_nn::{
@@ -14,22 +15,19 @@ use nabla_nn::{
 };
 use nabla_tensor::Tensor;
 use serde_json::Value;
-use torch_support::{T, cpu, index_tensor, state_dict, tensor};
-
-mod torch_support;
 
 fn fixture() -> &'static Value {
-    torch_support::fixture("layers.json")
+    crate::torch_support::fixture("layers.json")
 }
 
 /// Every case of `layer`, at least one.
 fn cases(layer: &str) -> Vec<&'static Value> {
-    torch_support::cases(fixture(), "layer", layer)
+    crate::torch_support::cases(fixture(), "layer", layer)
 }
 
 fn assert_close(what: &str, got: &T, want: &Value) {
     let got = got.cast(DType::F64).unwrap();
-    torch_support::assert_close(what, &got, want, 1e-10, 1e-9);
+    crate::torch_support::assert_close(what, &got, want, 1e-10, 1e-9);
 }
 
 fn state(c: &Value) -> Vec<(String, T)> {

@@ -2,6 +2,7 @@
 //! `tests/fixtures/losses.json` (written by `scripts/gen_torch_loss_fixtures.py`, float64), plus
 //! extreme-value stability and error tests.
 
+use crate::torch_support::{T, floats, index_tensor, shape_of, tensor, within};
 use nabla_core::{DType, Error, Result};
 use nabla_cpu::CpuBackend;
 use nabla_nn::loss::{
@@ -11,12 +12,9 @@ use nabla_nn::loss::{
 use nabla_tensor::Tensor;
 use serde_json::Value;
 use std::collections::HashMap;
-use torch_support::{T, floats, index_tensor, shape_of, tensor, within};
-
-mod torch_support;
 
 fn fixture() -> &'static Value {
-    torch_support::fixture("losses.json")
+    crate::torch_support::fixture("losses.json")
 }
 
 /// A fixture tensor: int64 where its `dtype` is `i64`, float64 otherwise.

@@ -1,0 +1,14 @@
+//! The integration tests of nabla-nn, one test binary: each module is one area (layers, losses,
+//! optimizers, ...); the `*_torch` modules compare with PyTorch fixtures via `torch_support`.
+
+mod torch_support;
+
+mod activations_torch;
+mod init;
+mod layers_torch;
+mod losses_torch;
+mod modules;
+mod optim_torch;
+mod sched_torch;
+mod sequence_torch;
+mod training;
