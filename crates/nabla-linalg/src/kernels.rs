@@ -1,34 +1,86 @@
-//! Host kernels on faer: an LU factorisation with partial pivoting per matrix of the batch.
+//! Host kernels on faer for solve, inverse and log-determinant (an LU factorisation with partial
+//! pivoting per matrix of the batch), and the helpers every kernel of the family shares: the element
+//! types ([`Field`]: f32, f64, complex64, complex128), the dtype dispatch ([`by_dtype!`]) and batch
+//! iteration.
 
+use faer::MatRef;
 use faer::linalg::solvers::{DenseSolveCore as _, PartialPivLu, Solve as _};
-use faer::{Mat, MatRef};
+use nabla_core::num_complex::{Complex32, Complex64};
 use nabla_core::{Element, Error, HostData, HostView, Result};
 
-/// The real types the kernels run on.
-trait Real: Element + faer::traits::RealField + Copy {
-    fn to_f64(self) -> f64;
-    fn from_f64(x: f64) -> Self;
+/// The element types the kernels run on: real and complex floats.
+pub(crate) trait Field: Element + faer::traits::ComplexField + Copy + Send + Sync {
+    /// The real counterpart (itself for real types).
+    type Re: Element + Copy;
+    /// The modulus `|x|`.
+    fn abs_f64(self) -> f64;
+    /// The real part.
+    fn re_f64(self) -> f64;
+    /// The value `re + i im` (`im` is dropped for real types).
+    fn from_parts(re: f64, im: f64) -> Self;
+    /// The value `x` as the real counterpart.
+    fn re_from_f64(x: f64) -> Self::Re;
+    /// The value as complex128.
+    fn to_c64(self) -> Complex64;
+    /// The complex conjugate (the identity for real types).
+    fn conj_val(self) -> Self;
 }
 
-impl Real for f32 {
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-    fn from_f64(x: f64) -> Self {
-        x as f32
-    }
+macro_rules! real_field {
+    ($($t:ty),*) => {$(
+        impl Field for $t {
+            type Re = $t;
+            fn abs_f64(self) -> f64 {
+                (self as f64).abs()
+            }
+            fn re_f64(self) -> f64 {
+                self as f64
+            }
+            fn from_parts(re: f64, _im: f64) -> Self {
+                re as $t
+            }
+            fn re_from_f64(x: f64) -> $t {
+                x as $t
+            }
+            fn to_c64(self) -> Complex64 {
+                Complex64::new(self as f64, 0.0)
+            }
+            fn conj_val(self) -> Self {
+                self
+            }
+        }
+    )*};
 }
+real_field!(f32, f64);
 
-impl Real for f64 {
-    fn to_f64(self) -> f64 {
-        self
-    }
-    fn from_f64(x: f64) -> Self {
-        x
-    }
+macro_rules! complex_field {
+    ($($t:ty => $r:ty),*) => {$(
+        impl Field for $t {
+            type Re = $r;
+            fn abs_f64(self) -> f64 {
+                (self.re as f64).hypot(self.im as f64)
+            }
+            fn re_f64(self) -> f64 {
+                self.re as f64
+            }
+            fn from_parts(re: f64, im: f64) -> Self {
+                <$t>::new(re as $r, im as $r)
+            }
+            fn re_from_f64(x: f64) -> $r {
+                x as $r
+            }
+            fn to_c64(self) -> Complex64 {
+                Complex64::new(self.re as f64, self.im as f64)
+            }
+            fn conj_val(self) -> Self {
+                self.conj()
+            }
+        }
+    )*};
 }
+complex_field!(Complex32 => f32, Complex64 => f64);
 
-/// Runs `$body` with `$t` bound to the element type of `$data` (f32 or f64).
+/// Runs `$body` with `$t` bound to the element type of `$data` (f32, f64, complex64, complex128).
 macro_rules! by_dtype {
     ($op:expr, $data:expr, $t:ident => $body:expr) => {
         match $data.dtype() {
@@ -40,28 +92,76 @@ macro_rules! by_dtype {
                 type $t = f64;
                 $body
             }
-            other => Err(Error::dtype($op, other)),
+            nabla_core::DType::C64 => {
+                type $t = nabla_core::num_complex::Complex32;
+                $body
+            }
+            nabla_core::DType::C128 => {
+                type $t = nabla_core::num_complex::Complex64;
+                $body
+            }
+            other => Err(nabla_core::Error::dtype($op, other)),
         }
     };
 }
+pub(crate) use by_dtype;
 
 /// The typed elements of a validated input.
-fn elems<'a, T: Real>(op: &'static str, x: &HostView<'a>) -> Result<&'a [T]> {
+pub(crate) fn elems<'a, T: Field>(op: &'static str, x: &HostView<'a>) -> Result<&'a [T]> {
     T::slice_of(x.data).ok_or_else(|| Error::dtype(op, x.data.dtype()))
 }
 
+/// Batch size, rows and columns of a validated `[..., m, n]` shape.
+pub(crate) fn batch_rows_cols(shape: &[usize]) -> (usize, usize, usize) {
+    let r = shape.len();
+    (shape[..r - 2].iter().product(), shape[r - 2], shape[r - 1])
+}
+
+/// Matrix `i` of a batch of `m x n` row-major matrices, as a faer view.
+pub(crate) fn matrix<T: Field>(data: &[T], i: usize, m: usize, n: usize) -> MatRef<'_, T> {
+    MatRef::from_row_major_slice(&data[i * m * n..(i + 1) * m * n], m, n)
+}
+
+/// Appends `m` to `out` in row-major order.
+pub(crate) fn push_row_major<T: Field>(out: &mut Vec<T>, m: MatRef<'_, T>) {
+    out.reserve(m.nrows() * m.ncols());
+    for i in 0..m.nrows() {
+        out.extend(m.row(i).iter().copied());
+    }
+}
+
+/// Fails when the result holds a non-finite value (an ill-conditioned system overflowed).
+pub(crate) fn check_finite<T: Field>(op: &'static str, out: &[T]) -> Result<()> {
+    match out.iter().position(|v| !v.abs_f64().is_finite()) {
+        Some(i) => Err(Error::invalid(
+            op,
+            format!(
+                "result element {i} is {}: the matrix is too ill-conditioned for this dtype",
+                out[i].to_c64()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The LU factors of one `n x n` matrix; fails when it is singular (a zero or non-finite pivot).
-fn factor<T: Real>(op: &'static str, a: &[T], n: usize, batch: usize) -> Result<PartialPivLu<T>> {
-    let lu = MatRef::from_row_major_slice(a, n, n).partial_piv_lu();
+pub(crate) fn factor<T: Field>(
+    op: &'static str,
+    a: MatRef<'_, T>,
+    batch: usize,
+) -> Result<PartialPivLu<T>> {
+    let n = a.nrows();
+    let lu = a.partial_piv_lu();
     let u = lu.U();
     for i in 0..n {
-        let p = u[(i, i)].to_f64();
-        if p == 0.0 || !p.is_finite() {
+        let p = u[(i, i)];
+        if p.abs_f64() == 0.0 || !p.abs_f64().is_finite() {
             return Err(Error::invalid(
                 op,
                 format!(
                     "matrix {batch} of the batch ({n}x{n}) is singular: pivot {i} of its LU \
-                     factorisation is {p}"
+                     factorisation is {}",
+                    p.to_c64()
                 ),
             ));
         }
@@ -69,75 +169,45 @@ fn factor<T: Real>(op: &'static str, a: &[T], n: usize, batch: usize) -> Result<
     Ok(lu)
 }
 
-/// Appends `m` to `out` in row-major order.
-fn push_row_major<T: Real>(out: &mut Vec<T>, m: &Mat<T>) {
-    for i in 0..m.nrows() {
-        for j in 0..m.ncols() {
-            out.push(m[(i, j)]);
-        }
-    }
-}
-
-/// Fails when the result holds a non-finite value (an ill-conditioned system overflowed).
-fn check_finite<T: Real>(op: &'static str, out: &[T]) -> Result<()> {
-    match out.iter().position(|v| !v.to_f64().is_finite()) {
-        Some(i) => Err(Error::invalid(
-            op,
-            format!(
-                "result element {i} is {}: the matrix is too ill-conditioned for this dtype",
-                out[i].to_f64()
-            ),
-        )),
-        None => Ok(()),
-    }
-}
-
-/// Batch size and matrix side of a validated `[..., n, n]` shape.
-fn batch_and_side(shape: &[usize]) -> (usize, usize) {
-    let n = shape[shape.len() - 1];
-    (shape[..shape.len() - 2].iter().product(), n)
-}
-
-fn solve_typed<T: Real>(a: &HostView<'_>, b: &HostView<'_>) -> Result<HostData> {
+fn solve_typed<T: Field>(a: &HostView<'_>, b: &HostView<'_>) -> Result<HostData> {
     const OP: &str = "linalg.solve";
-    let (batch, n) = batch_and_side(a.shape);
+    let (batch, n, _) = batch_rows_cols(a.shape);
     let k = b.shape[b.shape.len() - 1];
     let (ea, eb) = (elems::<T>(OP, a)?, elems::<T>(OP, b)?);
     let mut out = Vec::with_capacity(batch * n * k);
     for i in 0..batch {
-        let lu = factor(OP, &ea[i * n * n..(i + 1) * n * n], n, i)?;
-        let rhs = MatRef::from_row_major_slice(&eb[i * n * k..(i + 1) * n * k], n, k);
-        push_row_major(&mut out, &lu.solve(rhs));
+        let lu = factor(OP, matrix(ea, i, n, n), i)?;
+        push_row_major(&mut out, lu.solve(matrix(eb, i, n, k)).as_ref());
     }
     check_finite(OP, &out)?;
     Ok(T::into_host(out))
 }
 
-fn inverse_typed<T: Real>(a: &HostView<'_>) -> Result<HostData> {
+fn inverse_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
     const OP: &str = "linalg.inv";
-    let (batch, n) = batch_and_side(a.shape);
+    let (batch, n, _) = batch_rows_cols(a.shape);
     let ea = elems::<T>(OP, a)?;
     let mut out = Vec::with_capacity(batch * n * n);
     for i in 0..batch {
-        let lu = factor(OP, &ea[i * n * n..(i + 1) * n * n], n, i)?;
-        push_row_major(&mut out, &lu.inverse());
+        let lu = factor(OP, matrix(ea, i, n, n), i)?;
+        push_row_major(&mut out, lu.inverse().as_ref());
     }
     check_finite(OP, &out)?;
     Ok(T::into_host(out))
 }
 
-fn logabsdet_typed<T: Real>(a: &HostView<'_>) -> Result<HostData> {
+fn logabsdet_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
     const OP: &str = "linalg.logabsdet";
-    let (batch, n) = batch_and_side(a.shape);
+    let (batch, n, _) = batch_rows_cols(a.shape);
     let ea = elems::<T>(OP, a)?;
     let mut out = Vec::with_capacity(batch);
     for i in 0..batch {
-        let lu = factor(OP, &ea[i * n * n..(i + 1) * n * n], n, i)?;
+        let lu = factor(OP, matrix(ea, i, n, n), i)?;
         let u = lu.U();
-        let sum: f64 = (0..n).map(|j| u[(j, j)].to_f64().abs().ln()).sum();
-        out.push(T::from_f64(sum));
+        let sum: f64 = (0..n).map(|j| u[(j, j)].abs_f64().ln()).sum();
+        out.push(T::re_from_f64(sum));
     }
-    Ok(T::into_host(out))
+    Ok(<T::Re as Element>::into_host(out))
 }
 
 /// `A⁻¹ B` per matrix of the batch.
@@ -150,7 +220,7 @@ pub(crate) fn inverse(a: &HostView<'_>) -> Result<HostData> {
     by_dtype!("linalg.inv", a.data, T => inverse_typed::<T>(a))
 }
 
-/// `log |det A|` per matrix of the batch.
+/// `log |det A|` per matrix of the batch (real, also for complex `A`).
 pub(crate) fn logabsdet(a: &HostView<'_>) -> Result<HostData> {
     by_dtype!("linalg.logabsdet", a.data, T => logabsdet_typed::<T>(a))
 }

@@ -1,9 +1,20 @@
 //! Linear algebra for nabla, built as an **extension op family**: the worked example of how a crate
 //! outside the core adds ops with their kernels and derivative rules.
 //!
-//! The family has three ops, on batches of square `f32`/`f64` matrices `[..., n, n]`:
-//! [`solve`] (`A⁻¹B`), [`inv`] (`A⁻¹`) and [`logabsdet`] (`log |det A|`). Singular matrices are an
-//! error naming the op, the matrix of the batch and the zero pivot.
+//! The family works on batches of matrices `[..., m, n]` of f32, f64, complex64 and complex128:
+//! - [`solve`] (`A⁻¹B`), [`inv`] (`A⁻¹`) and [`logabsdet`] (`log |det A|`);
+//! - factorisations and what is built on them: [`cholesky`], [`triangular_solve`], [`det`], [`slogdet`],
+//!   [`lu`], [`qr`], [`qr_full`], [`lstsq`] (table of shapes and rules in the `factor` module);
+//! - spectral ops: [`eigh`], [`svd`], [`svdvals`], [`eigvals`], [`eig`], [`pinv`], [`matrix_norm`],
+//!   [`matrix_exp`] (table in the `spectral` module).
+//!
+//! Every op but `eig` has a forward and a reverse rule, correct for complex inputs under JAX's
+//! convention (see `nabla_tensor`'s docs on complex numbers). Ops with several results (QR, SVD, eigh,
+//! LU, slogdet) compute one packed tensor and return views of it, so their derivatives flow through
+//! one graph node. Singular input, a matrix that is not positive definite and non-finite values are
+//! errors naming the op and the matrix of the batch; repeated eigenvalues or singular values give
+//! finite derivatives (exact for losses that do not depend on the basis chosen inside a degenerate
+//! subspace), as documented on each op.
 //!
 //! # Writing an extension family
 //! 1. **Ops.** One type per op implementing [`nabla_core::ExtensionOp`]: a namespaced name
@@ -38,6 +49,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod common;
 mod factor;
 mod kernels;
 mod ops;
@@ -74,3 +86,15 @@ pub fn inv<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
 pub fn logabsdet<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
     Tensor::apply_extension(Arc::new(LogAbsDet), &[a])
 }
+
+// --- factor ops ---
+pub use factor::{
+    Cholesky, Det, Lu, Qr, SlogDet, Triangular, TriangularSolve, cholesky, det, lstsq, lu, qr,
+    qr_full, slogdet, triangular_solve,
+};
+
+// --- spectral ops ---
+pub use spectral::{
+    Eig, EigVals, Eigh, MatrixExp, NormOrd, Svd, SvdVals, eig, eigh, eigvals, matrix_exp,
+    matrix_norm, pinv, svd, svdvals,
+};

@@ -12,7 +12,8 @@ pub struct Solve;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Inverse;
 
-/// `log |det A|` for `A` of shape `[..., n, n]`; the output has the batch shape `[...]`.
+/// `log |det A|` for `A` of shape `[..., n, n]`; the output has the batch shape `[...]` and the real
+/// counterpart of `A`'s dtype.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LogAbsDet;
 
@@ -22,7 +23,7 @@ pub(crate) const INVERSE: &str = "linalg.inv";
 pub(crate) const LOGABSDET: &str = "linalg.logabsdet";
 
 /// Checks that `shape` is a batch of square matrices; returns `n`.
-fn square(op: &'static str, shape: &[usize]) -> Result<usize> {
+pub(crate) fn square(op: &'static str, shape: &[usize]) -> Result<usize> {
     match shape {
         [.., r, c] if r == c => Ok(*r),
         _ => Err(Error::invalid(
@@ -32,20 +33,34 @@ fn square(op: &'static str, shape: &[usize]) -> Result<usize> {
     }
 }
 
-/// Checks that `dtype` is f32 or f64.
-fn real_float(op: &'static str, dtype: DType) -> Result<()> {
+/// Checks that `shape` is a batch of matrices `[..., m, n]`; returns `(m, n)`.
+pub(crate) fn matrices(op: &'static str, shape: &[usize]) -> Result<(usize, usize)> {
+    match shape {
+        [.., m, n] => Ok((*m, *n)),
+        _ => Err(Error::invalid(
+            op,
+            format!("expects matrices of shape [..., m, n], got {shape:?}"),
+        )),
+    }
+}
+
+/// Checks that `dtype` is f32, f64, complex64 or complex128.
+pub(crate) fn float(op: &'static str, dtype: DType) -> Result<()> {
     match dtype {
-        DType::F32 | DType::F64 => Ok(()),
+        DType::F32 | DType::F64 | DType::C64 | DType::C128 => Ok(()),
         other => Err(Error::UnsupportedDType {
             op,
             dtype: other,
-            hint: Some("linalg ops support f32 and f64".into()),
+            hint: Some("linalg ops support f32, f64, complex64 and complex128".into()),
         }),
     }
 }
 
 /// The single input of a one-input op.
-fn one<'a>(op: &'static str, inputs: &'a [(DType, &'a [usize])]) -> Result<(DType, &'a [usize])> {
+pub(crate) fn one<'a>(
+    op: &'static str,
+    inputs: &'a [(DType, &'a [usize])],
+) -> Result<(DType, &'a [usize])> {
     match inputs {
         [x] => Ok(*x),
         _ => Err(Error::invalid(
@@ -55,37 +70,46 @@ fn one<'a>(op: &'static str, inputs: &'a [(DType, &'a [usize])]) -> Result<(DTyp
     }
 }
 
+/// The two inputs `(A, B)` of a solve-like op, with one dtype and `B` of shape `[..., n, k]` with
+/// `A`'s batch dims for `A` of shape `[..., n, n]`.
+pub(crate) fn system<'a>(
+    op: &'static str,
+    inputs: &'a [(DType, &'a [usize])],
+) -> Result<(DType, &'a [usize])> {
+    let [(da, sa), (db, sb)] = inputs else {
+        return Err(Error::invalid(
+            op,
+            format!("takes two inputs (A, B), got {}", inputs.len()),
+        ));
+    };
+    float(op, *da)?;
+    if da != db {
+        return Err(Error::DTypeMismatch {
+            op,
+            lhs: *da,
+            rhs: *db,
+        });
+    }
+    let n = square(op, sa)?;
+    let ok =
+        sb.len() == sa.len() && sb[..sb.len() - 2] == sa[..sa.len() - 2] && sb[sb.len() - 2] == n;
+    if !ok {
+        return Err(Error::shapes(op, sa, sb).with_hint(
+            "B must be [..., n, k] with A's batch dims; for a vector b use b.unsqueeze(-1)",
+        ));
+    }
+    Ok((*da, sb))
+}
+
 impl ExtensionOp for Solve {
     fn name(&self) -> &str {
         SOLVE
     }
 
     fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
-        let [(da, sa), (db, sb)] = inputs else {
-            return Err(Error::invalid(
-                SOLVE,
-                format!("takes two inputs (A, B), got {}", inputs.len()),
-            ));
-        };
-        real_float(SOLVE, *da)?;
-        if da != db {
-            return Err(Error::DTypeMismatch {
-                op: SOLVE,
-                lhs: *da,
-                rhs: *db,
-            });
-        }
-        let n = square(SOLVE, sa)?;
-        let ok = sb.len() == sa.len()
-            && sb[..sb.len() - 2] == sa[..sa.len() - 2]
-            && sb[sb.len() - 2] == n;
-        if !ok {
-            return Err(Error::shapes(SOLVE, sa, sb).with_hint(
-                "B must be [..., n, k] with A's batch dims; for a vector b use b.unsqueeze(-1)",
-            ));
-        }
+        let (dtype, sb) = system(SOLVE, inputs)?;
         Ok(OutputSpec {
-            dtype: *da,
+            dtype,
             shape: sb.to_vec(),
         })
     }
@@ -106,7 +130,7 @@ impl ExtensionOp for Inverse {
 
     fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
         let (dtype, shape) = one(INVERSE, inputs)?;
-        real_float(INVERSE, dtype)?;
+        float(INVERSE, dtype)?;
         square(INVERSE, shape)?;
         Ok(OutputSpec {
             dtype,
@@ -130,10 +154,10 @@ impl ExtensionOp for LogAbsDet {
 
     fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
         let (dtype, shape) = one(LOGABSDET, inputs)?;
-        real_float(LOGABSDET, dtype)?;
+        float(LOGABSDET, dtype)?;
         square(LOGABSDET, shape)?;
         Ok(OutputSpec {
-            dtype,
+            dtype: dtype.real(),
             shape: shape[..shape.len() - 2].to_vec(),
         })
     }

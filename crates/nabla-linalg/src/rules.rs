@@ -7,7 +7,10 @@
 //! |---|---|---|
 //! | solve | `dX = A⁻¹(dB - dA X)` | `gB = A⁻ᵀ G`, `gA = -gB Xᵀ` |
 //! | inv | `dY = -Y dA Y` | `gA = -Yᵀ G Yᵀ` |
-//! | logabsdet | `dl = Σ (A⁻ᵀ ⊙ dA)` | `gA = g A⁻ᵀ` |
+//! | logabsdet | `dl = Re Σ (A⁻ᵀ ⊙ dA)` | `gA = g A⁻ᵀ` |
+//!
+//! For complex types the rules follow JAX's convention: the reverse rule is the linear transpose of the
+//! forward rule under the bilinear pairing `Σ uᵢvᵢ` (plain `ᵀ`, no conjugation).
 
 use crate::ops::{INVERSE, LOGABSDET, SOLVE};
 use crate::{inv, solve};
@@ -15,12 +18,15 @@ use nabla_core::{Backend, Result};
 use nabla_tensor::{ExtensionRules, RuleArgs, Tensor};
 
 /// `x` with two trailing unit axes, to broadcast a batch of scalars against a batch of matrices.
-fn as_matrices<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+pub(crate) fn as_matrices<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
     x.unsqueeze(-1)?.unsqueeze(-1)
 }
 
 /// `a + b`, where either may be absent (zero).
-fn add_opt<B: Backend>(a: Option<Tensor<B>>, b: Option<Tensor<B>>) -> Result<Option<Tensor<B>>> {
+pub(crate) fn add_opt<B: Backend>(
+    a: Option<Tensor<B>>,
+    b: Option<Tensor<B>>,
+) -> Result<Option<Tensor<B>>> {
     Ok(match (a, b) {
         (Some(a), Some(b)) => Some(a.add(&b)?),
         (a, b) => a.or(b),
@@ -78,8 +84,15 @@ fn logabsdet_reverse<B: Backend>(
     g: &Tensor<B>,
     _needs: &[bool],
 ) -> Result<Vec<Option<Tensor<B>>>> {
-    let inv_t = inv(&args.inputs[0])?.t()?;
-    Ok(vec![Some(inv_t.mul(&as_matrices(g)?)?)])
+    let a = &args.inputs[0];
+    let inv_t = inv(a)?.t()?;
+    // For complex A the cotangent of the real output enters as a real number.
+    let g = if a.dtype().is_complex() {
+        g.cast(a.dtype())?
+    } else {
+        g.clone()
+    };
+    Ok(vec![Some(inv_t.mul(&as_matrices(&g)?)?)])
 }
 
 fn logabsdet_forward<B: Backend>(
@@ -89,8 +102,15 @@ fn logabsdet_forward<B: Backend>(
     let Some(da) = &t[0] else {
         return Ok(None);
     };
-    let inv_t = inv(&args.inputs[0])?.t()?;
-    Ok(Some(inv_t.mul(da)?.sum(&[-2, -1], false)?))
+    let a = &args.inputs[0];
+    let inv_t = inv(a)?.t()?;
+    let dl = inv_t.mul(da)?.sum(&[-2, -1], false)?;
+    // log|det A| is real: for complex A its tangent is the real part of tr(A⁻¹ dA).
+    Ok(Some(if a.dtype().is_complex() {
+        dl.real()?
+    } else {
+        dl
+    }))
 }
 
 /// The forward and reverse rules of `linalg.solve`, `linalg.inv` and `linalg.logabsdet`, for

@@ -7,7 +7,7 @@ use nabla_cpu::CpuBackend;
 use nabla_tensor::{AdContext, GraphCompiler, GraphExecutor, Tensor, TracingBackend};
 use serde_json::Value;
 
-const FIXTURE: &str = include_str!("fixtures/jax_transforms.json");
+const FIXTURE: &str = include_str!("../fixtures/jax_transforms.json");
 
 fn floats(v: &Value) -> Vec<f64> {
     v.as_array()

@@ -1,0 +1,142 @@
+//! Times the linalg family's ops on the CPU backend: value and gradient of `sum(op(A) * W)` for solve,
+//! cholesky, eigh and svd at n = 256 and 512, f32 and f64 (eager `Tensor::var` + `AdContext::grad`).
+//!
+//! ```text
+//! cargo run --release -p nabla-linalg --example bench_linalg -- [--repeats 10] [--ops solve,cholesky]
+//! ```
+//!
+//! Prints one line per measurement and, last, one JSON object `{"<op>_<dtype>_<n>_<value|grad>_s": seconds}`
+//! (medians of `--repeats` runs after two warm-up runs) read by `scripts/bench_linalg.py`.
+
+use nabla_core::{DType, Result};
+use nabla_cpu::CpuBackend;
+use nabla_tensor::{AdContext, Tensor};
+use std::time::Instant;
+
+type T = Tensor<CpuBackend>;
+
+/// Right-hand-side columns of the solve workload.
+const SOLVE_RHS: usize = 32;
+
+/// Uniform values in [-1, 1) from a fixed xorshift generator.
+fn random(seed: u64, shape: &[usize], dtype: DType, cpu: &CpuBackend) -> Result<T> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let n = shape.iter().product();
+    let v: Vec<f64> = (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        })
+        .collect();
+    Tensor::from_vec(v, shape.to_vec(), cpu)?.cast(dtype)
+}
+
+/// The input of each op: well conditioned for solve, symmetric positive definite for cholesky and
+/// symmetric for eigh, plain random for svd.
+fn input(op: &str, n: usize, dtype: DType, cpu: &CpuBackend) -> Result<T> {
+    let x = random(1, &[n, n], dtype, cpu)?;
+    let eye = Tensor::eye(n, dtype, cpu)?;
+    match op {
+        "solve" => x.add(&eye.mul(n as f64)?),
+        "cholesky" => x.matmul(&x.t()?)?.mul(1.0 / n as f64)?.add(&eye),
+        "eigh" => x.add(&x.t()?),
+        _ => Ok(x),
+    }
+}
+
+/// `op(A)`: the tensor the loss weighs (singular values for svd, eigenvalues for eigh).
+fn apply(op: &str, a: &T, b: &T) -> Result<T> {
+    match op {
+        "solve" => nabla_linalg::solve(a, b),
+        "cholesky" => nabla_linalg::cholesky(a),
+        "eigh" => Ok(nabla_linalg::eigh(a)?.0),
+        "svd" => Ok(nabla_linalg::svd(a, false)?.1),
+        other => Err(nabla_core::Error::invalid(
+            "bench_linalg",
+            format!("unknown op {other}"),
+        )),
+    }
+}
+
+/// The median seconds of `repeats` runs of `f` after two warm-up runs.
+fn median_time(repeats: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    for _ in 0..2 {
+        f()?;
+    }
+    let mut times = Vec::with_capacity(repeats);
+    for _ in 0..repeats {
+        let start = Instant::now();
+        f()?;
+        times.push(start.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+fn usage() -> ! {
+    eprintln!("usage: bench_linalg [--repeats N] [--ops solve,cholesky,eigh,svd]");
+    std::process::exit(2)
+}
+
+fn main() -> Result<()> {
+    let (mut repeats, mut ops) = (10usize, vec!["solve", "cholesky", "eigh", "svd"]);
+    let mut args = std::env::args().skip(1);
+    let mut ops_arg = String::new();
+    while let Some(arg) = args.next() {
+        let value = args.next().unwrap_or_else(|| usage());
+        match arg.as_str() {
+            "--repeats" => match value.parse() {
+                Ok(n) if n > 0 => repeats = n,
+                _ => usage(),
+            },
+            "--ops" => ops_arg = value,
+            _ => usage(),
+        }
+    }
+    if !ops_arg.is_empty() {
+        ops = ops_arg.split(',').collect();
+    }
+    let cpu = CpuBackend::new();
+    let ad = AdContext::builder()
+        .with_extension_rules(nabla_linalg::rules())
+        .build();
+    let mut json = Vec::new();
+    for op in &ops {
+        for dtype in [DType::F32, DType::F64] {
+            for n in [256, 512] {
+                let a = input(op, n, dtype, &cpu)?;
+                let b = random(2, &[n, SOLVE_RHS], dtype, &cpu)?;
+                let w = random(3, apply(op, &a, &b)?.shape(), dtype, &cpu)?;
+                let value = median_time(repeats, || {
+                    apply(op, &a, &b)?
+                        .mul(&w)?
+                        .sum_all()?
+                        .cast(DType::F64)?
+                        .item::<f64>()?;
+                    Ok(())
+                })?;
+                let grad = median_time(repeats, || {
+                    let x = Tensor::var("a", a.clone())?;
+                    let loss = apply(op, &x, &b)?.mul(&w)?.sum_all()?;
+                    ad.grad(&loss, &x)?
+                        .sum_all()?
+                        .cast(DType::F64)?
+                        .item::<f64>()?;
+                    Ok(())
+                })?;
+                let key = format!("{op}_{}_{n}", dtype.name());
+                println!(
+                    "{key:24} value {:9.3} ms   value+grad {:9.3} ms",
+                    value * 1e3,
+                    grad * 1e3
+                );
+                json.push(format!("\"{key}_value_s\": {value:e}"));
+                json.push(format!("\"{key}_grad_s\": {grad:e}"));
+            }
+        }
+    }
+    println!("{{{}}}", json.join(", "));
+    Ok(())
+}

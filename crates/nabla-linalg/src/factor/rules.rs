@@ -1,0 +1,319 @@
+//! Forward and reverse rules of the factorisation ops, written with differentiable tensor ops and the
+//! family's own ops (so derivatives of every order exist). The formulas are in the module doc of
+//! `factor`. Complex types follow JAX's convention: the reverse rule is the linear transpose of the
+//! forward rule under the bilinear pairing `Σ uᵢvᵢ`.
+
+use super::ops::{Qr, TriangularSolve, lu_packing, qr_packing, slogdet_packing};
+use crate::common::{batch_shape, h, masked, tril, triu};
+use crate::rules::{add_opt, as_matrices};
+use crate::{inv, ops::square};
+use nabla_core::{Backend, Error, Result};
+use nabla_tensor::{RuleArgs, Tensor};
+use std::sync::Arc;
+
+/// Rule outputs: one optional tensor per input.
+type Grads<B> = Result<Vec<Option<Tensor<B>>>>;
+
+/// `A⁻¹ B` for triangular `A` (the family's op, so it has rules itself).
+pub(crate) fn tri_solve<B: Backend>(
+    a: &Tensor<B>,
+    b: &Tensor<B>,
+    lower: bool,
+    unit_diagonal: bool,
+) -> Result<Tensor<B>> {
+    let op = TriangularSolve {
+        lower,
+        unit_diagonal,
+    };
+    Tensor::apply_extension(Arc::new(op), &[a, b])
+}
+
+/// `B A⁻¹` for triangular `A`: `(A⁻ᵀ Bᵀ)ᵀ`.
+fn tri_solve_right<B: Backend>(
+    a: &Tensor<B>,
+    b: &Tensor<B>,
+    lower: bool,
+    unit_diagonal: bool,
+) -> Result<Tensor<B>> {
+    tri_solve(&a.t()?, &b.t()?, !lower, unit_diagonal)?.t()
+}
+
+/// The entries of a triangular solve's `A` that the op reads.
+fn read_part<B: Backend>(x: &Tensor<B>, lower: bool, unit: bool) -> Result<Tensor<B>> {
+    let k = isize::from(unit);
+    if lower { tril(x, -k) } else { triu(x, k) }
+}
+
+/// `Φ(X)`: the lower triangle with the diagonal halved.
+fn phi<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    masked(x, |i, j| match i.cmp(&j) {
+        std::cmp::Ordering::Greater => 1.0,
+        std::cmp::Ordering::Equal => 0.5,
+        std::cmp::Ordering::Less => 0.0,
+    })
+}
+
+/// The op's parameters, read back from the rule's arguments.
+fn params<'a, T: 'static, B: Backend>(
+    args: &'a RuleArgs<'_, B>,
+    name: &'static str,
+) -> Result<&'a T> {
+    args.op
+        .as_any()
+        .downcast_ref::<T>()
+        .ok_or_else(|| Error::invalid(name, "rule called with another op"))
+}
+
+// --- cholesky: A = L Lᴴ ---
+
+pub(crate) fn cholesky_forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let Some(da) = &t[0] else { return Ok(None) };
+    let l = args.output;
+    // L⁻¹ dA L⁻ᴴ = (L⁻¹ (L⁻¹ dA)ᴴ)ᴴ
+    let x = tri_solve(l, da, true, false)?;
+    let s = h(&tri_solve(l, &h(&x)?, true, false)?)?;
+    Ok(Some(l.matmul(&phi(&s)?)?))
+}
+
+pub(crate) fn cholesky_reverse<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    g: &Tensor<B>,
+    _needs: &[bool],
+) -> Grads<B> {
+    let l = args.output;
+    // gA = L⁻ᵀ Φ(Lᵀ G) conj(L)⁻¹
+    let p = phi(&l.t()?.matmul(g)?)?;
+    let y = tri_solve(&l.t()?, &p, false, false)?;
+    Ok(vec![Some(tri_solve_right(&l.conj()?, &y, true, false)?)])
+}
+
+// --- triangular_solve: X = A⁻¹ B ---
+
+pub(crate) fn triangular_solve_forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let op = params::<TriangularSolve, B>(args, "linalg.triangular_solve")?;
+    let (a, x) = (&args.inputs[0], args.output);
+    let from_a = t[0]
+        .as_ref()
+        .map(|da| read_part(da, op.lower, op.unit_diagonal)?.matmul(x)?.neg())
+        .transpose()?;
+    add_opt(from_a, t[1].clone())?
+        .map(|rhs| tri_solve(a, &rhs, op.lower, op.unit_diagonal))
+        .transpose()
+}
+
+pub(crate) fn triangular_solve_reverse<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    g: &Tensor<B>,
+    needs: &[bool],
+) -> Grads<B> {
+    let op = params::<TriangularSolve, B>(args, "linalg.triangular_solve")?;
+    let (a, x) = (&args.inputs[0], args.output);
+    let gb = tri_solve(&a.t()?, g, !op.lower, op.unit_diagonal)?;
+    let ga = if needs[0] {
+        let full = gb.matmul(&x.t()?)?.neg()?;
+        Some(read_part(&full, op.lower, op.unit_diagonal)?)
+    } else {
+        None
+    };
+    Ok(vec![ga, Some(gb)])
+}
+
+// --- det, slogdet: tr(A⁻¹ dA) = Σ A⁻ᵀ ⊙ dA ---
+
+/// `tr(A⁻¹ dA)` per matrix of the batch.
+fn trace_inv_times<B: Backend>(a: &Tensor<B>, da: &Tensor<B>) -> Result<Tensor<B>> {
+    inv(a)?.t()?.mul(da)?.sum(&[-2, -1], false)
+}
+
+pub(crate) fn det_forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let Some(da) = &t[0] else { return Ok(None) };
+    Ok(Some(
+        args.output.mul(&trace_inv_times(&args.inputs[0], da)?)?,
+    ))
+}
+
+pub(crate) fn det_reverse<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    g: &Tensor<B>,
+    _needs: &[bool],
+) -> Grads<B> {
+    let scale = as_matrices(&g.mul(args.output)?)?;
+    Ok(vec![Some(inv(&args.inputs[0])?.t()?.mul(&scale)?)])
+}
+
+/// `x - Re x` in `x`'s dtype (zero for real types).
+fn imaginary_part<B: Backend>(x: &Tensor<B>) -> Result<Option<Tensor<B>>> {
+    if x.dtype().is_complex() {
+        Ok(Some(x.sub(&x.real()?.cast(x.dtype())?)?))
+    } else {
+        Ok(None)
+    }
+}
+
+pub(crate) fn slogdet_forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let Some(da) = &t[0] else { return Ok(None) };
+    let a = &args.inputs[0];
+    let parts = slogdet_packing().unpack(args.output)?;
+    let tr = trace_inv_times(a, da)?;
+    // d log|det| = Re tr(A⁻¹ dA); d sign = sign · i Im tr(A⁻¹ dA) (zero for real A).
+    let (dsign, dlog) = match imaginary_part(&tr)? {
+        Some(im) => (Some(parts[0].mul(&im)?), tr.sub(&im)?),
+        None => (None, tr),
+    };
+    slogdet_packing().pack(&[dsign, Some(dlog)], batch_shape(a))
+}
+
+pub(crate) fn slogdet_reverse<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    g: &Tensor<B>,
+    _needs: &[bool],
+) -> Grads<B> {
+    let a = &args.inputs[0];
+    let gs = slogdet_packing().unpack(g)?;
+    let coeff = if a.dtype().is_complex() {
+        // Transpose of t ↦ (sign (t - Re t), Re t): c = s gs + Re(gl - s gs).
+        let sg = gs[0].mul(&slogdet_packing().unpack(args.output)?[0])?;
+        sg.add(&gs[1].sub(&sg)?.real()?.cast(a.dtype())?)?
+    } else {
+        gs[1].clone()
+    };
+    Ok(vec![Some(inv(a)?.t()?.mul(&as_matrices(&coeff)?)?)])
+}
+
+// --- lu: A = P L U (square) ---
+
+/// The rule's error for a non-square LU.
+fn lu_square<B: Backend>(a: &Tensor<B>) -> Result<usize> {
+    square("linalg.lu", a.shape()).map_err(|_| {
+        Error::invalid(
+            "linalg.lu",
+            format!(
+                "derivatives are implemented for square matrices only, got shape {:?}",
+                a.shape()
+            ),
+        )
+    })
+}
+
+pub(crate) fn lu_forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let Some(da) = &t[0] else { return Ok(None) };
+    let a = &args.inputs[0];
+    let n = lu_square(a)?;
+    let packing = lu_packing(n, n);
+    let [p, l, u] = <[Tensor<B>; 3]>::try_from(packing.unpack(args.output)?)
+        .map_err(|_| Error::invalid("linalg.lu", "expected three results"))?;
+    // F = L⁻¹ Pᵀ dA U⁻¹; dL = L tril(F, -1), dU = triu(F) U.
+    let y = tri_solve(&l, &p.t()?.matmul(da)?, true, true)?;
+    let f = tri_solve_right(&u, &y, false, false)?;
+    let dl = l.matmul(&tril(&f, -1)?)?;
+    let du = triu(&f, 0)?.matmul(&u)?;
+    packing.pack(&[None, Some(dl), Some(du)], batch_shape(a))
+}
+
+pub(crate) fn lu_reverse<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    g: &Tensor<B>,
+    _needs: &[bool],
+) -> Grads<B> {
+    let a = &args.inputs[0];
+    let n = lu_square(a)?;
+    let packing = lu_packing(n, n);
+    let out = packing.unpack(args.output)?;
+    let gs = packing.unpack(g)?;
+    let (p, l, u) = (&out[0], &out[1], &out[2]);
+    // gA = P L⁻ᵀ (tril(Lᵀ G_L, -1) + triu(G_U Uᵀ)) U⁻ᵀ
+    let m = tril(&l.t()?.matmul(&gs[1])?, -1)?.add(&triu(&gs[2].matmul(&u.t()?)?, 0)?)?;
+    let z = tri_solve(&l.t()?, &m, false, true)?;
+    let w = tri_solve_right(&u.t()?, &z, true, false)?;
+    Ok(vec![Some(p.matmul(&w)?)])
+}
+
+// --- qr: A = Q R (m >= n, reduced) ---
+
+/// The packing of a differentiable QR, or an error when its derivative is not unique.
+fn qr_rule_packing<B: Backend>(args: &RuleArgs<'_, B>) -> Result<crate::common::Packing> {
+    let op = params::<Qr, B>(args, "linalg.qr")?;
+    let shape = args.inputs[0].shape();
+    let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+    if m < n || (op.full && m != n) {
+        return Err(Error::invalid(
+            "linalg.qr",
+            format!(
+                "derivatives need m >= n and the reduced factorisation (or a square matrix), got \
+                 shape {shape:?} with full = {}",
+                op.full
+            ),
+        ));
+    }
+    Ok(qr_packing(m, n, op.full))
+}
+
+/// `base + I ⊙ (x - Re x)` (`base` for real types).
+fn with_imaginary_diagonal<B: Backend>(base: Tensor<B>, x: &Tensor<B>) -> Result<Tensor<B>> {
+    match imaginary_part(x)? {
+        Some(im) => base.add(&masked(&im, |i, j| f64::from(u8::from(i == j)))?),
+        None => Ok(base),
+    }
+}
+
+/// `Ω(C) = tril(C, -1) - tril(C, -1)ᴴ + I ⊙ (C - Re C)` (the last term only for complex types).
+fn qr_omega<B: Backend>(c: &Tensor<B>) -> Result<Tensor<B>> {
+    let low = tril(c, -1)?;
+    let skew = low.sub(&h(&low)?)?;
+    with_imaginary_diagonal(skew, c)
+}
+
+/// The transpose of `Ω`: `tril(M - Mᴴ, -1) + I ⊙ (M - Re M)`.
+fn qr_omega_transpose<B: Backend>(m: &Tensor<B>) -> Result<Tensor<B>> {
+    let low = tril(&m.sub(&h(m)?)?, -1)?;
+    with_imaginary_diagonal(low, m)
+}
+
+pub(crate) fn qr_forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let Some(da) = &t[0] else { return Ok(None) };
+    let packing = qr_rule_packing(args)?;
+    let out = packing.unpack(args.output)?;
+    let (q, r) = (&out[0], &out[1]);
+    // S = dA R⁻¹, C = Qᴴ S; dQ = Q (Ω - C) + S, dR = (C - Ω) R.
+    let s = tri_solve_right(r, da, false, false)?;
+    let c = h(q)?.matmul(&s)?;
+    let omega = qr_omega(&c)?;
+    let dq = q.matmul(&omega.sub(&c)?)?.add(&s)?;
+    let dr = c.sub(&omega)?.matmul(r)?;
+    packing.pack(&[Some(dq), Some(dr)], batch_shape(&args.inputs[0]))
+}
+
+pub(crate) fn qr_reverse<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    g: &Tensor<B>,
+    _needs: &[bool],
+) -> Grads<B> {
+    let packing = qr_rule_packing(args)?;
+    let out = packing.unpack(args.output)?;
+    let gs = packing.unpack(g)?;
+    let (q, r) = (&out[0], &out[1]);
+    // M = Qᵀ G_Q - G_R Rᵀ; G_C = tril(M - Mᴴ, -1) + I ⊙ (M - Re M) - M;
+    // G_S = conj(Q) G_C + G_Q; gA = G_S R⁻ᵀ.
+    let m = q.t()?.matmul(&gs[0])?.sub(&gs[1].matmul(&r.t()?)?)?;
+    let gc = qr_omega_transpose(&m)?.sub(&m)?;
+    let g_s = q.conj()?.matmul(&gc)?.add(&gs[0])?;
+    Ok(vec![Some(tri_solve_right(&r.t()?, &g_s, true, false)?)])
+}

@@ -1,0 +1,283 @@
+//! The user functions of the spectral ops, re-exported at the crate root.
+
+use super::ops::{
+    Eig, EigVals, Eigh, MatrixExp, Svd, SvdVals, eigh_packing, split_shape, svd_packing,
+};
+use nabla_core::{Backend, DType, Error, Result};
+use nabla_tensor::Tensor;
+use std::str::FromStr;
+use std::sync::Arc;
+
+/// `x` as a real tensor: its real part if it is complex (where the imaginary part is zero by
+/// construction), else itself.
+fn real_values<B: Backend>(x: Tensor<B>) -> Result<Tensor<B>> {
+    if x.dtype().is_complex() {
+        x.real()
+    } else {
+        Ok(x)
+    }
+}
+
+/// Takes the `N` results of a packed output.
+fn take<B: Backend, const N: usize>(
+    op: &'static str,
+    parts: Vec<Tensor<B>>,
+) -> Result<[Tensor<B>; N]> {
+    parts
+        .try_into()
+        .map_err(|_| Error::invalid(op, "unexpected number of packed results"))
+}
+
+/// Eigenvalues `w` (ascending, `[..., n]`, real) and eigenvectors `V` (columns, `[..., n, n]`) of
+/// Hermitian (real symmetric) matrices `a` `[..., n, n]`: `A = V diag(w) Vᴴ`.
+///
+/// Only the **lower triangle** of `a` is read, like JAX (`lax.linalg.eigh`, `lower=True`); the
+/// derivatives are those of `eigh((A + Aᴴ)/2)`, as `jnp.linalg.eigh` (its `symmetrize_input=True`),
+/// so they agree with the lower-triangle function for Hermitian input and gradients are Hermitian.
+/// Eigenvectors are defined up to sign (phase); derivatives of functions that do not depend on that
+/// choice are exact. With repeated eigenvalues (within `n·ε·max|w|`) the derivative is finite:
+/// those gaps are dropped, exact for losses invariant to the basis of a degenerate subspace.
+///
+/// ```
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// let a = Tensor::from_vec(vec![2.0f64, 1.0, 1.0, 2.0], [2, 2], &CpuBackend::new())?;
+/// let (w, v) = nabla_linalg::eigh(&a)?;
+/// let w = w.to_vec::<f64>()?;
+/// assert!((w[0] - 1.0).abs() < 1e-12 && (w[1] - 3.0).abs() < 1e-12);
+/// assert_eq!(v.shape(), &[2, 2]);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn eigh<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)> {
+    let packed = Tensor::apply_extension(Arc::new(Eigh), &[a])?;
+    let [w, v] = take("linalg.eigh", eigh_packing(a.dim(-1)?).unpack(&packed)?)?;
+    Ok((real_values(w)?, v))
+}
+
+/// The singular value decomposition `A = U diag(S) Vh` of `a` `[..., m, n]`, with `k = min(m, n)`
+/// singular values `S` `[..., k]` (descending, real). Reduced (`full_matrices = false`): `U`
+/// `[..., m, k]`, `Vh` `[..., k, n]`; full: `U` `[..., m, m]`, `Vh` `[..., n, n]`.
+///
+/// Derivatives: those of the reduced SVD (and of the full one for square matrices, where both
+/// agree); for a non-square full SVD they are an error naming the op and the fix (use the reduced
+/// one). Singular vectors are defined up to sign (phase); repeated singular values (within
+/// `k·ε·max S`) drop their gaps and singular values below that tolerance get `1/s = 0`, so
+/// derivatives stay finite.
+///
+/// ```
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// let a = Tensor::from_vec(vec![3.0f64, 0.0, 0.0, 0.0, -2.0, 0.0], [2, 3], &CpuBackend::new())?;
+/// let (u, s, vh) = nabla_linalg::svd(&a, false)?;
+/// assert_eq!((u.shape(), vh.shape()), (&[2usize, 2][..], &[2usize, 3][..]));
+/// let s = s.to_vec::<f64>()?;
+/// assert!((s[0] - 3.0).abs() < 1e-12 && (s[1] - 2.0).abs() < 1e-12);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn svd<B: Backend>(
+    a: &Tensor<B>,
+    full_matrices: bool,
+) -> Result<(Tensor<B>, Tensor<B>, Tensor<B>)> {
+    let packed = Tensor::apply_extension(Arc::new(Svd { full_matrices }), &[a])?;
+    let (_, m, n) = split_shape(a.shape());
+    let [u, s, vh] = take(
+        "linalg.svd",
+        svd_packing(m, n, full_matrices).unpack(&packed)?,
+    )?;
+    Ok((u, real_values(s)?, vh))
+}
+
+/// The singular values `[..., min(m, n)]` (descending, in the real dtype) of `a` `[..., m, n]`,
+/// cheaper than [`svd`] and with simpler derivatives (`ds = real(diag(Uᴴ dA V))`; the rules recompute
+/// the singular vectors).
+pub fn svdvals<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
+    Tensor::apply_extension(Arc::new(SvdVals), &[a])
+}
+
+/// The matrix exponential `exp(A) = Σ Aᵏ/k!` of `a` `[..., n, n]` (Padé approximant with scaling and
+/// squaring). Its derivative along `E` is the top-right block of `exp([[A, E], [0, A]])`, computed
+/// with this op, so derivatives of every order exist; the reverse rule applies the same to `Aᵀ`.
+/// A result that overflows is an error naming the matrix of the batch.
+///
+/// ```
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// let a = Tensor::from_vec(vec![0.0f64, 1.0, 0.0, 0.0], [2, 2], &CpuBackend::new())?;
+/// // A is nilpotent: exp(A) = I + A.
+/// assert_eq!(nabla_linalg::matrix_exp(&a)?.to_vec::<f64>()?, vec![1.0, 1.0, 0.0, 1.0]);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn matrix_exp<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
+    Tensor::apply_extension(Arc::new(MatrixExp), &[a])
+}
+
+/// The eigenvalues `[..., n]` of general (not necessarily symmetric) matrices `a` `[..., n, n]`,
+/// complex (`complex64` for `f32`/`complex64` input, `complex128` for `f64`/`complex128`).
+///
+/// Order: as faer's Schur decomposition produces them (not sorted, like NumPy and LAPACK's `geev`);
+/// for real input, complex conjugate pairs are adjacent. Sort them to compare with other libraries.
+/// Derivatives (forward `dλ = diag(V⁻¹ dA V)`, reverse `V⁻ᵀ diag(g) Vᵀ`, its real part for real
+/// input; `V` the right eigenvectors from [`eig`]) need distinct eigenvalues and autodiff that records
+/// complex results; where it does not, calling this on a tracked input is an error naming
+/// `linalg.eigvals` (never a silently zero derivative): pass `a.detach()` for values only.
+pub fn eigvals<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
+    untracked(
+        "linalg.eigvals",
+        a,
+        Tensor::apply_extension(Arc::new(EigVals), &[a])?,
+    )
+}
+
+/// Eigenvalues `w` `[..., n]` and right eigenvectors `V` `[..., n, n]` (columns, unit 2-norm,
+/// arbitrary phase) of general matrices `a` `[..., n, n]`: `A V = V diag(w)`, both complex
+/// (`complex64` for `f32`/`complex64` input, `complex128` otherwise). The eigenvalues are in the
+/// order of [`eigvals`]. Derivatives are not available yet (the eigenvectors' derivative depends
+/// on their normalisation): differentiating is an error naming `linalg.eig`; use [`eigvals`] when
+/// only eigenvalue derivatives are needed.
+pub fn eig<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)> {
+    let packed = untracked(
+        "linalg.eig",
+        a,
+        Tensor::apply_extension(Arc::new(Eig), &[a])?,
+    )?;
+    let [w, v] = take("linalg.eig", eigh_packing(a.dim(-1)?).unpack(&packed)?)?;
+    Ok((w, v))
+}
+
+/// `out`, unless gradients flow to `a` and autodiff did not record `out` (a complex result, until
+/// complex autodiff exists): then an error naming `op` rather than a silently zero derivative.
+fn untracked<B: Backend>(op: &'static str, a: &Tensor<B>, out: Tensor<B>) -> Result<Tensor<B>> {
+    if a.requires_grad() && nabla_tensor::is_grad_enabled() && !out.requires_grad() {
+        return Err(Error::autodiff(
+            op,
+            format!(
+                "the input {:?} is tracked for autodiff, but derivatives of this complex-valued op \
+                 need complex autodiff, which is not available yet; pass a.detach() for the values \
+                 only",
+                a.shape()
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+/// The pseudo-inverse `A⁺ = V diag(s⁺) Uᴴ` of `a` `[..., m, n]` (`[..., n, m]`), from the reduced
+/// SVD, so its derivatives come from [`svd`]'s rules. Singular values `s ≤ rcond · max(s)` count as
+/// zero (`s⁺ = 0`); the default `rcond` is JAX's and NumPy's `10 · max(m, n) · ε` (`ε` the dtype's
+/// machine epsilon). The cutoff itself is not differentiated.
+///
+/// ```
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// let a = Tensor::from_vec(vec![2.0f64, 0.0, 0.0, 0.0], [2, 2], &CpuBackend::new())?;
+/// assert_eq!(nabla_linalg::pinv(&a, None)?.to_vec::<f64>()?, vec![0.5, 0.0, 0.0, 0.0]);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn pinv<B: Backend>(a: &Tensor<B>, rcond: Option<f64>) -> Result<Tensor<B>> {
+    let (u, s, vh) = svd(a, false)?;
+    let (_, m, n) = split_shape(a.shape());
+    let eps = if a.dtype().real() == DType::F32 {
+        f32::EPSILON as f64
+    } else {
+        f64::EPSILON
+    };
+    let rcond = rcond.unwrap_or(10.0 * m.max(n) as f64 * eps);
+    if !(rcond.is_finite() && rcond >= 0.0) {
+        return Err(Error::invalid(
+            "linalg.pinv",
+            format!("rcond must be finite and non-negative, got {rcond}"),
+        ));
+    }
+    let cutoff = s.max(&[-1], true)?.mul(rcond)?;
+    let keep = s.gt(&cutoff)?;
+    let s_inv = keep
+        .where_(keep.where_(&s, 1.0)?.recip()?, 0.0)?
+        .cast(a.dtype())?;
+    crate::common::h(&vh)?
+        .mul(&s_inv.unsqueeze(-2)?)?
+        .matmul(&crate::common::h(&u)?)
+}
+
+/// Which matrix norm [`matrix_norm`] computes (NumPy's `ord`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NormOrd {
+    /// Frobenius: `sqrt(Σ |aᵢⱼ|²)` (`"fro"`).
+    Fro,
+    /// Nuclear: the sum of the singular values (`"nuc"`).
+    Nuc,
+    /// Spectral: the largest singular value (`2`).
+    Two,
+    /// The smallest singular value (`-2`).
+    NegTwo,
+    /// The largest absolute column sum (`1`).
+    One,
+    /// The smallest absolute column sum (`-1`).
+    NegOne,
+    /// The largest absolute row sum (`inf`).
+    Inf,
+    /// The smallest absolute row sum (`-inf`).
+    NegInf,
+}
+
+impl FromStr for NormOrd {
+    type Err = Error;
+
+    /// Parses NumPy's spellings: `fro`, `nuc`, `2`, `-2`, `1`, `-1`, `inf`, `-inf`.
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s {
+            "fro" => NormOrd::Fro,
+            "nuc" => NormOrd::Nuc,
+            "2" => NormOrd::Two,
+            "-2" => NormOrd::NegTwo,
+            "1" => NormOrd::One,
+            "-1" => NormOrd::NegOne,
+            "inf" => NormOrd::Inf,
+            "-inf" => NormOrd::NegInf,
+            other => {
+                return Err(Error::invalid(
+                    "linalg.matrix_norm",
+                    format!("unknown ord {other:?}; expected fro, nuc, 2, -2, 1, -1, inf or -inf"),
+                ));
+            }
+        })
+    }
+}
+
+/// The matrix norm of `a` `[..., m, n]`: `[...]`, real (the real dtype for complex input). Composed
+/// of core ops and [`svdvals`], so it is differentiable wherever its pieces are (the Frobenius norm
+/// of a zero matrix, like `sqrt` at 0, is not; ties in max/min share the gradient).
+///
+/// ```
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// use nabla_linalg::NormOrd;
+/// let a = Tensor::from_vec(vec![1.0f64, -2.0, 3.0, 4.0], [2, 2], &CpuBackend::new())?;
+/// assert_eq!(nabla_linalg::matrix_norm(&a, NormOrd::One)?.item::<f64>()?, 6.0);
+/// assert_eq!(nabla_linalg::matrix_norm(&a, "inf".parse()?)?.item::<f64>()?, 7.0);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn matrix_norm<B: Backend>(a: &Tensor<B>, ord: NormOrd) -> Result<Tensor<B>> {
+    if a.rank() < 2 {
+        return Err(Error::invalid(
+            "linalg.matrix_norm",
+            format!("expects matrices of shape [..., m, n], got {:?}", a.shape()),
+        ));
+    }
+    let singular = |largest: bool| -> Result<Tensor<B>> {
+        let s = svdvals(a)?;
+        let k = s.dim(-1)?;
+        if k == 0 {
+            return Err(Error::invalid(
+                "linalg.matrix_norm",
+                format!("ord 2 and -2 need a non-empty matrix, got {:?}", a.shape()),
+            ));
+        }
+        s.narrow(-1, if largest { 0 } else { k - 1 }, 1)?
+            .squeeze(-1)
+    };
+    match ord {
+        NormOrd::Fro => a.abs()?.square()?.sum(&[-2, -1], false)?.sqrt(),
+        NormOrd::Nuc => svdvals(a)?.sum(&[-1], false),
+        NormOrd::Two => singular(true),
+        NormOrd::NegTwo => singular(false),
+        NormOrd::One => a.abs()?.sum(&[-2], false)?.max(&[-1], false),
+        NormOrd::NegOne => a.abs()?.sum(&[-2], false)?.min(&[-1], false),
+        NormOrd::Inf => a.abs()?.sum(&[-1], false)?.max(&[-1], false),
+        NormOrd::NegInf => a.abs()?.sum(&[-1], false)?.min(&[-1], false),
+    }
+}

@@ -1,0 +1,368 @@
+//! Forward and reverse rules of eigh, svd, svdvals, matrix_exp and eigvals, written with
+//! differentiable tensor ops and the family's own ops, so derivatives of every order exist (eigvals:
+//! first order; its rules use `linalg.eig`, which has no rules yet).
+//!
+//! Complex convention (JAX's): the forward rule is the usual derivative, with `ᴴ` where the math has
+//! it; the reverse rule is the *linear* transpose of the forward rule under the pairing `Re Σ uᵢvᵢ`
+//! (the bilinear `Σ uᵢvᵢ` for the holomorphic matrix_exp and eigvals): plain `ᵀ` from transposition,
+//! `conj` only where the forward rule conjugates (the transpose of `conj` is `conj`, of `real` the
+//! embedding). Below, `X̄ = conj(X)`; for real types every `conj` is the identity.
+//!
+//! Degenerate spectra: the gap matrices `1/(λⱼ − λᵢ)` (eigh) and `1/(sⱼ² − sᵢ²)` (svd) are set to 0
+//! where `|λⱼ − λᵢ| ≤ tol = n·ε·max|λ|` (`ε` the dtype's machine epsilon, `n` the number of values),
+//! and `1/s` to 0 where `s ≤ tol`; the derivatives stay finite, and are exact for functions that do
+//! not depend on the choice of basis inside a degenerate subspace.
+
+use super::ops::{
+    EIGH, EIGVALS, MATRIX_EXP, SVD, SVDVALS, Svd, eigh_packing, split_shape, svd_packing,
+};
+use crate::common::{Packing, h};
+use nabla_core::{Backend, DType, Error, Result};
+use nabla_tensor::{ExtensionRules, RuleArgs, Tensor};
+
+type Grads<B> = Result<Vec<Option<Tensor<B>>>>;
+
+/// `x` conjugated if it is complex (no op for real types).
+fn conj<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    if x.dtype().is_complex() {
+        x.conj()
+    } else {
+        Ok(x.clone())
+    }
+}
+
+/// `real(x)` kept in `x`'s dtype (a complex `x` gets a zero imaginary part).
+fn real_part<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    if x.dtype().is_complex() {
+        x.real()?.cast(x.dtype())
+    } else {
+        Ok(x.clone())
+    }
+}
+
+/// `(X + Xᴴ) / 2`.
+fn hermitian_part<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    x.add(&h(x)?)?.mul(0.5)
+}
+
+fn eye_like<B: Backend>(n: usize, like: &Tensor<B>) -> Result<Tensor<B>> {
+    Tensor::eye(n, like.dtype(), like.backend())
+}
+
+/// `diag(v)`: `[..., n]` to `[..., n, n]`.
+pub(super) fn diag_embed<B: Backend>(v: &Tensor<B>) -> Result<Tensor<B>> {
+    let n = v.dim(-1)?;
+    v.unsqueeze(-1)?.mul(&eye_like(n, v)?)
+}
+
+/// The diagonal of a batch of square matrices: `[..., n, n]` to `[..., n]`.
+fn diagonal<B: Backend>(m: &Tensor<B>) -> Result<Tensor<B>> {
+    let n = m.dim(-1)?;
+    m.mul(&eye_like(n, m)?)?.sum(&[-1], false)
+}
+
+/// The machine epsilon of a (real or complex) float dtype.
+fn machine_eps(dtype: DType) -> f64 {
+    match dtype.real() {
+        DType::F32 => f32::EPSILON as f64,
+        _ => f64::EPSILON,
+    }
+}
+
+/// `where(mask, 1 / x, 0)`, with no infinity on either branch (so no NaN in its derivative).
+fn masked_recip<B: Backend>(mask: &Tensor<B>, x: &Tensor<B>) -> Result<Tensor<B>> {
+    mask.where_(mask.where_(x, 1.0)?.recip()?, 0.0)
+}
+
+/// The degeneracy tolerance `n·ε·max|λ|` of a batch of spectra `[..., n]`, shaped `[..., 1]`.
+fn tolerance<B: Backend>(values: &Tensor<B>) -> Result<Tensor<B>> {
+    let n = values.dim(-1)?.max(1);
+    values
+        .abs()?
+        .max(&[-1], true)?
+        .mul(n as f64 * machine_eps(values.dtype()))
+}
+
+/// The gap matrix `F` of a spectrum `w` `[..., n]`: `Fᵢⱼ = 1 / ((wⱼ − wᵢ)(wⱼ + wᵢ))` when `squares`
+/// (SVD), else `1 / (wⱼ − wᵢ)` (eigh); 0 where `|wⱼ − wᵢ| ≤ tol` (the diagonal included).
+fn gaps<B: Backend>(w: &Tensor<B>, squares: bool) -> Result<Tensor<B>> {
+    let (row, col) = (w.unsqueeze(-2)?, w.unsqueeze(-1)?);
+    let diff = row.sub(&col)?;
+    let tol = tolerance(w)?.unsqueeze(-1)?;
+    let mask = diff.abs()?.gt(&tol)?;
+    let den = if squares {
+        diff.mul(&row.add(&col)?)?
+    } else {
+        diff
+    };
+    masked_recip(&mask, &den)
+}
+
+/// `1/s` for singular values `[..., k]`, 0 where `s ≤ tol`.
+fn safe_inverse<B: Backend>(s: &Tensor<B>) -> Result<Tensor<B>> {
+    let mask = s.abs()?.gt(&tolerance(s)?)?;
+    masked_recip(&mask, s)
+}
+
+/// The batch dims of the op's input.
+fn batch_of<'a, B: Backend>(args: &'a RuleArgs<'_, B>) -> &'a [usize] {
+    split_shape(args.inputs[0].shape()).0
+}
+
+/// `w`, `V` and the packing of an eigh node.
+fn eigh_parts<B: Backend>(args: &RuleArgs<'_, B>) -> Result<(Packing, Tensor<B>, Tensor<B>)> {
+    let n = args.inputs[0].dim(-1)?;
+    let packing = eigh_packing(n);
+    let mut parts = packing.unpack(args.output)?.into_iter();
+    match (parts.next(), parts.next()) {
+        (Some(w), Some(v)) => Ok((packing, w, v)),
+        _ => Err(Error::invalid(EIGH, "the packed output lacks w or V")),
+    }
+}
+
+/// `dw = real(diag(Vᴴ dA V))`, `dV = V (F ⊙ Vᴴ dA V)` with `dA` replaced by its Hermitian part.
+fn eigh_forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let Some(da) = &t[0] else {
+        return Ok(None);
+    };
+    let (packing, w, v) = eigh_parts(args)?;
+    let m = h(&v)?.matmul(&hermitian_part(da)?)?.matmul(&v)?;
+    let dv = v.matmul(&gaps(&w, false)?.mul(&m)?)?;
+    let dw = real_part(&diagonal(&m)?)?;
+    packing.pack(&[Some(dw), Some(dv)], batch_of(args))
+}
+
+/// `gA = herm(V̄ (diag(real g_w) + F ⊙ Vᵀ g_V) Vᵀ)`.
+fn eigh_reverse<B: Backend>(args: &RuleArgs<'_, B>, g: &Tensor<B>, _needs: &[bool]) -> Grads<B> {
+    let (packing, w, v) = eigh_parts(args)?;
+    let gs = packing.unpack(g)?;
+    let vt = v.t()?;
+    let inner =
+        diag_embed(&real_part(&gs[0])?)?.add(&gaps(&w, false)?.mul(&vt.matmul(&gs[1])?)?)?;
+    let ga = conj(&v)?.matmul(&inner)?.matmul(&vt)?;
+    Ok(vec![Some(hermitian_part(&ga)?)])
+}
+
+/// What the SVD rules need of a node: the factors, the gap matrix and `1/s`.
+struct SvdParts<B: Backend> {
+    packing: Packing,
+    m: usize,
+    n: usize,
+    u: Tensor<B>,
+    s: Tensor<B>,
+    vh: Tensor<B>,
+    f: Tensor<B>,
+    s_inv: Tensor<B>,
+}
+
+fn svd_parts<B: Backend>(args: &RuleArgs<'_, B>) -> Result<SvdParts<B>> {
+    let full = args
+        .op
+        .as_any()
+        .downcast_ref::<Svd>()
+        .is_some_and(|op| op.full_matrices);
+    let (_, m, n) = split_shape(args.inputs[0].shape());
+    if full && m != n {
+        return Err(Error::autodiff(
+            SVD,
+            format!(
+                "derivatives of the full SVD of a non-square {m}x{n} matrix are not defined (the \
+                 extra columns of U or rows of Vh are not unique); use svd(a, false) (reduced), \
+                 whose derivatives exist"
+            ),
+        ));
+    }
+    let packing = svd_packing(m, n, full);
+    let mut parts = packing.unpack(args.output)?.into_iter();
+    let (Some(u), Some(s), Some(vh)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(Error::invalid(SVD, "the packed output lacks U, S or Vh"));
+    };
+    Ok(SvdParts {
+        packing,
+        m,
+        n,
+        f: gaps(&s, true)?,
+        s_inv: safe_inverse(&s)?,
+        u,
+        s,
+        vh,
+    })
+}
+
+/// JAX's SVD JVP: with `dS = Uᴴ dA V`, `ds = real(diag dS)`,
+/// `dU = U (F ⊙ (dS S + S dSᴴ) + ½(dS − dSᴴ) ⊙ diag(1/s)) + (I − U Uᴴ) dA V S⁻¹` (last term when
+/// m > n), `dV = V (F ⊙ (S dS + dSᴴ S)) + (I − V Vᴴ) dAᴴ U S⁻¹` (when n > m), `dVh = dVᴴ`.
+fn svd_forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let Some(da) = &t[0] else {
+        return Ok(None);
+    };
+    let p = svd_parts(args)?;
+    let k = p.m.min(p.n);
+    let (s_row, s_col) = (p.s.unsqueeze(-2)?, p.s.unsqueeze(-1)?);
+    let (uh, v) = (h(&p.u)?, h(&p.vh)?);
+    let ds_mat = uh.matmul(da)?.matmul(&v)?;
+    let ds = real_part(&diagonal(&ds_mat)?)?;
+    let dss = ds_mat.mul(&s_row)?;
+    let sds = s_col.mul(&ds_mat)?;
+    let mut du_inner = p.f.mul(&dss.add(&h(&dss)?)?)?;
+    if da.dtype().is_complex() {
+        let skew = ds_mat.sub(&h(&ds_mat)?)?.mul(0.5)?;
+        du_inner = du_inner.add(&skew.mul(&diag_embed(&p.s_inv)?)?)?;
+    }
+    let mut du = p.u.matmul(&du_inner)?;
+    let mut dv = v.matmul(&p.f.mul(&sds.add(&h(&sds)?)?)?)?;
+    let s_inv_row = p.s_inv.unsqueeze(-2)?;
+    if p.m > k {
+        let dav = da.matmul(&v)?;
+        let outside = dav.sub(&p.u.matmul(&uh.matmul(&dav)?)?)?;
+        du = du.add(&outside.mul(&s_inv_row)?)?;
+    }
+    if p.n > k {
+        let dahu = h(da)?.matmul(&p.u)?;
+        let outside = dahu.sub(&v.matmul(&p.vh.matmul(&dahu)?)?)?;
+        dv = dv.add(&outside.mul(&s_inv_row)?)?;
+    }
+    p.packing
+        .pack(&[Some(du), Some(ds), Some(h(&dv)?)], batch_of(args))
+}
+
+/// The linear transpose of [`svd_forward`]: with `P = F ⊙ Uᵀ g_U`, `Q = F ⊙ Vᵀ g_V` (`g_V = g_Vhᴴ`),
+/// `gA = Ū (diag(g_s) + (P + Pᴴ) S + S (Q + Qᴴ)) Vᵀ` plus the terms of the complex diagonal and of the
+/// rectangular complements.
+fn svd_reverse<B: Backend>(args: &RuleArgs<'_, B>, g: &Tensor<B>, _needs: &[bool]) -> Grads<B> {
+    let p = svd_parts(args)?;
+    let k = p.m.min(p.n);
+    let gs = p.packing.unpack(g)?;
+    let (gu, gsv, gvh) = (&gs[0], real_part(&gs[1])?, &gs[2]);
+    let (s_row, s_col) = (p.s.unsqueeze(-2)?, p.s.unsqueeze(-1)?);
+    let (uc, ut, vt) = (conj(&p.u)?, p.u.t()?, conj(&p.vh)?);
+    let ut_gu = ut.matmul(gu)?;
+    let pu = p.f.mul(&ut_gu)?;
+    let pv = p.f.mul(&vt.matmul(&h(gvh)?)?)?;
+    let mut gds = diag_embed(&gsv)?
+        .add(&pu.add(&h(&pu)?)?.mul(&s_row)?)?
+        .add(&s_col.mul(&pv.add(&h(&pv)?)?)?)?;
+    if g.dtype().is_complex() {
+        let r = ut_gu.mul(&diag_embed(&p.s_inv)?)?;
+        gds = gds.add(&r.sub(&h(&r)?)?.mul(0.5)?)?;
+    }
+    let mut ga = uc.matmul(&gds)?.matmul(&vt)?;
+    if p.m > k {
+        let outside = gu.sub(&uc.matmul(&ut_gu)?)?;
+        ga = ga.add(&outside.mul(&p.s_inv.unsqueeze(-2)?)?.matmul(&vt)?)?;
+    }
+    if p.n > k {
+        let outside = gvh.sub(&gvh.matmul(&p.vh.t()?)?.matmul(&vt)?)?;
+        ga = ga.add(&uc.matmul(&outside.mul(&p.s_inv.unsqueeze(-1)?)?)?)?;
+    }
+    Ok(vec![Some(ga)])
+}
+
+/// `U` and `Vh` of the reduced SVD of `a` (the singular vectors svdvals' rules need).
+fn singular_vectors<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)> {
+    let (u, _, vh) = super::api::svd(a, false)?;
+    Ok((u, vh))
+}
+
+/// `ds = real(Σ_rows Ū ⊙ (dA V))` (the diagonal of `Uᴴ dA V` without forming it).
+fn svdvals_forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let Some(da) = &t[0] else {
+        return Ok(None);
+    };
+    let (u, vh) = singular_vectors(&args.inputs[0])?;
+    let ds = conj(&u)?.mul(&da.matmul(&h(&vh)?)?)?.sum(&[-2], false)?;
+    Ok(Some(if ds.dtype().is_complex() {
+        ds.real()?
+    } else {
+        ds
+    }))
+}
+
+/// `gA = Ū diag(g) V̄h`.
+fn svdvals_reverse<B: Backend>(args: &RuleArgs<'_, B>, g: &Tensor<B>, _needs: &[bool]) -> Grads<B> {
+    let a = &args.inputs[0];
+    let (u, vh) = singular_vectors(a)?;
+    let g = g.cast(a.dtype())?.unsqueeze(-2)?;
+    Ok(vec![Some(conj(&u)?.mul(&g)?.matmul(&conj(&vh)?)?)])
+}
+
+/// The top-right block of `exp([[X, E], [0, X]])`: the Fréchet derivative of `exp` at `X` along `E`.
+fn frechet_exp<B: Backend>(x: &Tensor<B>, e: &Tensor<B>) -> Result<Tensor<B>> {
+    let n = x.dim(-1)?;
+    let zeros = Tensor::zeros(x.shape().to_vec(), x.dtype(), x.backend())?;
+    let top = Tensor::cat(&[x, e], -1)?;
+    let bottom = Tensor::cat(&[&zeros, x], -1)?;
+    let block = Tensor::cat(&[&top, &bottom], -2)?;
+    super::api::matrix_exp(&block)?
+        .narrow(-2, 0, n)?
+        .narrow(-1, n, n)
+}
+
+fn matrix_exp_forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    t[0].as_ref()
+        .map(|e| frechet_exp(&args.inputs[0], e))
+        .transpose()
+}
+
+/// `gA = L(Aᵀ, G)`: the Fréchet derivative at the plain transpose.
+fn matrix_exp_reverse<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    g: &Tensor<B>,
+    _needs: &[bool],
+) -> Grads<B> {
+    Ok(vec![Some(frechet_exp(&args.inputs[0].t()?, g)?)])
+}
+
+/// `dλ = diag(V⁻¹ dA V)` with `V` the right eigenvectors (JAX's rule; `dA` cast to complex).
+fn eigvals_forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let Some(da) = &t[0] else {
+        return Ok(None);
+    };
+    let (_, v) = super::api::eig(&args.inputs[0])?;
+    let da = da.cast(v.dtype())?;
+    Ok(Some(diagonal(&crate::solve(&v, &da.matmul(&v)?)?)?))
+}
+
+/// `gA = V⁻ᵀ diag(g) Vᵀ`, its real part for real input (the transpose of the cast to complex).
+fn eigvals_reverse<B: Backend>(args: &RuleArgs<'_, B>, g: &Tensor<B>, _needs: &[bool]) -> Grads<B> {
+    let a = &args.inputs[0];
+    let (_, v) = super::api::eig(a)?;
+    let vt = v.t()?;
+    let ga = crate::solve(&vt, &diag_embed(g)?.matmul(&vt)?)?;
+    Ok(vec![Some(if a.dtype().is_complex() {
+        ga
+    } else {
+        ga.real()?
+    })])
+}
+
+/// Adds the rules of eigh, svd, svdvals, matrix_exp and eigvals to `rules`. `linalg.eig` has none
+/// yet (its eigenvector derivative depends on the normalisation).
+pub(super) fn register<B: Backend>(rules: ExtensionRules<B>) -> ExtensionRules<B> {
+    rules
+        .forward(EIGH, eigh_forward::<B>)
+        .reverse(EIGH, eigh_reverse::<B>)
+        .forward(SVD, svd_forward::<B>)
+        .reverse(SVD, svd_reverse::<B>)
+        .forward(SVDVALS, svdvals_forward::<B>)
+        .reverse(SVDVALS, svdvals_reverse::<B>)
+        .forward(MATRIX_EXP, matrix_exp_forward::<B>)
+        .reverse(MATRIX_EXP, matrix_exp_reverse::<B>)
+        .forward(EIGVALS, eigvals_forward::<B>)
+        .reverse(EIGVALS, eigvals_reverse::<B>)
+}

@@ -1,0 +1,8 @@
+//! The integration tests of nabla-linalg, one test binary: the original three ops (`core_ops`), JAX
+//! transform fixtures through them, the factorisations and the spectral ops.
+
+mod core_ops;
+mod factor;
+mod jax_transforms;
+mod spectral;
+mod spectral_cases;
