@@ -1,28 +1,10 @@
 //! The linalg extension family: values, errors, derivative rules (central differences in f64 and the
 //! adjoint identity between forward and reverse rules), missing-rule errors and traced execution.
 
+use super::support::*;
 use nabla_core::{DType, Error, Result};
 use nabla_cpu::CpuBackend;
 use nabla_tensor::{AdContext, GraphExecutor, Tensor, TracingBackend};
-
-type T = Tensor<CpuBackend>;
-
-fn data(seed: u64, n: usize) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        })
-        .collect()
-}
-
-fn tensor(seed: u64, shape: &[usize]) -> T {
-    let n = shape.iter().product();
-    Tensor::from_vec(data(seed, n), shape.to_vec(), &CpuBackend::new()).unwrap()
-}
 
 /// Random `[..., n, n]` matrices near `2 I`, comfortably invertible.
 fn matrices(seed: u64, shape: &[usize]) -> T {
@@ -35,16 +17,6 @@ fn matrices(seed: u64, shape: &[usize]) -> T {
         .unwrap()
 }
 
-fn ad() -> AdContext<CpuBackend> {
-    AdContext::builder()
-        .with_extension_rules(nabla_linalg::rules())
-        .build()
-}
-
-fn values(t: &T) -> Vec<f64> {
-    t.to_vec::<f64>().unwrap()
-}
-
 fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
     assert_eq!(got.len(), want.len(), "{what}");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
@@ -53,15 +25,6 @@ fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
             "{what}[{i}]: {g} vs {w}"
         );
     }
-}
-
-/// Variables `x0, x1, ..` holding `inputs`.
-fn vars(inputs: &[T]) -> Vec<T> {
-    inputs
-        .iter()
-        .enumerate()
-        .map(|(i, x)| Tensor::var(format!("x{i}"), x.clone()).unwrap())
-        .collect()
 }
 
 /// One op of the family applied to its inputs.

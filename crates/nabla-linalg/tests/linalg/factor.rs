@@ -3,41 +3,14 @@
 //! reverse rules against central differences, the adjoint identity between forward and reverse rules,
 //! second derivatives, degenerate inputs, errors and traced execution.
 
+use super::support::*;
 use nabla_core::num_complex::Complex64;
 use nabla_core::{DType, Result};
-use nabla_cpu::CpuBackend;
 use nabla_linalg::Triangular;
 use nabla_tensor::{AdContext, GraphExecutor, Tensor, TracingBackend};
 use serde_json::Value;
 
-type T = Tensor<CpuBackend>;
-
 const FIXTURE: &str = include_str!("../fixtures/factor.json");
-
-fn cpu() -> CpuBackend {
-    CpuBackend::new()
-}
-
-fn data(seed: u64, n: usize) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        })
-        .collect()
-}
-
-fn tensor(seed: u64, shape: &[usize]) -> T {
-    let n = shape.iter().product();
-    Tensor::from_vec(data(seed, n), shape.to_vec(), &cpu()).unwrap()
-}
-
-fn eye(n: usize) -> T {
-    Tensor::eye(n, DType::F64, &cpu()).unwrap()
-}
 
 /// Random `[..., n, n]` matrices near `2 I`.
 fn near_identity(seed: u64, shape: &[usize]) -> T {
@@ -45,7 +18,7 @@ fn near_identity(seed: u64, shape: &[usize]) -> T {
     tensor(seed, shape)
         .mul(0.5)
         .unwrap()
-        .add(eye(n).mul(2.0).unwrap())
+        .add(eye64(n).mul(2.0).unwrap())
         .unwrap()
 }
 
@@ -55,14 +28,8 @@ fn spd(seed: u64, shape: &[usize]) -> T {
     let n = shape[shape.len() - 1];
     x.matmul(&x.t().unwrap())
         .unwrap()
-        .add(eye(n).mul(n as f64).unwrap())
+        .add(eye64(n).mul(n as f64).unwrap())
         .unwrap()
-}
-
-fn ad() -> AdContext<CpuBackend> {
-    AdContext::builder()
-        .with_extension_rules(nabla_linalg::rules())
-        .build()
 }
 
 /// The values of a real or complex tensor as complex numbers.
@@ -74,10 +41,6 @@ fn cvalues(t: &T) -> Vec<Complex64> {
         let v = t.cast(DType::F64).unwrap().to_vec::<f64>().unwrap();
         v.into_iter().map(|x| Complex64::new(x, 0.0)).collect()
     }
-}
-
-fn values(t: &T) -> Vec<f64> {
-    t.contiguous().unwrap().to_vec::<f64>().unwrap()
 }
 
 fn assert_close(got: &[Complex64], want: &[Complex64], tol: f64, what: &str) {
@@ -222,14 +185,6 @@ fn dot(a: &[T], b: &[T]) -> T {
         .map(|(x, y)| x.mul(y).unwrap().sum_all().unwrap())
         .reduce(|s, d| s.add(&d).unwrap())
         .unwrap()
-}
-
-fn vars(inputs: &[T]) -> Vec<T> {
-    inputs
-        .iter()
-        .enumerate()
-        .map(|(i, x)| Tensor::var(format!("x{i}"), x.clone()).unwrap())
-        .collect()
 }
 
 #[test]

@@ -6,3 +6,4 @@ mod factor;
 mod jax_transforms;
 mod spectral;
 mod spectral_cases;
+mod support;

@@ -4,37 +4,14 @@
 //! and the adjoint identity (real), second order; `spectral_cases` has definitions, degenerate
 //! spectra, errors, traced programs and the complex adjoint identity.
 
+pub(super) use super::support::*;
 use nabla_core::num_complex::Complex64;
 use nabla_core::{DType, Result};
-use nabla_cpu::CpuBackend;
 use nabla_linalg::NormOrd;
-use nabla_tensor::{AdContext, Tensor};
+use nabla_tensor::Tensor;
 use serde_json::Value;
 
-pub(super) type T = Tensor<CpuBackend>;
-
 pub(super) const FIXTURE: &str = include_str!("../fixtures/spectral.json");
-
-pub(super) fn cpu() -> CpuBackend {
-    CpuBackend::new()
-}
-
-pub(super) fn data(seed: u64, n: usize) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        })
-        .collect()
-}
-
-pub(super) fn tensor(seed: u64, shape: &[usize]) -> T {
-    let n = shape.iter().product();
-    Tensor::from_vec(data(seed, n), shape.to_vec(), &cpu()).unwrap()
-}
 
 pub(super) fn complex_tensor(seed: u64, shape: &[usize]) -> T {
     let n: usize = shape.iter().product();
@@ -45,16 +22,6 @@ pub(super) fn complex_tensor(seed: u64, shape: &[usize]) -> T {
         .map(|(&r, &i)| Complex64::new(r, i))
         .collect();
     Tensor::from_vec(v, shape.to_vec(), &cpu()).unwrap()
-}
-
-pub(super) fn ad() -> AdContext<CpuBackend> {
-    AdContext::builder()
-        .with_extension_rules(nabla_linalg::rules())
-        .build()
-}
-
-pub(super) fn values(t: &T) -> Vec<f64> {
-    t.to_vec::<f64>().unwrap()
 }
 
 pub(super) fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
@@ -211,7 +178,7 @@ pub(super) fn assert_eigenpairs(a: &T, w: &T, v: &T, tol: f64) {
 }
 
 #[test]
-pub(super) fn values_and_derivatives_match_jax() {
+fn values_and_derivatives_match_jax() {
     let fixture: Value = serde_json::from_str(FIXTURE).expect("fixture parses");
     let ad = ad();
     let cases = fixture["cases"].as_array().expect("cases");
@@ -432,7 +399,7 @@ pub(super) fn numeric_gradient(f: OpFn, x: &T, w: &T) -> Vec<f64> {
 }
 
 #[test]
-pub(super) fn reverse_rules_match_central_differences() {
+fn reverse_rules_match_central_differences() {
     let ad = ad();
     for (name, _, f, input) in rule_cases() {
         let x = Tensor::var("x", input.clone()).unwrap();
@@ -444,7 +411,7 @@ pub(super) fn reverse_rules_match_central_differences() {
 }
 
 #[test]
-pub(super) fn forward_and_reverse_rules_satisfy_the_adjoint_identity() {
+fn forward_and_reverse_rules_satisfy_the_adjoint_identity() {
     let ad = ad();
     for (name, full, _, input) in rule_cases() {
         let x = Tensor::var("x", input.clone()).unwrap();
@@ -475,7 +442,7 @@ pub(super) fn forward_and_reverse_rules_satisfy_the_adjoint_identity() {
 }
 
 #[test]
-pub(super) fn second_derivatives_match_differences_of_gradients() {
+fn second_derivatives_match_differences_of_gradients() {
     let ad = ad();
     let cases: [(&str, OpFn, T); 3] = [
         ("matrix_exp", nabla_linalg::matrix_exp, tensor(30, &[3, 3])),
