@@ -19,5 +19,4 @@ mod movement;
 mod reduce;
 #[path = "autograd_rules/second_order.rs"]
 mod second_order;
-#[path = "autograd_rules/support.rs"]
-mod support;
+use crate::support;

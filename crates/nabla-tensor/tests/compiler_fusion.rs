@@ -6,7 +6,7 @@ use nabla_core::{DType, MemoryTracked, Result};
 use nabla_cpu::CpuBackend;
 use nabla_tensor::{GraphCompiler, GraphExecutor, Pass, Program, Tensor, TraceOp, TracingBackend};
 
-mod compiler_support;
+use crate::compiler_support;
 
 use compiler_support::{check_equivalent, inputs};
 

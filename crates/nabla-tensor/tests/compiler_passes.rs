@@ -6,7 +6,7 @@ use nabla_core::{Backend, DType, Generator, HostData, Result};
 use nabla_cpu::CpuBackend;
 use nabla_tensor::{GraphCompiler, GraphExecutor, Pass, Program, Tensor, TracingBackend};
 
-mod compiler_support;
+use crate::compiler_support;
 
 use compiler_support::{check_equivalent, inputs};
 

@@ -26,5 +26,4 @@ mod nesting;
 mod reduce;
 // The seeded-input helpers of the reverse-rule tests; not every one is used here.
 #[allow(dead_code)]
-#[path = "autograd_rules/support.rs"]
-mod support;
+use crate::support;

@@ -6,8 +6,7 @@
 
 // The seeded-input helpers of the reverse-rule tests; not every one is used here.
 #[allow(dead_code)]
-#[path = "autograd_rules/support.rs"]
-mod support;
+use crate::support;
 
 use nabla_core::{Backend, DType, Result};
 use nabla_cpu::CpuBackend;

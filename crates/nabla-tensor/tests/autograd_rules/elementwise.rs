@@ -1,7 +1,7 @@
 //! Elementwise rules: every unary and binary op with a real derivative, `where`, cast and the identity
 //! (contiguous copy), on broadcast shapes, non-contiguous views and rank 0.
 
-use crate::support::*;
+use super::support::*;
 use nabla_core::{BinaryOp, DType, UnaryOp};
 use nabla_tensor::{GradCheckOptions, Tensor, grad};
 

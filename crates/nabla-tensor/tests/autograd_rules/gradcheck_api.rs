@@ -1,6 +1,6 @@
 //! The gradient checker itself: it must pass correct rules, catch wrong ones and say where.
 
-use crate::support::*;
+use super::support::*;
 use nabla_core::{DType, Error};
 use nabla_tensor::{GradCheckOptions, Tensor, check_gradients, check_second_order};
 

@@ -1,7 +1,7 @@
 //! Index rules: gather, index_select, scatter_add and index_add with repeated (and negative) indices,
 //! and the values of sort and topk (recorded as gathers).
 
-use crate::support::*;
+use super::support::*;
 use nabla_tensor::Tensor;
 
 fn tail(y: T) -> nabla_tensor::Result<T> {

@@ -1,7 +1,7 @@
 //! Matrix products (ranks 1 to 4 with batch broadcasting, transposed operands) and the three
 //! convolutions (stride, padding, dilation, groups; input and weight), first and second order.
 
-use crate::support::*;
+use super::support::*;
 use nabla_tensor::grad_n;
 
 #[test]

@@ -1,7 +1,7 @@
 //! Movement rules: reshape (views and copies, squeeze, unsqueeze, flatten), permute, broadcast, slice
 //! (steps ±1, ±2, ±3, narrow, select_index, empty), flip, pad, cat and stack.
 
-use crate::support::*;
+use super::support::*;
 use nabla_tensor::{Tensor, s};
 
 /// A function with a nonlinear tail so that a wrong routing of the gradient cannot cancel out.

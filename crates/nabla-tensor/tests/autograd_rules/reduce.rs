@@ -1,7 +1,7 @@
 //! Reductions (sum, mean, prod, max, min over single, multiple and negative axes, with and without
 //! kept dimensions) and the cumulative sum.
 
-use crate::support::*;
+use super::support::*;
 use nabla_core::ReduceOp;
 use nabla_tensor::{Tensor, grad_n};
 

@@ -2,7 +2,7 @@
 //! against finite differences of the analytic gradient, for every smooth rule and for compositions,
 //! through `check_second_order`, nested `grad` and `backward_opts(create_graph)`.
 
-use crate::support::*;
+use super::support::*;
 use nabla_core::BinaryOp;
 use nabla_tensor::{BackwardOptions, GradCheckOptions, Tensor, check_gradients, grad, grad_n};
 

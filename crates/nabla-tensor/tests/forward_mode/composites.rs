@@ -1,8 +1,8 @@
 //! JVPs of the composite ops (recorded as the primitives they are made of): softmax, log_softmax,
 //! logsumexp, gelu, silu, softplus, layer_norm, variance and normalize.
 
-use crate::helpers::*;
-use crate::support::*;
+use super::helpers::*;
+use super::support::*;
 use nabla_tensor::jvp;
 
 #[test]

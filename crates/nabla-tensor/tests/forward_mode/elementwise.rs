@@ -1,8 +1,8 @@
 //! JVP rules of the elementwise primitives: every differentiable unary and binary op (with
 //! broadcasting both ways and the same tensor on both sides), `where`, casts and contiguous copies.
 
-use crate::helpers::*;
-use crate::support::*;
+use super::helpers::*;
+use super::support::*;
 use nabla_core::{BinaryOp, DType, UnaryOp};
 use nabla_tensor::{Tensor, jvp};
 

@@ -1,7 +1,7 @@
 //! Errors of the forward-mode transforms: tangents of the wrong shape, dtype or number, and inputs
 //! that cannot be differentiated.
 
-use crate::support::*;
+use super::support::*;
 use nabla_core::DType;
 use nabla_tensor::{Tensor, hessian, hvp, jacfwd, jacrev, jvp, jvp_n};
 use std::fmt::Debug;

@@ -1,7 +1,7 @@
 //! The checks shared by the forward-mode tests: the adjoint identity between `jvp_n` and `vjp_n`, and
 //! `jvp` against central finite differences.
 
-use crate::support::*;
+use super::support::*;
 use nabla_tensor::{Result, jvp_n, vjp_n};
 
 /// Relative tolerance of the adjoint identity in f64: both sides are sums of a few hundred products

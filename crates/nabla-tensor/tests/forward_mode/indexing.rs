@@ -1,8 +1,8 @@
 //! JVP rules of the index primitives: gather, index_select, scatter_add and index_add with repeated
 //! and negative indices (destination and source at once), and the values of sort and topk.
 
-use crate::helpers::*;
-use crate::support::*;
+use super::helpers::*;
+use super::support::*;
 use nabla_tensor::{Tensor, jvp, jvp_n};
 
 fn tail(y: T) -> nabla_tensor::Result<T> {

@@ -1,7 +1,7 @@
 //! Full Jacobians by forward and by reverse mode, Hessians (forward over reverse) and Hessian-vector
 //! products, against each other, analytic values and finite differences of the gradient.
 
-use crate::support::*;
+use super::support::*;
 use nabla_tensor::{Result, grad, hessian, hvp, jacfwd, jacrev};
 
 /// `jacfwd(f)(x)` and `jacrev(f)(x)`: both of shape `f(x).shape ++ x.shape`, equal to 1e-12.

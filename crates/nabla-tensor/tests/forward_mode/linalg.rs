@@ -1,8 +1,8 @@
 //! JVP rules of the matrix product (ranks 1 to 4 with batch broadcasting) and of the three
 //! convolutions (stride, padding, dilation, groups), in both operands at once through `jvp_n`.
 
-use crate::helpers::*;
-use crate::support::*;
+use super::helpers::*;
+use super::support::*;
 use nabla_tensor::jvp_n;
 
 #[test]

@@ -1,8 +1,8 @@
 //! JVP rules of the movement primitives: reshape (squeeze, unsqueeze, flatten), permute, transpose,
 //! broadcast, slices with steps of both signs, flip, pad, and cat / stack of several inputs.
 
-use crate::helpers::*;
-use crate::support::*;
+use super::helpers::*;
+use super::support::*;
 use nabla_tensor::{Tensor, jvp, jvp_n};
 
 /// A nonlinear tail, so that a wrongly routed tangent cannot cancel out.

@@ -1,7 +1,7 @@
 //! `jvp` nested with `grad`, `vjp` and itself in every order, third derivatives, closures over outer
 //! variables (no perturbation confusion), and the edge cases of a single `jvp`.
 
-use crate::support::*;
+use super::support::*;
 use nabla_tensor::{Result, Tensor, grad, hessian, jacfwd, jvp, jvp_n, value_and_grad, vjp};
 
 /// `sin(x) e^x` elementwise, with its derivatives.

@@ -1,8 +1,8 @@
 //! JVP rules of the reductions (sum, mean, prod, max, min over single, several, negative and all
 //! axes, with and without kept dimensions; products with zeros and extrema with ties) and cumsum.
 
-use crate::helpers::*;
-use crate::support::*;
+use super::helpers::*;
+use super::support::*;
 use nabla_core::ReduceOp;
 use nabla_tensor::{Result, jvp};
 

@@ -1,0 +1,20 @@
+//! The integration tests of nabla-tensor, one test binary with a module per area (the API, autodiff
+//! rules in both modes, traced programs and the compiler, composites, complex numbers, JAX fixtures).
+
+mod api;
+mod autograd_basics;
+mod autograd_memory;
+mod autograd_rules;
+mod compiler_fusion;
+mod compiler_passes;
+mod compiler_support;
+mod complex_autodiff;
+mod composites;
+mod errors;
+mod forward_mode;
+mod fused_kernels;
+mod jax_fixtures;
+#[path = "autograd_rules/support.rs"]
+mod support;
+mod traced;
+mod traced_agreement;
