@@ -134,3 +134,35 @@ pub(crate) fn triu<B: Backend>(x: &Tensor<B>, k: isize) -> Result<Tensor<B>> {
 pub(crate) fn batch_shape<B: Backend>(x: &Tensor<B>) -> &[usize] {
     &x.shape()[..x.rank().saturating_sub(2)]
 }
+
+/// Implements `nabla_core::ExtensionOp` for an op type from its name, output spec and kernel.
+macro_rules! extension_op {
+    ($ty:ty, $name:expr, |$op:ident, $inputs:ident| $spec:expr, |$kop:ident, $views:ident| $kernel:expr) => {
+        impl nabla_core::ExtensionOp for $ty {
+            fn name(&self) -> &str {
+                $name
+            }
+
+            fn output_spec(
+                &self,
+                $inputs: &[(nabla_core::DType, &[usize])],
+            ) -> nabla_core::Result<nabla_core::OutputSpec> {
+                let $op = self;
+                $spec
+            }
+
+            fn host_kernel(
+                &self,
+                $views: &[nabla_core::HostView<'_>],
+            ) -> nabla_core::Result<nabla_core::HostData> {
+                let $kop = self;
+                $kernel
+            }
+
+            fn as_any(&self) -> &dyn std::any::Any {
+                self
+            }
+        }
+    };
+}
+pub(crate) use extension_op;

@@ -1,10 +1,9 @@
 //! The factorisation ops: names, parameters, shape and dtype rules, and the packing of their results.
 
 use super::kernels;
-use crate::common::Packing;
+use crate::common::{Packing, extension_op};
 use crate::ops::{float, matrices, one, square, system};
-use nabla_core::{DType, ExtensionOp, HostData, HostView, OutputSpec, Result};
-use std::any::Any;
+use nabla_core::{DType, OutputSpec, Result};
 
 /// The Cholesky factor `L` (lower triangular, `A = L Lᴴ`) of Hermitian positive definite matrices
 /// `[..., n, n]`; only the lower triangle of `A` is read.
@@ -90,31 +89,6 @@ fn matrix_input<'a>(
     float(op, dtype)?;
     let (m, n) = matrices(op, shape)?;
     Ok((dtype, &shape[..shape.len() - 2], m, n))
-}
-
-/// Implements [`ExtensionOp`] for an op type from its name, output spec and kernel.
-macro_rules! extension_op {
-    ($ty:ty, $name:expr, |$op:ident, $inputs:ident| $spec:expr, |$kop:ident, $views:ident| $kernel:expr) => {
-        impl ExtensionOp for $ty {
-            fn name(&self) -> &str {
-                $name
-            }
-
-            fn output_spec(&self, $inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
-                let $op = self;
-                $spec
-            }
-
-            fn host_kernel(&self, $views: &[HostView<'_>]) -> Result<HostData> {
-                let $kop = self;
-                $kernel
-            }
-
-            fn as_any(&self) -> &dyn Any {
-                self
-            }
-        }
-    };
 }
 
 extension_op!(

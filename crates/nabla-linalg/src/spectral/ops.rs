@@ -2,9 +2,8 @@
 //! one output.
 
 use super::kernels;
-use crate::common::Packing;
-use nabla_core::{DType, Error, ExtensionOp, HostData, HostView, OutputSpec, Result};
-use std::any::Any;
+use crate::common::{Packing, extension_op};
+use nabla_core::{DType, Error, OutputSpec, Result};
 
 pub(crate) const EIGH: &str = "linalg.eigh";
 pub(crate) const SVD: &str = "linalg.svd";
@@ -105,31 +104,6 @@ pub(crate) fn svd_packing(m: usize, n: usize, full_matrices: bool) -> Packing {
     Packing::new(vec![vec![m, ku], vec![k], vec![kv, n]])
 }
 
-/// Implements the boilerplate of [`ExtensionOp`] for a spectral op.
-macro_rules! extension_op {
-    ($ty:ty, $name:expr, |$op:ident, $inputs:ident| $spec:expr, |$s:ident, $x:ident| $kernel:expr) => {
-        impl ExtensionOp for $ty {
-            fn name(&self) -> &str {
-                $name
-            }
-
-            fn output_spec(&self, $inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
-                let $op = self;
-                $spec
-            }
-
-            fn host_kernel(&self, inputs: &[HostView<'_>]) -> Result<HostData> {
-                let ($s, $x) = (self, &inputs[0]);
-                $kernel
-            }
-
-            fn as_any(&self) -> &dyn Any {
-                self
-            }
-        }
-    };
-}
-
 extension_op!(
     Eigh,
     EIGH,
@@ -140,7 +114,7 @@ extension_op!(
             shape: eigh_packing(n).output_shape(split_shape(shape).0),
         })
     },
-    |_s, x| kernels::eigh(x)
+    |_s, views| kernels::eigh(&views[0])
 );
 
 extension_op!(
@@ -154,7 +128,7 @@ extension_op!(
             shape: svd_packing(m, n, op.full_matrices).output_shape(batch),
         })
     },
-    |s, x| kernels::svd(x, s.full_matrices)
+    |s, views| kernels::svd(&views[0], s.full_matrices)
 );
 
 extension_op!(
@@ -170,7 +144,7 @@ extension_op!(
             shape: out,
         })
     },
-    |_s, x| kernels::svdvals(x)
+    |_s, views| kernels::svdvals(&views[0])
 );
 
 extension_op!(
@@ -183,7 +157,7 @@ extension_op!(
             shape: shape.to_vec(),
         })
     },
-    |_s, x| kernels::matrix_exp(x)
+    |_s, views| kernels::matrix_exp(&views[0])
 );
 
 extension_op!(
@@ -199,7 +173,7 @@ extension_op!(
             shape: shape[..shape.len() - 1].to_vec(),
         })
     },
-    |_s, x| kernels::eigvals(x)
+    |_s, views| kernels::eigvals(&views[0])
 );
 
 extension_op!(
@@ -213,5 +187,5 @@ extension_op!(
             shape: eigh_packing(n).output_shape(split_shape(shape).0),
         })
     },
-    |_s, x| kernels::eig(x)
+    |_s, views| kernels::eig(&views[0])
 );
