@@ -324,27 +324,9 @@ fn reverse_rules_match_central_differences() {
         let loss = |xs: &[T]| -> f64 { dot(&f(xs).unwrap(), &ws).item().unwrap() };
         let refs: Vec<&T> = xs.iter().collect();
         let grads = ad.grads(&dot(&ys, &ws), &refs).unwrap();
-        let eps = 1e-6;
-        for (i, x) in inputs.iter().enumerate() {
-            let base = values(x);
-            let numeric: Vec<f64> = (0..base.len())
-                .map(|k| {
-                    let at = |d: f64| {
-                        let mut v = base.clone();
-                        v[k] += d;
-                        let mut xs = inputs.clone();
-                        xs[i] = Tensor::from_vec(v, x.shape().to_vec(), &cpu()).unwrap();
-                        loss(&xs)
-                    };
-                    (at(eps) - at(-eps)) / (2.0 * eps)
-                })
-                .collect();
-            assert_real_close(
-                &values(&grads[i]),
-                &numeric,
-                1e-6,
-                &format!("{name} d/dx{i}"),
-            );
+        for (i, grad) in grads.iter().enumerate() {
+            let numeric = central_differences(&loss, &inputs, i);
+            assert_real_close(&values(grad), &numeric, 1e-6, &format!("{name} d/dx{i}"));
         }
     }
 }

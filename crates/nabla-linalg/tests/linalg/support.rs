@@ -54,3 +54,21 @@ pub(crate) fn vars(inputs: &[T]) -> Vec<T> {
         .map(|(i, x)| Tensor::var(format!("x{i}"), x.clone()).unwrap())
         .collect()
 }
+
+/// Central differences (step 1e-6) of `loss` with respect to every element of input `i`.
+pub(crate) fn central_differences(loss: &dyn Fn(&[T]) -> f64, inputs: &[T], i: usize) -> Vec<f64> {
+    let eps = 1e-6;
+    let base = values(&inputs[i]);
+    (0..base.len())
+        .map(|k| {
+            let at = |d: f64| {
+                let mut v = base.clone();
+                v[k] += d;
+                let mut xs = inputs.to_vec();
+                xs[i] = Tensor::from_vec(v, inputs[i].shape().to_vec(), &cpu()).unwrap();
+                loss(&xs)
+            };
+            (at(eps) - at(-eps)) / (2.0 * eps)
+        })
+        .collect()
+}
