@@ -95,7 +95,14 @@ impl Backend for CpuBackend {
     }
 
     fn full(&self, len: usize, value: Scalar, dtype: DType) -> Result<CpuStorage> {
-        Ok(CpuStorage::new(HostData::filled(dtype, len, value)))
+        // On a cached buffer when one is free: a fresh `vec![value; len]` of zeros would be mapped to
+        // the shared zero page and fault again when a later kernel writes the recycled buffer.
+        fn fill<T: nabla_core::Element>(len: usize, value: Scalar) -> HostData {
+            T::into_host(strided::filled_vec(len, T::from_scalar(value)))
+        }
+        Ok(CpuStorage::new(
+            nabla_core::dispatch_dtype!(dtype, T => fill::<T>(len, value)),
+        ))
     }
 
     fn random(

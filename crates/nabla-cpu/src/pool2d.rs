@@ -180,10 +180,10 @@ impl Geometry {
                         let v = plane[row + c];
                         #[allow(clippy::eq_op)]
                         let wins = v > best || (v != v && best == best);
-                        if wins {
-                            best = v;
-                            at = row + c;
-                        }
+                        // Selects rather than a branch: which tap wins is data-dependent and
+                        // mispredicts often.
+                        best = if wins { v } else { best };
+                        at = if wins { row + c } else { at };
                     }
                 }
                 *v_out = best;
@@ -248,10 +248,8 @@ fn pool_typed<T: Element + PartialOrd>(
     let (plane_in, plane_out) = (g.h * g.w, g.rows.count.len() * g.out_w());
     let planes = input.len().checked_div(plane_in).unwrap_or(0);
     // Pooled buffers (zeroed here, every element is overwritten) avoid fresh pages on every call.
-    let mut vals = crate::strided::output_vec::<T>(planes * plane_out);
-    vals.resize(planes * plane_out, T::zero());
-    let mut idx = crate::strided::output_vec::<i64>(planes * plane_out);
-    idx.resize(planes * plane_out, 0);
+    let mut vals = crate::strided::filled_vec(planes * plane_out, T::zero());
+    let mut idx = crate::strided::filled_vec(planes * plane_out, 0i64);
     let run = |(i, (v, ix)): (usize, (&mut [T], &mut [i64]))| {
         g.pool_plane(&input[i * plane_in..(i + 1) * plane_in], v, ix)
     };

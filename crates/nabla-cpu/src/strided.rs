@@ -174,6 +174,25 @@ pub(crate) fn output_vec<U>(n: usize) -> Vec<U> {
     v
 }
 
+/// A vector of `n` copies of `value` for a kernel's output, on a cached buffer when one of its size is
+/// free (see [`output_vec`]); large outputs are filled by several threads. Kernels that accumulate into
+/// their output (or write it through an API that needs initialised memory) start from this rather than
+/// from `vec![value; n]`, whose fresh pages would be faulted in on every call.
+pub(crate) fn filled_vec<T: Copy + Send + Sync>(n: usize, value: T) -> Vec<T> {
+    let mut out: Vec<T> = output_vec(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    if n >= PARALLEL_THRESHOLD {
+        spare
+            .par_chunks_mut(CHUNK)
+            .for_each(|c| c.fill(MaybeUninit::new(value)));
+    } else {
+        spare.fill(MaybeUninit::new(value));
+    }
+    // SAFETY: all `n` elements were just written.
+    unsafe { out.set_len(n) };
+    out
+}
+
 #[cfg(target_os = "linux")]
 fn advise_huge_pages(addr: usize, bytes: usize) {
     use std::ffi::{c_int, c_void};

@@ -275,18 +275,25 @@ impl<B: Backend> Tensor<B> {
         shape[rank - 2] = oh;
         shape[rank - 1] = ow;
         let indices = Tensor::from_output(i, shape.clone(), self.backend());
-        let values = Tensor::from_output(v, shape.clone(), self.backend());
         if !(self.requires_grad() && crate::is_grad_enabled()) {
-            return Ok((values, indices));
+            return Ok((Tensor::from_output(v, shape, self.backend()), indices));
         }
-        // Gather the maxima again from the flattened planes, so that the gradient reaches them.
+        // The maxima are exactly `gather(x planes, -1, indices)`: record them as that gather of the
+        // flattened planes (without computing it again), so that the gradient reaches them.
         let mut flat = self.shape()[..rank - 2].to_vec();
         flat.push(h * w);
         let mut flat_index = shape[..rank - 2].to_vec();
         flat_index.push(oh * ow);
-        let values = self
-            .reshape(flat)?
-            .gather(-1, &indices.reshape(flat_index)?)?
+        let (planes, flat_indices) = (self.reshape(flat)?, indices.reshape(flat_index.clone())?);
+        let values = Tensor::from_output(v, flat_index, self.backend())
+            .record(
+                || Op::Gather {
+                    // The last axis of the flattened `[..., H * W]` planes.
+                    axis: rank - 2,
+                    size: h * w,
+                },
+                &[&planes, &flat_indices],
+            )
             .reshape(shape)?;
         Ok((values, indices))
     }

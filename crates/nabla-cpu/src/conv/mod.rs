@@ -17,7 +17,7 @@ mod tests;
 use crate::CpuStorage;
 use crate::matmul::{gemm, mat_mut, mat_ref, par_for};
 use crate::reduce::Arith;
-use crate::strided::gather_view;
+use crate::strided::{filled_vec, gather_view};
 use faer::traits::ComplexField;
 use faer::{Accum, MatRef, Par};
 use im2col::{Geom, Image, col2im, im2col};
@@ -224,7 +224,7 @@ pub(crate) fn conv2d(
 
 fn forward<T: Float>(x: &[T], lx: &Layout, w: &[T], lw: &Layout, g: &Geom) -> Vec<T> {
     let (og, cg, taps, pix) = (g.og(), g.cg(), g.taps(), g.pixels());
-    let mut out = vec![T::zero(); g.n * g.o * pix];
+    let mut out = filled_vec(g.n * g.o * pix, T::zero());
     if out.is_empty() || taps == 0 {
         return out;
     }
@@ -330,7 +330,7 @@ pub(crate) fn conv2d_input_grad(
 fn input_grad<T: Float>(dy: &[T], ldy: &Layout, w: &[T], lw: &Layout, g: &Geom) -> Vec<T> {
     let (og, cg, taps, pix) = (g.og(), g.cg(), g.taps(), g.pixels());
     let image_len = cg * g.h * g.w;
-    let mut dx = vec![T::zero(); g.n * g.c * g.h * g.w];
+    let mut dx = filled_vec(g.n * g.c * g.h * g.w, T::zero());
     if dx.is_empty() || og == 0 || pix == 0 {
         return dx;
     }

@@ -22,7 +22,7 @@ pub(super) fn matmul_int<T: Arith>(
     ob: &Operand,
     d: Dims,
 ) -> Vec<T> {
-    let mut out = vec![T::zero(); d.batch * d.m * d.n];
+    let mut out = crate::strided::filled_vec(d.batch * d.m * d.n, T::zero());
     if out.is_empty() || d.k == 0 {
         return out;
     }

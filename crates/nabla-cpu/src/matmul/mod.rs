@@ -239,8 +239,7 @@ fn matmul_faer<T: Element + ComplexField>(
     ob: &Operand,
     d: Dims,
 ) -> Vec<T> {
-    let mut out = crate::strided::output_vec(d.batch * d.m * d.n);
-    out.resize(d.batch * d.m * d.n, T::zero());
+    let mut out = crate::strided::filled_vec(d.batch * d.m * d.n, T::zero());
     if out.is_empty() || d.k == 0 {
         return out;
     }

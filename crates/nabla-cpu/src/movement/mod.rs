@@ -45,7 +45,7 @@ pub(crate) fn check_axis(op: &'static str, axis: usize, rank: usize) -> Result<(
 
 /// A new vector of `n` elements produced by `fill`, which must initialise the whole slice it is given.
 pub(crate) fn build<T>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
-    let mut out = Vec::with_capacity(n);
+    let mut out = crate::strided::output_vec(n);
     fill(&mut out.spare_capacity_mut()[..n]);
     // SAFETY: every caller's `fill` writes all `n` elements (documented contract of this function).
     unsafe { out.set_len(n) };
@@ -57,8 +57,8 @@ pub(crate) fn build_pair<A, B>(
     n: usize,
     fill: impl FnOnce(&mut [MaybeUninit<A>], &mut [MaybeUninit<B>]),
 ) -> (Vec<A>, Vec<B>) {
-    let mut a = Vec::with_capacity(n);
-    let mut b = Vec::with_capacity(n);
+    let mut a = crate::strided::output_vec(n);
+    let mut b = crate::strided::output_vec(n);
     fill(
         &mut a.spare_capacity_mut()[..n],
         &mut b.spare_capacity_mut()[..n],

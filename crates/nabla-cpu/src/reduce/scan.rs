@@ -91,7 +91,7 @@ where
         }
         best_i as i64
     };
-    let mut out: Vec<i64> = Vec::with_capacity(n_out);
+    let mut out: Vec<i64> = crate::strided::output_vec(n_out);
     let spare = &mut out.spare_capacity_mut()[..n_out];
     let work = |start: usize, chunk: &mut [MaybeUninit<i64>]| {
         for_each_elem(&kept, start, start + chunk.len(), |i, [base]| {

@@ -202,7 +202,7 @@ where
     /// No outer axes: one output element at a time.
     fn elements(&self) -> Vec<T> {
         let n_out = self.split.n_out;
-        let mut out: Vec<T> = Vec::with_capacity(n_out);
+        let mut out: Vec<T> = crate::strided::output_vec(n_out);
         let spare = &mut out.spare_capacity_mut()[..n_out];
         let work = |start: usize, chunk: &mut [MaybeUninit<T>]| {
             for_each_elem(&self.split.kept, start, start + chunk.len(), |i, [base]| {
@@ -229,7 +229,7 @@ where
         let (width, ks) = (kept.inner_len, kept.inner_strides[0]);
         let tile = (TILE_BYTES / size_of::<T>()).max(1);
         let n_out = self.split.n_out;
-        let mut out: Vec<T> = Vec::with_capacity(n_out);
+        let mut out: Vec<T> = crate::strided::output_vec(n_out);
         let units: Vec<(usize, usize, &mut [MaybeUninit<T>])> = out.spare_capacity_mut()[..n_out]
             .chunks_mut(width)
             .enumerate()

@@ -133,9 +133,13 @@ impl Rule for AdamConfig {
         let d = k.scale(d, 1.0 - beta1);
         let m_new = k.add(m, d);
         let m_kernel = k.finish(m_new)?;
-        let m = st.buffer_or("exp_avg", || p.zeros_like())?;
-        let m = Tensor::fused(&m_kernel, with_grad(m), None)?;
-        st.set_buffer("exp_avg", m.clone());
+        // The moments are updated in place: the state hands over its only handle (donated input 0).
+        let m = st.replace_buffer(
+            "exp_avg",
+            p,
+            || p.zeros_like(),
+            |m| Tensor::fused(&m_kernel, with_grad(m), Some(0)),
+        )?;
         // exp_avg_sq * beta2 + (1 - beta2) * g * g.
         let mut k = FusedBuilder::new(dtype);
         let v = k.input();
@@ -145,9 +149,12 @@ impl Rule for AdamConfig {
         let g2 = k.scale(g2, 1.0 - beta2);
         let v_new = k.add(v_decayed, g2);
         let v_kernel = k.finish(v_new)?;
-        let v = st.buffer_or("exp_avg_sq", || p.zeros_like())?;
-        let v = Tensor::fused(&v_kernel, with_grad(v), None)?;
-        st.set_buffer("exp_avg_sq", v.clone());
+        let v = st.replace_buffer(
+            "exp_avg_sq",
+            p,
+            || p.zeros_like(),
+            |v| Tensor::fused(&v_kernel, with_grad(v), Some(0)),
+        )?;
         let second = if self.amsgrad {
             st.update_buffer("max_exp_avg_sq", &v, |max| max.maximum(&v))?
         } else {

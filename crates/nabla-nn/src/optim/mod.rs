@@ -288,6 +288,40 @@ impl<B: Backend> ParamState<B> {
         }
     }
 
+    /// Replaces the tensor named `name` (`init()` when not yet set) by `f` of it, handing `f` the only
+    /// handle the state held, so that `f` may update its buffer in place (a donated fused kernel, say);
+    /// returns the new value, which keeps the buffer's place in the state. `f` receives a tensor
+    /// checked to have `like`'s shape and dtype; if `f` fails, the buffer is dropped from the state.
+    pub(crate) fn replace_buffer(
+        &mut self,
+        name: &str,
+        like: &Tensor<B>,
+        init: impl FnOnce() -> Result<Tensor<B>>,
+        f: impl FnOnce(Tensor<B>) -> Result<Tensor<B>>,
+    ) -> Result<Tensor<B>> {
+        let at = match self.buffers.iter().position(|(n, _)| n == name) {
+            Some(at) => at,
+            None => {
+                self.buffers.push((name.to_string(), init()?));
+                self.buffers.len() - 1
+            }
+        };
+        let old = &self.buffers[at].1;
+        if old.shape() != like.shape() || old.dtype() != like.dtype() {
+            return Err(
+                Error::shapes("Optimizer::step", old.shape(), like.shape()).with_hint(format!(
+                    "state buffer {name:?} ({:?}) must have its parameter's shape and dtype ({:?})",
+                    old.dtype(),
+                    like.dtype()
+                )),
+            );
+        }
+        let (name, old) = self.buffers.remove(at);
+        let new = f(old)?;
+        self.buffers.insert(at, (name, new.clone()));
+        Ok(new)
+    }
+
     /// Replaces the tensor named `name` (zeros like `like` when not yet set) by `f` of it and returns
     /// the new value.
     pub(crate) fn update_buffer(
