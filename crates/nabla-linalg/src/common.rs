@@ -115,7 +115,11 @@ pub(crate) fn masked<B: Backend>(
         ));
     }
     let (m, n) = (x.shape()[r - 2], x.shape()[r - 1]);
-    let w: Vec<f64> = (0..m * n).map(|k| weight(k / n, k % n)).collect();
+    // Row by row: no division per element (this runs on every derivative of the triangular ops).
+    let mut w = Vec::with_capacity(m * n);
+    for i in 0..m {
+        w.extend((0..n).map(|j| weight(i, j)));
+    }
     let mask = Tensor::from_vec(w, [m, n], x.backend())?.cast(x.dtype())?;
     x.mul(&mask)
 }

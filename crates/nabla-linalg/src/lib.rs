@@ -11,7 +11,8 @@
 //! Every op but `eig` has a forward and a reverse rule, correct for complex inputs under JAX's
 //! convention (see `nabla_tensor`'s docs on complex numbers). Ops with several results (QR, SVD, eigh,
 //! LU, slogdet) compute one packed tensor and return views of it, so their derivatives flow through
-//! one graph node. Singular input, a matrix that is not positive definite and non-finite values are
+//! one graph node; [`solve`] also keeps `A`'s LU factors in its packed output, so its derivatives
+//! solve with them instead of factoring `A` again. Singular input, a matrix that is not positive definite and non-finite values are
 //! errors naming the op and the matrix of the batch; repeated eigenvalues or singular values give
 //! finite derivatives (exact for losses that do not depend on the basis chosen inside a degenerate
 //! subspace), as documented on each op.
@@ -74,7 +75,13 @@ use std::sync::Arc;
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 pub fn solve<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>> {
-    Tensor::apply_extension(Arc::new(Solve), &[a, b])
+    // The op validates the shapes; its output also holds A's factors, kept for the derivatives.
+    let packed = Tensor::apply_extension(Arc::new(Solve), &[a, b])?;
+    ops::solve_packing(b.shape())
+        .unpack(&packed)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| nabla_core::Error::invalid("linalg.solve", "expected X"))
 }
 
 /// `A⁻¹` for `a` of shape `[..., n, n]`.

@@ -1,12 +1,27 @@
 //! The op values of the family: names, shape and dtype rules, and their host kernels.
 
+use crate::common::Packing;
 use crate::kernels;
 use nabla_core::{DType, Error, ExtensionOp, HostData, HostView, OutputSpec, Result};
 use std::any::Any;
 
 /// `X = A⁻¹ B` for `A` of shape `[..., n, n]` and `B` of shape `[..., n, k]` (same batch dims).
+///
+/// Its output is packed per matrix as `[..., n k + n² + n]`: `X` (row-major), then the LU factors
+/// of `Aᵀ` (column-major) and their row permutation, which the derivative rules reuse instead of
+/// factoring `A` again; [`crate::solve`] returns the view of `X`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Solve;
+
+/// `op(A)⁻¹ B` (`op(A) = Aᵀ` when `transpose`) from `A`'s factors saved by [`Solve`]: inputs `A`
+/// `[..., n, n]` (whose values are not read: it is an input for the derivatives), the factors
+/// `[..., n² + n]` and `B` `[..., n, k]`. The result does not depend on the factors as long as they
+/// are `A`'s, so the rules give them no derivative.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LuSolve {
+    /// Solve with `Aᵀ` (else `A`).
+    pub(crate) transpose: bool,
+}
 
 /// `A⁻¹` for `A` of shape `[..., n, n]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -19,8 +34,19 @@ pub struct LogAbsDet;
 
 /// Op names, under which the rules are registered.
 pub(crate) const SOLVE: &str = "linalg.solve";
+pub(crate) const LU_SOLVE: &str = "linalg.lu_solve";
 pub(crate) const INVERSE: &str = "linalg.inv";
 pub(crate) const LOGABSDET: &str = "linalg.logabsdet";
+
+/// The results per matrix of a solve's packed output for `B` of shape `b_shape` (`[..., n, k]`): `X`
+/// `[n, k]`, then `A`'s factors `[n² + n]`.
+pub(crate) fn solve_packing(b_shape: &[usize]) -> Packing {
+    let (n, k) = match b_shape {
+        [.., n, k] => (*n, *k),
+        _ => (0, 0),
+    };
+    Packing::new(vec![vec![n, k], vec![n * n + n]])
+}
 
 /// Checks that `shape` is a batch of square matrices; returns `n`.
 pub(crate) fn square(op: &'static str, shape: &[usize]) -> Result<usize> {
@@ -108,6 +134,44 @@ impl ExtensionOp for Solve {
 
     fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
         let (dtype, sb) = system(SOLVE, inputs)?;
+        let (n, k) = (sb[sb.len() - 2], sb[sb.len() - 1]);
+        let mut shape = sb[..sb.len() - 2].to_vec();
+        shape.push(kernels::solve_len(n, k));
+        Ok(OutputSpec { dtype, shape })
+    }
+
+    fn host_kernel(&self, inputs: &[HostView<'_>]) -> Result<HostData> {
+        kernels::solve(&inputs[0], &inputs[1])
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl ExtensionOp for LuSolve {
+    fn name(&self) -> &str {
+        LU_SOLVE
+    }
+
+    fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
+        let [a, (df, sf), b] = inputs else {
+            return Err(Error::invalid(
+                LU_SOLVE,
+                format!("takes three inputs (A, factors, B), got {}", inputs.len()),
+            ));
+        };
+        let system_inputs = [*a, *b];
+        let (dtype, sb) = system(LU_SOLVE, &system_inputs)?;
+        let n = sb[sb.len() - 2];
+        let mut want = sb[..sb.len() - 2].to_vec();
+        want.push(n * n + n);
+        if *df != dtype || *sf != want.as_slice() {
+            return Err(Error::invalid(
+                LU_SOLVE,
+                format!("expects {dtype:?} factors of shape {want:?}, got {df:?} {sf:?}"),
+            ));
+        }
         Ok(OutputSpec {
             dtype,
             shape: sb.to_vec(),
@@ -115,7 +179,7 @@ impl ExtensionOp for Solve {
     }
 
     fn host_kernel(&self, inputs: &[HostView<'_>]) -> Result<HostData> {
-        kernels::solve(&inputs[0], &inputs[1])
+        kernels::lu_solve(&inputs[1], &inputs[2], self.transpose)
     }
 
     fn as_any(&self) -> &dyn Any {

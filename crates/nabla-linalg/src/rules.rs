@@ -6,16 +6,24 @@
 //! | op | forward (tangent) | reverse (cotangent) |
 //! |---|---|---|
 //! | solve | `dX = A⁻¹(dB - dA X)` | `gB = A⁻ᵀ G`, `gA = -gB Xᵀ` |
+//! | lu_solve (`Y = op(A)⁻¹ B`) | `dY = op(A)⁻¹(dB - op(dA) Y)` | `gB = op(A)⁻ᵀ G`, `gA = -gB Yᵀ` (`-Y gBᵀ` for `op(A) = Aᵀ`) |
 //! | inv | `dY = -Y dA Y` | `gA = -Yᵀ G Yᵀ` |
 //! | logabsdet | `dl = Re Σ (A⁻ᵀ ⊙ dA)` | `gA = g A⁻ᵀ` |
+//!
+//! The solves in solve's rules (and in lu_solve's) are `linalg.lu_solve`s with the LU factors that
+//! `linalg.solve` saved in its packed output: no rule factors `A` again, and since `lu_solve` has
+//! rules itself, derivatives of every order exist (its result does not depend on the factors as
+//! long as they are `A`'s, so they get no derivative).
 //!
 //! For complex types the rules follow JAX's convention: the reverse rule is the linear transpose of the
 //! forward rule under the bilinear pairing `Σ uᵢvᵢ` (plain `ᵀ`, no conjugation).
 
-use crate::ops::{INVERSE, LOGABSDET, SOLVE};
-use crate::{inv, solve};
-use nabla_core::{Backend, Result};
+use crate::common::{Packing, batch_shape};
+use crate::inv;
+use crate::ops::{INVERSE, LOGABSDET, LU_SOLVE, LuSolve, SOLVE, solve_packing};
+use nabla_core::{Backend, Error, Result};
 use nabla_tensor::{ExtensionRules, RuleArgs, Tensor};
+use std::sync::Arc;
 
 /// `x` with two trailing unit axes, to broadcast a batch of scalars against a batch of matrices.
 pub(crate) fn as_matrices<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
@@ -33,13 +41,35 @@ pub(crate) fn add_opt<B: Backend>(
     })
 }
 
+/// `op(A)⁻¹ B` (`op(A) = Aᵀ` when `transpose`) from `A`'s factors saved by `linalg.solve`.
+fn lu_solve<B: Backend>(
+    a: &Tensor<B>,
+    factors: &Tensor<B>,
+    b: &Tensor<B>,
+    transpose: bool,
+) -> Result<Tensor<B>> {
+    Tensor::apply_extension(Arc::new(LuSolve { transpose }), &[a, factors, b])
+}
+
+/// The packing of a solve's output, `X` and `A`'s factors (views of it).
+fn solve_parts<B: Backend>(args: &RuleArgs<'_, B>) -> Result<(Packing, Tensor<B>, Tensor<B>)> {
+    let packing = solve_packing(args.inputs[1].shape());
+    let mut parts = packing.unpack(args.output)?.into_iter();
+    match (parts.next(), parts.next()) {
+        (Some(x), Some(factors)) => Ok((packing, x, factors)),
+        _ => Err(Error::invalid(SOLVE, "expected X and the factors")),
+    }
+}
+
 fn solve_reverse<B: Backend>(
     args: &RuleArgs<'_, B>,
     g: &Tensor<B>,
     needs: &[bool],
 ) -> Result<Vec<Option<Tensor<B>>>> {
-    let (a, x) = (&args.inputs[0], args.output);
-    let gb = solve(&a.t()?, g)?;
+    let a = &args.inputs[0];
+    let (packing, x, factors) = solve_parts(args)?;
+    let g = packing.unpack(g)?.remove(0);
+    let gb = lu_solve(a, &factors, &g, true)?;
     let ga = if needs[0] {
         Some(gb.matmul(&x.t()?)?.neg()?)
     } else {
@@ -52,12 +82,59 @@ fn solve_forward<B: Backend>(
     args: &RuleArgs<'_, B>,
     t: &[Option<Tensor<B>>],
 ) -> Result<Option<Tensor<B>>> {
-    let (a, x) = (&args.inputs[0], args.output);
-    let from_a = t[0].as_ref().map(|da| da.matmul(x)?.neg()).transpose()?;
+    let a = &args.inputs[0];
+    let (packing, x, factors) = solve_parts(args)?;
+    let from_a = t[0].as_ref().map(|da| da.matmul(&x)?.neg()).transpose()?;
     match add_opt(from_a, t[1].clone())? {
-        Some(rhs) => Ok(Some(solve(a, &rhs)?)),
+        Some(rhs) => {
+            let dx = lu_solve(a, &factors, &rhs, false)?;
+            packing.pack(&[Some(dx), None], batch_shape(a))
+        }
         None => Ok(None),
     }
+}
+
+/// The parameters of a `linalg.lu_solve` rule's op.
+fn lu_solve_op<B: Backend>(args: &RuleArgs<'_, B>) -> Result<LuSolve> {
+    args.op
+        .as_any()
+        .downcast_ref::<LuSolve>()
+        .copied()
+        .ok_or_else(|| Error::invalid(LU_SOLVE, "rule called with another op"))
+}
+
+fn lu_solve_reverse<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    g: &Tensor<B>,
+    needs: &[bool],
+) -> Result<Vec<Option<Tensor<B>>>> {
+    let op = lu_solve_op(args)?;
+    let (a, factors, y) = (&args.inputs[0], &args.inputs[1], args.output);
+    let gb = lu_solve(a, factors, g, !op.transpose)?;
+    let ga = match (needs[0], op.transpose) {
+        (false, _) => None,
+        (true, false) => Some(gb.matmul(&y.t()?)?.neg()?),
+        (true, true) => Some(y.matmul(&gb.t()?)?.neg()?),
+    };
+    Ok(vec![ga, None, Some(gb)])
+}
+
+fn lu_solve_forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let op = lu_solve_op(args)?;
+    let (a, factors, y) = (&args.inputs[0], &args.inputs[1], args.output);
+    let from_a = t[0]
+        .as_ref()
+        .map(|da| {
+            let da = if op.transpose { da.t()? } else { da.clone() };
+            da.matmul(y)?.neg()
+        })
+        .transpose()?;
+    add_opt(from_a, t[2].clone())?
+        .map(|rhs| lu_solve(a, factors, &rhs, op.transpose))
+        .transpose()
 }
 
 fn inverse_reverse<B: Backend>(
@@ -113,12 +190,14 @@ fn logabsdet_forward<B: Backend>(
     }))
 }
 
-/// The forward and reverse rules of `linalg.solve`, `linalg.inv` and `linalg.logabsdet`, for
-/// registration with [`nabla_tensor::AdContextBuilder::with_extension_rules`].
+/// The forward and reverse rules of the family's ops (`linalg.solve`, `linalg.lu_solve`,
+/// `linalg.inv`, `linalg.logabsdet` and the factorisation and spectral ops), for registration with [`nabla_tensor::AdContextBuilder::with_extension_rules`].
 pub fn rules<B: Backend>() -> ExtensionRules<B> {
     let core = ExtensionRules::new()
         .reverse(SOLVE, solve_reverse::<B>)
         .forward(SOLVE, solve_forward::<B>)
+        .reverse(LU_SOLVE, lu_solve_reverse::<B>)
+        .forward(LU_SOLVE, lu_solve_forward::<B>)
         .reverse(INVERSE, inverse_reverse::<B>)
         .forward(INVERSE, inverse_forward::<B>)
         .reverse(LOGABSDET, logabsdet_reverse::<B>)

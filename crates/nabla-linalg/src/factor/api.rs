@@ -96,16 +96,14 @@ pub fn triangular_solve<B: Backend>(
     b: &Tensor<B>,
     opts: Triangular,
 ) -> Result<Tensor<B>> {
-    let (a, lower) = if opts.adjoint {
-        (h(a)?, !opts.lower)
-    } else {
-        (a.clone(), opts.lower)
-    };
+    // op(A) = Aᴴ is the transpose of conj(A): the kernel reads it transposed, in place.
+    let a = if opts.adjoint { a.conj()? } else { a.clone() };
+    let (lower, unit) = (opts.lower, opts.unit_diagonal);
     if opts.left {
-        tri_solve(&a, b, lower, opts.unit_diagonal)
+        tri_solve(&a, b, lower, unit, opts.adjoint)
     } else {
-        // X A = B  <=>  Aᵀ Xᵀ = Bᵀ
-        tri_solve(&a.t()?, &b.t()?, !lower, opts.unit_diagonal)?.t()
+        // X op(A) = B  <=>  op(A)ᵀ Xᵀ = Bᵀ
+        tri_solve(&a, &b.t()?, lower, unit, !opts.adjoint)?.t()
     }
 }
 
@@ -222,7 +220,7 @@ pub fn lstsq<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>> {
     }
     let (q, r) = qr(a)?;
     let qhb = h(&q)?.matmul(b)?;
-    tri_solve(&r, &qhb, false, false).map_err(|e| {
+    tri_solve(&r, &qhb, false, false, false).map_err(|e| {
         let msg = e.to_string();
         if msg.contains("singular") || msg.contains("ill-conditioned") {
             Error::invalid(

@@ -1,10 +1,13 @@
 //! Host kernels of the factorisation ops on faer, one factorisation per matrix of the batch, writing
-//! row-major results (packed per matrix for ops with several results).
+//! row-major results (packed per matrix for ops with several results). Batches run through
+//! [`per_matrix`]: one large matrix uses faer's parallelism, a batch is spread over threads.
 
+use super::ops::TriangularSolve;
 use crate::kernels::{
-    Field, batch_rows_cols, by_dtype, check_finite, elems, matrix, push_row_major,
+    Field, batch_rows_cols, by_dtype, check_finite, elems, matrix, per_matrix, write_row_major,
 };
-use faer::linalg::cholesky::llt::factor::LltError;
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::llt::factor::{self as llt, LltError};
 use faer::linalg::triangular_solve as tri;
 use faer::{Mat, MatMut, MatRef, Par, Side};
 use nabla_core::num_complex::Complex64;
@@ -31,60 +34,72 @@ fn cholesky_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
     const OP: &str = "linalg.cholesky";
     let (batch, n, _) = batch_rows_cols(a.shape);
     let ea = elems::<T>(OP, a)?;
-    let mut out = Vec::with_capacity(batch * n * n);
-    for i in 0..batch {
+    let flops = (n as f64).powi(3) / 3.0;
+    let out = per_matrix(batch, n * n, flops, |i, par, o| {
         let m = matrix(ea, i, n, n);
-        match m.llt(Side::Lower) {
-            Ok(llt) => push_row_major(&mut out, llt.L()),
-            Err(LltError::NonPositivePivot { index }) => {
-                return Err(Error::invalid(
-                    OP,
-                    format!(
-                        "matrix {i} of the batch ({n}x{n}) is not positive definite (pivot {index} \
-                         is {})",
-                        cholesky_pivot(m, index)
-                    ),
-                ));
+        // faer's layout: a column-major copy of the lower triangle, factored in place.
+        let mut l = Mat::<T>::zeros(n, n);
+        l.copy_from_triangular_lower(m);
+        let scratch = llt::cholesky_in_place_scratch::<T>(n, par, Default::default());
+        let factored = llt::cholesky_in_place(
+            l.as_mut(),
+            Default::default(),
+            par,
+            MemStack::new(&mut MemBuffer::new(scratch)),
+            Default::default(),
+        );
+        if let Err(LltError::NonPositivePivot { index }) = factored {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "matrix {i} of the batch ({n}x{n}) is not positive definite (pivot {index} \
+                     is {})",
+                    cholesky_pivot(m, index)
+                ),
+            ));
+        }
+        // The lower triangle is L (faer leaves other values above the diagonal; `o` is zeros).
+        for (r, row) in o.chunks_mut(n.max(1)).enumerate() {
+            for (c, x) in row.iter_mut().enumerate().take(r + 1) {
+                *x = l[(r, c)];
             }
         }
-    }
-    check_finite(OP, &out)?;
+        check_finite(OP, o)
+    })?;
     Ok(T::into_host(out))
 }
 
 fn triangular_solve_typed<T: Field>(
     a: &HostView<'_>,
     b: &HostView<'_>,
-    lower: bool,
-    unit: bool,
+    op: TriangularSolve,
 ) -> Result<HostData> {
     const OP: &str = "linalg.triangular_solve";
     let (batch, n, _) = batch_rows_cols(a.shape);
     let k = b.shape[b.shape.len() - 1];
-    let ea = elems::<T>(OP, a)?;
-    let mut out = elems::<T>(OP, b)?.to_vec();
-    let par = if batch == 1 {
-        faer::get_global_parallelism()
-    } else {
-        Par::Seq
-    };
-    for i in 0..batch {
+    let (ea, eb) = (elems::<T>(OP, a)?, elems::<T>(OP, b)?);
+    let flops = (n * n * k) as f64;
+    // Tᵀ of a lower T is the upper triangle of the transposed view (a view: nothing is copied).
+    let (unit, lower) = (op.unit_diagonal, op.lower != op.transpose);
+    let out = per_matrix(batch, n * k, flops, |i, par, o| {
         let m = matrix(ea, i, n, n);
+        let m = if op.transpose { m.transpose() } else { m };
         if !unit && let Some(j) = (0..n).find(|&j| m[(j, j)].abs_f64() == 0.0) {
             return Err(Error::invalid(
                 OP,
                 format!("matrix {i} of the batch ({n}x{n}) is singular: diagonal entry {j} is 0"),
             ));
         }
-        let rhs = MatMut::from_row_major_slice_mut(&mut out[i * n * k..(i + 1) * n * k], n, k);
+        o.copy_from_slice(&eb[i * n * k..(i + 1) * n * k]);
+        let rhs = MatMut::from_row_major_slice_mut(o, n, k);
         match (lower, unit) {
             (true, false) => tri::solve_lower_triangular_in_place(m, rhs, par),
             (true, true) => tri::solve_unit_lower_triangular_in_place(m, rhs, par),
             (false, false) => tri::solve_upper_triangular_in_place(m, rhs, par),
             (false, true) => tri::solve_unit_upper_triangular_in_place(m, rhs, par),
         }
-    }
-    check_finite(OP, &out)?;
+        check_finite(OP, o)
+    })?;
     Ok(T::into_host(out))
 }
 
@@ -116,21 +131,21 @@ fn pivots<T: Field>(a: MatRef<'_, T>) -> (f64, Vec<Complex64>) {
 fn det_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
     let (batch, n, _) = batch_rows_cols(a.shape);
     let ea = elems::<T>("linalg.det", a)?;
-    let out = (0..batch)
-        .map(|i| {
-            let (sign, pivots) = pivots(matrix(ea, i, n, n));
-            let d = pivots.iter().product::<Complex64>() * sign;
-            T::from_parts(d.re, d.im)
-        })
-        .collect();
+    let flops = 2.0 / 3.0 * (n as f64).powi(3);
+    let out = per_matrix(batch, 1, flops, |i, _par, o| {
+        let (sign, pivots) = pivots(matrix(ea, i, n, n));
+        let d = pivots.iter().product::<Complex64>() * sign;
+        o[0] = T::from_parts(d.re, d.im);
+        Ok(())
+    })?;
     Ok(T::into_host(out))
 }
 
 fn slogdet_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
     let (batch, n, _) = batch_rows_cols(a.shape);
     let ea = elems::<T>("linalg.slogdet", a)?;
-    let mut out = Vec::with_capacity(2 * batch);
-    for i in 0..batch {
+    let flops = 2.0 / 3.0 * (n as f64).powi(3);
+    let out = per_matrix(batch, 2, flops, |i, _par, o| {
         let (perm_sign, pivots) = pivots(matrix(ea, i, n, n));
         // The sign is the phase of det A (±1 for real A); (0, -inf) when A is singular.
         let (sign, log) = if pivots.iter().any(|p| p.norm() == 0.0) {
@@ -142,58 +157,58 @@ fn slogdet_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
                 pivots.iter().map(|p| p.norm().ln()).sum(),
             )
         };
-        out.push(T::from_parts(sign.re, sign.im));
-        out.push(T::from_parts(log, 0.0));
-    }
+        o[0] = T::from_parts(sign.re, sign.im);
+        o[1] = T::from_parts(log, 0.0);
+        Ok(())
+    })?;
     Ok(T::into_host(out))
 }
 
 fn lu_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
+    const OP: &str = "linalg.lu";
     let (batch, m, n) = batch_rows_cols(a.shape);
     let k = m.min(n);
-    let ea = elems::<T>("linalg.lu", a)?;
-    let mut out = Vec::with_capacity(batch * (m * m + m * k + k * n));
-    for i in 0..batch {
+    let ea = elems::<T>(OP, a)?;
+    let flops = (m * n * k) as f64;
+    let out = per_matrix(batch, m * m + m * k + k * n, flops, |i, _par, o| {
         let lu = matrix(ea, i, m, n).partial_piv_lu();
-        // Row r of P A is row fwd[r] of A, so A = P' L U with P'[fwd[r], r] = 1.
-        let fwd = lu.P().arrays().0;
-        let mut p = Mat::<T>::zeros(m, m);
-        for (r, &f) in fwd.iter().enumerate() {
-            p[(f, r)] = T::from_parts(1.0, 0.0);
+        let (p, rest) = o.split_at_mut(m * m);
+        let (l, u) = rest.split_at_mut(m * k);
+        // Row r of P A is row fwd[r] of A, so A = P' L U with P'[fwd[r], r] = 1 (p is zeros).
+        for (r, &f) in lu.P().arrays().0.iter().enumerate() {
+            p[f * m + r] = T::from_parts(1.0, 0.0);
         }
-        push_row_major(&mut out, p.as_ref());
-        push_row_major(&mut out, lu.L());
-        push_row_major(&mut out, lu.U());
-    }
-    check_finite("linalg.lu", &out)?;
+        write_row_major(l, lu.L());
+        write_row_major(u, lu.U());
+        check_finite(OP, o)
+    })?;
     Ok(T::into_host(out))
 }
 
 fn qr_typed<T: Field>(a: &HostView<'_>, full: bool) -> Result<HostData> {
+    const OP: &str = "linalg.qr";
     let (batch, m, n) = batch_rows_cols(a.shape);
     let q = if full { m } else { m.min(n) };
-    let ea = elems::<T>("linalg.qr", a)?;
-    let mut out = Vec::with_capacity(batch * (m * q + q * n));
-    for i in 0..batch {
+    let ea = elems::<T>(OP, a)?;
+    let flops = 4.0 * (m * n * q) as f64;
+    let out = per_matrix(batch, m * q + q * n, flops, |i, _par, o| {
         let qr = matrix(ea, i, m, n).qr();
+        let (oq, or) = o.split_at_mut(m * q);
         if full {
-            push_row_major(&mut out, qr.compute_Q().as_ref());
-            // R is m x n, zero below the rows faer stores.
+            write_row_major(oq, qr.compute_Q().as_ref());
+            // R is m x n (or is zeros): the rows faer stores, upper triangular.
             let r = qr.R();
-            let full_r = Mat::from_fn(m, n, |i, j| {
-                if i < r.nrows() && j >= i {
-                    r[(i, j)]
-                } else {
-                    T::from_parts(0.0, 0.0)
+            for (row, dst) in or.chunks_mut(n.max(1)).take(r.nrows()).enumerate() {
+                for (j, x) in dst.iter_mut().enumerate().skip(row) {
+                    *x = r[(row, j)];
                 }
-            });
-            push_row_major(&mut out, full_r.as_ref());
+            }
         } else {
-            push_row_major(&mut out, qr.compute_thin_Q().as_ref());
-            push_row_major(&mut out, qr.thin_R());
+            write_row_major(oq, qr.compute_thin_Q().as_ref());
+            write_row_major(or, qr.thin_R());
         }
-    }
-    check_finite("linalg.qr", &out)?;
+        check_finite(OP, o)
+    })?;
     Ok(T::into_host(out))
 }
 
@@ -202,14 +217,13 @@ pub(crate) fn cholesky(a: &HostView<'_>) -> Result<HostData> {
     by_dtype!("linalg.cholesky", a.data, T => cholesky_typed::<T>(a))
 }
 
-/// `A⁻¹ B` for triangular `A` per matrix of the batch.
+/// `op(T)⁻¹ B` for the triangle `T` of `A` per matrix of the batch.
 pub(crate) fn triangular_solve(
     a: &HostView<'_>,
     b: &HostView<'_>,
-    lower: bool,
-    unit: bool,
+    op: TriangularSolve,
 ) -> Result<HostData> {
-    by_dtype!("linalg.triangular_solve", a.data, T => triangular_solve_typed::<T>(a, b, lower, unit))
+    by_dtype!("linalg.triangular_solve", a.data, T => triangular_solve_typed::<T>(a, b, op))
 }
 
 /// `det A` per matrix of the batch.

@@ -10,14 +10,17 @@ use nabla_core::{DType, OutputSpec, Result};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Cholesky;
 
-/// `X = A⁻¹ B` for triangular `A` of shape `[..., n, n]` and `B` of shape `[..., n, k]`; only the
-/// triangle of `A` named by `lower` is read, and not its diagonal when `unit_diagonal` (taken as ones).
+/// `X = op(T)⁻¹ B` for the triangle `T` of `A` of shape `[..., n, n]` and `B` of shape `[..., n, k]`;
+/// only the triangle of `A` named by `lower` is read, and not its diagonal when `unit_diagonal`
+/// (taken as ones). `op(T) = Tᵀ` when `transpose` (else `T`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TriangularSolve {
     /// `A` is lower (else upper) triangular.
     pub lower: bool,
     /// `A` has a unit diagonal, which is not read.
     pub unit_diagonal: bool,
+    /// Solve with the transpose of the triangle (read in place, without copying `A`).
+    pub transpose: bool,
 }
 
 /// `det A` for `A` of shape `[..., n, n]`; the output has the batch shape `[...]`.
@@ -114,7 +117,7 @@ extension_op!(
             shape: sb.to_vec(),
         })
     },
-    |op, views| kernels::triangular_solve(&views[0], &views[1], op.lower, op.unit_diagonal)
+    |op, views| kernels::triangular_solve(&views[0], &views[1], *op)
 );
 
 extension_op!(

@@ -6,6 +6,7 @@
 //! parallelism; a batch runs its matrices sequentially each, spread over threads.
 
 use super::expm;
+use crate::kernels::per_matrix;
 use faer::diag::Diag;
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::evd::{self, ComputeEigenvectors};
@@ -124,62 +125,6 @@ fn no_convergence(op: &'static str, index: usize) -> Error {
 /// A workspace for faer's low-level routines.
 fn workspace(req: faer::dyn_stack::StackReq) -> MemBuffer {
     MemBuffer::new(req)
-}
-
-/// Runs `one(i, par, out_i)` for every matrix `i` of the batch, where `out_i` is the `len` output
-/// elements of matrix `i`, and returns all outputs. `flops` estimates the work per matrix: one large
-/// matrix gets faer's parallelism, a batch is split over threads with sequential faer calls.
-fn per_matrix<T, F>(batch: usize, len: usize, flops: f64, one: F) -> Result<Vec<T>>
-where
-    T: Copy + Default + Send,
-    F: Fn(usize, Par, &mut [T]) -> Result<()> + Sync,
-{
-    const PARALLEL_FLOPS: f64 = 2e6;
-    let mut out = vec![T::default(); batch * len];
-    if len == 0 {
-        // Empty results: still validate every matrix.
-        (0..batch).try_for_each(|i| one(i, Par::Seq, &mut []))?;
-        return Ok(out);
-    }
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if batch == 1 {
-        let par = if flops >= PARALLEL_FLOPS && threads > 1 {
-            Par::rayon(0)
-        } else {
-            Par::Seq
-        };
-        one(0, par, &mut out)?;
-        return Ok(out);
-    }
-    let threads = threads.min(batch);
-    if threads <= 1 || flops * (batch as f64) < PARALLEL_FLOPS {
-        for (i, o) in out.chunks_mut(len).enumerate() {
-            one(i, Par::Seq, o)?;
-        }
-        return Ok(out);
-    }
-    let per = batch.div_ceil(threads);
-    let results: Vec<Result<()>> = std::thread::scope(|s| {
-        let handles: Vec<_> = out
-            .chunks_mut(per * len)
-            .enumerate()
-            .map(|(c, chunk)| {
-                let one = &one;
-                s.spawn(move || {
-                    chunk
-                        .chunks_mut(len)
-                        .enumerate()
-                        .try_for_each(|(j, o)| one(c * per + j, Par::Seq, o))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    });
-    results.into_iter().collect::<Result<()>>()?;
-    Ok(out)
 }
 
 /// Writes `m` into `out` in row-major order.

@@ -4,6 +4,7 @@
 use super::support::*;
 use nabla_core::{DType, Error, Result};
 use nabla_cpu::CpuBackend;
+use nabla_linalg::Triangular;
 use nabla_tensor::{AdContext, GraphExecutor, Tensor, TracingBackend};
 
 /// Random `[..., n, n]` matrices near `2 I`, comfortably invertible.
@@ -279,4 +280,48 @@ fn traced_programs_run_the_family_and_its_derivatives() {
         .run(&program, &[singular, tensor(1, &[3, 2])])
         .unwrap_err();
     assert!(err.to_string().contains("singular"), "{err}");
+}
+
+/// Batches large enough to be spread over threads (one sequential factorisation per matrix) give,
+/// matrix by matrix, what each matrix gives alone (one factorisation with faer's parallelism).
+#[test]
+fn threaded_batches_match_one_matrix_at_a_time() {
+    let (batch, n) = (3, 130);
+    let a = matrices(40, &[batch, n, n]);
+    let x = tensor(41, &[batch, n, n]);
+    let spd = x
+        .matmul(&x.t().unwrap())
+        .unwrap()
+        .add(eye64(n).mul(n as f64).unwrap())
+        .unwrap();
+    let b = tensor(42, &[batch, n, 4]);
+    type Op = fn(&T, &T) -> Result<T>;
+    let ops: [(&str, Op); 9] = [
+        ("solve", |a, b| nabla_linalg::solve(a, b)),
+        ("inv", |a, _| nabla_linalg::inv(a)),
+        ("logabsdet", |a, _| nabla_linalg::logabsdet(a)),
+        ("cholesky", |a, _| nabla_linalg::cholesky(a)),
+        ("triangular_solve", |a, b| {
+            nabla_linalg::triangular_solve(a, b, Triangular::default())
+        }),
+        ("qr", |a, _| Ok(nabla_linalg::qr(a)?.1)),
+        ("lu", |a, _| Ok(nabla_linalg::lu(a)?.2)),
+        ("det", |a, _| nabla_linalg::det(&a.mul(0.5)?)),
+        ("slogdet", |a, _| Ok(nabla_linalg::slogdet(a)?.1)),
+    ];
+    for (name, f) in ops {
+        let input = if name == "cholesky" { &spd } else { &a };
+        let batched = f(input, &b).unwrap();
+        for i in 0..batch {
+            let one = f(&input.narrow(0, i, 1).unwrap(), &b.narrow(0, i, 1).unwrap()).unwrap();
+            let part = batched.narrow(0, i, 1).unwrap().contiguous().unwrap();
+            let what = format!("{name} matrix {i}");
+            assert_close(
+                &values(&part),
+                &values(&one.contiguous().unwrap()),
+                1e-12,
+                &what,
+            );
+        }
+    }
 }

@@ -3,6 +3,7 @@
 
 mod core_ops;
 mod factor;
+mod factor_complex;
 mod jax_transforms;
 mod spectral;
 mod spectral_cases;
