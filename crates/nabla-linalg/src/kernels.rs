@@ -279,7 +279,8 @@ fn solve_typed<T: Field>(a: &HostView<'_>, b: &HostView<'_>) -> Result<HostData>
     let (ea, eb) = (elems::<T>(OP, a)?, elems::<T>(OP, b)?);
     let out = per_matrix(batch, solve_len(n, k), solve_flops(n, k), |i, par, o| {
         let (x, factors) = o.split_at_mut(n * k);
-        factor_into(OP, matrix(ea, i, n, n), i, factors, par)?;
+        // faer's threaded LU was slower than its sequential one at n = 256 and 512 on 2 cores.
+        factor_into(OP, matrix(ea, i, n, n), i, factors, Par::Seq)?;
         solve_with_factors(OP, factors, matrix(eb, i, n, k), false, x, par)?;
         check_finite(OP, x)
     })?;
@@ -359,17 +360,16 @@ pub(crate) fn logabsdet(a: &HostView<'_>) -> Result<HostData> {
 /// elements of matrix `i`, and returns all outputs. `flops` estimates the work per matrix.
 ///
 /// A batch whose total work reaches `BATCH_FLOPS` is split over threads, each running faer
-/// sequentially on its matrices (no synchronisation inside a factorisation). One matrix gets faer's
-/// rayon parallelism only from `ONE_MATRIX_FLOPS` on (eigh or svd of n >= ~1000): on the 2-core
-/// machines we measure on, `Par::rayon` made LU, Cholesky and triangular solves of n = 256 and 512
-/// 1.3 to 2x slower than `Par::Seq` (thread wake-ups and barriers inside blocked factorisations),
-/// and eigh and svd of n = 512 no faster.
+/// sequentially on its matrices (no synchronisation inside a factorisation). One matrix is offered
+/// faer's rayon parallelism from `ONE_MATRIX_FLOPS` on; on the 2-core machines we measure on it made
+/// eigh of n = 256 and 512 and many-column triangular solves faster, while the LU and Cholesky
+/// factorisations themselves stayed faster sequential, so their kernels pass `Par::Seq` to faer.
 pub(crate) fn per_matrix<T, F>(batch: usize, len: usize, flops: f64, one: F) -> Result<Vec<T>>
 where
     T: Copy + Default + Send,
     F: Fn(usize, Par, &mut [T]) -> Result<()> + Sync,
 {
-    const ONE_MATRIX_FLOPS: f64 = 1e10;
+    const ONE_MATRIX_FLOPS: f64 = 1e7;
     const BATCH_FLOPS: f64 = 2e6;
     let mut out = vec![T::default(); batch * len];
     if len == 0 {

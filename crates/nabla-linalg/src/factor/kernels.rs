@@ -35,7 +35,10 @@ fn cholesky_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
     let (batch, n, _) = batch_rows_cols(a.shape);
     let ea = elems::<T>(OP, a)?;
     let flops = (n as f64).powi(3) / 3.0;
-    let out = per_matrix(batch, n * n, flops, |i, par, o| {
+    // Sequential even for one large matrix: faer's threaded Cholesky was slower at n = 256 and 512
+    // on 2 cores.
+    let out = per_matrix(batch, n * n, flops, |i, _par, o| {
+        let par = Par::Seq;
         let m = matrix(ea, i, n, n);
         // faer's layout: a column-major copy of the lower triangle, factored in place.
         let mut l = Mat::<T>::zeros(n, n);
