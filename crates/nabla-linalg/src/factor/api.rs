@@ -1,8 +1,10 @@
 //! The user functions of the factorisation ops: each applies its op once and returns views of the
 //! packed output.
 
-use super::ops::{Cholesky, Det, Lu, Qr, SlogDet, lu_packing, qr_packing, slogdet_packing};
-use super::rules::tri_solve;
+use super::ops::{
+    Cholesky, Det, Lu, Qr, SlogDet, TriangularSolve, lu_packing, qr_packing, slogdet_packing,
+};
+use super::rules::{tri_solve, tri_solve_right};
 use crate::common::{Packing, h};
 use nabla_core::{Backend, Error, Result};
 use nabla_tensor::Tensor;
@@ -98,12 +100,15 @@ pub fn triangular_solve<B: Backend>(
 ) -> Result<Tensor<B>> {
     // op(A) = Aᴴ is the transpose of conj(A): the kernel reads it transposed, in place.
     let a = if opts.adjoint { a.conj()? } else { a.clone() };
-    let (lower, unit) = (opts.lower, opts.unit_diagonal);
+    let op = TriangularSolve {
+        lower: opts.lower,
+        unit_diagonal: opts.unit_diagonal,
+        transpose: opts.adjoint,
+    };
     if opts.left {
-        tri_solve(&a, b, lower, unit, opts.adjoint)
+        tri_solve(&a, b, op)
     } else {
-        // X op(A) = B  <=>  op(A)ᵀ Xᵀ = Bᵀ
-        tri_solve(&a, &b.t()?, lower, unit, !opts.adjoint)?.t()
+        tri_solve_right(&a, b, op)
     }
 }
 
@@ -220,7 +225,7 @@ pub fn lstsq<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>> {
     }
     let (q, r) = qr(a)?;
     let qhb = h(&q)?.matmul(b)?;
-    tri_solve(&r, &qhb, false, false, false).map_err(|e| {
+    tri_solve(&r, &qhb, TriangularSolve::UPPER).map_err(|e| {
         let msg = e.to_string();
         if msg.contains("singular") || msg.contains("ill-conditioned") {
             Error::invalid(

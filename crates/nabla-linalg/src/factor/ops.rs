@@ -23,6 +23,36 @@ pub struct TriangularSolve {
     pub transpose: bool,
 }
 
+impl TriangularSolve {
+    /// Solve with the lower triangle (diagonal read, not transposed).
+    pub const LOWER: Self = TriangularSolve {
+        lower: true,
+        unit_diagonal: false,
+        transpose: false,
+    };
+    /// Solve with the upper triangle (diagonal read, not transposed).
+    pub const UPPER: Self = TriangularSolve {
+        lower: false,
+        ..Self::LOWER
+    };
+
+    /// The same solve with a unit diagonal (not read).
+    pub const fn unit(self) -> Self {
+        TriangularSolve {
+            unit_diagonal: true,
+            ..self
+        }
+    }
+
+    /// The same triangle, solved with its transpose instead (or back).
+    pub const fn transposed(self) -> Self {
+        TriangularSolve {
+            transpose: !self.transpose,
+            ..self
+        }
+    }
+}
+
 /// `det A` for `A` of shape `[..., n, n]`; the output has the batch shape `[...]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Det;

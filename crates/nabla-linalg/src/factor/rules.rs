@@ -4,6 +4,9 @@
 //! forward rule under the bilinear pairing `Σ uᵢvᵢ`.
 
 use super::ops::{Qr, TriangularSolve, lu_packing, qr_packing, slogdet_packing};
+
+const LOWER: TriangularSolve = TriangularSolve::LOWER;
+const UPPER: TriangularSolve = TriangularSolve::UPPER;
 use crate::common::{batch_shape, h, masked, tril, triu};
 use crate::rules::{add_opt, as_matrices};
 use crate::{inv, ops::square};
@@ -14,32 +17,23 @@ use std::sync::Arc;
 /// Rule outputs: one optional tensor per input.
 type Grads<B> = Result<Vec<Option<Tensor<B>>>>;
 
-/// `op(T)⁻¹ B` for the triangle `T` of `A` named by `lower` (`op(T) = Tᵀ` when `transpose`, read
+/// `op(T)⁻¹ B` for the triangle `T` of `A` that `op` names (`op(T) = Tᵀ` when `op.transpose`, read
 /// in place); the family's op, so it has rules itself.
 pub(crate) fn tri_solve<B: Backend>(
     a: &Tensor<B>,
     b: &Tensor<B>,
-    lower: bool,
-    unit_diagonal: bool,
-    transpose: bool,
+    op: TriangularSolve,
 ) -> Result<Tensor<B>> {
-    let op = TriangularSolve {
-        lower,
-        unit_diagonal,
-        transpose,
-    };
     Tensor::apply_extension(Arc::new(op), &[a, b])
 }
 
 /// `B op(T)⁻¹` for the triangle `T` of `A`: `(op(T)⁻ᵀ Bᵀ)ᵀ`.
-fn tri_solve_right<B: Backend>(
+pub(crate) fn tri_solve_right<B: Backend>(
     a: &Tensor<B>,
     b: &Tensor<B>,
-    lower: bool,
-    unit_diagonal: bool,
-    transpose: bool,
+    op: TriangularSolve,
 ) -> Result<Tensor<B>> {
-    tri_solve(a, &b.t()?, lower, unit_diagonal, !transpose)?.t()
+    tri_solve(a, &b.t()?, op.transposed())?.t()
 }
 
 /// The entries of a triangular solve's `A` that the op reads.
@@ -77,8 +71,8 @@ pub(crate) fn cholesky_forward<B: Backend>(
     let Some(da) = &t[0] else { return Ok(None) };
     let l = args.output;
     // L⁻¹ dA L⁻ᴴ = (L⁻¹ (L⁻¹ dA)ᴴ)ᴴ
-    let x = tri_solve(l, da, true, false, false)?;
-    let s = h(&tri_solve(l, &h(&x)?, true, false, false)?)?;
+    let x = tri_solve(l, da, LOWER)?;
+    let s = h(&tri_solve(l, &h(&x)?, LOWER)?)?;
     Ok(Some(l.matmul(&phi(&s)?)?))
 }
 
@@ -90,14 +84,8 @@ pub(crate) fn cholesky_reverse<B: Backend>(
     let l = args.output;
     // gA = L⁻ᵀ Φ(Lᵀ G) conj(L)⁻¹
     let p = phi(&l.t()?.matmul(g)?)?;
-    let y = tri_solve(l, &p, true, false, true)?;
-    Ok(vec![Some(tri_solve_right(
-        &l.conj()?,
-        &y,
-        true,
-        false,
-        false,
-    )?)])
+    let y = tri_solve(l, &p, LOWER.transposed())?;
+    Ok(vec![Some(tri_solve_right(&l.conj()?, &y, LOWER)?)])
 }
 
 // --- triangular_solve: X = A⁻¹ B ---
@@ -117,7 +105,7 @@ pub(crate) fn triangular_solve_forward<B: Backend>(
         })
         .transpose()?;
     add_opt(from_a, t[1].clone())?
-        .map(|rhs| tri_solve(a, &rhs, op.lower, op.unit_diagonal, op.transpose))
+        .map(|rhs| tri_solve(a, &rhs, *op))
         .transpose()
 }
 
@@ -128,7 +116,7 @@ pub(crate) fn triangular_solve_reverse<B: Backend>(
 ) -> Grads<B> {
     let op = params::<TriangularSolve, B>(args, "linalg.triangular_solve")?;
     let (a, x) = (&args.inputs[0], args.output);
-    let gb = tri_solve(a, g, op.lower, op.unit_diagonal, !op.transpose)?;
+    let gb = tri_solve(a, g, op.transposed())?;
     let ga = if needs[0] {
         // The cotangent of op(T) is -gB Xᵀ; that of T is its transpose when op(T) = Tᵀ.
         let full = if op.transpose {
@@ -237,8 +225,8 @@ pub(crate) fn lu_forward<B: Backend>(
     let [p, l, u] = <[Tensor<B>; 3]>::try_from(packing.unpack(args.output)?)
         .map_err(|_| Error::invalid("linalg.lu", "expected three results"))?;
     // F = L⁻¹ Pᵀ dA U⁻¹; dL = L tril(F, -1), dU = triu(F) U.
-    let y = tri_solve(&l, &p.t()?.matmul(da)?, true, true, false)?;
-    let f = tri_solve_right(&u, &y, false, false, false)?;
+    let y = tri_solve(&l, &p.t()?.matmul(da)?, LOWER.unit())?;
+    let f = tri_solve_right(&u, &y, UPPER)?;
     let dl = l.matmul(&tril(&f, -1)?)?;
     let du = triu(&f, 0)?.matmul(&u)?;
     packing.pack(&[None, Some(dl), Some(du)], batch_shape(a))
@@ -257,8 +245,8 @@ pub(crate) fn lu_reverse<B: Backend>(
     let (p, l, u) = (&out[0], &out[1], &out[2]);
     // gA = P L⁻ᵀ (tril(Lᵀ G_L, -1) + triu(G_U Uᵀ)) U⁻ᵀ
     let m = tril(&l.t()?.matmul(&gs[1])?, -1)?.add(&triu(&gs[2].matmul(&u.t()?)?, 0)?)?;
-    let z = tri_solve(l, &m, true, true, true)?;
-    let w = tri_solve_right(u, &z, false, false, true)?;
+    let z = tri_solve(l, &m, LOWER.unit().transposed())?;
+    let w = tri_solve_right(u, &z, UPPER.transposed())?;
     Ok(vec![Some(p.matmul(&w)?)])
 }
 
@@ -312,7 +300,7 @@ pub(crate) fn qr_forward<B: Backend>(
     let out = packing.unpack(args.output)?;
     let (q, r) = (&out[0], &out[1]);
     // S = dA R⁻¹, C = Qᴴ S; dQ = Q (Ω - C) + S, dR = (C - Ω) R.
-    let s = tri_solve_right(r, da, false, false, false)?;
+    let s = tri_solve_right(r, da, UPPER)?;
     let c = h(q)?.matmul(&s)?;
     let omega = qr_omega(&c)?;
     let dq = q.matmul(&omega.sub(&c)?)?.add(&s)?;
@@ -334,5 +322,5 @@ pub(crate) fn qr_reverse<B: Backend>(
     let m = q.t()?.matmul(&gs[0])?.sub(&gs[1].matmul(&r.t()?)?)?;
     let gc = qr_omega_transpose(&m)?.sub(&m)?;
     let g_s = q.conj()?.matmul(&gc)?.add(&gs[0])?;
-    Ok(vec![Some(tri_solve_right(r, &g_s, false, false, true)?)])
+    Ok(vec![Some(tri_solve_right(r, &g_s, UPPER.transposed())?)])
 }
