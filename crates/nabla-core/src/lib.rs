@@ -11,6 +11,7 @@ mod error;
 mod extension;
 mod fused;
 mod fused_builder;
+pub mod host_pool;
 mod layout;
 mod memory;
 mod ops;

@@ -20,7 +20,6 @@ mod conv;
 mod elementwise;
 mod matmul;
 mod movement;
-mod pool;
 mod pool2d;
 mod random;
 mod reduce;
@@ -29,7 +28,9 @@ mod sort;
 mod storage;
 mod strided;
 
-pub use pool::{MAX_CACHED_BYTES, MIN_POOLED_BYTES, cached_bytes, release_cached_buffers};
+pub use nabla_core::host_pool::{
+    MAX_CACHED_BYTES, MIN_POOLED_BYTES, cached_bytes, release_cached_buffers,
+};
 pub use storage::CpuStorage;
 
 use nabla_core::{

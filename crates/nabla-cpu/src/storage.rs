@@ -10,11 +10,11 @@ pub struct CpuStorage {
     data: Arc<HostData>,
 }
 
-/// The last handle to a buffer gives a large allocation to the buffer cache ([`crate::pool`]).
+/// The last handle to a buffer gives a large allocation to the buffer cache ([`nabla_core::host_pool`]).
 impl Drop for CpuStorage {
     fn drop(&mut self) {
         if let Some(data) = Arc::get_mut(&mut self.data) {
-            crate::pool::recycle(data);
+            nabla_core::host_pool::recycle(data);
         }
     }
 }
@@ -98,5 +98,21 @@ impl CpuStorage {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn into_host_keeps_the_data_and_caches_nothing() {
+        let n = 98_765;
+        let storage = CpuStorage::from_vec(vec![3.5f64; n]);
+        let host = storage.clone().into_host(); // shared: a copy
+        assert_eq!(host.len(), n);
+        let owned = storage.into_host(); // the only handle: moved out, not recycled
+        assert_eq!(owned.get(n - 1), Some(nabla_core::Scalar::from(3.5f64)));
+        assert!(nabla_core::host_pool::take::<f64>(n).is_none());
     }
 }

@@ -371,7 +371,10 @@ where
 {
     const ONE_MATRIX_FLOPS: f64 = 1e7;
     const BATCH_FLOPS: f64 = 2e6;
-    let mut out = vec![T::default(); batch * len];
+    // On a cached buffer when one of this size is free (outputs of a program run again and again), so
+    // that its pages are not faulted in afresh on every call.
+    let mut out = nabla_core::host_pool::take(batch * len).unwrap_or_default();
+    out.resize(batch * len, T::default());
     if len == 0 {
         // Empty results: still validate every matrix.
         (0..batch).try_for_each(|i| one(i, Par::Seq, &mut []))?;

@@ -1,16 +1,18 @@
-//! A cache of large freed output buffers, reused by later outputs of the same byte size.
+//! A cache of large freed host buffers, reused by later outputs of the same byte size.
 //!
 //! Programs run many times (training steps, compiled transforms) allocate the same large outputs again
 //! and again. Through the system allocator each of them is fresh memory that the kernel must page-fault
 //! in, which costs as much as a matrix product on mid-sized outputs. When the last handle to a large
-//! CPU buffer drops, its allocation goes to this cache instead; the next output of the same size and
-//! alignment takes it back, already mapped. Only buffers of at least [`MIN_POOLED_BYTES`] are cached, at
-//! most [`MAX_CACHED_BYTES`] in all: when a new buffer would exceed that, the buffers cached longest
-//! ago are freed first, so sizes a program stopped using (the last, shorter batch of an epoch, outputs
-//! of kernels that allocate their own buffers) do not pile up. [`release_cached_buffers`] frees
-//! everything the cache holds.
+//! host buffer drops (the CPU backend's storage calls [`recycle`]), its allocation goes to this cache
+//! instead; the next output of the same size and alignment takes it back ([`take`]), already mapped.
+//! Host kernels outside the CPU backend (extension families) allocate their outputs through [`take`]
+//! too, so that their buffers circulate rather than pile up. Only buffers of at least
+//! [`MIN_POOLED_BYTES`] are cached, at most [`MAX_CACHED_BYTES`] in all: when a new buffer would exceed
+//! that, the buffers cached longest ago are freed first, so sizes a program stopped using (the last,
+//! shorter batch of an epoch, say) do not pile up. [`release_cached_buffers`] frees everything the
+//! cache holds.
 
-use nabla_core::HostData;
+use crate::HostData;
 use std::alloc::Layout;
 use std::collections::{HashMap, VecDeque};
 use std::mem::ManuallyDrop;
@@ -86,8 +88,16 @@ fn with_pool<R>(f: impl FnOnce(&mut Pool) -> R) -> R {
 }
 
 /// An empty vector with capacity for exactly `n` elements, from the cache when it holds an allocation
-/// of that size and alignment.
-pub(crate) fn take<U>(n: usize) -> Option<Vec<U>> {
+/// of that size and alignment (`None` otherwise, and always for buffers under [`MIN_POOLED_BYTES`]).
+///
+/// ```
+/// use nabla_core::{HostData, host_pool};
+/// let mut data = HostData::F64(vec![1.0; 50_000]);
+/// host_pool::recycle(&mut data); // what dropping the last CPU buffer handle does
+/// let v: Vec<f64> = host_pool::take(50_000).expect("the recycled allocation");
+/// assert_eq!((v.len(), v.capacity()), (0, 50_000));
+/// ```
+pub fn take<U>(n: usize) -> Option<Vec<U>> {
     let layout = Layout::array::<U>(n).ok()?;
     if layout.size() < MIN_POOLED_BYTES {
         return None;
@@ -142,7 +152,7 @@ fn put<T>(v: Vec<T>) {
 }
 
 /// Moves the elements' allocation out of `data` (left empty) into the cache.
-pub(crate) fn recycle(data: &mut HostData) {
+pub fn recycle(data: &mut HostData) {
     match data {
         HostData::F16(v) => put(std::mem::take(v)),
         HostData::BF16(v) => put(std::mem::take(v)),
@@ -160,8 +170,8 @@ pub(crate) fn recycle(data: &mut HostData) {
 /// Bytes the cache currently holds.
 ///
 /// ```
-/// nabla_cpu::release_cached_buffers();
-/// assert_eq!(nabla_cpu::cached_bytes(), 0);
+/// nabla_core::host_pool::release_cached_buffers();
+/// assert_eq!(nabla_core::host_pool::cached_bytes(), 0);
 /// ```
 pub fn cached_bytes() -> usize {
     with_pool(|pool| pool.bytes)
@@ -187,20 +197,23 @@ pub fn release_cached_buffers() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::CpuStorage;
+
+    /// Gives `v`'s allocation to the cache, as dropping the last CPU buffer handle does.
+    fn drop_into_cache(v: Vec<i64>) -> usize {
+        let addr = v.as_ptr() as usize;
+        recycle(&mut HostData::I64(v));
+        addr
+    }
 
     #[test]
     fn a_dropped_large_buffer_is_reused_by_the_next_output_of_its_size() {
         // An odd size no other test allocates, so concurrent tests cannot take the buffer first.
         let n = 123_457;
-        let storage = CpuStorage::from_vec(vec![7i64; n]);
-        let addr = storage.typed::<i64>("test").unwrap().as_ptr() as usize;
-        drop(storage);
+        let addr = drop_into_cache(vec![7i64; n]);
         let v: Vec<i64> = take(n).expect("the freed buffer is cached");
         assert_eq!((v.as_ptr() as usize, v.len(), v.capacity()), (addr, 0, n));
         // Small buffers are not cached.
-        let small = CpuStorage::from_vec(vec![1u8; 16]);
-        drop(small);
+        recycle(&mut HostData::U8(vec![1u8; 16]));
         assert!(take::<u8>(16).is_none());
     }
 
@@ -211,12 +224,7 @@ mod tests {
         let n = (8 << 20) / 8 + 3;
         let count = MAX_CACHED_BYTES / (n * 8) + 8;
         let addrs: Vec<usize> = (0..count)
-            .map(|i| {
-                let s = CpuStorage::from_vec(vec![i as i64; n]);
-                let a = s.typed::<i64>("test").unwrap().as_ptr() as usize;
-                drop(s);
-                a
-            })
+            .map(|i| drop_into_cache(vec![i as i64; n]))
             .collect();
         assert!(cached_bytes() <= MAX_CACHED_BYTES);
         // The newest buffer is still cached (the oldest ones made room for it).
@@ -227,16 +235,5 @@ mod tests {
             drop(v);
         }
         assert!(found);
-    }
-
-    #[test]
-    fn into_host_keeps_the_data_and_caches_nothing() {
-        let n = 98_765;
-        let storage = CpuStorage::from_vec(vec![3.5f64; n]);
-        let host = storage.clone().into_host(); // shared: a copy
-        assert_eq!(host.len(), n);
-        let owned = storage.into_host(); // the only handle: moved out, not recycled
-        assert_eq!(owned.get(n - 1), Some(nabla_core::Scalar::from(3.5f64)));
-        assert!(take::<f64>(n).is_none());
     }
 }
