@@ -174,18 +174,8 @@ fn forward_and_reverse_rules_satisfy_the_adjoint_identity() {
         let u = tensor(20, y.shape());
         let jv = ad.jvp_n(&y, &refs, &vrefs).unwrap();
         let jtu = ad.vjp_n(&y, &refs, &u).unwrap();
-        let lhs = u
-            .mul(&jv)
-            .unwrap()
-            .sum_all()
-            .unwrap()
-            .item::<f64>()
-            .unwrap();
-        let rhs: f64 = jtu
-            .iter()
-            .zip(&vs)
-            .map(|(g, v)| g.mul(v).unwrap().sum_all().unwrap().item::<f64>().unwrap())
-            .sum();
+        let lhs: f64 = dot(&[u], &[jv]).item().unwrap();
+        let rhs: f64 = dot(&jtu, &vs).item().unwrap();
         assert!(
             (lhs - rhs).abs() <= 1e-12 * (1.0 + lhs.abs()),
             "{name}: <u, Jv> = {lhs} but <Jᵀu, v> = {rhs}"

@@ -420,20 +420,8 @@ fn forward_and_reverse_rules_satisfy_the_adjoint_identity() {
         let u = tensor(20, y.shape());
         let jv = ad.jvp(&y, &x, &v).unwrap();
         let jtu = ad.vjp(&y, &x, &u).unwrap();
-        let lhs = u
-            .mul(&jv)
-            .unwrap()
-            .sum_all()
-            .unwrap()
-            .item::<f64>()
-            .unwrap();
-        let rhs = jtu
-            .mul(&v)
-            .unwrap()
-            .sum_all()
-            .unwrap()
-            .item::<f64>()
-            .unwrap();
+        let lhs: f64 = dot(&[u], &[jv]).item().unwrap();
+        let rhs: f64 = dot(&[jtu], &[v]).item().unwrap();
         assert!(
             (lhs - rhs).abs() <= 1e-10 * (1.0 + lhs.abs()),
             "{name}: <u, Jv> = {lhs} but <Jᵀu, v> = {rhs}"
