@@ -321,9 +321,28 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
         kernel.evaluate_by_ops(self, &refs, shape)
     }
 
-    /// `true` when [`Backend::fused`] writes `kernel`'s result into the donated input whenever the
-    /// conditions listed there hold (rather than allocating). Memory-accounting wrappers rely on it; a
-    /// backend returning `true` must keep that promise. The default is `false`.
+    /// Evaluates a fused kernel with several results ([`crate::FusedKernel::with_outputs`]) in one pass:
+    /// one new contiguous buffer of `shape` per result, in the kernel's output order. Inputs are as for
+    /// [`Backend::fused`]; `donate[j] = Some(k)` says result `j` may be written into input `k`'s buffer
+    /// (on the same conditions; `donate` is empty or has one entry per result, and no input is donated
+    /// twice). The default evaluates the steps one by one
+    /// ([`crate::FusedKernel::evaluate_outputs_by_ops`]) and ignores `donate`.
+    fn fused_many(
+        &self,
+        kernel: &crate::FusedKernel,
+        inputs: Vec<(Self::Storage, &Layout)>,
+        shape: &[usize],
+        donate: &[Option<usize>],
+    ) -> Result<Vec<Self::Storage>> {
+        let _ = donate;
+        let refs: Vec<(&Self::Storage, &Layout)> = inputs.iter().map(|(s, l)| (s, *l)).collect();
+        kernel.evaluate_outputs_by_ops(self, &refs, shape)
+    }
+
+    /// `true` when [`Backend::fused`] (and [`Backend::fused_many`]) write `kernel`'s results into the
+    /// donated inputs whenever the conditions listed there hold (rather than allocating).
+    /// Memory-accounting wrappers rely on it; a backend returning `true` must keep that promise. The
+    /// default is `false`.
     fn fused_reuses_donation(&self, kernel: &crate::FusedKernel) -> bool {
         let _ = kernel;
         false

@@ -85,6 +85,7 @@ impl FusedStep {
 pub struct FusedKernel {
     steps: Vec<FusedStep>,
     inputs: Vec<DType>,
+    outputs: Vec<usize>,
 }
 
 const OP: &str = "fused";
@@ -92,17 +93,78 @@ const OP: &str = "fused";
 impl FusedKernel {
     /// A kernel computing `steps` (see [`FusedKernel::validate`] for the rules they must follow).
     pub fn new(steps: Vec<FusedStep>) -> Result<Self> {
+        let last = steps.len().saturating_sub(1);
+        Self::with_outputs(steps, vec![last])
+    }
+
+    /// A kernel computing several results in one pass: `outputs` lists the steps whose values are
+    /// returned, in order (any steps, each at most once). Run it with [`crate::Backend::fused_many`];
+    /// an optimizer updating a parameter and its moments in one loop is the typical use.
+    ///
+    /// ```
+    /// use nabla_core::{BinaryOp, DType, FusedKernel, FusedOp, FusedStep};
+    /// let f32_step = |op| FusedStep::new(op, DType::F32);
+    /// // (in0 + in1, in0 * (in0 + in1))
+    /// let kernel = FusedKernel::with_outputs(
+    ///     vec![
+    ///         f32_step(FusedOp::Input(0)),
+    ///         f32_step(FusedOp::Input(1)),
+    ///         f32_step(FusedOp::Binary(BinaryOp::Add, 0, 1)),
+    ///         f32_step(FusedOp::Binary(BinaryOp::Mul, 0, 2)),
+    ///     ],
+    ///     vec![2, 3],
+    /// )?;
+    /// assert_eq!(kernel.outputs(), [2, 3]);
+    /// assert_eq!(kernel.to_string(), "t2 = in0 + in1; (t2, in0 * t2)");
+    /// assert!(FusedKernel::with_outputs(kernel.steps().to_vec(), vec![3, 3]).is_err());
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn with_outputs(steps: Vec<FusedStep>, outputs: Vec<usize>) -> Result<Self> {
         let mut kernel = FusedKernel {
             steps,
             inputs: Vec::new(),
+            outputs,
         };
         kernel.inputs = kernel.validate()?;
+        if kernel.outputs.is_empty() {
+            return Err(Error::invalid(
+                OP,
+                "a fused kernel needs at least one output",
+            ));
+        }
+        for (j, &o) in kernel.outputs.iter().enumerate() {
+            if o >= kernel.steps.len() {
+                return Err(Error::invalid(
+                    OP,
+                    format!(
+                        "output {j} is step {o}, but the kernel has {} steps",
+                        kernel.steps.len()
+                    ),
+                ));
+            }
+            if kernel.outputs[..j].contains(&o) {
+                return Err(Error::invalid(
+                    OP,
+                    format!("step {o} is listed as an output twice"),
+                ));
+            }
+        }
         Ok(kernel)
     }
 
-    /// The steps; the last one is the result.
+    /// The steps; a kernel built with [`FusedKernel::new`] returns the last one.
     pub fn steps(&self) -> &[FusedStep] {
         &self.steps
+    }
+
+    /// The steps whose values the kernel returns, in order (the last step for [`FusedKernel::new`]).
+    pub fn outputs(&self) -> &[usize] {
+        &self.outputs
+    }
+
+    /// Dtype of each result, in order.
+    pub fn output_dtypes(&self) -> Vec<DType> {
+        self.outputs.iter().map(|&o| self.steps[o].dtype).collect()
     }
 
     /// Number of inputs (one more than the largest input index).
@@ -115,9 +177,9 @@ impl FusedKernel {
         &self.inputs
     }
 
-    /// Dtype of the result.
+    /// Dtype of the (first) result.
     pub fn output_dtype(&self) -> DType {
-        self.steps[self.steps.len() - 1].dtype
+        self.steps[self.outputs[0]].dtype
     }
 
     /// Checks the rules every kernel follows and returns the dtype of each input: there is at least one
@@ -207,7 +269,7 @@ impl FusedKernel {
         Ok(())
     }
 
-    /// Index of the last step reading each step (`None` for the result and unread steps).
+    /// Index of the last step reading each step (`None` for steps no later step reads).
     pub fn last_readers(&self) -> Vec<Option<usize>> {
         let mut last = vec![None; self.steps.len()];
         for (i, step) in self.steps.iter().enumerate() {
@@ -227,6 +289,34 @@ impl FusedKernel {
         inputs: &[(&B::Storage, &Layout)],
         shape: &[usize],
     ) -> Result<B::Storage> {
+        self.check_single_output()?;
+        let mut out = self.evaluate_outputs_by_ops(backend, inputs, shape)?;
+        out.pop().ok_or_else(|| Error::invalid(OP, "no result"))
+    }
+
+    /// An error unless the kernel has exactly one result (what [`crate::Backend::fused`] returns).
+    pub fn check_single_output(&self) -> Result<()> {
+        if self.outputs.len() == 1 {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                OP,
+                format!(
+                    "the kernel `{self}` has {} results; run it with Backend::fused_many",
+                    self.outputs.len()
+                ),
+            ))
+        }
+    }
+
+    /// Every result of the kernel, evaluated as [`FusedKernel::evaluate_by_ops`] does (the default
+    /// [`crate::Backend::fused_many`]).
+    pub fn evaluate_outputs_by_ops<B: Backend>(
+        &self,
+        backend: &B,
+        inputs: &[(&B::Storage, &Layout)],
+        shape: &[usize],
+    ) -> Result<Vec<B::Storage>> {
         let metas: Vec<(DType, &[usize])> = inputs
             .iter()
             .map(|(s, l)| (backend.storage_dtype(s), l.shape()))
@@ -271,21 +361,25 @@ impl FusedKernel {
             };
             vals[i] = Some(value);
             for a in step.op.operands() {
-                if last[a] == Some(i) {
+                if last[a] == Some(i) && !self.outputs.contains(&a) {
                     vals[a] = None;
                 }
             }
         }
-        let (s, l) = vals
-            .pop()
-            .flatten()
-            .ok_or_else(|| Error::invalid(OP, "no result"))?;
         let n: usize = shape.iter().product();
-        if l.contiguous_range() == Some(0..n) && backend.storage_len(&s) == n {
-            Ok(s)
-        } else {
-            backend.copy(&s, &l)
-        }
+        self.outputs
+            .iter()
+            .map(|&o| {
+                let (s, l) = vals[o]
+                    .take()
+                    .ok_or_else(|| Error::invalid(OP, format!("result step {o} is missing")))?;
+                if l.contiguous_range() == Some(0..n) && backend.storage_len(&s) == n {
+                    Ok(s)
+                } else {
+                    backend.copy(&s, &l)
+                }
+            })
+            .collect()
     }
 }
 
@@ -380,14 +474,22 @@ impl FusedKernel {
 
 impl fmt::Display for FusedKernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Readers of each step, a result counting as one.
         let mut readers = vec![0usize; self.steps.len()];
         for step in &self.steps {
             for a in step.op.operands() {
                 readers[a] += 1;
             }
         }
-        // Shared intermediates get a binding, and so do deep ones, which keeps printing shallow.
-        let last = self.steps.len() - 1;
+        for &o in &self.outputs {
+            readers[o] += 1;
+        }
+        // Shared intermediates get a binding, and so do deep ones, which keeps printing shallow; a
+        // single result is printed as the expression itself.
+        let last = match self.outputs[..] {
+            [o] => o,
+            _ => usize::MAX,
+        };
         let mut named = vec![false; self.steps.len()];
         let mut depth = vec![0usize; self.steps.len()];
         for (i, step) in self.steps.iter().enumerate() {
@@ -405,7 +507,21 @@ impl fmt::Display for FusedKernel {
                 named[i] = true;
             }
         }
-        self.write_expr(f, last, &named)
+        if last != usize::MAX {
+            return self.write_expr(f, last, &named);
+        }
+        write!(f, "(")?;
+        for (j, &o) in self.outputs.iter().enumerate() {
+            if j > 0 {
+                write!(f, ", ")?;
+            }
+            if named[o] {
+                write!(f, "t{o}")?;
+            } else {
+                self.write_expr(f, o, &named)?;
+            }
+        }
+        write!(f, ")")
     }
 }
 

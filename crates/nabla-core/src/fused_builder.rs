@@ -105,4 +105,24 @@ impl FusedBuilder {
         }
         FusedKernel::new(self.steps)
     }
+
+    /// The kernel computing every value of `results`, in order, in one pass (run it with
+    /// [`crate::Backend::fused_many`]); fails as [`FusedBuilder::finish`] does, or if a value is listed
+    /// twice.
+    ///
+    /// ```
+    /// use nabla_core::{DType, FusedBuilder};
+    /// let mut k = FusedBuilder::new(DType::F64);
+    /// let (m, g) = (k.input(), k.input());
+    /// let d = k.sub(g, m);
+    /// let d = k.scale(d, 0.1);
+    /// let m_new = k.add(m, d);
+    /// let m_sq = k.mul(m_new, m_new);
+    /// let kernel = k.finish_many(&[m_new, m_sq])?;
+    /// assert_eq!(kernel.outputs().len(), 2);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn finish_many(self, results: &[KernelValue]) -> Result<FusedKernel> {
+        FusedKernel::with_outputs(self.steps, results.iter().map(|v| v.0).collect())
+    }
 }

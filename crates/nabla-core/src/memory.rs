@@ -204,6 +204,61 @@ impl<B: Backend> MemoryTracked<B> {
     }
 }
 
+impl<B: Backend> MemoryTracked<B> {
+    /// Runs a fused kernel call `run` on the unwrapped inputs and records its results: result `j`
+    /// written in place into input `donate[j]` (see [`Backend::fused`] for when the wrapped backend
+    /// does so) inherits that input's record; the others are registered as new allocations.
+    fn forward_donated(
+        &self,
+        kernel: &crate::FusedKernel,
+        inputs: Vec<(TrackedStorage<B::Storage>, &Layout)>,
+        shape: &[usize],
+        donate: &[Option<usize>],
+        run: impl FnOnce(Vec<(B::Storage, &Layout)>) -> Result<Vec<B::Storage>>,
+    ) -> Result<Vec<TrackedStorage<B::Storage>>> {
+        let n: usize = shape.iter().product();
+        let dtypes = kernel.output_dtypes();
+        let reuses = self.inner.fused_reuses_donation(kernel);
+        let mut records = Vec::with_capacity(inputs.len());
+        let mut inherited: Vec<Option<Arc<Allocation>>> = vec![None; dtypes.len()];
+        let mut inner_inputs = Vec::with_capacity(inputs.len());
+        for (k, (storage, layout)) in inputs.into_iter().enumerate() {
+            let TrackedStorage { inner, allocation } = storage;
+            let target = donate
+                .iter()
+                .position(|&d| d == Some(k))
+                .filter(|&j| j < dtypes.len());
+            let in_place = target.filter(|&j| {
+                reuses
+                    && Arc::strong_count(&allocation) == 1
+                    && allocation.bytes == n * dtypes[j].size_in_bytes()
+                    && self.inner.storage_len(&inner) == n
+                    && self.inner.storage_dtype(&inner) == dtypes[j]
+                    && layout.contiguous_range() == Some(0..n)
+            });
+            match in_place {
+                Some(j) => inherited[j] = Some(allocation),
+                None => records.push(allocation),
+            }
+            inner_inputs.push((inner, layout));
+        }
+        let outs = run(inner_inputs)?;
+        let tracked = outs
+            .into_iter()
+            .zip(inherited.into_iter().chain(std::iter::repeat(None)))
+            .map(|(out, inherited)| match inherited {
+                Some(allocation) => TrackedStorage {
+                    inner: out,
+                    allocation,
+                },
+                None => self.track(out),
+            })
+            .collect();
+        drop(records);
+        Ok(tracked)
+    }
+}
+
 impl<B: Backend + Default> Default for MemoryTracked<B> {
     fn default() -> Self {
         MemoryTracked::new(B::default())
@@ -528,38 +583,26 @@ impl<B: Backend> Backend for MemoryTracked<B> {
         shape: &[usize],
         donate: Option<usize>,
     ) -> Result<Self::Storage> {
-        let n: usize = shape.iter().product();
-        let out_bytes = n * kernel.output_dtype().size_in_bytes();
-        let reuses = self.inner.fused_reuses_donation(kernel);
-        let mut records = Vec::with_capacity(inputs.len());
-        let mut inherited = None;
-        let mut inner_inputs = Vec::with_capacity(inputs.len());
-        for (k, (storage, layout)) in inputs.into_iter().enumerate() {
-            let TrackedStorage { inner, allocation } = storage;
-            let in_place = reuses
-                && donate == Some(k)
-                && Arc::strong_count(&allocation) == 1
-                && allocation.bytes == out_bytes
-                && self.inner.storage_len(&inner) == n
-                && self.inner.storage_dtype(&inner) == kernel.output_dtype()
-                && layout.contiguous_range() == Some(0..n);
-            if in_place {
-                inherited = Some(allocation);
-            } else {
-                records.push(allocation);
-            }
-            inner_inputs.push((inner, layout));
-        }
-        let out = self.inner.fused(kernel, inner_inputs, shape, donate)?;
-        let tracked = match inherited {
-            Some(allocation) => TrackedStorage {
-                inner: out,
-                allocation,
-            },
-            None => self.track(out),
-        };
-        drop(records);
-        Ok(tracked)
+        kernel.check_single_output()?;
+        let mut out = self.forward_donated(kernel, inputs, shape, &[donate], |inner| {
+            Ok(vec![self.inner.fused(kernel, inner, shape, donate)?])
+        })?;
+        out.pop()
+            .ok_or_else(|| crate::Error::invalid("fused", "the wrapped backend returned no result"))
+    }
+
+    /// Forwards the kernel; each result written into its donated input inherits that buffer's record,
+    /// as for [`Backend::fused`].
+    fn fused_many(
+        &self,
+        kernel: &crate::FusedKernel,
+        inputs: Vec<(Self::Storage, &Layout)>,
+        shape: &[usize],
+        donate: &[Option<usize>],
+    ) -> Result<Vec<Self::Storage>> {
+        self.forward_donated(kernel, inputs, shape, donate, |inner| {
+            self.inner.fused_many(kernel, inner, shape, donate)
+        })
     }
 
     fn fused_reuses_donation(&self, kernel: &crate::FusedKernel) -> bool {

@@ -399,6 +399,17 @@ impl Backend for CpuBackend {
         elementwise::fused(kernel, inputs, shape, donate)
     }
 
+    /// The same pass with one output buffer (or donated input) per result.
+    fn fused_many(
+        &self,
+        kernel: &nabla_core::FusedKernel,
+        inputs: Vec<(CpuStorage, &Layout)>,
+        shape: &[usize],
+        donate: &[Option<usize>],
+    ) -> Result<Vec<CpuStorage>> {
+        elementwise::fused_many(kernel, inputs, shape, donate)
+    }
+
     fn fused_reuses_donation(&self, kernel: &nabla_core::FusedKernel) -> bool {
         elementwise::fast_dtype(kernel).is_some()
     }

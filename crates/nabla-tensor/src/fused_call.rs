@@ -32,6 +32,44 @@ impl<B: Backend> Tensor<B> {
         inputs: Vec<Tensor<B>>,
         donate: Option<usize>,
     ) -> Result<Tensor<B>> {
+        kernel.check_single_output()?;
+        let mut out = Self::fused_many(kernel, inputs, &[donate])?;
+        out.pop()
+            .ok_or_else(|| Error::invalid("fused", "the kernel returned no result"))
+    }
+
+    /// Evaluates a kernel with several results ([`FusedBuilder::finish_many`]) on `inputs` in a single
+    /// pass, one tensor per result in the kernel's order. `donate` is empty or has one entry per
+    /// result: `donate[j] = Some(k)` hands input `k`'s buffer to result `j` (an in-place update when no
+    /// other tensor shares it), as for [`Tensor::fused`]. Not recorded for autodiff either.
+    ///
+    /// ```
+    /// use nabla_core::{DType, FusedBuilder};
+    /// use nabla_tensor::Tensor;
+    /// use nabla_cpu::CpuBackend;
+    /// let cpu = CpuBackend::new();
+    /// // A running mean and its square, updated in place in one pass.
+    /// let mut k = FusedBuilder::new(DType::F32);
+    /// let (m, x) = (k.input(), k.input());
+    /// let d = k.sub(x, m);
+    /// let d = k.scale(d, 0.5);
+    /// let m_new = k.add(m, d);
+    /// let sq = k.mul(m_new, m_new);
+    /// let kernel = k.finish_many(&[m_new, sq])?;
+    /// let m = Tensor::from_vec(vec![0.0f32, 2.0], [2], &cpu)?;
+    /// let x = Tensor::from_vec(vec![2.0f32, 4.0], [2], &cpu)?;
+    /// let out = Tensor::fused_many(&kernel, vec![m, x], &[Some(0), None])?;
+    /// assert_eq!(out[0].to_vec::<f32>()?, vec![1.0, 3.0]);
+    /// assert_eq!(out[1].to_vec::<f32>()?, vec![1.0, 9.0]);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    ///
+    /// [`FusedBuilder::finish_many`]: nabla_core::FusedBuilder::finish_many
+    pub fn fused_many(
+        kernel: &FusedKernel,
+        inputs: Vec<Tensor<B>>,
+        donate: &[Option<usize>],
+    ) -> Result<Vec<Tensor<B>>> {
         const OP: &str = "fused";
         let first = inputs
             .first()
@@ -52,16 +90,42 @@ impl<B: Backend> Tensor<B> {
             calls.push((t.dtype(), t.shape()));
         }
         kernel.check_call(&calls, &shape)?;
-        if let Some(k) = donate.filter(|&k| k >= inputs.len()) {
+        let results = kernel.outputs().len();
+        if !donate.is_empty() && donate.len() != results {
             return Err(Error::invalid(
                 OP,
-                format!("cannot donate input {k} of {}", inputs.len()),
+                format!(
+                    "{} donations were given for a kernel with {results} results",
+                    donate.len()
+                ),
             ));
+        }
+        for (j, d) in donate.iter().enumerate() {
+            if let Some(k) = *d
+                && (k >= inputs.len() || donate[..j].contains(&Some(k)))
+            {
+                return Err(Error::invalid(
+                    OP,
+                    format!(
+                        "cannot donate input {k} of {} to result {j} (out of range or donated twice)",
+                        inputs.len()
+                    ),
+                ));
+            }
         }
         let layouts: Vec<_> = inputs.iter().map(|t| t.layout().clone()).collect();
         let storages: Vec<_> = inputs.into_iter().map(Tensor::into_storage).collect();
         let args = storages.into_iter().zip(layouts.iter()).collect();
-        let out = backend.fused(kernel, args, &shape, donate)?;
-        Ok(Tensor::from_output(out, shape, &backend))
+        let out = backend.fused_many(kernel, args, &shape, donate)?;
+        if out.len() != results {
+            return Err(Error::invalid(
+                OP,
+                format!("the backend returned {} results, not {results}", out.len()),
+            ));
+        }
+        Ok(out
+            .into_iter()
+            .map(|s| Tensor::from_output(s, shape.clone(), &backend))
+            .collect())
     }
 }

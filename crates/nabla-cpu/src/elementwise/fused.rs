@@ -17,18 +17,21 @@
 //! once, before the loop. A donated input that is uniquely held becomes the output buffer; each block
 //! reads its donated values into a slot before the result overwrites them.
 //!
+//! Kernels with several results ([`FusedKernel::with_outputs`]) write each result block into its own
+//! output buffer (or donated input) in the same pass: a result nothing else reads goes straight into
+//! its output, the others are copied there from their slot at the end of each block.
+//!
 //! The fast path covers kernels whose steps are all `f32` (or all `f64`) and `bool`; other kernels run
 //! through [`FusedKernel::evaluate_by_ops`].
 
 use super::cast::CastFrom;
-use super::fused_step::{
-    AnyVal, Dst, Lane, Val, Walk, as_uninit, eval, gather, load, map_val, mismatch,
-};
+use super::fused_step::{AnyVal, Dst, Val, Walk, as_uninit, eval, gather, load, map_val, mismatch};
 use super::traits::Real;
 use crate::strided::{CHUNK, output_vec};
 use crate::{CpuBackend, CpuStorage, PARALLEL_THRESHOLD};
 use nabla_core::{DType, Element, Error, FusedKernel, FusedOp, Layout, Result};
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// Bytes of one step's block buffer.
 const BLOCK_BYTES: usize = 4096;
@@ -54,30 +57,70 @@ pub(crate) fn fast_dtype(kernel: &FusedKernel) -> Option<DType> {
     Some(float.unwrap_or(DType::F32))
 }
 
-/// Runs `kernel`; see the module documentation.
+/// Runs a single-result `kernel`; see the module documentation.
 pub(crate) fn fused(
     kernel: &FusedKernel,
     inputs: Vec<(CpuStorage, &Layout)>,
     shape: &[usize],
     donate: Option<usize>,
 ) -> Result<CpuStorage> {
+    kernel.check_single_output()?;
+    let mut out = fused_many(kernel, inputs, shape, &[donate])?;
+    out.pop()
+        .ok_or_else(|| Error::invalid(OP, "the kernel returned no result"))
+}
+
+/// Runs `kernel`, one buffer per result; `donate[j] = Some(k)` lets result `j` reuse input `k`'s buffer.
+pub(crate) fn fused_many(
+    kernel: &FusedKernel,
+    inputs: Vec<(CpuStorage, &Layout)>,
+    shape: &[usize],
+    donate: &[Option<usize>],
+) -> Result<Vec<CpuStorage>> {
     let metas: Vec<(DType, &[usize])> =
         inputs.iter().map(|(s, l)| (s.dtype(), l.shape())).collect();
     kernel.check_call(&metas, shape)?;
     for (s, l) in &inputs {
         s.check_layout(OP, l)?;
     }
-    let out_bool = kernel.output_dtype() == DType::Bool;
+    check_donations(donate, kernel.outputs().len(), inputs.len())?;
     match fast_dtype(kernel) {
-        Some(DType::F64) if out_bool => finish::<f64, bool>(kernel, inputs, shape, donate),
-        Some(DType::F64) => finish::<f64, f64>(kernel, inputs, shape, donate),
-        Some(_) if out_bool => finish::<f32, bool>(kernel, inputs, shape, donate),
-        Some(_) => finish::<f32, f32>(kernel, inputs, shape, donate),
+        Some(DType::F64) => finish::<f64>(kernel, inputs, shape, donate),
+        Some(_) => finish::<f32>(kernel, inputs, shape, donate),
         None => {
             let refs: Vec<(&CpuStorage, &Layout)> = inputs.iter().map(|(s, l)| (s, *l)).collect();
-            kernel.evaluate_by_ops(&CpuBackend, &refs, shape)
+            kernel.evaluate_outputs_by_ops(&CpuBackend, &refs, shape)
         }
     }
+}
+
+/// `donate` is empty or has one entry per result, each an input index, none repeated.
+fn check_donations(donate: &[Option<usize>], outputs: usize, inputs: usize) -> Result<()> {
+    if !donate.is_empty() && donate.len() != outputs {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "{} donations were given for a kernel with {outputs} results",
+                donate.len()
+            ),
+        ));
+    }
+    for (j, d) in donate.iter().enumerate() {
+        let Some(k) = *d else { continue };
+        if k >= inputs {
+            return Err(Error::invalid(
+                OP,
+                format!("result {j} cannot reuse input {k} of {inputs}"),
+            ));
+        }
+        if donate[..j].contains(&Some(k)) {
+            return Err(Error::invalid(
+                OP,
+                format!("input {k} is donated to two results"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A kernel input's data: the typed buffer (from the view's first element, when contiguous).
@@ -94,8 +137,8 @@ enum Access {
     Splat(usize),
     /// Gathered per block along a coalesced view.
     Gather(Walk),
-    /// From the donated output buffer.
-    Donor,
+    /// From the output buffer of this result, which it was donated to.
+    Donor(usize),
 }
 
 /// Where a step's block values live.
@@ -107,8 +150,8 @@ enum Place {
     Contig(usize),
     /// A block-local buffer of the step's lane type.
     Slot(usize),
-    /// Written directly into the output (the result step).
-    Out,
+    /// Written directly into the output buffer of this result.
+    Out(usize),
 }
 
 /// Block-local buffers of each lane type.
@@ -131,33 +174,88 @@ struct Plan<'a, T> {
     block: usize,
 }
 
-/// Runs a kernel whose floats are `T` and whose output elements are `O`, into a new buffer or into the
-/// donated one.
-fn finish<T: Real + CastFrom, O: Lane<T>>(
+/// One result's buffer: a donated input's (initialised, length `n`) or a fresh one (empty, capacity `n`).
+enum OutBuf<T> {
+    Real(Vec<T>),
+    Bool(Vec<bool>),
+}
+
+impl<T: Real> OutBuf<T> {
+    /// A fresh buffer for `n` elements of `dtype`.
+    fn fresh(dtype: DType, n: usize) -> Self {
+        match dtype {
+            DType::Bool => OutBuf::Bool(output_vec(n)),
+            _ => OutBuf::Real(output_vec(n)),
+        }
+    }
+
+    /// Its first `n` elements as a destination (fresh buffers through their spare capacity).
+    fn dst(&mut self, n: usize) -> Dst<'_, T> {
+        fn slots<X: Copy>(v: &mut Vec<X>, n: usize) -> &mut [MaybeUninit<X>] {
+            if v.len() == n {
+                as_uninit(&mut v[..])
+            } else {
+                &mut v.spare_capacity_mut()[..n]
+            }
+        }
+        match self {
+            OutBuf::Real(v) => Dst::Real(slots(v, n)),
+            OutBuf::Bool(v) => Dst::Bool(slots(v, n)),
+        }
+    }
+
+    /// The storage, once every element has been written.
+    fn into_storage(self, n: usize) -> CpuStorage {
+        fn filled<X: Element>(mut v: Vec<X>, n: usize) -> CpuStorage {
+            // SAFETY: `Plan::drive` wrote every element of `v[..n]` (`v` has capacity `n`).
+            unsafe { v.set_len(n) };
+            CpuStorage::from_vec(v)
+        }
+        match self {
+            OutBuf::Real(v) => filled(v, n),
+            OutBuf::Bool(v) => filled(v, n),
+        }
+    }
+}
+
+/// Runs a kernel whose floats are `T`, into new buffers or into the donated ones.
+fn finish<T: Real + CastFrom>(
     kernel: &FusedKernel,
     mut inputs: Vec<(CpuStorage, &Layout)>,
     shape: &[usize],
-    donate: Option<usize>,
-) -> Result<CpuStorage> {
+    donate: &[Option<usize>],
+) -> Result<Vec<CpuStorage>> {
     let n: usize = shape.iter().product();
-    if n == 0 {
-        return Ok(CpuStorage::from_vec(Vec::<O>::new()));
-    }
-    let mut donor: Option<(usize, Vec<O>)> = None;
-    if let Some(k) = donate
-        && let Some((s, l)) = inputs.get(k)
-        && s.dtype() == O::DTYPE
-        && s.len() == n
-        && l.contiguous_range() == Some(0..n)
-    {
-        let s = std::mem::replace(&mut inputs[k].0, CpuStorage::from_vec(Vec::<O>::new()));
-        match s.try_into_host() {
-            Ok(host) => {
-                let v = O::vec_of(host).ok_or_else(|| Error::invalid(OP, "donated dtype"))?;
-                donor = Some((k, v));
+    let dtypes = kernel.output_dtypes();
+    // `donor[k] = Some(j)`: input `k`'s buffer became result `j`'s.
+    let mut donor: Vec<Option<usize>> = vec![None; inputs.len()];
+    let mut outs = Vec::with_capacity(dtypes.len());
+    for (j, &dtype) in dtypes.iter().enumerate() {
+        let mut out = None;
+        if let Some(&Some(k)) = donate.get(j)
+            && n > 0
+            && let Some((s, l)) = inputs.get(k)
+            && s.dtype() == dtype
+            && s.len() == n
+            && l.contiguous_range() == Some(0..n)
+        {
+            let s = std::mem::replace(&mut inputs[k].0, CpuStorage::from_vec(Vec::<T>::new()));
+            match s.try_into_host() {
+                Ok(host) => {
+                    let bad = || Error::invalid(OP, "donated dtype");
+                    out = Some(match dtype {
+                        DType::Bool => OutBuf::Bool(bool::vec_of(host).ok_or_else(bad)?),
+                        _ => OutBuf::Real(T::vec_of(host).ok_or_else(bad)?),
+                    });
+                    donor[k] = Some(j);
+                }
+                Err(s) => inputs[k].0 = s,
             }
-            Err(s) => inputs[k].0 = s,
         }
+        outs.push(out.unwrap_or_else(|| OutBuf::fresh(dtype, n)));
+    }
+    if n == 0 {
+        return Ok(outs.into_iter().map(|o| o.into_storage(0)).collect());
     }
     // Large views whose innermost stride is not -1, 0 or 1 (big transposes) are copied once with the
     // tiled copy: gathering them row by row would touch a cache line (and often a page) per element.
@@ -176,21 +274,9 @@ fn finish<T: Real + CastFrom, O: Lane<T>>(
             )
         })
         .collect::<Result<Vec<_>>>()?;
-    let plan = Plan::new(kernel, &inputs, &copies, donor.as_ref().map(|d| d.0))?;
-    let out = match donor {
-        Some((_, mut v)) => {
-            plan.drive(O::dst(as_uninit(&mut v[..])))?;
-            v
-        }
-        None => {
-            let mut v: Vec<O> = output_vec(n);
-            plan.drive(O::dst(&mut v.spare_capacity_mut()[..n]))?;
-            // SAFETY: `drive` wrote every element of `v[..n]`.
-            unsafe { v.set_len(n) };
-            v
-        }
-    };
-    Ok(CpuStorage::from_vec(out))
+    let plan = Plan::new(kernel, &inputs, &copies, &donor)?;
+    plan.drive(outs.iter_mut().map(|o| o.dst(n)).collect())?;
+    Ok(outs.into_iter().map(|o| o.into_storage(n)).collect())
 }
 
 impl<'a, T: Real + CastFrom> Plan<'a, T> {
@@ -198,15 +284,15 @@ impl<'a, T: Real + CastFrom> Plan<'a, T> {
         kernel: &'a FusedKernel,
         inputs: &'a [(CpuStorage, &Layout)],
         copies: &'a [Option<CpuStorage>],
-        donor: Option<usize>,
+        donor: &[Option<usize>],
     ) -> Result<Self> {
         let mut data = Vec::with_capacity(inputs.len());
         let mut access = Vec::with_capacity(inputs.len());
         for (k, ((s, l), copy)) in inputs.iter().zip(copies).enumerate() {
             let (buf, range, how) = if let Some(c) = copy {
                 (c, 0..c.len(), Access::Contig)
-            } else if donor == Some(k) {
-                (s, 0..0, Access::Donor)
+            } else if let Some(j) = donor[k] {
+                (s, 0..0, Access::Donor(j))
             } else if l.numel() <= 1 || l.strides().iter().all(|&st| st == 0) {
                 (s, 0..s.len(), Access::Splat(l.offset()))
             } else if let Some(r) = l.contiguous_range() {
@@ -240,6 +326,16 @@ impl<'a, T: Real + CastFrom> Plan<'a, T> {
             block: (BLOCK_BYTES / std::mem::size_of::<T>()).max(64),
         };
         let last = kernel.last_readers();
+        let outputs = kernel.outputs();
+        // (step, result) for each input step reading a donated buffer.
+        let donor_steps: Vec<(usize, usize)> = steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, st)| match st.op {
+                FusedOp::Input(k) => donor[k].map(|j| (i, j)),
+                _ => None,
+            })
+            .collect();
         let (mut free_real, mut free_bool) = (Vec::new(), Vec::new());
         for (i, step) in steps.iter().enumerate() {
             let real = step.dtype != DType::Bool;
@@ -253,7 +349,7 @@ impl<'a, T: Real + CastFrom> Plan<'a, T> {
                         }
                         Place::Splat
                     }
-                    Access::Gather(_) | Access::Donor => Place::Slot(usize::MAX),
+                    Access::Gather(_) | Access::Donor(_) => Place::Slot(usize::MAX),
                 },
                 FusedOp::Constant(c) => {
                     plan.splat_real[i] = T::from_scalar(c);
@@ -264,7 +360,14 @@ impl<'a, T: Real + CastFrom> Plan<'a, T> {
                     plan.fold(i)?;
                     Place::Splat
                 }
-                _ if i == m - 1 => Place::Out,
+                // A result nothing else reads goes straight into its output, once the input that
+                // was donated to that output (if any) has been read into a slot.
+                _ if last[i].is_none()
+                    && let Some(j) = outputs.iter().position(|&o| o == i)
+                    && donor_steps.iter().all(|&(step, to)| to != j || step < i) =>
+                {
+                    Place::Out(j)
+                }
                 _ => Place::Slot(usize::MAX),
             };
             plan.place[i] = match place {
@@ -281,16 +384,18 @@ impl<'a, T: Real + CastFrom> Plan<'a, T> {
                 }
                 other => other,
             };
-            if matches!(plan.place[i], Place::Slot(_) | Place::Out) {
+            if matches!(plan.place[i], Place::Slot(_) | Place::Out(_)) {
                 plan.work.push(i);
             }
-            // Slots of steps read for the last time here (or never read) are free for later steps.
+            // Slots of steps read for the last time here (or never read) are free for later steps,
+            // except results', which are copied to their outputs at the end of the block.
             let dead = (last[i].is_none()).then_some(i);
             for a in step
                 .op
                 .operands()
                 .filter(|&a| last[a] == Some(i))
                 .chain(dead)
+                .filter(|a| !outputs.contains(a))
             {
                 if let Place::Slot(s) = plan.place[a] {
                     let free = if steps[a].dtype != DType::Bool {
@@ -341,41 +446,47 @@ impl<'a, T: Real + CastFrom> Plan<'a, T> {
             },
             Place::Slot(slot) if real => AnyVal::Real(Val::Slice(&s.real[slot][..len])),
             Place::Slot(slot) => AnyVal::Bool(Val::Slice(&s.boolean[slot][..len])),
-            Place::Splat | Place::Out => self.splat(a),
+            Place::Splat | Place::Out(_) => self.splat(a),
         }
     }
 
-    /// Fills the output (all of it, or one task's chunk of it per thread).
-    fn drive(&self, out: Dst<'_, T>) -> Result<()> {
-        let n = match &out {
-            Dst::Real(o) => o.len(),
-            Dst::Bool(o) => o.len(),
-        };
+    /// Fills the outputs (all of them, or one task's chunk of each per thread).
+    fn drive(&self, outs: Vec<Dst<'_, T>>) -> Result<()> {
+        let n = outs.first().map_or(0, Dst::len);
         if n < PARALLEL_THRESHOLD {
-            return self.run_chunk(0, out);
+            return self.run_chunk(0, outs);
         }
-        match out {
-            Dst::Real(o) => o
-                .par_chunks_mut(CHUNK)
-                .enumerate()
-                .try_for_each(|(c, o)| self.run_chunk(c * CHUNK, Dst::Real(o))),
-            Dst::Bool(o) => o
-                .par_chunks_mut(CHUNK)
-                .enumerate()
-                .try_for_each(|(c, o)| self.run_chunk(c * CHUNK, Dst::Bool(o))),
+        let mut tasks: Vec<Vec<Dst<'_, T>>> = (0..n.div_ceil(CHUNK))
+            .map(|_| Vec::with_capacity(outs.len()))
+            .collect();
+        for out in outs {
+            match out {
+                Dst::Real(o) => {
+                    for (task, c) in tasks.iter_mut().zip(o.chunks_mut(CHUNK)) {
+                        task.push(Dst::Real(c));
+                    }
+                }
+                Dst::Bool(o) => {
+                    for (task, c) in tasks.iter_mut().zip(o.chunks_mut(CHUNK)) {
+                        task.push(Dst::Bool(c));
+                    }
+                }
+            }
         }
+        tasks
+            .into_par_iter()
+            .enumerate()
+            .try_for_each(|(c, outs)| self.run_chunk(c * CHUNK, outs))
     }
 
-    /// Computes output elements `start..start + out.len()` block by block.
-    fn run_chunk(&self, start: usize, mut out: Dst<'_, T>) -> Result<()> {
+    /// Computes elements `start..start + len` of every output (`outs` holds those elements) block by
+    /// block.
+    fn run_chunk(&self, start: usize, mut outs: Vec<Dst<'_, T>>) -> Result<()> {
         let mut s = Scratch {
             real: vec![vec![T::ZERO; self.block]; self.slots.0],
             boolean: vec![vec![false; self.block]; self.slots.1],
         };
-        let total = match &out {
-            Dst::Real(o) => o.len(),
-            Dst::Bool(o) => o.len(),
-        };
+        let total = outs.first().map_or(0, Dst::len);
         let steps = self.kernel.steps();
         let mut off = 0;
         while off < total {
@@ -384,22 +495,23 @@ impl<'a, T: Real + CastFrom> Plan<'a, T> {
             for &i in &self.work {
                 let step = steps[i];
                 let real = step.dtype != DType::Bool;
-                let block = match &mut out {
-                    Dst::Real(o) => Dst::Real(&mut o[off..off + len]),
-                    Dst::Bool(o) => Dst::Bool(&mut o[off..off + len]),
-                };
                 match (self.place[i], step.op) {
-                    // Gathered inputs, and the donated one (read from the output before it is written).
+                    // Gathered inputs, and donated ones (read from their output before it is written).
                     (Place::Slot(slot), FusedOp::Input(k)) => {
-                        match (&self.access[k], &self.data[k], block) {
-                            (Access::Gather(w), Data::Real(x), _) => {
+                        match (&self.access[k], &self.data[k]) {
+                            (Access::Gather(w), Data::Real(x)) => {
                                 gather(x, w, g, &mut s.real[slot][..len])
                             }
-                            (Access::Gather(w), Data::Bool(x), _) => {
+                            (Access::Gather(w), Data::Bool(x)) => {
                                 gather(x, w, g, &mut s.boolean[slot][..len])
                             }
-                            (_, _, Dst::Real(o)) => load(o, &mut s.real[slot][..len]),
-                            (_, _, Dst::Bool(o)) => load(o, &mut s.boolean[slot][..len]),
+                            (Access::Donor(j), _) => match &outs[*j] {
+                                Dst::Real(o) => load(&o[off..off + len], &mut s.real[slot][..len]),
+                                Dst::Bool(o) => {
+                                    load(&o[off..off + len], &mut s.boolean[slot][..len])
+                                }
+                            },
+                            _ => return Err(mismatch()),
                         }
                     }
                     (Place::Slot(slot), op) => {
@@ -417,18 +529,21 @@ impl<'a, T: Real + CastFrom> Plan<'a, T> {
                             r?;
                         }
                     }
-                    (_, op) => eval(op, &|a: usize| self.val(&s, a, g, len), block)?,
+                    (Place::Out(j), op) => {
+                        let block = outs[j].block(off, len);
+                        eval(op, &|a: usize| self.val(&s, a, g, len), block)?
+                    }
+                    _ => return Err(mismatch()),
                 }
             }
-            let last = steps.len() - 1;
-            if self.place[last] != Place::Out {
-                let block = match &mut out {
-                    Dst::Real(o) => Dst::Real(&mut o[off..off + len]),
-                    Dst::Bool(o) => Dst::Bool(&mut o[off..off + len]),
-                };
-                match (self.val(&s, last, g, len), block) {
-                    (AnyVal::Real(v), Dst::Real(o)) => map_val(v, o, &|x: T| x),
-                    (AnyVal::Bool(v), Dst::Bool(o)) => map_val(v, o, &|x: bool| x),
+            // Results kept in slots (or one value) are copied to their outputs.
+            for (j, &o) in self.kernel.outputs().iter().enumerate() {
+                if self.place[o] == Place::Out(j) {
+                    continue;
+                }
+                match (self.val(&s, o, g, len), outs[j].block(off, len)) {
+                    (AnyVal::Real(v), Dst::Real(d)) => map_val(v, d, &|x: T| x),
+                    (AnyVal::Bool(v), Dst::Bool(d)) => map_val(v, d, &|x: bool| x),
                     _ => return Err(mismatch()),
                 }
             }

@@ -56,21 +56,21 @@ pub(super) struct Walk {
     pub(super) offset: isize,
 }
 
-/// An output element type of a kernel whose floats are `T`: `T` itself or `bool`.
-pub(super) trait Lane<T>: Element {
-    /// The output (or a chunk of it) as a destination of this lane type.
-    fn dst(s: &mut [MaybeUninit<Self>]) -> Dst<'_, T>;
-}
-
-impl<T: Real> Lane<T> for T {
-    fn dst(s: &mut [MaybeUninit<T>]) -> Dst<'_, T> {
-        Dst::Real(s)
+impl<T> Dst<'_, T> {
+    /// Number of elements.
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Dst::Real(d) => d.len(),
+            Dst::Bool(d) => d.len(),
+        }
     }
-}
 
-impl<T: Real> Lane<T> for bool {
-    fn dst(s: &mut [MaybeUninit<bool>]) -> Dst<'_, T> {
-        Dst::Bool(s)
+    /// Elements `off..off + len`, as a destination of its own.
+    pub(super) fn block(&mut self, off: usize, len: usize) -> Dst<'_, T> {
+        match self {
+            Dst::Real(d) => Dst::Real(&mut d[off..off + len]),
+            Dst::Bool(d) => Dst::Bool(&mut d[off..off + len]),
+        }
     }
 }
 

@@ -321,3 +321,175 @@ fn bad_calls_are_errors() {
     let ins = vec![(x.clone(), &l5), (x.clone(), &l5), (x, &l5)];
     assert!(cpu.fused(&kernel, ins, &[5], None).is_err());
 }
+
+/// Runs a kernel with several results fused (donating as `donate` says, from fresh unique copies of
+/// the inputs) and op by op; checks every result agrees exactly and returns which results reused their
+/// donated buffer.
+fn check_many(
+    kernel: &FusedKernel,
+    inputs: &[(CpuStorage, Layout)],
+    shape: &[usize],
+    donate: &[Option<usize>],
+) -> Vec<bool> {
+    let cpu = CpuBackend::new();
+    let refs: Vec<(&CpuStorage, &Layout)> = inputs.iter().map(|(s, l)| (s, l)).collect();
+    let want = kernel.evaluate_outputs_by_ops(&cpu, &refs, shape).unwrap();
+    let owned: Vec<(CpuStorage, &Layout)> = inputs
+        .iter()
+        .map(|(s, l)| (CpuStorage::new(s.host().clone()), l))
+        .collect();
+    let addr = |s: &CpuStorage| match s.host() {
+        HostData::F32(v) => v.as_ptr() as usize,
+        HostData::F64(v) => v.as_ptr() as usize,
+        HostData::Bool(v) => v.as_ptr() as usize,
+        _ => 0,
+    };
+    let donated: Vec<Option<usize>> = donate
+        .iter()
+        .map(|d| d.map(|k| addr(&owned[k].0)))
+        .collect();
+    let got = cpu.fused_many(kernel, owned, shape, donate).unwrap();
+    assert_eq!(got.len(), kernel.outputs().len());
+    let whole = Layout::contiguous(shape);
+    for (j, (g, w)) in got.iter().zip(&want).enumerate() {
+        let (g, w) = (cpu.read(g, &whole).unwrap(), cpu.read(w, &whole).unwrap());
+        assert!(same(&g, &w), "{kernel}: result {j}: fused {g:?} != {w:?}");
+    }
+    got.iter()
+        .enumerate()
+        .map(|(j, g)| donated.get(j).copied().flatten() == Some(addr(g)))
+        .collect()
+}
+
+/// An Adam-like update of `in0` (parameter) from `in1` (gradient) and moments `in2`, `in3`: results
+/// `(m, v, p, isnan(p))`, where `m` and `v` are also read by `p`.
+fn adam_like(dt: DType) -> FusedKernel {
+    use FusedOp::*;
+    let c = |v: f64| step(Constant(Scalar::F64(v)), dt);
+    FusedKernel::with_outputs(
+        vec![
+            step(Input(0), dt),                           // 0 p
+            step(Input(1), dt),                           // 1 g
+            step(Input(2), dt),                           // 2 m
+            step(Binary(BinaryOp::Sub, 1, 2), dt),        // 3 g - m
+            c(0.1),                                       // 4
+            step(Binary(BinaryOp::Mul, 3, 4), dt),        // 5
+            step(Binary(BinaryOp::Add, 2, 5), dt),        // 6 m'
+            step(Input(3), dt),                           // 7 v
+            c(0.999),                                     // 8
+            step(Binary(BinaryOp::Mul, 7, 8), dt),        // 9
+            step(Binary(BinaryOp::Mul, 1, 1), dt),        // 10 g^2
+            c(0.001),                                     // 11
+            step(Binary(BinaryOp::Mul, 10, 11), dt),      // 12
+            step(Binary(BinaryOp::Add, 9, 12), dt),       // 13 v'
+            step(Unary(UnaryOp::Abs, 13), dt),            // 14
+            step(Unary(UnaryOp::Sqrt, 14), dt),           // 15
+            c(1e-8),                                      // 16
+            step(Binary(BinaryOp::Add, 15, 16), dt),      // 17
+            step(Binary(BinaryOp::Div, 6, 17), dt),       // 18
+            c(1e-3),                                      // 19
+            step(Binary(BinaryOp::Mul, 18, 19), dt),      // 20
+            step(Binary(BinaryOp::Sub, 0, 20), dt),       // 21 p'
+            step(Unary(UnaryOp::IsNan, 21), DType::Bool), // 22
+        ],
+        vec![6, 13, 21, 22],
+    )
+    .unwrap()
+}
+
+#[test]
+fn several_results_match_op_by_op_with_and_without_donation() {
+    for dt in [DType::F32, DType::F64] {
+        let kernel = adam_like(dt);
+        assert_eq!(kernel.output_dtypes(), [dt, dt, dt, DType::Bool]);
+        for n in [1, 1000, 100_001] {
+            let l = Layout::contiguous([n]);
+            let ins: Vec<(CpuStorage, Layout)> = (0..4)
+                .map(|k| {
+                    let b = match dt {
+                        DType::F32 => buffer::<f32>(n, k),
+                        _ => buffer::<f64>(n, k),
+                    };
+                    (b, l.clone())
+                })
+                .collect();
+            assert_eq!(check_many(&kernel, &ins, &[n], &[]), [false; 4]);
+            // The moments are updated in place, the parameter too.
+            let reused = check_many(&kernel, &ins, &[n], &[Some(2), Some(3), Some(0), None]);
+            assert_eq!(reused, [true, true, true, false], "{dt} n={n}");
+            // The gradient's buffer (read by every result) may take the parameter's place as well.
+            let reused = check_many(&kernel, &ins, &[n], &[None, None, Some(1), None]);
+            assert_eq!(reused, [false, false, true, false], "{dt} n={n}");
+        }
+    }
+}
+
+#[test]
+fn a_result_computed_before_its_donor_is_read_waits_for_it() {
+    use FusedOp::*;
+    let f = DType::F32;
+    // (2 * in0, 2 * in0 + in1), with in1's buffer donated to the first result, whose step comes before
+    // in1 is read: the first result must stay in a slot until the block's end.
+    let kernel = FusedKernel::with_outputs(
+        vec![
+            step(Input(0), f),
+            step(Constant(Scalar::F64(2.0)), f),
+            step(Binary(BinaryOp::Mul, 0, 1), f),
+            step(Input(1), f),
+            step(Binary(BinaryOp::Add, 2, 3), f),
+        ],
+        vec![2, 4],
+    )
+    .unwrap();
+    assert_eq!(kernel.to_string(), "t2 = in0 * 2; (t2, t2 + in1)");
+    for n in [7, 70_000] {
+        let l = Layout::contiguous([n]);
+        let ins = [(buffer::<f32>(n, 1), l.clone()), (buffer::<f32>(n, 2), l)];
+        assert_eq!(
+            check_many(&kernel, &ins, &[n], &[Some(1), None]),
+            [true, false]
+        );
+        assert_eq!(
+            check_many(&kernel, &ins, &[n], &[Some(0), Some(1)]),
+            [true, true]
+        );
+    }
+    // Results that are an input or a constant are copied out.
+    let kernel = FusedKernel::with_outputs(
+        vec![
+            step(Input(0), f),
+            step(Constant(Scalar::F64(3.0)), f),
+            step(Unary(UnaryOp::Neg, 0), f),
+        ],
+        vec![1, 0, 2],
+    )
+    .unwrap();
+    let l = Layout::contiguous([2, 50_000]).transpose(0, 1).unwrap();
+    let ins = [(buffer::<f32>(100_000, 3), l)];
+    assert_eq!(check_many(&kernel, &ins, &[50_000, 2], &[]), [false; 3]);
+}
+
+#[test]
+fn bad_donations_and_single_result_calls_are_errors() {
+    let cpu = CpuBackend::new();
+    let kernel = adam_like(DType::F32);
+    let l = Layout::contiguous([4]);
+    let ins = || {
+        (0..4)
+            .map(|k| (buffer::<f32>(4, k), &l))
+            .collect::<Vec<_>>()
+    };
+    assert!(cpu.fused_many(&kernel, ins(), &[4], &[Some(0)]).is_err());
+    assert!(
+        cpu.fused_many(&kernel, ins(), &[4], &[Some(0), Some(0), None, None])
+            .is_err()
+    );
+    assert!(
+        cpu.fused_many(&kernel, ins(), &[4], &[Some(4), None, None, None])
+            .is_err()
+    );
+    let err = cpu.fused(&kernel, ins(), &[4], None).unwrap_err();
+    assert!(err.to_string().contains("fused_many"), "{err}");
+    let refs: Vec<(&CpuStorage, &Layout)> = Vec::new();
+    assert!(kernel.evaluate_by_ops(&cpu, &refs, &[4]).is_err());
+}

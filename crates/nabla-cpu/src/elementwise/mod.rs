@@ -23,7 +23,7 @@ mod tests;
 mod tests_cases;
 
 pub(crate) use cast::CastFrom;
-pub(crate) use fused::{fast_dtype, fused};
+pub(crate) use fused::{fast_dtype, fused, fused_many};
 
 use crate::CpuStorage;
 use crate::strided::gather_view;

@@ -2,7 +2,7 @@
 
 use super::config::{config_struct, rule_boilerplate};
 use super::{Optim, ParamState, Rule, check_betas, check_nonneg, ema_sq, l2_decay, lerp};
-use nabla_core::{Backend, FusedBuilder, Result, UnaryOp};
+use nabla_core::{Backend, BinaryOp, Error, FusedBuilder, Result, UnaryOp};
 use nabla_tensor::Tensor;
 
 config_struct! {
@@ -96,8 +96,10 @@ impl Rule for AdamConfig {
         )
     }
 
-    /// PyTorch's Adam/AdamW formulas in three single-pass fused kernels (first moment, second moment,
-    /// parameter), each reading its inputs once instead of one pass per elementary op.
+    /// PyTorch's Adam/AdamW formulas in one fused pass: the kernel reads the parameter, the gradient
+    /// and the moments once and writes the new moments in place (their buffers are donated) and the
+    /// new parameter, with the same elementary operations, in the same order, as PyTorch's
+    /// single-tensor implementation.
     fn update<B: Backend>(
         &self,
         st: &mut ParamState<B>,
@@ -106,80 +108,69 @@ impl Rule for AdamConfig {
     ) -> Result<Tensor<B>> {
         let (beta1, beta2) = self.betas;
         let l2 = self.weight_decay != 0.0 && !self.decoupled_weight_decay;
-        let dtype = p.dtype();
+        let step = st.step as f64;
+        let step_size = self.lr / (1.0 - beta1.powf(step));
+        let bias_correction2_sqrt = (1.0 - beta2.powf(step)).sqrt();
+        let mut k = FusedBuilder::new(p.dtype());
+        let (p_in, g_in, m, v) = (k.input(), k.input(), k.input(), k.input());
         // The gradient, with L2 decay folded in: `g + wd * p`.
-        let grad = |k: &mut FusedBuilder| {
-            let g = k.input();
-            if l2 {
-                let p = k.input();
-                let decay = k.scale(p, self.weight_decay);
-                k.add(g, decay)
-            } else {
-                g
-            }
-        };
-        let with_grad = |state: Tensor<B>| {
-            let mut inputs = vec![state, g.clone()];
-            if l2 {
-                inputs.push(p.clone());
-            }
-            inputs
+        let g_eff = if l2 {
+            let decay = k.scale(p_in, self.weight_decay);
+            k.add(g_in, decay)
+        } else {
+            g_in
         };
         // exp_avg + (1 - beta1) * (g - exp_avg): PyTorch's lerp.
-        let mut k = FusedBuilder::new(dtype);
-        let m = k.input();
-        let g_eff = grad(&mut k);
         let d = k.sub(g_eff, m);
         let d = k.scale(d, 1.0 - beta1);
         let m_new = k.add(m, d);
-        let m_kernel = k.finish(m_new)?;
-        // The moments are updated in place: the state hands over its only handle (donated input 0).
-        let m = st.replace_buffer(
-            "exp_avg",
-            p,
-            || p.zeros_like(),
-            |m| Tensor::fused(&m_kernel, with_grad(m), Some(0)),
-        )?;
         // exp_avg_sq * beta2 + (1 - beta2) * g * g.
-        let mut k = FusedBuilder::new(dtype);
-        let v = k.input();
-        let g_eff = grad(&mut k);
         let v_decayed = k.scale(v, beta2);
         let g2 = k.mul(g_eff, g_eff);
         let g2 = k.scale(g2, 1.0 - beta2);
         let v_new = k.add(v_decayed, g2);
-        let v_kernel = k.finish(v_new)?;
-        let v = st.replace_buffer(
-            "exp_avg_sq",
-            p,
-            || p.zeros_like(),
-            |v| Tensor::fused(&v_kernel, with_grad(v), Some(0)),
-        )?;
-        let second = if self.amsgrad {
-            st.update_buffer("max_exp_avg_sq", &v, |max| max.maximum(&v))?
+        // AMSGrad keeps the running maximum of the second moments.
+        let (second, max_new) = if self.amsgrad {
+            let max = k.input();
+            let max_new = k.binary(BinaryOp::Maximum, max, v_new);
+            (max_new, Some(max_new))
         } else {
-            v
+            (v_new, None)
         };
         // p (decayed by 1 - lr * wd for AdamW) - step_size * m / (sqrt(v) / sqrt(bc2) + eps).
-        let step = st.step as f64;
-        let step_size = self.lr / (1.0 - beta1.powf(step));
-        let bias_correction2_sqrt = (1.0 - beta2.powf(step)).sqrt();
-        let mut k = FusedBuilder::new(dtype);
-        let (p_in, m_in, v_in) = (k.input(), k.input(), k.input());
         let p_base = if self.decoupled_weight_decay && self.weight_decay != 0.0 {
             k.scale(p_in, 1.0 - self.lr * self.weight_decay)
         } else {
             p_in
         };
-        let root = k.unary(UnaryOp::Sqrt, v_in);
+        let root = k.unary(UnaryOp::Sqrt, second);
         let bc2 = k.constant(bias_correction2_sqrt);
         let denom = k.div(root, bc2);
         let denom = k.offset(denom, self.eps);
-        let ratio = k.div(m_in, denom);
+        let ratio = k.div(m_new, denom);
         let delta = k.scale(ratio, step_size);
         let p_new = k.sub(p_base, delta);
-        let p_kernel = k.finish(p_new)?;
-        Tensor::fused(&p_kernel, vec![p.clone(), m, second], None)
+        let mut results = vec![m_new, v_new];
+        results.extend(max_new);
+        results.push(p_new);
+        let kernel = k.finish_many(&results)?;
+        let mut names = vec!["exp_avg", "exp_avg_sq"];
+        if self.amsgrad {
+            names.push("max_exp_avg_sq");
+        }
+        // The state hands over its only handles: the moments are donated to their new values.
+        st.replace_buffers(&names, p, |state| {
+            let moments = state.len();
+            let mut inputs = vec![p.clone(), g.clone()];
+            inputs.extend(state);
+            let mut donate: Vec<Option<usize>> = (0..moments).map(|j| Some(2 + j)).collect();
+            donate.push(None);
+            let mut out = Tensor::fused_many(&kernel, inputs, &donate)?;
+            let p_new = out
+                .pop()
+                .ok_or_else(|| Error::invalid("Adam", "the update kernel returned no parameter"))?;
+            Ok((out, p_new))
+        })
     }
 }
 

@@ -288,38 +288,59 @@ impl<B: Backend> ParamState<B> {
         }
     }
 
-    /// Replaces the tensor named `name` (`init()` when not yet set) by `f` of it, handing `f` the only
-    /// handle the state held, so that `f` may update its buffer in place (a donated fused kernel, say);
-    /// returns the new value, which keeps the buffer's place in the state. `f` receives a tensor
-    /// checked to have `like`'s shape and dtype; if `f` fails, the buffer is dropped from the state.
-    pub(crate) fn replace_buffer(
+    /// Replaces the tensors named in `names` (zeros like `like` when not yet set) by the results of `f`,
+    /// handing `f` the only handles the state held, in order, so that `f` may update their buffers in
+    /// place (a fused kernel donating them, say); `f` returns one new value per name, which take the
+    /// old ones' places in the state, and a result of its own. `f` receives tensors checked to have
+    /// `like`'s shape and dtype; if `f` fails, the buffers are dropped from the state.
+    pub(crate) fn replace_buffers<R>(
         &mut self,
-        name: &str,
+        names: &[&str],
         like: &Tensor<B>,
-        init: impl FnOnce() -> Result<Tensor<B>>,
-        f: impl FnOnce(Tensor<B>) -> Result<Tensor<B>>,
-    ) -> Result<Tensor<B>> {
-        let at = match self.buffers.iter().position(|(n, _)| n == name) {
-            Some(at) => at,
-            None => {
-                self.buffers.push((name.to_string(), init()?));
-                self.buffers.len() - 1
+        f: impl FnOnce(Vec<Tensor<B>>) -> Result<(Vec<Tensor<B>>, R)>,
+    ) -> Result<R> {
+        let mut places = Vec::with_capacity(names.len());
+        for &name in names {
+            let at = match self.buffers.iter().position(|(n, _)| n == name) {
+                Some(at) => at,
+                None => {
+                    self.buffers.push((name.to_string(), like.zeros_like()?));
+                    self.buffers.len() - 1
+                }
+            };
+            let buffer = &self.buffers[at].1;
+            if buffer.shape() != like.shape() || buffer.dtype() != like.dtype() {
+                return Err(Error::shapes("Optimizer::step", buffer.shape(), like.shape())
+                    .with_hint(format!(
+                        "state buffer {name:?} ({:?}) must have its parameter's shape and dtype ({:?})",
+                        buffer.dtype(),
+                        like.dtype()
+                    )));
             }
-        };
-        let old = &self.buffers[at].1;
-        if old.shape() != like.shape() || old.dtype() != like.dtype() {
-            return Err(
-                Error::shapes("Optimizer::step", old.shape(), like.shape()).with_hint(format!(
-                    "state buffer {name:?} ({:?}) must have its parameter's shape and dtype ({:?})",
-                    old.dtype(),
-                    like.dtype()
-                )),
-            );
+            places.push(at);
         }
-        let (name, old) = self.buffers.remove(at);
-        let new = f(old)?;
-        self.buffers.insert(at, (name, new.clone()));
-        Ok(new)
+        // Take the buffers out (from the back, so positions stay valid), keeping their places.
+        let mut order: Vec<usize> = (0..names.len()).collect();
+        order.sort_by_key(|&j| std::cmp::Reverse(places[j]));
+        let mut taken: Vec<Option<(String, Tensor<B>)>> = vec![None; names.len()];
+        for &j in &order {
+            taken[j] = Some(self.buffers.remove(places[j]));
+        }
+        let (keys, tensors): (Vec<String>, Vec<Tensor<B>>) = taken.into_iter().flatten().unzip();
+        let (new, result) = f(tensors)?;
+        if new.len() != names.len() {
+            return Err(Error::invalid(
+                "Optimizer::step",
+                format!("{} new state buffers for {} names", new.len(), names.len()),
+            ));
+        }
+        let mut back: Vec<(usize, (String, Tensor<B>))> =
+            places.into_iter().zip(keys.into_iter().zip(new)).collect();
+        back.sort_by_key(|(at, _)| *at);
+        for (at, entry) in back {
+            self.buffers.insert(at, entry);
+        }
+        Ok(result)
     }
 
     /// Replaces the tensor named `name` (zeros like `like` when not yet set) by `f` of it and returns
