@@ -153,3 +153,50 @@ fn buffers_made_on_other_threads_are_counted() {
     assert_eq!((st.live_bytes, st.allocations), (0, 400));
     assert!(st.peak_bytes >= 100 && st.peak_bytes <= 400);
 }
+
+#[test]
+fn fused_results_written_in_place_inherit_their_donors_records() {
+    use nabla_core::FusedBuilder;
+    let m = tracked();
+    let l = Layout::contiguous([4]);
+    // (a + b, a * b): the sum may reuse a's buffer, the product b's.
+    let mut k = FusedBuilder::new(DType::F32);
+    let (a, b) = (k.input(), k.input());
+    let (sum, product) = (k.add(a, b), k.mul(a, b));
+    let kernel = k.finish_many(&[sum, product]).unwrap();
+    let up = |v: [f32; 4]| m.upload(HostData::F32(v.to_vec())).unwrap();
+    let (a, b) = (up([1.0, 2.0, 3.0, 4.0]), up([2.0; 4]));
+    let before = m.stats();
+    let out = m
+        .fused_many(&kernel, vec![(a, &l), (b, &l)], &[4], &[Some(0), Some(1)])
+        .unwrap();
+    assert_eq!(
+        m.read(&out[0], &l).unwrap(),
+        HostData::F32(vec![3.0, 4.0, 5.0, 6.0])
+    );
+    assert_eq!(
+        m.read(&out[1], &l).unwrap(),
+        HostData::F32(vec![2.0, 4.0, 6.0, 8.0])
+    );
+    // Both results took over their donors' buffers: nothing new was allocated.
+    let after = m.stats();
+    assert_eq!(after.allocations, before.allocations);
+    assert_eq!(after.live_bytes, before.live_bytes);
+    // Without donations, two new buffers are counted and the inputs are freed.
+    let (a, b) = (up([1.0; 4]), up([1.0; 4]));
+    let before = m.stats();
+    let out2 = m
+        .fused_many(&kernel, vec![(a, &l), (b, &l)], &[4], &[])
+        .unwrap();
+    let after = m.stats();
+    assert_eq!(after.allocations, before.allocations + 2);
+    assert_eq!(after.live_bytes, before.live_bytes);
+    // A single-result call of a kernel with two results is an error.
+    let c = up([1.0; 4]);
+    assert!(
+        m.fused(&kernel, vec![(c.clone(), &l), (c, &l)], &[4], None)
+            .is_err()
+    );
+    drop((out, out2));
+    assert_eq!(m.stats().live_bytes, 0);
+}
