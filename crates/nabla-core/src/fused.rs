@@ -294,6 +294,35 @@ impl FusedKernel {
         out.pop().ok_or_else(|| Error::invalid(OP, "no result"))
     }
 
+    /// Checks the `donate` list of a [`crate::Backend::fused_many`] call with `inputs` inputs: empty, or
+    /// one entry per result, each naming an input below `inputs`, no input named twice.
+    pub fn check_donations(&self, donate: &[Option<usize>], inputs: usize) -> Result<()> {
+        let results = self.outputs.len();
+        if !donate.is_empty() && donate.len() != results {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "{} donations were given for a kernel with {results} results",
+                    donate.len()
+                ),
+            ));
+        }
+        for (j, d) in donate.iter().enumerate() {
+            if let Some(k) = *d
+                && (k >= inputs || donate[..j].contains(&Some(k)))
+            {
+                return Err(Error::invalid(
+                    OP,
+                    format!(
+                        "cannot donate input {k} of {inputs} to result {j} (out of range, or \
+                         donated twice)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// An error unless the kernel has exactly one result (what [`crate::Backend::fused`] returns).
     pub fn check_single_output(&self) -> Result<()> {
         if self.outputs.len() == 1 {

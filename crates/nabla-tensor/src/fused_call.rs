@@ -90,29 +90,8 @@ impl<B: Backend> Tensor<B> {
             calls.push((t.dtype(), t.shape()));
         }
         kernel.check_call(&calls, &shape)?;
+        kernel.check_donations(donate, inputs.len())?;
         let results = kernel.outputs().len();
-        if !donate.is_empty() && donate.len() != results {
-            return Err(Error::invalid(
-                OP,
-                format!(
-                    "{} donations were given for a kernel with {results} results",
-                    donate.len()
-                ),
-            ));
-        }
-        for (j, d) in donate.iter().enumerate() {
-            if let Some(k) = *d
-                && (k >= inputs.len() || donate[..j].contains(&Some(k)))
-            {
-                return Err(Error::invalid(
-                    OP,
-                    format!(
-                        "cannot donate input {k} of {} to result {j} (out of range or donated twice)",
-                        inputs.len()
-                    ),
-                ));
-            }
-        }
         let layouts: Vec<_> = inputs.iter().map(|t| t.layout().clone()).collect();
         let storages: Vec<_> = inputs.into_iter().map(Tensor::into_storage).collect();
         let args = storages.into_iter().zip(layouts.iter()).collect();

@@ -82,3 +82,29 @@ fn the_gradient_of_a_transposed_weight_reaches_it_contiguous() {
     // Every row of dw is the column sum of x.
     assert_eq!(dw.to_vec::<f64>().unwrap(), [5.0, 7.0, 9.0].repeat(4));
 }
+
+#[test]
+fn several_results_in_one_pass() {
+    // (sqrt(a) * b, sqrt(a) + b) in one kernel; the second result reuses b's buffer.
+    let mut k = FusedBuilder::new(DType::F64);
+    let (a, b) = (k.input(), k.input());
+    let r = k.unary(UnaryOp::Sqrt, a);
+    let (product, sum) = (k.mul(r, b), k.add(r, b));
+    let kernel = k.finish_many(&[product, sum]).unwrap();
+    let a = t(&[1.0, 4.0, 9.0], &[3]);
+    let b = t(&[2.0, 3.0, 4.0], &[3]);
+    let kept = b.clone();
+    let out = Tensor::fused_many(&kernel, vec![a.clone(), b], &[None, Some(1)]).unwrap();
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0].to_vec::<f64>().unwrap(), vec![2.0, 6.0, 12.0]);
+    assert_eq!(out[1].to_vec::<f64>().unwrap(), vec![3.0, 5.0, 7.0]);
+    // `b` was still shared, so its values are untouched.
+    assert_eq!(kept.to_vec::<f64>().unwrap(), vec![2.0, 3.0, 4.0]);
+    let msg = |r: nabla_core::Result<Vec<T>>| r.expect_err("an error").to_string();
+    let two = || vec![a.clone(), kept.clone()];
+    assert!(msg(Tensor::fused_many(&kernel, two(), &[Some(0)])).contains("2 results"));
+    assert!(msg(Tensor::fused_many(&kernel, two(), &[Some(0), Some(0)])).contains("twice"));
+    // A kernel with two results is not a single-result call.
+    let err = Tensor::fused(&kernel, two(), None).unwrap_err().to_string();
+    assert!(err.contains("fused_many"), "{err}");
+}

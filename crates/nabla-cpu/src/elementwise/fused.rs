@@ -83,7 +83,7 @@ pub(crate) fn fused_many(
     for (s, l) in &inputs {
         s.check_layout(OP, l)?;
     }
-    check_donations(donate, kernel.outputs().len(), inputs.len())?;
+    kernel.check_donations(donate, inputs.len())?;
     match fast_dtype(kernel) {
         Some(DType::F64) => finish::<f64>(kernel, inputs, shape, donate),
         Some(_) => finish::<f32>(kernel, inputs, shape, donate),
@@ -92,35 +92,6 @@ pub(crate) fn fused_many(
             kernel.evaluate_outputs_by_ops(&CpuBackend, &refs, shape)
         }
     }
-}
-
-/// `donate` is empty or has one entry per result, each an input index, none repeated.
-fn check_donations(donate: &[Option<usize>], outputs: usize, inputs: usize) -> Result<()> {
-    if !donate.is_empty() && donate.len() != outputs {
-        return Err(Error::invalid(
-            OP,
-            format!(
-                "{} donations were given for a kernel with {outputs} results",
-                donate.len()
-            ),
-        ));
-    }
-    for (j, d) in donate.iter().enumerate() {
-        let Some(k) = *d else { continue };
-        if k >= inputs {
-            return Err(Error::invalid(
-                OP,
-                format!("result {j} cannot reuse input {k} of {inputs}"),
-            ));
-        }
-        if donate[..j].contains(&Some(k)) {
-            return Err(Error::invalid(
-                OP,
-                format!("input {k} is donated to two results"),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// A kernel input's data: the typed buffer (from the view's first element, when contiguous).

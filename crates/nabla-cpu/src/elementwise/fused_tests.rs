@@ -58,6 +58,20 @@ fn check(kernel: &FusedKernel, inputs: &[(CpuStorage, Layout)], shape: &[usize])
     got
 }
 
+/// `count` contiguous inputs of `n` random `dt` (f32 or f64) values.
+fn contiguous_inputs(dt: DType, count: u64, n: usize) -> Vec<(CpuStorage, Layout)> {
+    let l = Layout::contiguous([n]);
+    (0..count)
+        .map(|k| {
+            let b = match dt {
+                DType::F32 => buffer::<f32>(n, k),
+                _ => buffer::<f64>(n, k),
+            };
+            (b, l.clone())
+        })
+        .collect()
+}
+
 fn step(op: FusedOp, dtype: DType) -> FusedStep {
     FusedStep::new(op, dtype)
 }
@@ -84,17 +98,7 @@ fn chain_matches_op_by_op_at_every_size() {
         let kernel = chain(dt);
         assert_eq!(kernel.to_string(), "tanh(in0 * in1 + 1) * in2");
         for n in [0, 1, 7, 513, 1025, 40_000, 1_000_003] {
-            let l = Layout::contiguous([n]);
-            let ins: Vec<(CpuStorage, Layout)> = (0..3)
-                .map(|k| {
-                    let b = match dt {
-                        DType::F32 => buffer::<f32>(n, k),
-                        _ => buffer::<f64>(n, k),
-                    };
-                    (b, l.clone())
-                })
-                .collect();
-            check(&kernel, &ins, &[n]);
+            check(&kernel, &contiguous_inputs(dt, 3, n), &[n]);
         }
     }
 }
@@ -403,16 +407,7 @@ fn several_results_match_op_by_op_with_and_without_donation() {
         let kernel = adam_like(dt);
         assert_eq!(kernel.output_dtypes(), [dt, dt, dt, DType::Bool]);
         for n in [1, 1000, 100_001] {
-            let l = Layout::contiguous([n]);
-            let ins: Vec<(CpuStorage, Layout)> = (0..4)
-                .map(|k| {
-                    let b = match dt {
-                        DType::F32 => buffer::<f32>(n, k),
-                        _ => buffer::<f64>(n, k),
-                    };
-                    (b, l.clone())
-                })
-                .collect();
+            let ins = contiguous_inputs(dt, 4, n);
             assert_eq!(check_many(&kernel, &ins, &[n], &[]), [false; 4]);
             // The moments are updated in place, the parameter too.
             let reused = check_many(&kernel, &ins, &[n], &[Some(2), Some(3), Some(0), None]);
