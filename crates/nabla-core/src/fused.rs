@@ -86,6 +86,18 @@ pub struct FusedKernel {
     steps: Vec<FusedStep>,
     inputs: Vec<DType>,
     outputs: Vec<usize>,
+    known: Option<KnownKernel>,
+}
+
+/// A computation a [`FusedKernel`] is known to perform, set only by the constructors in this crate
+/// that build its steps (such as [`crate::AdamStep::kernel`]). A backend may run it with a kernel
+/// written for it instead of interpreting the steps, which remain the reference: the native kernel
+/// must give the same results, bit for bit.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum KnownKernel {
+    /// One Adam/AdamW update ([`crate::AdamStep`]).
+    Adam(crate::AdamStep),
 }
 
 const OP: &str = "fused";
@@ -124,6 +136,7 @@ impl FusedKernel {
             steps,
             inputs: Vec::new(),
             outputs,
+            known: None,
         };
         kernel.inputs = kernel.validate()?;
         if kernel.outputs.is_empty() {
@@ -150,6 +163,17 @@ impl FusedKernel {
             }
         }
         Ok(kernel)
+    }
+
+    /// The computation this kernel is known to perform, when a constructor of this crate built it.
+    pub fn known(&self) -> Option<&KnownKernel> {
+        self.known.as_ref()
+    }
+
+    /// Tags the kernel as performing `known` (the caller built its steps to do exactly that).
+    pub(crate) fn with_known(mut self, known: KnownKernel) -> Self {
+        self.known = Some(known);
+        self
     }
 
     /// The steps; a kernel built with [`FusedKernel::new`] returns the last one.

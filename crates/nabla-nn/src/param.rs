@@ -146,6 +146,11 @@ impl<B: Backend> Param<B> {
         self.read().value.shape().to_vec()
     }
 
+    /// Element type of the values.
+    pub fn dtype(&self) -> nabla_core::DType {
+        self.read().value.dtype()
+    }
+
     /// Number of elements.
     pub fn numel(&self) -> usize {
         self.read().value.numel()
@@ -174,6 +179,70 @@ impl<B: Backend> Param<B> {
             value.detach()
         };
         Ok(())
+    }
+
+    /// Replaces the values by `update(values)`, handing `update` the parameter's own handle on them
+    /// (untracked). When no other handle exists (the usual case once `backward` has released the
+    /// graph's saved values), an update kernel that donates its input writes the new values into the
+    /// old buffer: PyTorch's in-place `param.add_(...)` without a second buffer. Otherwise the kernel
+    /// writes a new buffer and the old values stay valid for whoever still holds them.
+    ///
+    /// The result must have the parameter's shape and dtype. Readers wait while the update runs.
+    /// If `update` fails, the error is returned and the parameter's values are lost: they are set to
+    /// NaN, so that the failure cannot pass unnoticed. Check what can be checked (shapes, dtypes,
+    /// devices) before calling this.
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend; use nabla_nn::Param;
+    /// let cpu = CpuBackend::new();
+    /// let w = Param::new(Tensor::from_vec(vec![1.0f32, 2.0], [2], &cpu)?)?;
+    /// w.update_with(|v| v.mul(10.0))?;
+    /// assert_eq!(w.value().to_vec::<f32>()?, vec![10.0, 20.0]);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn update_with(&self, update: impl FnOnce(Tensor<B>) -> Result<Tensor<B>>) -> Result<()> {
+        const OP: &str = "Param::update_with";
+        let mut state = self.write();
+        let (shape, dtype) = (state.value.shape().to_vec(), state.value.dtype());
+        let backend = state.value.backend().clone();
+        // The state gives up its handle for the duration: an empty stand-in holds its place, never
+        // seen by anyone since the write lock is held until a real value is back.
+        let stand_in = Tensor::zeros([0], dtype, &backend)?;
+        let values = std::mem::replace(&mut state.value, stand_in).detach();
+        let checked = update(values).and_then(|new| {
+            if new.shape() != shape.as_slice() {
+                return Err(Error::shapes(OP, new.shape(), &shape)
+                    .with_hint("the new value must have the parameter's shape"));
+            }
+            if new.dtype() != dtype {
+                return Err(Error::DTypeMismatch {
+                    op: OP,
+                    lhs: new.dtype(),
+                    rhs: dtype,
+                });
+            }
+            Ok(new)
+        });
+        let (new, failure) = match checked {
+            Ok(new) => (new, None),
+            Err(e) => (Tensor::full(shape, f64::NAN, dtype, &backend)?, Some(e)),
+        };
+        state.value = if state.trainable {
+            leaf(self.inner.id, &new)?
+        } else {
+            new.detach()
+        };
+        match failure {
+            None => Ok(()),
+            Some(e) => Err(Error::invalid(
+                OP,
+                format!(
+                    "the update of parameter {} failed and its values are lost (set to NaN; \
+                     reload them): {e}",
+                    self.inner.id.0
+                ),
+            )),
+        }
     }
 
     /// `true` when gradients reach this parameter (a parameter that is not frozen).

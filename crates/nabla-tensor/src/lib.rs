@@ -86,8 +86,8 @@ mod trace;
 pub use autograd::{
     AdContext, AdContextBuilder, BackwardOptions, ElementCheck, ExtensionRules, ForwardRule,
     GradCheckOptions, GradCheckReport, Gradients, InputCheck, NoGradGuard, ReverseRule, RuleArgs,
-    check_gradients, check_second_order, grad, grad_n, hessian, hvp, is_grad_enabled, jacfwd,
-    jacrev, jvp, jvp_n, no_grad, value_and_grad, value_and_grad_n, vjp, vjp_n,
+    VarId, check_gradients, check_second_order, grad, grad_n, hessian, hvp, is_grad_enabled,
+    jacfwd, jacrev, jvp, jvp_n, no_grad, value_and_grad, value_and_grad_n, vjp, vjp_n,
 };
 pub use display::PrintOptions;
 pub use index::{IndexOp, Indexer, Slice, s};

@@ -293,8 +293,8 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
             let (x, y) = batch.into_inputs_labels()?;
             let logits = self.model.forward(&x)?;
             let loss = cross_entropy(&logits, &y, &options)?;
-            let grads = loss.backward()?;
-            self.optimizer.step(&grads)?;
+            // Each parameter is updated as soon as its gradient is complete, while it is in cache.
+            self.optimizer.backward_step(&loss)?;
             self.step += 1;
             if let Some((s, SchedulerInterval::Step)) = &mut self.scheduler {
                 s.step(self.optimizer.as_mut())?;

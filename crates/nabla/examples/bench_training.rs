@@ -3,7 +3,7 @@
 //! prints the ratios and peak memory.
 //!
 //! ```sh
-//! cargo run --release -p nabla --example bench_training -- --workload cnn [--steps 20] [--warmup 3] [--profile]
+//! cargo run --release -p nabla --example bench_training -- --workload cnn [--steps 20] [--warmup 3] [--profile] [--separate]
 //! ```
 //!
 //! Workloads (f32, one fixed random batch, class-index labels, mean cross-entropy, Adam lr 1e-3):
@@ -16,6 +16,10 @@
 //! update), and the MiB of freed buffers that the CPU backend keeps cached for reuse. With
 //! `--profile`, also the forward and backward time of each layer alone (on the activations of a real
 //! forward pass, the backward fed a fixed random output gradient), human-readable on stderr.
+//!
+//! The step updates each parameter as soon as its gradient is complete (`Optimizer::backward_step`,
+//! what `nabla train` does), so the backward phase includes the optimizer and the optimizer phase is
+//! zero; `--separate` runs `loss.backward()` and then `opt.step(&grads)` to time them apart.
 
 use nabla::nn::activation::{Flatten, ReLU};
 use nabla::nn::loss::{CrossEntropyOptions, cross_entropy};
@@ -37,6 +41,9 @@ struct Args {
     steps: usize,
     warmup: usize,
     profile: bool,
+    /// Run backward and the optimizer one after the other (`loss.backward()` then `opt.step`)
+    /// instead of fused (`opt.backward_step`), to time them apart.
+    separate: bool,
 }
 
 fn parse_args() -> Result<Args> {
@@ -45,6 +52,7 @@ fn parse_args() -> Result<Args> {
         steps: 20,
         warmup: 3,
         profile: false,
+        separate: false,
     };
     let bad = |msg: String| Error::invalid("bench_training", msg);
     let mut it = std::env::args().skip(1);
@@ -70,10 +78,11 @@ fn parse_args() -> Result<Args> {
             "--steps" => args.steps = count(value()?)?,
             "--warmup" => args.warmup = count(value()?)?,
             "--profile" => args.profile = true,
+            "--separate" => args.separate = true,
             other => {
                 return Err(bad(format!(
                     "unknown argument {other:?}; usage: bench_training [--workload cnn|mlp] \
-                     [--steps N] [--warmup N] [--profile]"
+                     [--steps N] [--warmup N] [--profile] [--separate]"
                 )));
             }
         }
@@ -155,16 +164,21 @@ fn batch(workload: Workload, cpu: &CpuBackend) -> Result<(CpuTensor, CpuTensor)>
     Ok((x, Tensor::from_vec(labels, [n], cpu)?))
 }
 
-/// Seconds of each phase of one training step: `[forward + loss, backward, optimizer]`.
+/// Seconds of each phase of one training step: `[forward + loss, backward, optimizer]`; with the
+/// optimizer fused into backward (not `separate`), the second phase is both and the third is zero.
 fn step(
     model: &Sequential<CpuBackend>,
     opt: &mut Adam<CpuBackend>,
-    x: &CpuTensor,
-    y: &CpuTensor,
+    (x, y): (&CpuTensor, &CpuTensor),
+    separate: bool,
 ) -> Result<[Duration; 3]> {
     let t0 = Instant::now();
     let loss = cross_entropy(&model.forward(x)?, y, &CrossEntropyOptions::default())?;
     let t1 = Instant::now();
+    if !separate {
+        opt.backward_step(&loss)?;
+        return Ok([t1 - t0, t1.elapsed(), Duration::ZERO]);
+    }
     let grads = loss.backward()?;
     let t2 = Instant::now();
     opt.step(&grads)?;
@@ -236,12 +250,12 @@ fn main() -> Result<()> {
     let (x, y) = batch(args.workload, &cpu)?;
     let mut opt = Adam::new(model.parameters(), AdamConfig::default())?;
     for _ in 0..args.warmup {
-        step(&model, &mut opt, &x, &y)?;
+        step(&model, &mut opt, (&x, &y), args.separate)?;
     }
     let mut phases: [Vec<Duration>; 3] = Default::default();
     let mut total = Vec::with_capacity(args.steps);
     for _ in 0..args.steps {
-        let t = step(&model, &mut opt, &x, &y)?;
+        let t = step(&model, &mut opt, (&x, &y), args.separate)?;
         total.push(t.iter().sum());
         for (p, d) in phases.iter_mut().zip(t) {
             p.push(d);
@@ -257,12 +271,15 @@ fn main() -> Result<()> {
     let cached = nabla::cpu::cached_bytes() as f64 / (1 << 20) as f64;
     let best_s = total.iter().min().map_or(0.0, Duration::as_secs_f64);
     let step_s = median_s(total);
+    let phases = if args.separate {
+        format!("backward {:.2}, adam {:.2}", bwd * 1e3, opt_s * 1e3)
+    } else {
+        format!("backward with fused adam {:.2}", bwd * 1e3)
+    };
     eprintln!(
-        "nabla {name}: step {:.2} ms (forward+loss {:.2}, backward {:.2}, adam {:.2}); {} parameters",
+        "nabla {name}: step {:.2} ms (forward+loss {:.2}, {phases}); {} parameters",
         step_s * 1e3,
         fwd * 1e3,
-        bwd * 1e3,
-        opt_s * 1e3,
         model.num_parameters()
     );
     if args.profile {

@@ -17,6 +17,12 @@ fn unsupported<T: Element>(op: B) -> Result<CpuStorage> {
     Err(Error::dtype(op.name(), T::DTYPE))
 }
 
+/// The larger of `x` and `y`, NaN when either is (the `maximum` of real operands).
+#[inline(always)]
+pub(super) fn maximum_real<T: Real>(x: T, y: T) -> T {
+    if x >= y || x.is_nan() { x } else { y }
+}
+
 /// NumPy's floating-point `%`: `fmod`, then moved into the divisor's sign; a zero result takes the sign of
 /// the divisor, and `x % 0` is NaN.
 #[inline]
@@ -97,7 +103,7 @@ macro_rules! real_binary_fn {
         Some($body)
     }};
     ($op:expr, $T:ty, |$f:ident| $body:expr) => {{
-        use $crate::elementwise::binary::rem_real;
+        use $crate::elementwise::binary::{maximum_real, rem_real};
                 use nabla_core::BinaryOp as B;
         match $op {
             B::Add => real_binary_fn!(@arm $T, $f, $body, |x, y| x + y),
@@ -106,11 +112,7 @@ macro_rules! real_binary_fn {
             B::Div => real_binary_fn!(@arm $T, $f, $body, |x, y| x / y),
             B::Rem => real_binary_fn!(@arm $T, $f, $body, |x, y| rem_real(x, y)),
             B::Pow => real_binary_fn!(@arm $T, $f, $body, |x, y| x.powf(y)),
-            B::Maximum => real_binary_fn!(@arm $T, $f, $body, |x, y| if x >= y || x.is_nan() {
-                x
-            } else {
-                y
-            }),
+            B::Maximum => real_binary_fn!(@arm $T, $f, $body, |x, y| maximum_real(x, y)),
             B::Minimum => real_binary_fn!(@arm $T, $f, $body, |x, y| if x <= y || x.is_nan() {
                 x
             } else {

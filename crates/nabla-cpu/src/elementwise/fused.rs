@@ -29,7 +29,9 @@ use super::fused_step::{AnyVal, Dst, Val, Walk, as_uninit, eval, gather, load, m
 use super::traits::Real;
 use crate::strided::{CHUNK, output_vec};
 use crate::{CpuBackend, CpuStorage, PARALLEL_THRESHOLD};
-use nabla_core::{DType, Element, Error, FusedKernel, FusedOp, Layout, Result};
+use nabla_core::{
+    AdamStep, DType, Element, Error, FusedKernel, FusedOp, KnownKernel, Layout, Result,
+};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
@@ -228,6 +230,11 @@ fn finish<T: Real + CastFrom>(
     if n == 0 {
         return Ok(outs.into_iter().map(|o| o.into_storage(0)).collect());
     }
+    if let Some(KnownKernel::Adam(step)) = kernel.known()
+        && native_adam(step, &inputs, &donor, &mut outs, n)
+    {
+        return Ok(outs.into_iter().map(|o| o.into_storage(n)).collect());
+    }
     // Large views whose innermost stride is not -1, 0 or 1 (big transposes) are copied once with the
     // tiled copy: gathering them row by row would touch a cache line (and often a page) per element.
     // Smaller ones are gathered per block, which measured faster than an extra buffer.
@@ -248,6 +255,69 @@ fn finish<T: Real + CastFrom>(
     let plan = Plan::new(kernel, &inputs, &copies, &donor)?;
     plan.drive(outs.iter_mut().map(|o| o.dst(n)).collect())?;
     Ok(outs.into_iter().map(|o| o.into_storage(n)).collect())
+}
+
+/// Runs an Adam kernel ([`AdamStep::kernel`]: inputs `p, g, m, v[, max]`, results `m, v[, max], p`)
+/// with its native loop, in the results' buffers: each takes its input's values first (donated ones
+/// already hold them). Returns `false`, having written nothing the blocked evaluation relies on, when
+/// an input is not a contiguous view of `n` elements or is donated to another result than its own.
+fn native_adam<T: Real>(
+    step: &AdamStep,
+    inputs: &[(CpuStorage, &Layout)],
+    donor: &[Option<usize>],
+    outs: &mut [OutBuf<T>],
+    n: usize,
+) -> bool {
+    let moments = step.num_moments();
+    // (input, result) of each updated buffer: the parameter, then the moments.
+    let pairs: Vec<(usize, usize)> = std::iter::once((0, moments))
+        .chain((0..moments).map(|j| (2 + j, j)))
+        .collect();
+    let contiguous = |k: usize| {
+        let (s, l) = &inputs[k];
+        let r = l.contiguous_range().filter(|r| r.len() == n)?;
+        Some(&s.typed::<T>(OP).ok()?[r])
+    };
+    let Some(grad) = contiguous(1).filter(|_| donor[1].is_none()) else {
+        return false;
+    };
+    if outs.len() != moments + 1
+        || pairs.iter().any(|&(k, j)| {
+            donor[k].is_some_and(|d| d != j)
+                || (donor[k].is_none() && contiguous(k).is_none())
+                || !matches!(outs[j], OutBuf::Real(_))
+        })
+    {
+        return false;
+    }
+    let mut buffers: Vec<Option<&mut [T]>> = outs
+        .iter_mut()
+        .map(|o| match o {
+            OutBuf::Real(v) => Some(v),
+            OutBuf::Bool(_) => None,
+        })
+        .zip(0..)
+        .map(|(v, j)| {
+            let v = v?;
+            if v.len() != n {
+                // A fresh buffer: it starts from the input's values.
+                let k = pairs.iter().find(|&&(_, jj)| jj == j)?.0;
+                v.clear();
+                v.extend_from_slice(contiguous(k)?);
+            }
+            Some(&mut v[..])
+        })
+        .collect();
+    let mut take = |j: usize| buffers[j].take();
+    let (Some(m), Some(v), Some(p)) = (take(0), take(1), take(moments)) else {
+        return false;
+    };
+    let max = if step.amsgrad { take(2) } else { None };
+    if step.amsgrad && max.is_none() {
+        return false;
+    }
+    super::fused_adam::adam_in_place(step, p, grad, m, v, max);
+    true
 }
 
 impl<'a, T: Real + CastFrom> Plan<'a, T> {
@@ -454,8 +524,12 @@ impl<'a, T: Real + CastFrom> Plan<'a, T> {
     /// block.
     fn run_chunk(&self, start: usize, mut outs: Vec<Dst<'_, T>>) -> Result<()> {
         let mut s = Scratch {
-            real: vec![vec![T::ZERO; self.block]; self.slots.0],
-            boolean: vec![vec![false; self.block]; self.slots.1],
+            real: (0..self.slots.0)
+                .map(|i| vec![T::ZERO; self.block + 24 + 40 * i])
+                .collect(),
+            boolean: (0..self.slots.1)
+                .map(|i| vec![false; self.block + 96 + 160 * i])
+                .collect(),
         };
         let total = outs.first().map_or(0, Dst::len);
         let steps = self.kernel.steps();

@@ -488,3 +488,96 @@ fn bad_donations_and_single_result_calls_are_errors() {
     let refs: Vec<(&CpuStorage, &Layout)> = Vec::new();
     assert!(kernel.evaluate_by_ops(&cpu, &refs, &[4]).is_err());
 }
+
+/// Calls of the native Adam loop on this thread so far.
+fn native_adam_runs() -> usize {
+    super::fused_adam::NATIVE_RUNS.with(|runs| runs.get())
+}
+
+#[test]
+fn adam_kernels_run_natively_and_match_op_by_op() {
+    use nabla_core::AdamStep;
+    let base = AdamStep::default();
+    let variants = [
+        base,
+        AdamStep {
+            step: 7,
+            weight_decay: 0.01,
+            ..base
+        },
+        AdamStep {
+            step: 3,
+            weight_decay: 0.1,
+            decoupled_weight_decay: true,
+            ..base
+        },
+        AdamStep {
+            step: 2,
+            amsgrad: true,
+            ..base
+        },
+        AdamStep {
+            step: 5,
+            amsgrad: true,
+            weight_decay: 0.1,
+            decoupled_weight_decay: true,
+            ..base
+        },
+        AdamStep {
+            lr: 0.5,
+            beta1: 0.5,
+            beta2: 0.75,
+            eps: 1e-3,
+            weight_decay: 0.2,
+            step: 4,
+            amsgrad: true,
+            ..base
+        },
+    ];
+    for dt in [DType::F32, DType::F64] {
+        for step in variants {
+            let kernel = step.kernel(dt).unwrap();
+            let moments = step.num_moments();
+            for n in [1, 1000, 100_001] {
+                // p, g and moments in [-2, 2): the second moments may be negative, so some updates
+                // are NaN, which must match too.
+                let mut ins = contiguous_inputs(dt, 2 + moments as u64, n);
+                if n == 1000 {
+                    // Infinities and NaNs in the gradient and the running maximum.
+                    let special = [f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 0.0, -0.0];
+                    for (k, v) in [(1, 0.0), (moments + 1, 0.0)] {
+                        let mut vals = ins[k].0.host().to_f64_vec();
+                        vals[..special.len()].copy_from_slice(&special);
+                        vals[special.len()] = v;
+                        ins[k].0 = match dt {
+                            DType::F32 => CpuStorage::from_vec(
+                                vals.iter().map(|&x| x as f32).collect::<Vec<_>>(),
+                            ),
+                            _ => CpuStorage::from_vec(vals),
+                        };
+                    }
+                }
+                let before = native_adam_runs();
+                assert_eq!(
+                    check_many(&kernel, &ins, &[n], &[]),
+                    vec![false; moments + 1]
+                );
+                let mut donate: Vec<Option<usize>> = (0..moments).map(|j| Some(2 + j)).collect();
+                donate.push(Some(0));
+                let reused = check_many(&kernel, &ins, &[n], &donate);
+                assert_eq!(reused, vec![true; moments + 1], "{dt} {step:?} n={n}");
+                assert_eq!(native_adam_runs(), before + 2, "{dt} {step:?} n={n}");
+            }
+        }
+    }
+    // A broadcast gradient is not contiguous: the blocked evaluation runs it, with the same results.
+    let kernel = base.kernel(DType::F32).unwrap();
+    let mut ins = contiguous_inputs(DType::F32, 4, 64);
+    ins[1] = (
+        buffer::<f32>(1, 9),
+        Layout::contiguous([1]).broadcast_to(&[64]).unwrap(),
+    );
+    let before = native_adam_runs();
+    check_many(&kernel, &ins, &[64], &[Some(2), Some(3), Some(0)]);
+    assert_eq!(native_adam_runs(), before);
+}

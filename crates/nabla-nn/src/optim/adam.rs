@@ -2,7 +2,7 @@
 
 use super::config::{config_struct, rule_boilerplate};
 use super::{Optim, ParamState, Rule, check_betas, check_nonneg, ema_sq, l2_decay, lerp};
-use nabla_core::{Backend, BinaryOp, Error, FusedBuilder, Result, UnaryOp};
+use nabla_core::{AdamStep, Backend, Error, Result};
 use nabla_tensor::Tensor;
 
 config_struct! {
@@ -106,65 +106,38 @@ impl Rule for AdamConfig {
         p: &Tensor<B>,
         g: &Tensor<B>,
     ) -> Result<Tensor<B>> {
-        let (beta1, beta2) = self.betas;
-        let l2 = self.weight_decay != 0.0 && !self.decoupled_weight_decay;
-        let step = st.step as f64;
-        let step_size = self.lr / (1.0 - beta1.powf(step));
-        let bias_correction2_sqrt = (1.0 - beta2.powf(step)).sqrt();
-        let mut k = FusedBuilder::new(p.dtype());
-        let (p_in, g_in, m, v) = (k.input(), k.input(), k.input(), k.input());
-        // The gradient, with L2 decay folded in: `g + wd * p`.
-        let g_eff = if l2 {
-            let decay = k.scale(p_in, self.weight_decay);
-            k.add(g_in, decay)
-        } else {
-            g_in
-        };
-        // exp_avg + (1 - beta1) * (g - exp_avg): PyTorch's lerp.
-        let d = k.sub(g_eff, m);
-        let d = k.scale(d, 1.0 - beta1);
-        let m_new = k.add(m, d);
-        // exp_avg_sq * beta2 + (1 - beta2) * g * g.
-        let v_decayed = k.scale(v, beta2);
-        let g2 = k.mul(g_eff, g_eff);
-        let g2 = k.scale(g2, 1.0 - beta2);
-        let v_new = k.add(v_decayed, g2);
-        // AMSGrad keeps the running maximum of the second moments.
-        let (second, max_new) = if self.amsgrad {
-            let max = k.input();
-            let max_new = k.binary(BinaryOp::Maximum, max, v_new);
-            (max_new, Some(max_new))
-        } else {
-            (v_new, None)
-        };
-        // p (decayed by 1 - lr * wd for AdamW) - step_size * m / (sqrt(v) / sqrt(bc2) + eps).
-        let p_base = if self.decoupled_weight_decay && self.weight_decay != 0.0 {
-            k.scale(p_in, 1.0 - self.lr * self.weight_decay)
-        } else {
-            p_in
-        };
-        let root = k.unary(UnaryOp::Sqrt, second);
-        let bc2 = k.constant(bias_correction2_sqrt);
-        let denom = k.div(root, bc2);
-        let denom = k.offset(denom, self.eps);
-        let ratio = k.div(m_new, denom);
-        let delta = k.scale(ratio, step_size);
-        let p_new = k.sub(p_base, delta);
-        let mut results = vec![m_new, v_new];
-        results.extend(max_new);
-        results.push(p_new);
-        let kernel = k.finish_many(&results)?;
+        self.update_donated(st, p.clone(), g)
+    }
+
+    fn update_donated<B: Backend>(
+        &self,
+        st: &mut ParamState<B>,
+        p: Tensor<B>,
+        g: &Tensor<B>,
+    ) -> Result<Tensor<B>> {
+        let kernel = AdamStep {
+            lr: self.lr,
+            beta1: self.betas.0,
+            beta2: self.betas.1,
+            eps: self.eps,
+            weight_decay: self.weight_decay,
+            decoupled_weight_decay: self.decoupled_weight_decay,
+            amsgrad: self.amsgrad,
+            step: st.step,
+        }
+        .kernel(p.dtype())?;
         let mut names = vec!["exp_avg", "exp_avg_sq"];
         if self.amsgrad {
             names.push("max_exp_avg_sq");
         }
-        // The state hands over its only handles: the moments are donated to their new values.
-        st.replace_buffers(&names, p, |state| {
+        // The state hands over its only handles: the moments are donated to their new values, and
+        // the parameter to its own.
+        st.replace_buffers(&names, p, |p, state| {
             let moments = state.len();
-            let mut inputs = vec![p.clone(), g.clone()];
+            let mut inputs = vec![p, g.clone()];
             inputs.extend(state);
             let mut donate: Vec<Option<usize>> = (0..moments).map(|j| Some(2 + j)).collect();
-            donate.push(None);
+            donate.push(Some(0));
             let mut out = Tensor::fused_many(&kernel, inputs, &donate)?;
             let p_new = out
                 .pop()

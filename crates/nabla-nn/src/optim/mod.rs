@@ -204,6 +204,29 @@ pub trait Optimizer<B: Backend> {
     /// One update from gradients given by parameter identity (after clipping, say).
     fn step_with(&mut self, grads: &GradMap<B>) -> Result<()>;
 
+    /// The backward pass of the scalar `loss` and one update, the same as
+    /// `self.step(&loss.backward()?)`. First-order optimizers ([`Optim`]) fuse the two: each
+    /// parameter is updated as soon as its gradient is complete ([`Tensor::backward_each`]), while
+    /// the gradient is still in cache, and all the gradients are never held at once. Use
+    /// [`Optimizer::step`] when the gradients are needed together (clipping by their global norm,
+    /// accumulation over several batches).
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+    /// # use nabla_nn::{Param, optim::{Optimizer, Sgd, SgdConfig}};
+    /// let cpu = CpuBackend::new();
+    /// let w = Param::new(Tensor::from_vec(vec![1.0f32, -2.0], [2], &cpu)?)?;
+    /// let mut opt = Sgd::new(vec![w.clone()], SgdConfig { lr: 0.5, ..Default::default() })?;
+    /// let loss = w.value().square()?.sum_all()?; // gradient 2w
+    /// opt.backward_step(&loss)?;
+    /// assert_eq!(w.value().to_vec::<f32>()?, vec![0.0, 0.0]);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    fn backward_step(&mut self, loss: &Tensor<B>) -> Result<()> {
+        let grads = loss.backward()?;
+        self.step(&grads)
+    }
+
     /// Adds the gradients of a backward pass to the accumulated ones (for gradient accumulation).
     fn accumulate(&mut self, grads: &Gradients<B>) -> Result<()>;
 
@@ -288,17 +311,19 @@ impl<B: Backend> ParamState<B> {
         }
     }
 
-    /// Replaces the tensors named in `names` (zeros like `like` when not yet set) by the results of `f`,
-    /// handing `f` the only handles the state held, in order, so that `f` may update their buffers in
-    /// place (a fused kernel donating them, say); `f` returns one new value per name, which take the
-    /// old ones' places in the state, and a result of its own. `f` receives tensors checked to have
-    /// `like`'s shape and dtype; if `f` fails, the buffers are dropped from the state.
+    /// Replaces the tensors named in `names` (zeros like the parameter `p` when not yet set) by the
+    /// results of `f`, handing `f` the parameter and the only handles the state held, in order, so
+    /// that `f` may update their buffers in place (a fused kernel donating them, say); `f` returns
+    /// one new value per name, which take the old ones' places in the state, and a result of its
+    /// own. `f` receives tensors checked to have `p`'s shape and dtype; if `f` fails, the buffers are
+    /// dropped from the state.
     pub(crate) fn replace_buffers<R>(
         &mut self,
         names: &[&str],
-        like: &Tensor<B>,
-        f: impl FnOnce(Vec<Tensor<B>>) -> Result<(Vec<Tensor<B>>, R)>,
+        p: Tensor<B>,
+        f: impl FnOnce(Tensor<B>, Vec<Tensor<B>>) -> Result<(Vec<Tensor<B>>, R)>,
     ) -> Result<R> {
+        let like = &p;
         let mut places = Vec::with_capacity(names.len());
         for &name in names {
             let at = match self.buffers.iter().position(|(n, _)| n == name) {
@@ -327,7 +352,7 @@ impl<B: Backend> ParamState<B> {
             taken[j] = Some(self.buffers.remove(places[j]));
         }
         let (keys, tensors): (Vec<String>, Vec<Tensor<B>>) = taken.into_iter().flatten().unzip();
-        let (new, result) = f(tensors)?;
+        let (new, result) = f(p, tensors)?;
         if new.len() != names.len() {
             return Err(Error::invalid(
                 "Optimizer::step",
@@ -407,6 +432,18 @@ pub trait Rule: Clone + std::fmt::Debug + Send + Sync + 'static {
         p: &Tensor<B>,
         g: &Tensor<B>,
     ) -> Result<Tensor<B>>;
+
+    /// [`Rule::update`] given the parameter's own handle `p`, which the optimizer takes out of the
+    /// [`Param`] for the update: a rule whose kernel donates `p` writes the new value into its
+    /// buffer when no other handle exists. The default borrows it for [`Rule::update`].
+    fn update_donated<B: Backend>(
+        &self,
+        state: &mut ParamState<B>,
+        p: Tensor<B>,
+        g: &Tensor<B>,
+    ) -> Result<Tensor<B>> {
+        self.update(state, &p, g)
+    }
 }
 
 /// A first-order optimizer over parameter groups, applying the update [`Rule`] `R`.
@@ -466,6 +503,35 @@ impl<B: Backend, R: Rule> Optim<B, R> {
     }
 }
 
+/// Updates the trainable parameter `p` from its gradient `g` with `config`'s rule, advancing its
+/// state in `states`.
+fn update_param<B: Backend, R: Rule>(
+    config: &R,
+    states: &mut HashMap<ParamId, ParamState<B>>,
+    p: &Param<B>,
+    g: &Tensor<B>,
+) -> Result<()> {
+    const OP: &str = "Optimizer::step";
+    if g.shape() != p.shape().as_slice() {
+        return Err(Error::shapes(OP, g.shape(), &p.shape())
+            .with_hint("a gradient must have its parameter's shape"));
+    }
+    let g = g.detach().cast(p.dtype())?;
+    let g = if config.maximize() { g.neg()? } else { g };
+    // Checked here, before the parameter hands its values over to the update.
+    let (on, from) = (p.data().backend().device(), g.backend().device());
+    if on != from {
+        return Err(Error::DeviceMismatch {
+            op: OP,
+            lhs: on.to_string(),
+            rhs: from.to_string(),
+        });
+    }
+    let state = states.entry(p.id()).or_default();
+    state.step += 1;
+    p.update_with(|value| config.update_donated(state, value, &g))
+}
+
 fn group_config<R: Rule>(options: &OptimOptions, index: usize) -> Result<&R> {
     R::unwrap(options).ok_or_else(|| {
         Error::invalid(
@@ -483,24 +549,32 @@ impl<B: Backend, R: Rule> Optimizer<B> for Optim<B, R> {
         for (gi, group) in self.groups.iter().enumerate() {
             let config: &R = group_config(&group.options, gi)?;
             for p in &group.params {
-                let Some(g) = grads.get(p.id()) else { continue };
-                if !p.is_trainable() {
-                    continue;
+                if let Some(g) = grads.get(p.id())
+                    && p.is_trainable()
+                {
+                    update_param(config, &mut self.state, p, g)?;
                 }
-                if g.shape() != p.shape().as_slice() {
-                    return Err(Error::shapes("Optimizer::step", g.shape(), &p.shape())
-                        .with_hint("a gradient must have its parameter's shape"));
-                }
-                let value = p.data();
-                let g = g.detach().cast(value.dtype())?;
-                let g = if config.maximize() { g.neg()? } else { g };
-                let state = self.state.entry(p.id()).or_default();
-                state.step += 1;
-                let new = config.update(state, &value, &g)?;
-                p.set(new)?;
             }
         }
         Ok(())
+    }
+
+    fn backward_step(&mut self, loss: &Tensor<B>) -> Result<()> {
+        // Each trainable parameter's graph leaf, with its group's rule.
+        let mut by_var = HashMap::new();
+        for (gi, group) in self.groups.iter().enumerate() {
+            let config: &R = group_config(&group.options, gi)?;
+            for p in &group.params {
+                if let Some(id) = p.value().var_id() {
+                    by_var.insert(id, (config, p));
+                }
+            }
+        }
+        let state = &mut self.state;
+        loss.backward_each(|id, g| match by_var.get(&id) {
+            Some(&(config, p)) => update_param(config, state, p, &g),
+            None => Ok(()),
+        })
     }
 
     fn accumulate(&mut self, grads: &Gradients<B>) -> Result<()> {

@@ -21,6 +21,11 @@ pub struct BackwardOptions {
     pub retain_graph: bool,
 }
 
+/// The identity of a tracked tensor's graph node, as [`Tensor::var_id`] gives it and
+/// [`Tensor::backward_each`] reports gradients under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VarId(u64);
+
 /// The gradients a reverse pass produced for the variables it reached, read by tensor handle or by name.
 #[derive(Clone)]
 pub struct Gradients<B: Backend> {
@@ -140,6 +145,51 @@ impl<B: Backend> Tensor<B> {
         Ok(Gradients { by_node, names })
     }
 
+    /// The reverse pass of [`Tensor::backward`] (a scalar output), handing each variable's gradient
+    /// to `each` as soon as it is complete, instead of collecting them: once every op that used the
+    /// variable has run its reverse rule. A consumer can use and drop each gradient while it is
+    /// still in cache and before the rest of the pass runs: an optimizer step fused into the
+    /// backward pass (PyTorch's post-accumulate-grad hooks), which also never holds all gradients at
+    /// once. Variables are identified by [`Tensor::var_id`]. An error from `each` stops the pass
+    /// and is returned.
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+    /// let cpu = CpuBackend::new();
+    /// let x = Tensor::var("x", Tensor::from_vec(vec![3.0f64], [1], &cpu)?)?;
+    /// let w = Tensor::var("w", Tensor::from_vec(vec![2.0f64], [1], &cpu)?)?;
+    /// let y = x.mul(&w)?.sum_all()?;
+    /// let mut seen = Vec::new();
+    /// y.backward_each(|id, grad| {
+    ///     let name = if Some(id) == x.var_id() { "x" } else { "w" };
+    ///     seen.push((name, grad.to_vec::<f64>()?[0]));
+    ///     Ok(())
+    /// })?;
+    /// seen.sort_by(|a, b| a.0.cmp(b.0));
+    /// assert_eq!(seen, vec![("w", 3.0), ("x", 2.0)]);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn backward_each(
+        &self,
+        mut each: impl FnMut(VarId, Tensor<B>) -> Result<()>,
+    ) -> Result<()> {
+        let seed = self.checked_seed("backward", None)?;
+        stream_backward(
+            self,
+            seed,
+            Targets::Leaves,
+            BackwardOptions::default(),
+            None,
+            &mut |node, grad| each(VarId(node.id), grad),
+        )
+    }
+
+    /// The identity under which [`Tensor::backward_each`] reports this tensor's gradient: `Some` for
+    /// a tensor that is tracked (a [`Tensor::var`] or a value computed from one), `None` otherwise.
+    pub fn var_id(&self) -> Option<VarId> {
+        self.node_id().map(VarId)
+    }
+
     /// Validates (or makes, for a one-element output) the cotangent that starts the reverse pass.
     pub(crate) fn checked_seed(
         &self,
@@ -203,8 +253,30 @@ pub(crate) fn run_backward<B: Backend>(
     opts: BackwardOptions,
     ext: Option<&ExtensionRules<B>>,
 ) -> Result<NodeGradients<B>> {
+    let mut results = Vec::new();
+    stream_backward(root, seed, targets, opts, ext, &mut |node, grad| {
+        results.push((node.clone(), grad));
+        Ok(())
+    })?;
+    Ok(results)
+}
+
+/// Receives each target node's complete gradient during [`stream_backward`].
+pub(crate) type GradientSink<'a, B> = dyn FnMut(&Arc<Node<B>>, Tensor<B>) -> Result<()> + 'a;
+
+/// The reverse pass of [`run_backward`], handing each target's gradient to `sink` as soon as it is
+/// complete (once every consumer of the target has run) instead of collecting them. An error from
+/// `sink` stops the pass.
+pub(crate) fn stream_backward<B: Backend>(
+    root: &Tensor<B>,
+    seed: Tensor<B>,
+    targets: Targets<'_>,
+    opts: BackwardOptions,
+    ext: Option<&ExtensionRules<B>>,
+    sink: &mut GradientSink<'_, B>,
+) -> Result<()> {
     let Some(root_node) = root.ad.clone() else {
-        return Ok(Vec::new());
+        return Ok(());
     };
     let is_target = |n: &Node<B>| match targets {
         Targets::Leaves => matches!(n.kind, NodeKind::Leaf { .. }),
@@ -212,7 +284,7 @@ pub(crate) fn run_backward<B: Backend>(
     };
     let graph = Walk::new(&root_node, &is_target);
     if !graph.reaches[0] {
-        return Ok(Vec::new());
+        return Ok(());
     }
     // Consumers still to run before each node's cotangent is complete.
     let mut pending = vec![0usize; graph.nodes.len()];
@@ -230,21 +302,26 @@ pub(crate) fn run_backward<B: Backend>(
     let retain = opts.retain_graph || opts.create_graph;
     let mut cotangents: Vec<Option<Tensor<B>>> = vec![None; graph.nodes.len()];
     cotangents[0] = Some(seed);
-    let mut results = Vec::new();
     let mut ready = vec![0usize];
     // Per node: the slot of each input that needs a gradient, and the same as flags for the rules.
     let (mut needs, mut needed) = (Vec::new(), Vec::new());
     while let Some(i) = ready.pop() {
         let node = &graph.nodes[i];
         let grad = cotangents[i].take();
+        let NodeKind::Op { op, parents, saved } = &node.kind else {
+            // A leaf: nothing is left to add to its gradient.
+            if let Some(g) = grad
+                && is_target(node)
+            {
+                sink(node, g)?;
+            }
+            continue;
+        };
         if let Some(g) = &grad
             && is_target(node)
         {
-            results.push((node.clone(), g.clone()));
+            sink(node, g.clone())?;
         }
-        let NodeKind::Op { op, parents, saved } = &node.kind else {
-            continue;
-        };
         needs.clear();
         needs.extend(parents.iter().map(|p| {
             p.as_ref()
@@ -281,7 +358,7 @@ pub(crate) fn run_backward<B: Backend>(
             }
         }
     }
-    Ok(results)
+    Ok(())
 }
 
 /// `true` when `root` depends on a variable other than the transform inputs `marks`: a value the

@@ -23,7 +23,7 @@ mod op;
 mod rules;
 mod sum_to;
 
-pub use backward::{BackwardOptions, Gradients};
+pub use backward::{BackwardOptions, Gradients, VarId};
 pub use context::{AdContext, AdContextBuilder};
 pub use extension::{ExtensionRules, ForwardRule, ReverseRule, RuleArgs};
 pub use forward::{hessian, hvp, jacfwd, jacrev, jvp, jvp_n};
