@@ -68,11 +68,15 @@ pub trait Module<B: Backend> {
         out
     }
 
-    /// Every trainable parameter, in declaration order.
+    /// Every trainable parameter, in declaration order, once each: a parameter shared by several
+    /// layers (tied weights) is listed where it first appears, as PyTorch's `parameters()` does, so
+    /// an optimizer updates it once.
     fn parameters(&self) -> Vec<Param<B>> {
+        let mut seen = std::collections::HashSet::new();
         self.named_parameters()
             .into_iter()
             .map(|(_, p)| p)
+            .filter(|p| seen.insert(p.id()))
             .collect()
     }
 

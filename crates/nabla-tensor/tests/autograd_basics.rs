@@ -207,3 +207,51 @@ fn a_million_op_chain_runs_backward_without_overflowing_the_stack() {
     assert_eq!(vals(g.get(&x).unwrap()), vec![1_000_001.0]);
     drop(y); // dropping the chain must not recurse either
 }
+
+#[test]
+fn backward_each_hands_over_each_gradient_once_when_complete() {
+    // x and w are each used several times (their gradients gather several contributions); z is a
+    // variable the loss does not depend on.
+    let x = var("x", &[1.0, -2.0, 3.0], &[3]);
+    let w = var("w", &[0.5, 4.0, -1.0], &[3]);
+    let z = var("z", &[7.0], &[1]);
+    let loss = || {
+        let xw = x.mul(&w).unwrap();
+        xw.add(&x.mul(&x).unwrap())
+            .unwrap()
+            .mul(&w)
+            .unwrap()
+            .sum_all()
+            .unwrap()
+    };
+    let want = loss().backward().unwrap();
+    let mut seen = Vec::new();
+    loss()
+        .backward_each(|id, grad| {
+            seen.push((id, vals(&grad)));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    for var in [&x, &w] {
+        let id = var.var_id().unwrap();
+        let got: Vec<_> = seen.iter().filter(|(i, _)| *i == id).collect();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].1, vals(want.get(var).unwrap()));
+    }
+    assert!(seen.iter().all(|(i, _)| Some(*i) != z.var_id()));
+    assert_eq!(t(&[1.0], &[1]).var_id(), None);
+
+    // The first error from the callback stops the pass and comes back.
+    let mut calls = 0;
+    let err = loss()
+        .backward_each(|_, _| {
+            calls += 1;
+            Err(Error::invalid("callback", "stop here"))
+        })
+        .unwrap_err();
+    assert_eq!((calls, err.to_string().contains("stop here")), (1, true));
+    // As `backward`, it needs a one-element output.
+    let err = x.mul(&w).unwrap().backward_each(|_, _| Ok(())).unwrap_err();
+    assert!(err.to_string().contains("one element"), "{err}");
+}

@@ -169,6 +169,41 @@ fn backward_frees_saved_values_as_it_goes() {
     assert_eq!(kept.after.live_bytes, kept.baseline.live_bytes);
 }
 
+#[test]
+fn backward_each_never_holds_all_the_gradients() {
+    let collected = measure(BackwardOptions::default());
+    let mem = Mem::new(CpuBackend::new());
+    let net = mlp(&mem, 7);
+    let loss = forward(&net);
+    mem.reset_peak();
+    let mut count = 0;
+    // Each gradient is dropped as soon as it is handed over, as an optimizer fused into backward does.
+    loss.backward_each(|_, grad| {
+        count += 1;
+        drop(grad);
+        Ok(())
+    })
+    .unwrap();
+    let streamed = mem.stats();
+    println!(
+        "backward peak {:.2} MiB collecting the gradients, {:.2} MiB handing each over",
+        mib(collected.backward.peak_bytes),
+        mib(streamed.peak_bytes),
+    );
+    assert_eq!(count, 2 * LAYERS);
+    // Collecting ends with every gradient held; streaming holds about one layer's at a time, so its
+    // peak is lower by most of the gradients' size.
+    assert!(
+        streamed.peak_bytes + param_bytes() / 2 < collected.backward.peak_bytes,
+        "streamed peak {} bytes, collected {} bytes, gradients {} bytes",
+        streamed.peak_bytes,
+        collected.backward.peak_bytes,
+        param_bytes()
+    );
+    drop(loss);
+    assert_eq!(mem.stats().live_bytes, collected.baseline.live_bytes);
+}
+
 /// A chain of ops whose intermediates are dropped as it goes.
 fn chain(x: &T, steps: usize) -> T {
     let mut y = x.clone();

@@ -8,6 +8,7 @@ mod init;
 mod layers_torch;
 mod losses_torch;
 mod modules;
+mod optim_fused;
 mod optim_torch;
 mod sched_torch;
 mod sequence_torch;
