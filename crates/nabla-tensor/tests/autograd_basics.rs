@@ -217,7 +217,7 @@ fn backward_each_hands_over_each_gradient_once_when_complete() {
     let z = var("z", &[7.0], &[1]);
     let loss = || {
         let xw = x.mul(&w).unwrap();
-        xw.add(&x.mul(&x).unwrap())
+        xw.add(x.mul(&x).unwrap())
             .unwrap()
             .mul(&w)
             .unwrap()
