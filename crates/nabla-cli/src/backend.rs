@@ -18,15 +18,11 @@ pub trait Job {
 /// Sets up the CPU thread pool (data loading uses it on every backend), opens the backend that
 /// `common` asks for and runs `job` on it.
 pub fn dispatch(common: &CommonArgs, job: impl Job) -> Result<()> {
-    if let Some(n) = common.threads {
-        if n == 0 {
-            return Err(Error::invalid("--threads", "needs at least 1 thread"));
-        }
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build_global()
-            .map_err(|e| Error::invalid("--threads", e.to_string()))?;
+    if common.threads == Some(0) {
+        return Err(Error::invalid("--threads", "needs at least 1 thread"));
     }
+    // This (the main) thread joins the pool, so each op starts its parallel work without a hand-over.
+    nabla_cpu::init_thread_pool(common.threads)?;
     match common.backend {
         BackendKind::Cpu => job.run(&CpuBackend::new()),
         BackendKind::Wgpu => run_on_wgpu(job),

@@ -27,11 +27,13 @@ mod simd_math;
 mod sort;
 mod storage;
 mod strided;
+mod thread_pool;
 
 pub use nabla_core::host_pool::{
     MAX_CACHED_BYTES, MIN_POOLED_BYTES, cached_bytes, release_cached_buffers,
 };
 pub use storage::CpuStorage;
+pub use thread_pool::init_thread_pool;
 
 use nabla_core::{
     ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution,

@@ -245,6 +245,8 @@ fn profile(
 
 fn main() -> Result<()> {
     let args = parse_args()?;
+    // As `nabla train` does: this thread joins the CPU thread pool.
+    nabla::cpu::init_thread_pool(None)?;
     let cpu = CpuBackend::new();
     let Named { model, names } = build(args.workload, &cpu)?;
     let (x, y) = batch(args.workload, &cpu)?;
