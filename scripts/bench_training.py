@@ -15,8 +15,9 @@ is nabla's side):
   linear(128->10), batch 64, 1x28x28 input, no padding;
 - mlp: linear(784->512)-relu-linear(512->512)-relu-linear(512->10), batch 128.
 
-A step is forward + loss + backward + Adam update. PyTorch runs eagerly with torch.set_num_threads(2)
-(zero_grad(set_to_none=True), loss.backward(), opt.step()); JAX jits the whole step (value_and_grad
+A step is forward + loss + backward + Adam update. nabla runs it as `nabla train` does
+(opt.backward_step(&loss), with the main thread in the CPU pool). PyTorch runs eagerly with
+torch.set_num_threads(2) (zero_grad(set_to_none=True), loss.backward(), opt.step()); JAX jits the whole step (value_and_grad
 plus a hand-written Adam with PyTorch's formulas) and each step ends with block_until_ready. Each run
 reports the median and the best (minimum) of --steps steps after --warmup steps: on a shared machine the
 best step is the one least disturbed by other processes.
