@@ -160,19 +160,12 @@ impl<B: Backend> Param<B> {
     /// graph leaf: gradients of losses computed before the update no longer refer to it.
     pub fn set(&self, value: Tensor<B>) -> Result<()> {
         let mut state = self.write();
-        if value.shape() != state.value.shape() {
-            return Err(
-                Error::shapes("Param::set", value.shape(), state.value.shape())
-                    .with_hint("the new value must have the parameter's shape"),
-            );
-        }
-        if value.dtype() != state.value.dtype() {
-            return Err(Error::DTypeMismatch {
-                op: "Param::set",
-                lhs: value.dtype(),
-                rhs: state.value.dtype(),
-            });
-        }
+        check_replacement(
+            "Param::set",
+            &value,
+            state.value.shape(),
+            state.value.dtype(),
+        )?;
         state.value = if state.trainable {
             leaf(self.inner.id, &value)?
         } else {
@@ -187,7 +180,8 @@ impl<B: Backend> Param<B> {
     /// old buffer: PyTorch's in-place `param.add_(...)` without a second buffer. Otherwise the kernel
     /// writes a new buffer and the old values stay valid for whoever still holds them.
     ///
-    /// The result must have the parameter's shape and dtype. Readers wait while the update runs.
+    /// The result must have the parameter's shape and dtype. Readers wait while the update runs, so
+    /// `update` must not read this parameter itself (it would wait for ever).
     /// If `update` fails, the error is returned and the parameter's values are lost: they are set to
     /// NaN, so that the failure cannot pass unnoticed. Check what can be checked (shapes, dtypes,
     /// devices) before calling this.
@@ -209,20 +203,8 @@ impl<B: Backend> Param<B> {
         // seen by anyone since the write lock is held until a real value is back.
         let stand_in = Tensor::zeros([0], dtype, &backend)?;
         let values = std::mem::replace(&mut state.value, stand_in).detach();
-        let checked = update(values).and_then(|new| {
-            if new.shape() != shape.as_slice() {
-                return Err(Error::shapes(OP, new.shape(), &shape)
-                    .with_hint("the new value must have the parameter's shape"));
-            }
-            if new.dtype() != dtype {
-                return Err(Error::DTypeMismatch {
-                    op: OP,
-                    lhs: new.dtype(),
-                    rhs: dtype,
-                });
-            }
-            Ok(new)
-        });
+        let checked =
+            update(values).and_then(|new| check_replacement(OP, &new, &shape, dtype).map(|()| new));
         let (new, failure) = match checked {
             Ok(new) => (new, None),
             Err(e) => (Tensor::full(shape, f64::NAN, dtype, &backend)?, Some(e)),
@@ -288,6 +270,27 @@ impl<B: Backend> Param<B> {
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, State<B>> {
         self.inner.state.write().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Fails unless `value` has the parameter's `shape` and `dtype`.
+fn check_replacement<B: Backend>(
+    op: &'static str,
+    value: &Tensor<B>,
+    shape: &[usize],
+    dtype: nabla_core::DType,
+) -> Result<()> {
+    if value.shape() != shape {
+        return Err(Error::shapes(op, value.shape(), shape)
+            .with_hint("the new value must have the parameter's shape"));
+    }
+    if value.dtype() != dtype {
+        return Err(Error::DTypeMismatch {
+            op,
+            lhs: value.dtype(),
+            rhs: dtype,
+        });
+    }
+    Ok(())
 }
 
 /// A graph leaf holding `value`, named after the parameter's identity.
