@@ -276,7 +276,7 @@ fn native_adam<T: Real>(
     let contiguous = |k: usize| {
         let (s, l) = &inputs[k];
         let r = l.contiguous_range().filter(|r| r.len() == n)?;
-        Some(&s.typed::<T>(OP).ok()?[r])
+        s.typed::<T>(OP).ok()?.get(r)
     };
     let Some(grad) = contiguous(1).filter(|_| donor[1].is_none()) else {
         return false;
@@ -290,32 +290,29 @@ fn native_adam<T: Real>(
     {
         return false;
     }
-    let mut buffers: Vec<Option<&mut [T]>> = outs
-        .iter_mut()
-        .map(|o| match o {
-            OutBuf::Real(v) => Some(v),
-            OutBuf::Bool(_) => None,
-        })
-        .zip(0..)
-        .map(|(v, j)| {
-            let v = v?;
-            if v.len() != n {
-                // A fresh buffer: it starts from the input's values.
-                let k = pairs.iter().find(|&&(_, jj)| jj == j)?.0;
-                v.clear();
-                v.extend_from_slice(contiguous(k)?);
-            }
-            Some(&mut v[..])
-        })
-        .collect();
-    let mut take = |j: usize| buffers[j].take();
-    let (Some(m), Some(v), Some(p)) = (take(0), take(1), take(moments)) else {
+    // Fresh buffers start from their input's values; donated ones already hold them.
+    for &(k, j) in pairs.iter().filter(|&&(k, _)| donor[k].is_none()) {
+        if let (OutBuf::Real(v), Some(x)) = (&mut outs[j], contiguous(k)) {
+            v.clear();
+            v.extend_from_slice(x);
+        }
+    }
+    // The results in order: m, v, [max,] p (all checked to be float buffers above).
+    let mut results = outs.iter_mut().map(|o| match o {
+        OutBuf::Real(v) => Some(&mut v[..]),
+        OutBuf::Bool(_) => None,
+    });
+    let (Some(Some(m)), Some(Some(v))) = (results.next(), results.next()) else {
         return false;
     };
-    let max = if step.amsgrad { take(2) } else { None };
-    if step.amsgrad && max.is_none() {
+    let max = if step.amsgrad {
+        results.next().flatten()
+    } else {
+        None
+    };
+    let Some(Some(p)) = results.next() else {
         return false;
-    }
+    };
     super::fused_adam::adam_in_place(step, p, grad, m, v, max);
     true
 }

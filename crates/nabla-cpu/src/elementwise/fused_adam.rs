@@ -73,15 +73,11 @@ pub(super) fn adam_in_place<T: Real>(
     let (l2, decay) = (c.l2_decay.is_some(), c.param_decay.is_some());
     let run = |(p, g, m, v, max): Task<'_, T>| {
         // The options pick a loop compiled without their branches.
-        match (l2, decay, max) {
-            (false, false, None) => update::<T, false, false>(&k, p, g, m, v, None),
-            (true, false, None) => update::<T, true, false>(&k, p, g, m, v, None),
-            (false, true, None) => update::<T, false, true>(&k, p, g, m, v, None),
-            (true, true, None) => update::<T, true, true>(&k, p, g, m, v, None),
-            (false, false, max) => update::<T, false, false>(&k, p, g, m, v, max),
-            (true, false, max) => update::<T, true, false>(&k, p, g, m, v, max),
-            (false, true, max) => update::<T, false, true>(&k, p, g, m, v, max),
-            (true, true, max) => update::<T, true, true>(&k, p, g, m, v, max),
+        match (l2, decay) {
+            (false, false) => update::<T, false, false>(&k, p, g, m, v, max),
+            (true, false) => update::<T, true, false>(&k, p, g, m, v, max),
+            (false, true) => update::<T, false, true>(&k, p, g, m, v, max),
+            (true, true) => update::<T, true, true>(&k, p, g, m, v, max),
         }
     };
     let n = param.len();
