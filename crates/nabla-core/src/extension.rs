@@ -7,13 +7,38 @@
 //! [`crate::Backend::extension`]). On the CPU backend the host kernel is the native kernel and runs on
 //! the tensors' memory without copies.
 //!
-//! Derivative rules are not part of the op: they are registered explicitly with an `AdContext`
-//! (see `nabla_tensor::ExtensionRules`), so a program that never differentiates needs none, and a
-//! missing rule is an error naming the op and the mode rather than a wrong derivative.
+//! Derivative rules are not part of the op (this crate knows nothing about autodiff): a family binds
+//! them when an op is recorded (see `nabla_tensor::ExtensionFamily`), so every transform sees them, and
+//! a missing rule is an error naming the op and the mode rather than a wrong derivative.
+//!
+//! An op's identity is its name plus its parameters: the op type's own `Eq` and `Hash`
+//! ([`OpIdentity`], implemented for every `Hash + Eq` type), never a printed form.
 
 use crate::{DType, HostData, Result};
 use std::any::Any;
 use std::fmt::Debug;
+use std::hash::{Hash, Hasher};
+
+/// The identity of an extension op's parameters, as `Eq` and `Hash` across op types: implemented for
+/// every `Hash + Eq` type, so an op type gets it by deriving those. Two ops are the same function when
+/// they have the same name, the same type and equal values.
+pub trait OpIdentity {
+    /// `true` when `other` is a value of the same type equal to `self`.
+    fn same_params(&self, other: &dyn Any) -> bool;
+    /// Feeds the type and the parameters to `state`.
+    fn hash_params(&self, state: &mut dyn Hasher);
+}
+
+impl<T: Hash + Eq + Any> OpIdentity for T {
+    fn same_params(&self, other: &dyn Any) -> bool {
+        other.downcast_ref::<T>() == Some(self)
+    }
+
+    fn hash_params(&self, mut state: &mut dyn Hasher) {
+        std::any::TypeId::of::<T>().hash(&mut state);
+        self.hash(&mut state);
+    }
+}
 
 /// A contiguous row-major input of a host kernel.
 #[derive(Clone, Copy, Debug)]
@@ -42,7 +67,7 @@ pub struct OutputSpec {
 /// ```
 /// use nabla_core::{DType, Element, Error, ExtensionOp, HostData, HostView, OutputSpec, Result};
 /// /// Row sums of a matrix, as a toy extension.
-/// #[derive(Debug)]
+/// #[derive(Debug, PartialEq, Eq, Hash)]
 /// struct RowSum;
 /// impl ExtensionOp for RowSum {
 ///     fn name(&self) -> &str { "demo.row_sum" }
@@ -63,7 +88,7 @@ pub struct OutputSpec {
 /// assert_eq!(spec.shape, vec![2]);
 /// # Ok::<(), Error>(())
 /// ```
-pub trait ExtensionOp: Debug + Send + Sync + 'static {
+pub trait ExtensionOp: OpIdentity + Debug + Send + Sync + 'static {
     /// The op's name, namespaced by its family (`"linalg.solve"`); rules are registered under it.
     fn name(&self) -> &str;
 
@@ -86,10 +111,16 @@ pub trait ExtensionOp: Debug + Send + Sync + 'static {
     /// The op as [`Any`], so rules can read the parameters of their own op type.
     fn as_any(&self) -> &dyn Any;
 
-    /// `true` when `other` computes the same function (used to merge duplicate nodes of a traced
-    /// program). The default compares names and debug forms, which covers ops whose parameters are
-    /// printed by `Debug`.
+    /// `true` when `other` computes the same function: the same name and equal parameters
+    /// ([`OpIdentity`]). Used to merge duplicate nodes of a traced program.
     fn same_as(&self, other: &dyn ExtensionOp) -> bool {
-        self.name() == other.name() && format!("{self:?}") == format!("{other:?}")
+        self.name() == other.name() && self.same_params(other.as_any())
+    }
+
+    /// Feeds the op's identity (name and parameters) to `state`, consistently with
+    /// [`ExtensionOp::same_as`].
+    fn hash_identity(&self, mut state: &mut dyn Hasher) {
+        self.name().hash(&mut state);
+        self.hash_params(state);
     }
 }

@@ -24,7 +24,7 @@ pub use backend::{Backend, Device};
 pub use dtype::DType;
 pub use element::{Element, HostData};
 pub use error::{Error, Result};
-pub use extension::{ExtensionOp, HostView, OutputSpec};
+pub use extension::{ExtensionOp, HostView, OpIdentity, OutputSpec};
 pub use fused::{FusedKernel, FusedOp, FusedStep, KnownKernel};
 pub use fused_adam::{AdamCoefficients, AdamStep};
 pub use fused_builder::{FusedBuilder, KernelValue};

@@ -99,9 +99,7 @@ fn main() -> Result<()> {
         ops = ops_arg.split(',').collect();
     }
     let cpu = CpuBackend::new();
-    let ad = AdContext::builder()
-        .with_extension_rules(nabla_linalg::rules())
-        .build();
+    let ad = AdContext::new();
     let mut json = Vec::new();
     for op in &ops {
         for dtype in [DType::F32, DType::F64] {

@@ -23,29 +23,32 @@
 //!    `host_kernel` on contiguous host data (see `ops.rs`, `kernels.rs`). The CPU backend runs the
 //!    host kernel on the tensors' memory; other backends run it through a host round trip unless they
 //!    provide a native kernel found with `ExtensionOp::device_kernel`.
-//! 2. **User functions.** Thin functions calling [`Tensor::apply_extension`], generic over the backend,
-//!    so they work eagerly, on traced tensors (they record a program node that
-//!    [`nabla_tensor::GraphExecutor`] runs) and under autodiff (they record a graph node).
-//! 3. **Rules.** A function returning [`nabla_tensor::ExtensionRules`] with a forward and a reverse rule
-//!    per op, written in differentiable tensor ops (here they call the family's own ops, so derivatives
-//!    of every order exist). Users register it explicitly; there is no global registry:
+//! 2. **User functions.** Thin functions calling [`Tensor::apply_family_op`] with the family type
+//!    ([`Linalg`]), generic over the backend, so they work eagerly, on traced tensors (they record a
+//!    program node that [`nabla_tensor::GraphExecutor`] runs) and under autodiff (they record a graph
+//!    node with the family's rules bound).
+//! 3. **Rules.** An [`nabla_tensor::ExtensionFamily`] whose `rules` returns a forward and a reverse
+//!    rule per op, written in differentiable tensor ops (here they call the family's own ops, so
+//!    derivatives of every order exist). They travel with each recorded op, so every transform
+//!    (`backward`, `grad`, `jvp`, `hessian`, `jacrev`, an `AdContext`) differentiates the family with no
+//!    setup; an `AdContext` may override them:
 //!
 //! ```
 //! use nabla_tensor::{AdContext, Tensor};
 //! use nabla_cpu::CpuBackend;
 //! let cpu = CpuBackend::new();
-//! let ad = AdContext::builder().with_extension_rules(nabla_linalg::rules()).build();
 //! let a = Tensor::var("a", Tensor::from_vec(vec![2.0f64, 1.0, 1.0, 3.0], [2, 2], &cpu)?)?;
 //! let l = nabla_linalg::logabsdet(&a)?; // log 5
 //! assert!((l.item::<f64>()? - 5f64.ln()).abs() < 1e-12);
-//! let g = ad.grad(&l, &a)?; // A⁻ᵀ
-//! let want = [0.6, -0.2, -0.2, 0.4];
-//! for (x, w) in g.to_vec::<f64>()?.iter().zip(want) {
-//!     assert!((x - w).abs() < 1e-12);
+//! let want = [0.6, -0.2, -0.2, 0.4]; // A⁻ᵀ
+//! let h = AdContext::new().grad(&l, &a)?.to_vec::<f64>()?; // keeps the graph
+//! let g = l.backward()?.get(&a).unwrap().to_vec::<f64>()?; // frees it
+//! for ((x, y), w) in g.iter().zip(&h).zip(want) {
+//!     assert!((x - w).abs() < 1e-12 && (y - w).abs() < 1e-12);
 //! }
-//! // Without the family's rules, the derivative is an error naming the op and the mode.
-//! let err = AdContext::new().grad(&l, &a).unwrap_err();
-//! assert!(err.to_string().contains("linalg.logabsdet") && err.to_string().contains("reverse"));
+//! // The second derivative exists too: d²/da00² log|det A| = -(A⁻¹)00².
+//! let d2 = nabla_tensor::hessian(|a: &Tensor<CpuBackend>| nabla_linalg::logabsdet(a))(&a.detach())?;
+//! assert!((d2.to_vec::<f64>()?[0] + 0.36).abs() < 1e-12);
 //! # Ok::<(), nabla_core::Error>(())
 //! ```
 #![warn(missing_docs)]
@@ -58,7 +61,7 @@ mod rules;
 mod spectral;
 
 pub use ops::{Inverse, LogAbsDet, Solve};
-pub use rules::rules;
+pub use rules::{Linalg, rules};
 
 use nabla_core::{Backend, Result};
 use nabla_tensor::Tensor;
@@ -76,7 +79,7 @@ use std::sync::Arc;
 /// ```
 pub fn solve<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>> {
     // The op validates the shapes; its output also holds A's factors, kept for the derivatives.
-    let packed = Tensor::apply_extension(Arc::new(Solve), &[a, b])?;
+    let packed = Tensor::apply_family_op::<crate::Linalg>(Arc::new(Solve), &[a, b])?;
     ops::solve_packing(b.shape())
         .unpack(&packed)?
         .into_iter()
@@ -86,12 +89,12 @@ pub fn solve<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>> {
 
 /// `A⁻¹` for `a` of shape `[..., n, n]`.
 pub fn inv<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
-    Tensor::apply_extension(Arc::new(Inverse), &[a])
+    Tensor::apply_family_op::<crate::Linalg>(Arc::new(Inverse), &[a])
 }
 
 /// `log |det A|` for `a` of shape `[..., n, n]`, of shape `[...]`.
 pub fn logabsdet<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
-    Tensor::apply_extension(Arc::new(LogAbsDet), &[a])
+    Tensor::apply_family_op::<crate::Linalg>(Arc::new(LogAbsDet), &[a])
 }
 
 // --- factor ops ---

@@ -10,26 +10,26 @@ use std::any::Any;
 /// Its output is packed per matrix as `[..., n k + n² + n]`: `X` (row-major), then the LU factors
 /// of `Aᵀ` (column-major) and their row permutation, which the derivative rules reuse instead of
 /// factoring `A` again; [`crate::solve`] returns the view of `X`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Solve;
 
 /// `op(A)⁻¹ B` (`op(A) = Aᵀ` when `transpose`) from `A`'s factors saved by [`Solve`]: inputs `A`
 /// `[..., n, n]` (whose values are not read: it is an input for the derivatives), the factors
 /// `[..., n² + n]` and `B` `[..., n, k]`. The result does not depend on the factors as long as they
 /// are `A`'s, so the rules give them no derivative.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct LuSolve {
     /// Solve with `Aᵀ` (else `A`).
     pub(crate) transpose: bool,
 }
 
 /// `A⁻¹` for `A` of shape `[..., n, n]`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Inverse;
 
 /// `log |det A|` for `A` of shape `[..., n, n]`; the output has the batch shape `[...]` and the real
 /// counterpart of `A`'s dtype.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct LogAbsDet;
 
 /// Op names, under which the rules are registered.

@@ -22,7 +22,7 @@ use crate::common::{Packing, batch_shape};
 use crate::inv;
 use crate::ops::{INVERSE, LOGABSDET, LU_SOLVE, LuSolve, SOLVE, solve_packing};
 use nabla_core::{Backend, Error, Result};
-use nabla_tensor::{ExtensionRules, RuleArgs, Tensor};
+use nabla_tensor::{ExtensionFamily, ExtensionRules, RuleArgs, Tensor};
 use std::sync::Arc;
 
 /// `x` with two trailing unit axes, to broadcast a batch of scalars against a batch of matrices.
@@ -48,7 +48,7 @@ fn lu_solve<B: Backend>(
     b: &Tensor<B>,
     transpose: bool,
 ) -> Result<Tensor<B>> {
-    Tensor::apply_extension(Arc::new(LuSolve { transpose }), &[a, factors, b])
+    Tensor::apply_family_op::<crate::Linalg>(Arc::new(LuSolve { transpose }), &[a, factors, b])
 }
 
 /// The packing of a solve's output, `X` and `A`'s factors (views of it).
@@ -190,8 +190,22 @@ fn logabsdet_forward<B: Backend>(
     }))
 }
 
+/// The linear-algebra extension family: every op of this crate is recorded with its rules bound, so
+/// `backward`, `grad`, `jvp`, `hessian`, `jacrev` and every other transform differentiate it with no
+/// setup, eager and traced.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Linalg;
+
+impl ExtensionFamily for Linalg {
+    fn rules<B: Backend>() -> ExtensionRules<B> {
+        rules()
+    }
+}
+
 /// The forward and reverse rules of the family's ops (`linalg.solve`, `linalg.lu_solve`,
-/// `linalg.inv`, `linalg.logabsdet` and the factorisation and spectral ops), for registration with [`nabla_tensor::AdContextBuilder::with_extension_rules`].
+/// `linalg.inv`, `linalg.logabsdet` and the factorisation and spectral ops). They are bound to each op
+/// when it is recorded ([`Linalg`]); this set is also a starting point for
+/// [`nabla_tensor::AdContextBuilder::with_extension_rules`] overrides.
 pub fn rules<B: Backend>() -> ExtensionRules<B> {
     let core = ExtensionRules::new()
         .reverse(SOLVE, solve_reverse::<B>)

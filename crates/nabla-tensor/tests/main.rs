@@ -1,5 +1,6 @@
 //! The integration tests of nabla-tensor, one test binary with a module per area (the API, autodiff
-//! rules in both modes, traced programs and the compiler, composites, complex numbers, JAX fixtures).
+//! rules in both modes, extension ops of a user family, traced programs and the compiler, composites,
+//! complex numbers, JAX fixtures).
 
 mod api;
 mod autograd_basics;
@@ -11,6 +12,7 @@ mod compiler_support;
 mod complex_autodiff;
 mod composites;
 mod errors;
+mod extension_ops;
 mod forward_mode;
 mod fused_kernels;
 mod jax_fixtures;

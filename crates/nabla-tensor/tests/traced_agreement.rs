@@ -108,7 +108,7 @@ fn derivs<B: Backend>(
     w: &Tensor<B>,
     vs: &[Tensor<B>],
 ) -> Result<Vec<Tensor<B>>> {
-    let ad = AdContext::<B>::new();
+    let ad = AdContext::new();
     let y = f(xs)?;
     let float: Vec<&Tensor<B>> = xs
         .iter()

@@ -130,9 +130,7 @@ fn put(json: &mut Vec<String>, key: &str, value: impl std::fmt::Display) {
 
 fn mlp_eager(repeats: usize, cpu: &CpuBackend, json: &mut Vec<String>) -> Result<()> {
     let (params, x, labels) = mlp_inputs(cpu)?;
-    let ad = AdContext::<CpuBackend>::builder()
-        .create_graph(false)
-        .build();
+    let ad = AdContext::builder().create_graph(false).build();
     let secs = time(repeats, || {
         let vars = params
             .iter()
@@ -237,9 +235,7 @@ fn gram_compiled(repeats: usize, cpu: &CpuBackend, json: &mut Vec<String>) -> Re
 
 fn gram_eager(repeats: usize, cpu: &CpuBackend, json: &mut Vec<String>) -> Result<()> {
     let (x, v) = gram_inputs(cpu)?;
-    let ad = AdContext::<CpuBackend>::builder()
-        .create_graph(false)
-        .build();
+    let ad = AdContext::builder().create_graph(false).build();
     let grad_s = time(repeats, || {
         let xv = Tensor::var("x", x.clone())?;
         std::hint::black_box(ad.grad(&gram(&xv)?, &xv)?);

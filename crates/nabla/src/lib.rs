@@ -44,7 +44,8 @@ pub mod scalar {
     pub use nabla_scalar::*;
 }
 pub use nabla_tensor::{
-    AdContext, AdContextBuilder, CompileReport, ExtensionRules, GraphCompiler, GraphExecutor,
+    AdContext, AdContextBuilder, CompileReport, ExtensionFamily, ExtensionRules, GraphCompiler,
+    GraphExecutor,
     IntoProgram, Pass, Program, RuleArgs, RunStats, TracedTensor, TracingBackend,
 };
 pub use nabla_tensor::{

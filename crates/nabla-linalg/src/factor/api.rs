@@ -23,7 +23,7 @@ fn unpacked<B: Backend, const N: usize>(
         [.., m, n] => (*m, *n),
         _ => (0, 0),
     };
-    let packed = Tensor::apply_extension(op, &[a])?;
+    let packed = Tensor::apply_family_op::<crate::Linalg>(op, &[a])?;
     let parts = packing(m, n).unpack(&packed)?;
     <[Tensor<B>; N]>::try_from(parts)
         .map_err(|_| Error::invalid("linalg", format!("{name}: unexpected number of results")))
@@ -51,12 +51,12 @@ pub fn cholesky<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
         [.., m, n] if m == n => a.add(&h(a)?)?.mul(0.5)?,
         _ => a.clone(),
     };
-    Tensor::apply_extension(Arc::new(Cholesky), &[&sym])
+    Tensor::apply_family_op::<crate::Linalg>(Arc::new(Cholesky), &[&sym])
 }
 
 /// Options of [`triangular_solve`]: which triangle of `A` is read, on which side it multiplies the
 /// unknown, and whether it is taken as unit-diagonal or (conjugate-)transposed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Triangular {
     /// `A` is lower (else upper) triangular. Default `true`.
     pub lower: bool,
@@ -123,7 +123,7 @@ pub fn triangular_solve<B: Backend>(
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 pub fn det<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
-    Tensor::apply_extension(Arc::new(Det), &[a])
+    Tensor::apply_family_op::<crate::Linalg>(Arc::new(Det), &[a])
 }
 
 /// `(sign, log |det A|)` for `a` `[..., n, n]`, each of shape `[...]`: `det A = sign · exp(logabsdet)`.

@@ -7,13 +7,13 @@ use nabla_core::{DType, OutputSpec, Result};
 
 /// The Cholesky factor `L` (lower triangular, `A = L Lᴴ`) of Hermitian positive definite matrices
 /// `[..., n, n]`; only the lower triangle of `A` is read.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Cholesky;
 
 /// `X = op(T)⁻¹ B` for the triangle `T` of `A` of shape `[..., n, n]` and `B` of shape `[..., n, k]`;
 /// only the triangle of `A` named by `lower` is read, and not its diagonal when `unit_diagonal`
 /// (taken as ones). `op(T) = Tᵀ` when `transpose` (else `T`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TriangularSolve {
     /// `A` is lower (else upper) triangular.
     pub lower: bool,
@@ -54,24 +54,24 @@ impl TriangularSolve {
 }
 
 /// `det A` for `A` of shape `[..., n, n]`; the output has the batch shape `[...]`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Det;
 
 /// `(sign, log |det A|)` packed as `[..., 2]` for `A` of shape `[..., n, n]`, in `A`'s dtype; the sign
 /// is `±1` (the phase `det A / |det A|` for complex `A`), and `(0, -inf)` for a singular matrix.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SlogDet;
 
 /// The LU factorisation with partial pivoting `A = P L U` of `A` `[..., m, n]`, `k = min(m, n)`:
 /// the permutation matrix `P` `[m, m]`, unit lower `L` `[m, k]` and upper `U` `[k, n]` packed per
 /// matrix as `[..., m² + m k + k n]` in `A`'s dtype.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Lu;
 
 /// The QR factorisation `A = Q R` of `A` `[..., m, n]`, `k = min(m, n)`: reduced (`Q` `[m, k]`, `R`
 /// `[k, n]`) or, when `full`, complete (`Q` `[m, m]`, `R` `[m, n]`), packed per matrix as
 /// `[..., |Q| + |R|]`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Qr {
     /// Complete (square `Q`) rather than reduced factorisation.
     pub full: bool,

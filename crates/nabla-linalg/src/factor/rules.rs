@@ -24,7 +24,7 @@ pub(crate) fn tri_solve<B: Backend>(
     b: &Tensor<B>,
     op: TriangularSolve,
 ) -> Result<Tensor<B>> {
-    Tensor::apply_extension(Arc::new(op), &[a, b])
+    Tensor::apply_family_op::<crate::Linalg>(Arc::new(op), &[a, b])
 }
 
 /// `B op(T)⁻¹` for the triangle `T` of `A`: `(op(T)⁻ᵀ Bᵀ)ᵀ`.

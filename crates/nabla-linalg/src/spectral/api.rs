@@ -48,7 +48,7 @@ fn take<B: Backend, const N: usize>(
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 pub fn eigh<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)> {
-    let packed = Tensor::apply_extension(Arc::new(Eigh), &[a])?;
+    let packed = Tensor::apply_family_op::<crate::Linalg>(Arc::new(Eigh), &[a])?;
     let [w, v] = take("linalg.eigh", eigh_packing(a.dim(-1)?).unpack(&packed)?)?;
     Ok((real_values(w)?, v))
 }
@@ -76,7 +76,7 @@ pub fn svd<B: Backend>(
     a: &Tensor<B>,
     full_matrices: bool,
 ) -> Result<(Tensor<B>, Tensor<B>, Tensor<B>)> {
-    let packed = Tensor::apply_extension(Arc::new(Svd { full_matrices }), &[a])?;
+    let packed = Tensor::apply_family_op::<crate::Linalg>(Arc::new(Svd { full_matrices }), &[a])?;
     let (_, m, n) = split_shape(a.shape());
     let [u, s, vh] = take(
         "linalg.svd",
@@ -89,7 +89,7 @@ pub fn svd<B: Backend>(
 /// cheaper than [`svd`] and with simpler derivatives (`ds = real(diag(Uᴴ dA V))`; the rules recompute
 /// the singular vectors).
 pub fn svdvals<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
-    Tensor::apply_extension(Arc::new(SvdVals), &[a])
+    Tensor::apply_family_op::<crate::Linalg>(Arc::new(SvdVals), &[a])
 }
 
 /// The matrix exponential `exp(A) = Σ Aᵏ/k!` of `a` `[..., n, n]` (Padé approximant with scaling and
@@ -105,7 +105,7 @@ pub fn svdvals<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 pub fn matrix_exp<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
-    Tensor::apply_extension(Arc::new(MatrixExp), &[a])
+    Tensor::apply_family_op::<crate::Linalg>(Arc::new(MatrixExp), &[a])
 }
 
 /// The eigenvalues `[..., n]` of general (not necessarily symmetric) matrices `a` `[..., n, n]`,
@@ -121,7 +121,7 @@ pub fn eigvals<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
     untracked(
         "linalg.eigvals",
         a,
-        Tensor::apply_extension(Arc::new(EigVals), &[a])?,
+        Tensor::apply_family_op::<crate::Linalg>(Arc::new(EigVals), &[a])?,
     )
 }
 
@@ -135,7 +135,7 @@ pub fn eig<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)> {
     let packed = untracked(
         "linalg.eig",
         a,
-        Tensor::apply_extension(Arc::new(Eig), &[a])?,
+        Tensor::apply_family_op::<crate::Linalg>(Arc::new(Eig), &[a])?,
     )?;
     let [w, v] = take("linalg.eig", eigh_packing(a.dim(-1)?).unpack(&packed)?)?;
     Ok((w, v))
@@ -195,7 +195,7 @@ pub fn pinv<B: Backend>(a: &Tensor<B>, rcond: Option<f64>) -> Result<Tensor<B>> 
 }
 
 /// Which matrix norm [`matrix_norm`] computes (NumPy's `ord`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NormOrd {
     /// Frobenius: `sqrt(Σ |aᵢⱼ|²)` (`"fro"`).
     Fro,

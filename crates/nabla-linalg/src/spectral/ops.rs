@@ -15,33 +15,33 @@ pub(crate) const EIG: &str = "linalg.eig";
 /// Eigenvalues (ascending) and eigenvectors of Hermitian matrices `[..., n, n]`, reading the lower
 /// triangle; output packed `[..., n + n²]` per matrix as `[w, V]` (`w` real, stored in the input's
 /// dtype).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Eigh;
 
 /// The SVD `A = U diag(S) Vh` of `[..., m, n]` matrices, packed per matrix as `[U, S, Vh]`: with
 /// `k = min(m, n)`, `U` is `m x k` and `Vh` `k x n` (reduced), or `m x m` and `n x n` (full).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Svd {
     /// Square `U` and `Vh` (`m x m`, `n x n`) instead of the reduced `m x k`, `k x n`.
     pub full_matrices: bool,
 }
 
 /// The singular values (descending) of `[..., m, n]` matrices: `[..., min(m, n)]`, in the real dtype.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SvdVals;
 
 /// The matrix exponential of `[..., n, n]` matrices.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct MatrixExp;
 
 /// The eigenvalues of general `[..., n, n]` matrices: `[..., n]` in the complex dtype (`complex64`
 /// for `f32` and `complex64` input, `complex128` for `f64` and `complex128`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct EigVals;
 
 /// Eigenvalues and right eigenvectors of general `[..., n, n]` matrices, packed `[..., n + n²]` per
 /// matrix as `[w, V]` in the complex dtype; the columns of `V` have unit 2-norm.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Eig;
 
 /// The single input of a one-input op, checked to be a batch of float or complex matrices.

@@ -184,38 +184,68 @@ fn forward_and_reverse_rules_satisfy_the_adjoint_identity() {
 }
 
 #[test]
-fn a_missing_rule_is_an_error_naming_op_and_mode() {
+fn rules_travel_with_the_op_and_a_context_overrides_them() {
     let a = Tensor::var("a", matrices(1, &[3, 3])).unwrap();
     let y = nabla_linalg::logabsdet(&a).unwrap();
-    let core_only = AdContext::new();
-    let err = core_only.grad(&y, &a).unwrap_err().to_string();
-    assert!(
-        err.contains("'linalg.logabsdet'") && err.contains("reverse-mode"),
-        "{err}"
-    );
+    let want = values(&nabla_linalg::inv(&a.detach()).unwrap().t().unwrap());
+    // A default context and plain backward (on its own copy of the graph) see the bound rules.
+    let g = AdContext::new().grad(&y, &a).unwrap();
+    assert_real_close(&values(&g), &want, 1e-12, "grad");
+    let fresh = nabla_linalg::logabsdet(&a).unwrap();
+    let g2 = fresh.backward().unwrap().get(&a).unwrap().clone();
+    assert_real_close(&values(&g2), &want, 1e-12, "backward of logabsdet");
     let v = tensor(2, &[3, 3]);
-    let err = core_only.jvp(&y, &a, &v).unwrap_err().to_string();
-    assert!(
-        err.contains("'linalg.logabsdet'") && err.contains("forward-mode"),
-        "{err}"
-    );
-    // Plain backward() has no extension rules either, and says how to get them.
-    let err = y.backward().unwrap_err().to_string();
-    assert!(
-        err.contains("AdContext::builder().with_extension_rules"),
-        "{err}"
-    );
-    // A context holding only other rules still names the op and the mode.
-    let partial = AdContext::builder()
+    let jv = AdContext::new()
+        .jvp(&y, &a, &v)
+        .unwrap()
+        .item::<f64>()
+        .unwrap();
+    let inner: f64 = g.mul(&v).unwrap().sum_all().unwrap().item().unwrap();
+    assert!((jv - inner).abs() < 1e-12, "jvp {jv} vs <grad, v> {inner}");
+
+    // An override replaces the reverse rule for this context only; the forward rule stays bound.
+    let zeroing = AdContext::builder()
         .with_extension_rules(
-            nabla_tensor::ExtensionRules::new()
-                .reverse("linalg.solve", |_, g, _| Ok(vec![Some(g.clone())])),
+            nabla_tensor::ExtensionRules::<CpuBackend>::new()
+                .reverse("linalg.logabsdet", |args, _, _| {
+                    Ok(vec![Some(args.inputs[0].zeros_like()?)])
+                }),
         )
         .build();
-    let err = partial.jvp(&y, &a, &v).unwrap_err().to_string();
+    assert_eq!(values(&zeroing.grad(&y, &a).unwrap()), vec![0.0; 9]);
+    let jv2 = zeroing.jvp(&y, &a, &v).unwrap().item::<f64>().unwrap();
+    assert!((jv2 - jv).abs() < 1e-15);
+    assert_real_close(
+        &values(&AdContext::new().grad(&y, &a).unwrap()),
+        &want,
+        1e-12,
+        "other contexts",
+    );
+
+    // An op applied without its family has no rules: an error naming the op, the mode and the fix.
+    let bare =
+        Tensor::apply_extension(std::sync::Arc::new(nabla_linalg::LogAbsDet), &[&a]).unwrap();
+    let err = bare.backward().unwrap_err().to_string();
+    assert!(
+        err.contains("'linalg.logabsdet'")
+            && err.contains("reverse-mode")
+            && err.contains("apply_family_op"),
+        "{err}"
+    );
+    let err = AdContext::new().jvp(&bare, &a, &v).unwrap_err().to_string();
     assert!(
         err.contains("'linalg.logabsdet'") && err.contains("forward-mode"),
         "{err}"
+    );
+    // ... which a context's override can supply.
+    let supplied = AdContext::builder()
+        .with_extension_rules(nabla_linalg::rules::<CpuBackend>())
+        .build();
+    assert_real_close(
+        &values(&supplied.grad(&bare, &a).unwrap()),
+        &want,
+        1e-12,
+        "override",
     );
 }
 
@@ -224,9 +254,7 @@ fn traced_programs_run_the_family_and_its_derivatives() {
     let tb = TracingBackend::new();
     let a = tb.placeholder([3, 3], DType::F64).unwrap();
     let b = tb.placeholder([3, 2], DType::F64).unwrap();
-    let ad = AdContext::builder()
-        .with_extension_rules(nabla_linalg::rules())
-        .build();
+    let ad = AdContext::new();
     let loss = nabla_linalg::solve(&a, &b)
         .unwrap()
         .tanh()

@@ -1,26 +1,32 @@
-//! [`AdContext`]: graph-level transforms (`grad`, `vjp`, `jvp`, `hvp`) with an explicit rule set.
+//! [`AdContext`]: graph-level transforms (`grad`, `vjp`, `jvp`, `hvp`) with options and rule overrides.
 
 use super::backward::{BackwardOptions, Targets, run_backward};
 use super::extension::ExtensionRules;
 use super::forward::push_forward;
 use crate::Tensor;
 use nabla_core::{Backend, Error, Result};
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
 
 /// Differentiates computed graphs (eager tensors, or traced ones on a
-/// [`TracingBackend`](crate::TracingBackend)) with the core rules plus the extension rules it was
-/// built with. Results are themselves differentiable (by default), so transforms compose to any order:
+/// [`TracingBackend`](crate::TracingBackend)) with options and optional rule overrides. Every op's rules
+/// travel with the op (extension families bind theirs when an op is recorded), so a default context
+/// differentiates everything; one context serves tensors of every backend, eager and traced. Results are
+/// themselves differentiable (by default), so transforms compose to any order:
 /// `ad.jvp(&ad.grad(&loss, &x)?, &x, &v)` is a Hessian-vector product, `ad.grad` of a gradient is a
 /// second derivative, and so on.
 ///
-/// The rule set belongs to the context: nothing is registered globally, so two contexts with different
-/// extension families coexist, and an op without a rule in this context is an [`Error::Autodiff`] that
-/// names the op and the mode.
+/// Overrides ([`AdContextBuilder::with_extension_rules`]) replace an extension op's bound rules (or give
+/// rules to an op applied without a family) for the transforms of this context only; nothing is
+/// registered globally. An op without a rule is an [`Error::Autodiff`] that names the op and the mode.
 ///
 /// ```
 /// use nabla_tensor::{AdContext, Tensor};
 /// use nabla_cpu::CpuBackend;
 /// let cpu = CpuBackend::new();
-/// let ad = AdContext::<CpuBackend>::builder().build();
+/// let ad = AdContext::new();
 /// let x = Tensor::var("x", Tensor::from_vec(vec![1.0f64, 2.0], [2], &cpu)?)?;
 /// let y = x.pow(3.0)?.sum_all()?;
 /// let g = ad.grad(&y, &x)?; // 3x^2
@@ -31,28 +37,49 @@ use nabla_core::{Backend, Error, Result};
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 #[derive(Clone, Debug)]
-pub struct AdContext<B: Backend> {
-    rules: ExtensionRules<B>,
+pub struct AdContext {
+    overrides: RuleOverrides,
     create_graph: bool,
 }
 
-/// Builds an [`AdContext`]: `AdContext::builder().with_extension_rules(family_rules).build()`.
+/// Builds an [`AdContext`]: `AdContext::builder().create_graph(false).build()`.
 #[derive(Clone, Debug)]
-pub struct AdContextBuilder<B: Backend> {
-    rules: ExtensionRules<B>,
+pub struct AdContextBuilder {
+    overrides: RuleOverrides,
     create_graph: bool,
 }
 
-impl<B: Backend> Default for AdContext<B> {
+/// Extension rule overrides, one set per backend type (rules are functions of that backend's tensors).
+#[derive(Clone, Default)]
+struct RuleOverrides(HashMap<TypeId, Arc<dyn Any + Send + Sync>>);
+
+impl RuleOverrides {
+    fn get<B: Backend>(&self) -> Option<&ExtensionRules<B>> {
+        self.0.get(&TypeId::of::<B>())?.downcast_ref()
+    }
+}
+
+impl fmt::Debug for RuleOverrides {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RuleOverrides({} backend types)", self.0.len())
+    }
+}
+
+impl Default for AdContext {
     fn default() -> Self {
         Self::builder().build()
     }
 }
 
-impl<B: Backend> AdContextBuilder<B> {
-    /// Adds the derivative rules of an extension op family (several families may be added).
-    pub fn with_extension_rules(mut self, rules: ExtensionRules<B>) -> Self {
-        self.rules = self.rules.merge(&rules);
+impl AdContextBuilder {
+    /// Overrides extension ops' rules for tensors of backend `B` (several sets may be added; a later
+    /// set wins on a name given twice). Ops whose name has no override keep their family's rules.
+    pub fn with_extension_rules<B: Backend>(mut self, rules: ExtensionRules<B>) -> Self {
+        let merged = match self.overrides.get::<B>() {
+            Some(existing) => existing.clone().merge(&rules),
+            None => rules,
+        };
+        self.overrides.0.insert(TypeId::of::<B>(), Arc::new(merged));
         self
     }
 
@@ -64,51 +91,56 @@ impl<B: Backend> AdContextBuilder<B> {
     }
 
     /// The context.
-    pub fn build(self) -> AdContext<B> {
+    pub fn build(self) -> AdContext {
         AdContext {
-            rules: self.rules,
+            overrides: self.overrides,
             create_graph: self.create_graph,
         }
     }
 }
 
-impl<B: Backend> AdContext<B> {
-    /// A builder with the core rules and `create_graph` on.
-    pub fn builder() -> AdContextBuilder<B> {
+impl AdContext {
+    /// A builder with no overrides and `create_graph` on.
+    pub fn builder() -> AdContextBuilder {
         AdContextBuilder {
-            rules: ExtensionRules::new(),
+            overrides: RuleOverrides::default(),
             create_graph: true,
         }
     }
 
-    /// A context with the core rules only.
+    /// A context with no overrides.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// The extension rules of this context.
-    pub fn rules(&self) -> &ExtensionRules<B> {
-        &self.rules
+    /// The extension rule overrides of this context for tensors of backend `B`, if any were given.
+    pub fn overrides<B: Backend>(&self) -> Option<&ExtensionRules<B>> {
+        self.overrides.get::<B>()
     }
 
     /// The gradient of the one-element tensor `y` with respect to `x` (a variable, placeholder or any
     /// tracked tensor `y` was computed from), of `x`'s shape; zeros when `y` does not depend on `x`.
-    pub fn grad(&self, y: &Tensor<B>, x: &Tensor<B>) -> Result<Tensor<B>> {
+    pub fn grad<B: Backend>(&self, y: &Tensor<B>, x: &Tensor<B>) -> Result<Tensor<B>> {
         Ok(self.pull("grad", y, &[x], None)?.remove(0))
     }
 
     /// The gradients of the one-element tensor `y` with respect to each of `xs`.
-    pub fn grads(&self, y: &Tensor<B>, xs: &[&Tensor<B>]) -> Result<Vec<Tensor<B>>> {
+    pub fn grads<B: Backend>(&self, y: &Tensor<B>, xs: &[&Tensor<B>]) -> Result<Vec<Tensor<B>>> {
         self.pull("grad", y, xs, None)
     }
 
     /// The vector-Jacobian product `cotangentᵀ ∂y/∂x`, of `x`'s shape (`cotangent` has `y`'s shape).
-    pub fn vjp(&self, y: &Tensor<B>, x: &Tensor<B>, cotangent: &Tensor<B>) -> Result<Tensor<B>> {
+    pub fn vjp<B: Backend>(
+        &self,
+        y: &Tensor<B>,
+        x: &Tensor<B>,
+        cotangent: &Tensor<B>,
+    ) -> Result<Tensor<B>> {
         Ok(self.pull("vjp", y, &[x], Some(cotangent))?.remove(0))
     }
 
     /// [`AdContext::vjp`] with respect to several tensors.
-    pub fn vjp_n(
+    pub fn vjp_n<B: Backend>(
         &self,
         y: &Tensor<B>,
         xs: &[&Tensor<B>],
@@ -119,12 +151,17 @@ impl<B: Backend> AdContext<B> {
 
     /// The Jacobian-vector product `∂y/∂x · tangent` by forward mode, of `y`'s shape (`tangent` has
     /// `x`'s shape); zeros when `y` does not depend on `x`.
-    pub fn jvp(&self, y: &Tensor<B>, x: &Tensor<B>, tangent: &Tensor<B>) -> Result<Tensor<B>> {
+    pub fn jvp<B: Backend>(
+        &self,
+        y: &Tensor<B>,
+        x: &Tensor<B>,
+        tangent: &Tensor<B>,
+    ) -> Result<Tensor<B>> {
         self.jvp_n(y, &[x], &[tangent])
     }
 
     /// `Σᵢ ∂y/∂xᵢ · tangentᵢ` by forward mode.
-    pub fn jvp_n(
+    pub fn jvp_n<B: Backend>(
         &self,
         y: &Tensor<B>,
         xs: &[&Tensor<B>],
@@ -142,7 +179,7 @@ impl<B: Backend> AdContext<B> {
             x.check_matches(OP, t, "each tangent must have its input's shape")?;
             marks.push((tracked_id(OP, x)?, (*t).clone()));
         }
-        match push_forward(y, &marks, self.create_graph, Some(&self.rules))? {
+        match push_forward(y, &marks, self.create_graph, self.overrides.get::<B>())? {
             Some(t) => Ok(t),
             None => y.detach().zeros_like(),
         }
@@ -150,9 +187,14 @@ impl<B: Backend> AdContext<B> {
 
     /// The Hessian-vector product `∇²y(x) · v` of the one-element `y` (forward over reverse: the
     /// tangent of the gradient), of `x`'s shape.
-    pub fn hvp(&self, y: &Tensor<B>, x: &Tensor<B>, v: &Tensor<B>) -> Result<Tensor<B>> {
+    pub fn hvp<B: Backend>(
+        &self,
+        y: &Tensor<B>,
+        x: &Tensor<B>,
+        v: &Tensor<B>,
+    ) -> Result<Tensor<B>> {
         let recording = AdContext {
-            rules: self.rules.clone(),
+            overrides: self.overrides.clone(),
             create_graph: true,
         };
         let g = recording.grad(y, x)?;
@@ -160,7 +202,7 @@ impl<B: Backend> AdContext<B> {
     }
 
     /// Reverse pass from `y` (seeded with `cotangent`, or 1 for a one-element `y`) to `xs`.
-    fn pull(
+    fn pull<B: Backend>(
         &self,
         op: &'static str,
         y: &Tensor<B>,
@@ -177,7 +219,13 @@ impl<B: Backend> AdContext<B> {
                 create_graph: self.create_graph,
                 retain_graph: true,
             };
-            run_backward(y, seed, Targets::Nodes(&ids), opts, Some(&self.rules))?
+            run_backward(
+                y,
+                seed,
+                Targets::Nodes(&ids),
+                opts,
+                self.overrides.get::<B>(),
+            )?
         } else {
             match cotangent {
                 Some(c) => y.check_matches(op, c, "the cotangent must have the output's shape")?,
@@ -214,8 +262,8 @@ fn tracked_id<B: Backend>(op: &'static str, x: &Tensor<B>) -> Result<u64> {
 }
 
 impl<B: Backend> Tensor<B> {
-    /// The gradient of this one-element tensor with respect to `x`, with the core rules (use
-    /// [`AdContext::grad`] for extension ops); differentiable again.
+    /// The gradient of this one-element tensor with respect to `x` (see [`AdContext::grad`]);
+    /// differentiable again.
     ///
     /// ```
     /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
@@ -230,12 +278,12 @@ impl<B: Backend> Tensor<B> {
         AdContext::new().grad(self, x)
     }
 
-    /// `cotangentᵀ ∂self/∂x` with the core rules; see [`AdContext::vjp`].
+    /// `cotangentᵀ ∂self/∂x`; see [`AdContext::vjp`].
     pub fn vjp(&self, x: &Tensor<B>, cotangent: &Tensor<B>) -> Result<Tensor<B>> {
         AdContext::new().vjp(self, x, cotangent)
     }
 
-    /// `∂self/∂x · tangent` by forward mode with the core rules; see [`AdContext::jvp`].
+    /// `∂self/∂x · tangent` by forward mode; see [`AdContext::jvp`].
     pub fn jvp(&self, x: &Tensor<B>, tangent: &Tensor<B>) -> Result<Tensor<B>> {
         AdContext::new().jvp(self, x, tangent)
     }

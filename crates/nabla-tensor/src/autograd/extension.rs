@@ -1,12 +1,15 @@
-//! Extension ops on tensors and the derivative rules their families register with an
-//! [`AdContext`](crate::AdContext).
+//! Extension ops on tensors and their derivative rules: a family ([`ExtensionFamily`]) binds its rules
+//! to each op when the op is recorded, so every transform (`backward`, `grad`, `jvp`, `hessian`,
+//! `jacrev`, an [`AdContext`](crate::AdContext)...) differentiates it, eager or traced; an `AdContext`
+//! may override them.
 
 use super::op::Op;
 use crate::Tensor;
 use nabla_core::{Backend, Error, ExtensionOp, Result};
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// What a derivative rule of an extension op sees: the op (with its parameters), its inputs and its
 /// output. When the derivative is itself differentiated (higher order), these tensors are tracked, so
@@ -32,10 +35,11 @@ pub type ReverseRule<B> = Arc<
 pub type ForwardRule<B> =
     Arc<dyn Fn(&RuleArgs<'_, B>, &[Option<Tensor<B>>]) -> Result<Option<Tensor<B>>> + Send + Sync>;
 
-/// The derivative rules of one or more extension op families, keyed by op name. A family crate builds
-/// one (`nabla_linalg::rules()`, say) and users register it explicitly with
-/// [`AdContextBuilder::with_extension_rules`](crate::AdContextBuilder::with_extension_rules); there is
-/// no global registry.
+/// The derivative rules of one or more extension op families, keyed by op name, for tensors of backend
+/// `B`. A family returns its rules from [`ExtensionFamily::rules`] and they are bound to each op it
+/// records; a set given to
+/// [`AdContextBuilder::with_extension_rules`](crate::AdContextBuilder::with_extension_rules) overrides
+/// them for the transforms of that context.
 ///
 /// ```
 /// use nabla_tensor::{ExtensionRules, Tensor};
@@ -135,6 +139,101 @@ impl<B: Backend> ExtensionRules<B> {
     }
 }
 
+/// A family of extension ops with its derivative rules: [`Tensor::apply_family_op`] binds the family's
+/// rules (built once per backend type, then shared) to each op it records, so every transform
+/// differentiates the op with no setup.
+///
+/// ```
+/// use nabla_core::{Backend, DType, Error, ExtensionOp, HostData, HostView, OutputSpec, Result};
+/// use nabla_tensor::{ExtensionFamily, ExtensionRules, Tensor};
+/// use nabla_cpu::CpuBackend;
+/// use std::sync::Arc;
+///
+/// /// `2x` for f64 tensors, as a toy extension op.
+/// #[derive(Debug, PartialEq, Eq, Hash)]
+/// struct Double;
+/// impl ExtensionOp for Double {
+///     fn name(&self) -> &str { "demo.double" }
+///     fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
+///         match inputs {
+///             [(DType::F64, shape)] => Ok(OutputSpec { dtype: DType::F64, shape: shape.to_vec() }),
+///             _ => Err(Error::invalid("demo.double", "expects one f64 tensor")),
+///         }
+///     }
+///     fn host_kernel(&self, inputs: &[HostView<'_>]) -> Result<HostData> {
+///         let HostData::F64(x) = inputs[0].data else { unreachable!("checked by output_spec") };
+///         Ok(HostData::F64(x.iter().map(|v| 2.0 * v).collect()))
+///     }
+///     fn as_any(&self) -> &dyn std::any::Any { self }
+/// }
+///
+/// struct Demo;
+/// impl ExtensionFamily for Demo {
+///     fn rules<B: Backend>() -> ExtensionRules<B> {
+///         ExtensionRules::new()
+///             .reverse("demo.double", |_args, g, _needs| Ok(vec![Some(g.mul(2.0)?)]))
+///             .forward("demo.double", |_args, t| t[0].as_ref().map(|t| t.mul(2.0)).transpose())
+///     }
+/// }
+///
+/// let x = Tensor::var("x", Tensor::from_vec(vec![1.0f64, 3.0], [2], &CpuBackend::new())?)?;
+/// let y = Tensor::apply_family_op::<Demo>(Arc::new(Double), &[&x])?.square()?.sum_all()?;
+/// // d/dx (2x)^2 = 8x, with plain backward and no context.
+/// assert_eq!(y.backward()?.get(&x).unwrap().to_vec::<f64>()?, vec![8.0, 24.0]);
+/// # Ok::<(), Error>(())
+/// ```
+pub trait ExtensionFamily: 'static {
+    /// The forward and reverse rules of the family's ops for tensors of backend `B`, written in
+    /// differentiable tensor ops.
+    fn rules<B: Backend>() -> ExtensionRules<B>;
+}
+
+/// The rules of family `F` for backend `B`, built on first use and shared afterwards. The cache holds
+/// only pure functions of the two types, so it never changes what a program computes.
+fn family_rules<F: ExtensionFamily, B: Backend>() -> Arc<ExtensionRules<B>> {
+    type Cache = RwLock<HashMap<(TypeId, TypeId), Arc<dyn Any + Send + Sync>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let key = (TypeId::of::<F>(), TypeId::of::<B>());
+    let cache = CACHE.get_or_init(Cache::default);
+    let found = cache
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&key)
+        .cloned();
+    let entry = found.unwrap_or_else(|| {
+        let built: Arc<dyn Any + Send + Sync> = Arc::new(F::rules::<B>());
+        let mut map = cache.write().unwrap_or_else(|e| e.into_inner());
+        map.entry(key).or_insert(built).clone()
+    });
+    entry
+        .downcast::<ExtensionRules<B>>()
+        .unwrap_or_else(|_| unreachable!("the cache is keyed by the rules' backend type"))
+}
+
+/// An extension op as a graph node records it: the op and the rules its family bound (if any).
+pub(crate) struct BoundExtension<B: Backend> {
+    pub(crate) op: Arc<dyn ExtensionOp>,
+    pub(crate) rules: Option<Arc<ExtensionRules<B>>>,
+}
+
+impl<B: Backend> Clone for BoundExtension<B> {
+    fn clone(&self) -> Self {
+        BoundExtension {
+            op: self.op.clone(),
+            rules: self.rules.clone(),
+        }
+    }
+}
+
+impl<B: Backend> fmt::Debug for BoundExtension<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BoundExtension")
+            .field("op", &self.op)
+            .field("bound_rules", &self.rules.is_some())
+            .finish()
+    }
+}
+
 /// Which derivative rule of an extension op is wanted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -159,60 +258,74 @@ impl Mode {
             Mode::Reverse => "backward",
         }
     }
+
+    /// This mode's rule for op `name` in `rules`.
+    fn find(self, rules: &ExtensionRules<impl Backend>, name: &str) -> bool {
+        match self {
+            Mode::Forward => rules.has_forward(name),
+            Mode::Reverse => rules.has_reverse(name),
+        }
+    }
 }
 
-/// The error for an extension op without a rule in the active rule set.
-fn missing_rule(op: &dyn ExtensionOp, mode: Mode, registered: bool) -> Error {
-    let why = if registered {
-        "the AdContext's extension rules have none"
-    } else {
-        "extension rules are only available through an AdContext: build one with \
-         AdContext::builder().with_extension_rules(..) and differentiate with it"
-    };
-    Error::autodiff(
-        mode.op(),
-        format!(
-            "no {}-mode derivative rule for extension op '{}' ({why})",
-            mode.name(),
-            op.name()
-        ),
-    )
+impl<B: Backend> BoundExtension<B> {
+    /// The rule set that has `mode`'s rule for this op: the context's `overrides` first, then the
+    /// family's bound rules; otherwise the error naming the op and the mode.
+    fn rules_for<'r>(
+        &'r self,
+        overrides: Option<&'r ExtensionRules<B>>,
+        mode: Mode,
+    ) -> Result<&'r ExtensionRules<B>> {
+        let name = self.op.name();
+        overrides
+            .filter(|r| mode.find(r, name))
+            .or_else(|| self.rules.as_deref().filter(|r| mode.find(r, name)))
+            .ok_or_else(|| {
+                let why = if self.rules.is_some() {
+                    "its family binds none and no AdContext override supplies one"
+                } else {
+                    "it was applied without a family (Tensor::apply_extension): apply it with \
+                     Tensor::apply_family_op, or give rules to AdContext::builder().with_extension_rules"
+                };
+                Error::autodiff(
+                    mode.op(),
+                    format!(
+                        "no {}-mode derivative rule for extension op '{name}' ({why})",
+                        mode.name()
+                    ),
+                )
+            })
+    }
+
+    fn reverse_rule<'r>(
+        &'r self,
+        overrides: Option<&'r ExtensionRules<B>>,
+    ) -> Result<&'r ReverseRule<B>> {
+        let rules = self.rules_for(overrides, Mode::Reverse)?;
+        Ok(&rules.reverse[self.op.name()])
+    }
+
+    fn forward_rule<'r>(
+        &'r self,
+        overrides: Option<&'r ExtensionRules<B>>,
+    ) -> Result<&'r ForwardRule<B>> {
+        let rules = self.rules_for(overrides, Mode::Forward)?;
+        Ok(&rules.forward[self.op.name()])
+    }
 }
 
-/// The reverse rule of `op` in `rules`, or the error naming the op and the mode.
-fn reverse_rule<'r, B: Backend>(
-    op: &dyn ExtensionOp,
-    rules: Option<&'r ExtensionRules<B>>,
-) -> Result<&'r ReverseRule<B>> {
-    rules
-        .and_then(|r| r.reverse.get(op.name()))
-        .ok_or_else(|| missing_rule(op, Mode::Reverse, rules.is_some()))
-}
-
-/// The forward rule of `op` in `rules`, or the error naming the op and the mode.
-fn forward_rule<'r, B: Backend>(
-    op: &dyn ExtensionOp,
-    rules: Option<&'r ExtensionRules<B>>,
-) -> Result<&'r ForwardRule<B>> {
-    rules
-        .and_then(|r| r.forward.get(op.name()))
-        .ok_or_else(|| missing_rule(op, Mode::Forward, rules.is_some()))
-}
-
-/// Fails, naming the op and the mode, when `op` is an extension op without a rule for `mode` in
-/// `rules`; checked before a node's saved values are taken, so a missing rule leaves the graph intact.
+/// Fails, naming the op and the mode, when `op` is an extension op without a rule for `mode` (neither
+/// in `overrides` nor bound); checked before a node's saved values are taken, so a missing rule leaves
+/// the graph intact.
 pub(crate) fn ensure_rule<B: Backend>(
-    op: &Op,
-    rules: Option<&ExtensionRules<B>>,
+    op: &Op<B>,
+    overrides: Option<&ExtensionRules<B>>,
     mode: Mode,
 ) -> Result<()> {
     let Op::Extension(e) = op else {
         return Ok(());
     };
-    match mode {
-        Mode::Forward => forward_rule(e.as_ref(), rules).map(drop),
-        Mode::Reverse => reverse_rule(e.as_ref(), rules).map(drop),
-    }
+    e.rules_for(overrides, mode).map(drop)
 }
 
 /// The saved inputs and output of an extension node, which saves them all.
@@ -228,16 +341,17 @@ fn args<'a, B: Backend>(
     }
 }
 
-/// Runs the reverse rule of `op` from `rules`, or fails naming the op and the mode.
+/// Runs the reverse rule of `ext` (from `overrides`, else bound), or fails naming the op and the mode.
 pub(crate) fn vjp<B: Backend>(
-    op: &Arc<dyn ExtensionOp>,
-    rules: Option<&ExtensionRules<B>>,
+    ext: &BoundExtension<B>,
+    overrides: Option<&ExtensionRules<B>>,
     inputs: &[Tensor<B>],
     output: &Tensor<B>,
     g: &Tensor<B>,
     needs: &[bool],
 ) -> Result<Vec<Option<Tensor<B>>>> {
-    let grads = reverse_rule(op.as_ref(), rules)?(&args(op, inputs, output), g, needs)?;
+    let op = &ext.op;
+    let grads = ext.reverse_rule(overrides)?(&args(op, inputs, output), g, needs)?;
     if grads.len() != inputs.len() {
         return Err(Error::autodiff(
             "backward",
@@ -261,15 +375,16 @@ pub(crate) fn vjp<B: Backend>(
     Ok(grads)
 }
 
-/// Runs the forward rule of `op` from `rules`, or fails naming the op and the mode.
+/// Runs the forward rule of `ext` (from `overrides`, else bound), or fails naming the op and the mode.
 pub(crate) fn jvp<B: Backend>(
-    op: &Arc<dyn ExtensionOp>,
-    rules: Option<&ExtensionRules<B>>,
+    ext: &BoundExtension<B>,
+    overrides: Option<&ExtensionRules<B>>,
     inputs: &[Tensor<B>],
     output: &Tensor<B>,
     tangents: &[Option<Tensor<B>>],
 ) -> Result<Option<Tensor<B>>> {
-    let t = forward_rule(op.as_ref(), rules)?(&args(op, inputs, output), tangents)?;
+    let op = &ext.op;
+    let t = ext.forward_rule(overrides)?(&args(op, inputs, output), tangents)?;
     if let Some(t) = &t
         && t.shape() != output.shape()
     {
@@ -281,11 +396,38 @@ pub(crate) fn jvp<B: Backend>(
 }
 
 impl<B: Backend> Tensor<B> {
+    /// Applies the extension op `op` of family `F` to `inputs` (all on one backend) and binds the
+    /// family's derivative rules to the recorded node, so `backward`, `grad`, `jvp`, `hessian` and every
+    /// other transform differentiate it (see [`ExtensionFamily`]). Otherwise as
+    /// [`Tensor::apply_extension`].
+    pub fn apply_family_op<F: ExtensionFamily>(
+        op: Arc<dyn ExtensionOp>,
+        inputs: &[&Tensor<B>],
+    ) -> Result<Tensor<B>> {
+        let out = Self::run_extension(&op, inputs)?;
+        Ok(out.record(
+            || {
+                Op::Extension(BoundExtension {
+                    op,
+                    rules: Some(family_rules::<F, B>()),
+                })
+            },
+            inputs,
+        ))
+    }
+
     /// Applies the extension op `op` to `inputs` (all on one backend): validates them with
     /// [`ExtensionOp::output_spec`], runs the backend's kernel and, when an input is tracked, records the
-    /// op so an [`AdContext`](crate::AdContext) with the family's rules can differentiate it. On a
+    /// op without rules: only an [`AdContext`](crate::AdContext) given rules for it can differentiate it
+    /// (use [`Tensor::apply_family_op`] to bind a family's rules). On a
     /// [`TracingBackend`](crate::TracingBackend) it records a program node instead of computing.
     pub fn apply_extension(op: Arc<dyn ExtensionOp>, inputs: &[&Tensor<B>]) -> Result<Tensor<B>> {
+        let out = Self::run_extension(&op, inputs)?;
+        Ok(out.record(|| Op::Extension(BoundExtension { op, rules: None }), inputs))
+    }
+
+    /// Validates `inputs` for `op`, runs the backend's kernel and checks its output against the spec.
+    fn run_extension(op: &Arc<dyn ExtensionOp>, inputs: &[&Tensor<B>]) -> Result<Tensor<B>> {
         let first = inputs.first().ok_or_else(|| {
             Error::invalid(
                 "apply_extension",
@@ -298,12 +440,12 @@ impl<B: Backend> Tensor<B> {
         let specs: Vec<_> = inputs.iter().map(|t| (t.dtype(), t.shape())).collect();
         let spec = op.output_spec(&specs)?;
         let parts: Vec<_> = inputs.iter().map(|t| (t.storage(), t.layout())).collect();
-        let storage = first.backend().extension(&op, &parts)?;
         let backend = first.backend();
+        let storage = backend.extension(op, &parts)?;
         let len = backend.storage_len(&storage);
         if backend.storage_dtype(&storage) != spec.dtype || len != spec.shape.iter().product() {
             return Err(Error::Backend {
-                backend: first.backend().name().to_string(),
+                backend: backend.name().to_string(),
                 message: format!(
                     "extension op '{}' produced {} x{len} where its spec says {}{:?}",
                     op.name(),
@@ -313,7 +455,6 @@ impl<B: Backend> Tensor<B> {
                 ),
             });
         }
-        let out = Tensor::from_output_dims(storage, &spec.shape, backend);
-        Ok(out.record(|| Op::Extension(op), inputs))
+        Ok(Tensor::from_output_dims(storage, &spec.shape, backend))
     }
 }

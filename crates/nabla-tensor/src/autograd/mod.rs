@@ -25,7 +25,7 @@ mod sum_to;
 
 pub use backward::{BackwardOptions, Gradients, VarId};
 pub use context::{AdContext, AdContextBuilder};
-pub use extension::{ExtensionRules, ForwardRule, ReverseRule, RuleArgs};
+pub use extension::{ExtensionFamily, ExtensionRules, ForwardRule, ReverseRule, RuleArgs};
 pub use forward::{hessian, hvp, jacfwd, jacrev, jvp, jvp_n};
 pub use functional::{grad, grad_n, value_and_grad, value_and_grad_n, vjp, vjp_n};
 pub use grad_mode::{NoGradGuard, is_grad_enabled, no_grad};

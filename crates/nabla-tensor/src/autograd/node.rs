@@ -1,7 +1,7 @@
 //! Graph nodes: what a tracked tensor remembers about how it was made, and how ops record it.
 
 use super::grad_mode::is_grad_enabled;
-use super::op::Op;
+use super::op::{Op, SavedInputs};
 use crate::Tensor;
 use nabla_core::{Backend, DType, Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,7 +42,7 @@ pub(crate) enum NodeKind<B: Backend> {
     Leaf { name: Option<Arc<str>> },
     /// The output of a recorded op.
     Op {
-        op: Op,
+        op: Op<B>,
         /// One entry per input: the input's node, or `None` for an input that needs no gradient.
         parents: Vec<Option<Arc<Node<B>>>>,
         saved: Mutex<Saved<B>>,
@@ -101,7 +101,7 @@ impl<B: Backend> Tensor<B> {
     /// Attaches the derivative record of `op` to a freshly computed `self` when any input is tracked and
     /// recording is on. `op` is a closure so that untracked computation builds nothing.
     #[inline]
-    pub(crate) fn record(mut self, op: impl FnOnce() -> Op, inputs: &[&Tensor<B>]) -> Tensor<B> {
+    pub(crate) fn record(mut self, op: impl FnOnce() -> Op<B>, inputs: &[&Tensor<B>]) -> Tensor<B> {
         if !inputs.iter().any(|t| t.ad.is_some())
             || !is_tracked_dtype(self.dtype())
             || !is_grad_enabled()
@@ -109,15 +109,15 @@ impl<B: Backend> Tensor<B> {
             return self;
         }
         let op = op();
-        let mask = op.saved_inputs();
+        let kept = op.saved_inputs();
         // Nothing saved (add, sub, movement ops) costs no allocation.
-        let saved_inputs = if mask == 0 {
+        let saved_inputs = if kept == SavedInputs::NONE {
             Vec::new()
         } else {
             inputs
                 .iter()
                 .enumerate()
-                .map(|(i, t)| (i < 8 && mask & (1u8 << i) != 0).then(|| t.detach()))
+                .map(|(i, t)| kept.keeps(i).then(|| t.detach()))
                 .collect()
         };
         let output = op.saves_output().then(|| self.detach());

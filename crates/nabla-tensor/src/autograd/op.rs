@@ -1,12 +1,12 @@
 //! The record an op leaves in the graph: which primitive ran, with the parameters its derivative needs.
 
-use nabla_core::{BinaryOp, Conv2dParams, DType, ExtensionOp, ReduceOp, UnaryOp};
-use std::sync::Arc;
+use super::extension::BoundExtension;
+use nabla_core::{Backend, BinaryOp, Conv2dParams, DType, ReduceOp, UnaryOp};
 
 /// A recorded primitive. Every tracked tensor op reduces to one of these; composites record the
 /// primitives they are made of. Inputs are listed in the order the rules in `rules` expect.
 #[derive(Clone, Debug)]
-pub(crate) enum Op {
+pub(crate) enum Op<B: Backend> {
     /// `y = x` (a copy to contiguous memory, or the marker a functional transform differentiates at).
     Identity,
     /// Elementwise unary math on `[x]`.
@@ -65,11 +65,33 @@ pub(crate) enum Op {
         params: Conv2dParams,
         kernel_hw: (usize, usize),
     },
-    /// An extension op (all inputs and the output saved); its rules come from an `AdContext`.
-    Extension(Arc<dyn ExtensionOp>),
+    /// An extension op (all inputs and the output saved) with the rules its family bound.
+    Extension(BoundExtension<B>),
 }
 
-impl Op {
+/// Which inputs a reverse rule reads, so recording keeps a reference to them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SavedInputs {
+    /// Input `i` is kept when bit `i` is set (core primitives have at most three inputs).
+    Mask(u8),
+    /// Every input, however many (extension ops).
+    All,
+}
+
+impl SavedInputs {
+    /// Nothing is kept.
+    pub(crate) const NONE: SavedInputs = SavedInputs::Mask(0);
+
+    /// `true` when input `i` is kept.
+    pub(crate) fn keeps(self, i: usize) -> bool {
+        match self {
+            SavedInputs::Mask(bits) => i < 8 && bits & (1u8 << i) != 0,
+            SavedInputs::All => true,
+        }
+    }
+}
+
+impl<B: Backend> Op<B> {
     /// A short name for error messages and graph dumps.
     pub(crate) fn name(&self) -> &'static str {
         match self {
@@ -98,9 +120,11 @@ impl Op {
         }
     }
 
-    /// Bit `i` set: the reverse rule reads input `i`, so recording keeps a reference to it.
-    pub(crate) fn saved_inputs(&self) -> u8 {
+    /// The inputs the reverse rule reads.
+    pub(crate) fn saved_inputs(&self) -> SavedInputs {
+        use SavedInputs::{All, Mask};
         use UnaryOp as U;
+        const NONE: SavedInputs = SavedInputs::NONE;
         match self {
             Op::Unary(op) => match op {
                 U::Neg
@@ -117,21 +141,57 @@ impl Op {
                 | U::Sigmoid
                 | U::Tan
                 | U::Rsqrt
-                | U::Conj => 0,
-                _ => 0b1,
+                | U::Conj => NONE,
+                U::Abs
+                | U::Square
+                | U::Log
+                | U::Log1p
+                | U::Sin
+                | U::Cos
+                | U::Asin
+                | U::Acos
+                | U::Atan
+                | U::Sinh
+                | U::Cosh
+                | U::Erf
+                | U::Not
+                | U::Real
+                | U::Imag
+                | U::IsNan
+                | U::IsFinite => Mask(0b1),
             },
-            Op::Binary(BinaryOp::Add | BinaryOp::Sub) => 0,
-            Op::Binary(_) => 0b11,
-            Op::Select => 0b1,
-            Op::Reduce {
-                op: ReduceOp::Sum, ..
-            } => 0,
-            Op::Reduce { .. } => 0b1,
-            Op::Matmul | Op::Conv2d { .. } => 0b11,
-            Op::Conv2dInputGrad { .. } | Op::Conv2dWeightGrad { .. } => 0b11,
-            Op::Gather { .. } | Op::IndexSelect { .. } | Op::ScatterAdd { .. } => 0b10,
-            Op::Extension(_) => u8::MAX,
-            _ => 0,
+            Op::Binary(BinaryOp::Add | BinaryOp::Sub) => NONE,
+            Op::Binary(
+                BinaryOp::Mul
+                | BinaryOp::Div
+                | BinaryOp::Rem
+                | BinaryOp::Pow
+                | BinaryOp::Maximum
+                | BinaryOp::Minimum
+                | BinaryOp::Atan2
+                | BinaryOp::And
+                | BinaryOp::Or
+                | BinaryOp::Xor,
+            ) => Mask(0b11),
+            Op::Select => Mask(0b1),
+            Op::Reduce { op, .. } => match op {
+                ReduceOp::Sum => NONE,
+                ReduceOp::Prod | ReduceOp::Max | ReduceOp::Min => Mask(0b1),
+            },
+            Op::Matmul | Op::Conv2d { .. } => Mask(0b11),
+            Op::Conv2dInputGrad { .. } | Op::Conv2dWeightGrad { .. } => Mask(0b11),
+            Op::Gather { .. } | Op::IndexSelect { .. } | Op::ScatterAdd { .. } => Mask(0b10),
+            Op::Extension(_) => All,
+            Op::Identity
+            | Op::Cast { .. }
+            | Op::Cumsum { .. }
+            | Op::Reshape { .. }
+            | Op::Permute { .. }
+            | Op::Broadcast { .. }
+            | Op::Slice { .. }
+            | Op::Flip { .. }
+            | Op::Pad { .. }
+            | Op::Concat { .. } => NONE,
         }
     }
 
@@ -146,7 +206,24 @@ impl Op {
             Op::Binary(op) => matches!(op, BinaryOp::Pow | BinaryOp::Maximum | BinaryOp::Minimum),
             Op::Reduce { op, .. } => matches!(op, ReduceOp::Max | ReduceOp::Min),
             Op::Extension(_) => true,
-            _ => false,
+            Op::Identity
+            | Op::Select
+            | Op::Cast { .. }
+            | Op::Cumsum { .. }
+            | Op::Matmul
+            | Op::Reshape { .. }
+            | Op::Permute { .. }
+            | Op::Broadcast { .. }
+            | Op::Slice { .. }
+            | Op::Flip { .. }
+            | Op::Pad { .. }
+            | Op::Concat { .. }
+            | Op::Gather { .. }
+            | Op::IndexSelect { .. }
+            | Op::ScatterAdd { .. }
+            | Op::Conv2d { .. }
+            | Op::Conv2dInputGrad { .. }
+            | Op::Conv2dWeightGrad { .. } => false,
         }
     }
 }

@@ -11,18 +11,18 @@ use nabla_core::{Backend, Result, UnaryOp};
 
 /// The tangent of the output of `op` (of shape `out`), given the tangent of each input (`None` for
 /// inputs with zero tangent). `None` when every contribution is zero. Extension ops take their rules
-/// from `ext`.
+/// from `overrides` when it has them, else from their family's bound rules.
 pub(crate) fn jvp<B: Backend>(
-    op: &Op,
+    op: &Op<B>,
     s: &SavedValues<B>,
     t: &[Option<Tensor<B>>],
     out: &[usize],
-    ext: Option<&ExtensionRules<B>>,
+    overrides: Option<&ExtensionRules<B>>,
 ) -> Result<Option<Tensor<B>>> {
     let t0 = || t[0].as_ref();
     let linear = |f: &dyn Fn(&Tensor<B>) -> Result<Tensor<B>>| t0().map(f).transpose();
     match op {
-        Op::Extension(e) => extension::jvp(e, ext, &s.all_inputs()?, s.output()?, t),
+        Op::Extension(e) => extension::jvp(e, overrides, &s.all_inputs()?, s.output()?, t),
         Op::Identity => Ok(t0().cloned()),
         // A complex-to-real op (abs, real, imag) has the tangent map `t ↦ Re(c t)` when its reverse
         // rule is `u ↦ u c`: the reverse rule applied to the tangent, then the real part.

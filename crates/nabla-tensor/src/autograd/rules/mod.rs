@@ -56,16 +56,23 @@ impl<B: Backend> SavedValues<B> {
 
 /// Gradients of the inputs of `op` given the output cotangent `g`; `needs[i]` is false for inputs that
 /// need none (the rule may skip them). Entries are `None` for inputs that get no gradient. Extension ops
-/// take their rules from `ext`.
+/// take their rules from `overrides` when it has them, else from their family's bound rules.
 pub(crate) fn vjp<B: Backend>(
-    op: &Op,
+    op: &Op<B>,
     saved: &SavedValues<B>,
     g: &Tensor<B>,
     needs: &[bool],
-    ext: Option<&ExtensionRules<B>>,
+    overrides: Option<&ExtensionRules<B>>,
 ) -> Result<Vec<Option<Tensor<B>>>> {
     match op {
-        Op::Extension(e) => extension::vjp(e, ext, &saved.all_inputs()?, saved.output()?, g, needs),
+        Op::Extension(e) => extension::vjp(
+            e,
+            overrides,
+            &saved.all_inputs()?,
+            saved.output()?,
+            g,
+            needs,
+        ),
         Op::Identity => Ok(vec![Some(g.clone())]),
         Op::Unary(u) => Ok(vec![Some(elementwise::unary(*u, saved, g)?)]),
         Op::Binary(b) => elementwise::binary(*b, saved, g, needs),

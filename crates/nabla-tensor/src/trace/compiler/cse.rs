@@ -7,9 +7,10 @@
 //! earlier one's outputs instead. Placeholders are never merged.
 //!
 //! Ops are compared bit for bit. Constants compare their elements' bits (so `[0.0]` and `[-0.0]` stay
-//! apart, and equal NaNs merge). Other ops must be equal by `PartialEq` *and* print the same `Debug`
-//! text, so `Full(0.0)` and `Full(-0.0)` (equal as numbers) stay apart, and an op holding a NaN (never
-//! equal to itself) is never merged.
+//! apart, and equal NaNs merge). Extension ops compare by their explicit identity (name and
+//! parameters, [`nabla_core::ExtensionOp::same_as`]). Other ops must be equal by `PartialEq` *and*
+//! print the same `Debug` text, so `Full(0.0)` and `Full(-0.0)` (equal as numbers) stay apart, and an
+//! op holding a NaN (never equal to itself) is never merged.
 
 use super::rebuild;
 use crate::trace::graph::{Program, TraceOp, TraceOperand, ValueId};
@@ -46,6 +47,7 @@ fn fingerprint(op: &TraceOp) -> u64 {
             data.dtype().hash(&mut h);
             with_host_data!(data, v => v.iter().for_each(|x| bits(Some(x.to_scalar())).hash(&mut h)));
         }
+        TraceOp::Extension(call) => call.0.hash_identity(&mut h),
         _ => {
             // Writing into a hasher cannot fail.
             let _ = write!(HashWriter(&mut h), "{op:?}");
@@ -64,6 +66,7 @@ fn same_constant(a: &HostData, b: &HostData) -> bool {
 fn same_op(a: &TraceOp, b: &TraceOp) -> bool {
     match (a, b) {
         (TraceOp::Constant(x), TraceOp::Constant(y)) => same_constant(x, y),
+        (TraceOp::Extension(x), TraceOp::Extension(y)) => x == y,
         _ => a == b && format!("{a:?}") == format!("{b:?}"),
     }
 }
