@@ -1,8 +1,10 @@
-//! Run-time backend selection: `--backend cpu|wgpu` picks, once, which monomorphised copy of a
-//! command runs. The commands themselves are generic over [`Backend`]; data always loads on the CPU
-//! and batches move to the chosen backend in the loader's collate step.
+//! Run-time backend selection: `--backend cpu|wgpu` opens that device as an [`AnyBackend`], the one
+//! backend type the commands are instantiated for. The commands themselves are generic over
+//! [`Backend`]; data always loads on the CPU and batches move to the chosen backend in the loader's
+//! collate step.
 
 use crate::args::{BackendKind, CommonArgs};
+use nabla_any::AnyBackend;
 use nabla_core::{Backend, Error, Result};
 use nabla_cpu::CpuBackend;
 use nabla_data::{Collate, DataLoader, TensorDataset};
@@ -23,16 +25,17 @@ pub fn dispatch(common: &CommonArgs, job: impl Job) -> Result<()> {
     }
     // This (the main) thread joins the pool, so each op starts its parallel work without a hand-over.
     nabla_cpu::init_thread_pool(common.threads)?;
-    match common.backend {
-        BackendKind::Cpu => job.run(&CpuBackend::new()),
-        BackendKind::Wgpu => run_on_wgpu(job),
-    }
+    let backend = match common.backend {
+        BackendKind::Cpu => AnyBackend::cpu(),
+        BackendKind::Wgpu => open_wgpu()?,
+    };
+    job.run(&backend)
 }
 
-/// Opens the default wgpu adapter and runs `job` on it.
+/// Opens the default wgpu adapter.
 #[cfg(feature = "wgpu")]
-fn run_on_wgpu(job: impl Job) -> Result<()> {
-    let gpu = nabla_wgpu::WgpuBackend::new().map_err(|e| {
+fn open_wgpu() -> Result<AnyBackend> {
+    AnyBackend::wgpu().map_err(|e| {
         Error::invalid(
             "--backend wgpu",
             format!(
@@ -40,13 +43,12 @@ fn run_on_wgpu(job: impl Job) -> Result<()> {
                  mesa-vulkan-drivers and libvulkan1): {e}"
             ),
         )
-    })?;
-    job.run(&gpu)
+    })
 }
 
 /// The error of a build without the `wgpu` feature.
 #[cfg(not(feature = "wgpu"))]
-fn run_on_wgpu(_job: impl Job) -> Result<()> {
+fn open_wgpu() -> Result<AnyBackend> {
     Err(Error::invalid(
         "--backend",
         "backend `wgpu` is not available: this nabla was built without the `wgpu` feature \

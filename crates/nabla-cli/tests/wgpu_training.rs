@@ -1,6 +1,7 @@
-//! Training on wgpu: the default model of `nabla train` (the CNN, built by the CLI's own `models`
-//! module) takes the same optimizer steps on the wgpu backend and on the CPU from the same seed, and
-//! the two loss curves agree; tensors of the two backends cannot be mixed.
+//! Training on wgpu through the run-time backend the CLI uses: the default model of `nabla train` (the
+//! CNN, built by the CLI's own `models` module) takes the same optimizer steps on `AnyBackend`'s wgpu
+//! device and on its CPU from the same seed, and the two loss curves agree; tensors move between the
+//! devices and back.
 //!
 //! Without a wgpu adapter the tests skip with a message, unless `CI=true` (then they fail).
 
@@ -9,6 +10,7 @@
 mod models;
 
 use models::{ModelKind, build_model};
+use nabla_any::AnyBackend;
 use nabla_core::{Backend, DType, Result};
 use nabla_cpu::CpuBackend;
 use nabla_data::{DataLoader, Digits};
@@ -16,7 +18,6 @@ use nabla_nn::loss::{CrossEntropyOptions, cross_entropy};
 use nabla_nn::optim::{Adam, AdamConfig, Optimizer};
 use nabla_nn::{Forward, Module};
 use nabla_tensor::Tensor;
-use nabla_wgpu::WgpuBackend;
 
 /// Optimizer steps compared (each takes several seconds on Mesa's software adapter today).
 const STEPS: usize = 3;
@@ -25,8 +26,8 @@ const STEPS: usize = 3;
 const TOLERANCE: f64 = 1e-3;
 
 /// The wgpu backend, or `None` after a message when there is no adapter (a failure with `CI=true`).
-fn gpu() -> Option<WgpuBackend> {
-    match WgpuBackend::new() {
+fn gpu() -> Option<AnyBackend> {
+    match AnyBackend::wgpu() {
         Ok(gpu) => Some(gpu),
         Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
             panic!(
@@ -75,7 +76,7 @@ fn default_model_trains_on_wgpu_like_on_the_cpu() -> Result<()> {
     let t0 = std::time::Instant::now();
     let on_gpu = loss_curve(&gpu)?;
     let gpu_seconds = t0.elapsed().as_secs_f64();
-    let on_cpu = loss_curve(&CpuBackend::new())?;
+    let on_cpu = loss_curve(&AnyBackend::cpu())?;
     assert_eq!(on_gpu.len(), STEPS);
     let mut worst = 0.0f64;
     for (step, (g, c)) in on_gpu.iter().zip(&on_cpu).enumerate() {
@@ -87,8 +88,8 @@ fn default_model_trains_on_wgpu_like_on_the_cpu() -> Result<()> {
         );
     }
     eprintln!(
-        "{STEPS} steps on {}: losses {:.6} .. {:.6} (CPU {:.6} .. {:.6}), largest relative difference {worst:.2e}, {gpu_seconds:.2}s",
-        gpu.adapter_name(),
+        "{STEPS} steps on {:?}: losses {:.6} .. {:.6} (CPU {:.6} .. {:.6}), largest relative difference {worst:.2e}, {gpu_seconds:.2}s",
+        gpu.device(),
         on_gpu[0],
         on_gpu[STEPS - 1],
         on_cpu[0],
@@ -101,7 +102,7 @@ fn default_model_trains_on_wgpu_like_on_the_cpu() -> Result<()> {
 #[test]
 fn a_wgpu_tensor_moves_to_the_cpu_and_back() -> Result<()> {
     let Some(gpu) = gpu() else { return Ok(()) };
-    let cpu = CpuBackend::new();
+    let cpu = AnyBackend::cpu();
     let x = Tensor::arange(0.0, 6.0, 1.0, DType::F32, &cpu)?.reshape([2, 3])?;
     let on_gpu = x.to_backend(&gpu)?;
     assert_eq!(on_gpu.backend().device().kind, "wgpu");

@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod cast;
 mod dtype;
 mod element;
 mod error;
@@ -21,6 +22,7 @@ mod scalar;
 mod shape;
 
 pub use backend::{Backend, Device};
+pub use cast::CastFrom;
 pub use dtype::DType;
 pub use element::{Element, HostData};
 pub use error::{Error, Result};

@@ -133,18 +133,10 @@ impl<B: Backend> Tensor<B> {
         Tensor::from_f64_values(data, &[n, n], dtype, backend)
     }
 
-    /// Uploads values computed in `f64` as `dtype`, converted on the host (NumPy `astype` rules, by the
-    /// CPU backend's cast), so that backends without `f64` receive their own dtype.
+    /// Uploads values computed in `f64` as `dtype`, converted on the host (NumPy `astype` rules,
+    /// [`HostData::cast`]), so that backends without `f64` receive their own dtype.
     fn from_f64_values(data: Vec<f64>, shape: &[usize], dtype: DType, backend: &B) -> Result<Self> {
-        let host = if dtype == DType::F64 {
-            HostData::F64(data)
-        } else {
-            let cpu = nabla_cpu::CpuBackend::new();
-            let layout = nabla_core::Layout::contiguous([data.len()]);
-            let values = cpu.upload(HostData::F64(data))?;
-            cpu.cast(&values, &layout, dtype)?.into_host()
-        };
-        Tensor::from_host(host, shape.to_vec(), backend)
+        Tensor::from_host(HostData::F64(data).cast(dtype), shape.to_vec(), backend)
     }
 
     /// Samples from `dist` with an explicit seeded generator. Element `i` depends only on the generator's

@@ -2,6 +2,7 @@
 
 use crate::autograd::{Node, Op};
 use nabla_core::{Backend, DType, Element, Error, HostData, Layout, Result, Scalar, Shape};
+use std::any::Any;
 use std::sync::Arc;
 
 /// An n-dimensional array on backend `B`, with a runtime [`DType`].
@@ -312,8 +313,34 @@ impl<B: Backend> Tensor<B> {
     /// assert_eq!(a.add(&b)?.to_vec::<f32>()?, vec![3.0]);
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
+    ///
+    /// When `B2` is `B` (two devices of a run-time backend such as `nabla_any::AnyBackend`, or two
+    /// handles of one backend type) the move is recorded: gradients and tangents flow back across it,
+    /// to any order. Between different backend types the result is a new constant (gradients cannot
+    /// cross Rust types); use a run-time backend to differentiate across devices.
     pub fn to_backend<B2: Backend>(&self, backend: &B2) -> Result<Tensor<B2>> {
-        Tensor::from_host(self.to_host()?, self.shape().to_vec(), backend)
+        let Some(target) = (backend as &dyn Any).downcast_ref::<B>() else {
+            return Tensor::from_host(self.to_host()?, self.shape().to_vec(), backend);
+        };
+        let moved: Box<dyn Any> = Box::new(self.move_to(target)?);
+        moved.downcast::<Tensor<B2>>().map(|t| *t).map_err(|_| {
+            Error::invalid(
+                "to_backend",
+                "internal error: the target backend's type changed while moving",
+            )
+        })
+    }
+
+    /// A copy of `self` on `target` (of this backend type), recorded as a differentiable move.
+    pub(crate) fn move_to(&self, target: &B) -> Result<Tensor<B>> {
+        let out = Tensor::from_host(self.to_host()?, self.shape().to_vec(), target)?;
+        Ok(out.record(
+            || Op::Transfer {
+                from: self.backend.clone(),
+                to: target.clone(),
+            },
+            &[self],
+        ))
     }
 
     /// A contiguous tensor with the same values: `self` when already contiguous, else a copy.

@@ -10,8 +10,9 @@ use crate::compiler_support;
 
 use compiler_support::{check_equivalent, inputs};
 
+/// A compiler running `passes` (folding on the CPU, where the programs run).
 fn only(passes: &[Pass]) -> GraphCompiler {
-    GraphCompiler::new().only(passes)
+    GraphCompiler::for_backend(&CpuBackend::new()).only(passes)
 }
 
 fn ops(program: &Program) -> Vec<String> {
@@ -249,6 +250,28 @@ fn fold_evaluates_constant_subgraphs() -> Result<()> {
 }
 
 #[test]
+fn folding_evaluates_on_the_backend_the_caller_names() -> Result<()> {
+    let tb = TracingBackend::new();
+    let x = tb.placeholder([4], DType::F32)?;
+    let c = Tensor::arange(0.0, 4.0, 1.0, DType::F32, &tb)?.exp()?;
+    let program = tb.program(&[&(&x + &c)?])?;
+    let tracked = nabla_core::MemoryTracked::new(CpuBackend::new());
+    let compiled = GraphCompiler::for_backend(&tracked)
+        .only(&[Pass::ConstantFolding, Pass::DeadCode])
+        .compile(&program)?;
+    assert!(
+        tracked.stats().allocations > 0,
+        "the fold ran on the given backend"
+    );
+    assert!(
+        ops(&compiled).contains(&"constant f32x4".to_string()),
+        "{compiled}"
+    );
+    check_equivalent(&program, &compiled, 0.0);
+    Ok(())
+}
+
+#[test]
 fn fold_leaves_placeholder_dependent_large_and_lone_constants() -> Result<()> {
     let tb = TracingBackend::new();
     let x = tb.placeholder([300, 300], DType::F32)?;
@@ -269,7 +292,7 @@ fn fold_leaves_a_failing_evaluation_for_run_time() -> Result<()> {
     let index = Tensor::from_vec(vec![0i64, 7, 1], [3], &tb)?; // 7 is out of range
     let y = (table.gather(0, &index)? + &x)?;
     let program = tb.program(&[&y])?;
-    let compiled = GraphCompiler::new().compile(&program)?;
+    let compiled = GraphCompiler::for_backend(&CpuBackend::new()).compile(&program)?;
     assert!(
         ops(&compiled).iter().any(|o| o == "gather axis=0"),
         "{compiled}"
@@ -288,7 +311,7 @@ fn pipeline_simplifies_what_folding_and_cse_expose() -> Result<()> {
     let one = Tensor::full([2, 3], 0.5, DType::F64, &tb)?.mul(2.0)?; // folds to `full 1`
     let y = (x.mul(&one)?.exp()? * x.exp()?)?.neg()?; // x * 1 only visible after folding
     let program = tb.program(&[&y])?;
-    let compiler = GraphCompiler::new()
+    let compiler = GraphCompiler::for_backend(&CpuBackend::new())
         .without(Pass::Fusion)
         .without(Pass::BufferReuse);
     let (compiled, report) = compiler.compile_with_report(&program)?;
@@ -328,7 +351,8 @@ fn pipeline_compiles_gradients_and_reports_every_pass() -> Result<()> {
     let mut outs = nabla_tensor::grad_n(mlp_loss)(&ps)?;
     outs.push(mlp_loss(&ps)?);
     let program = tb.program(&outs.iter().collect::<Vec<_>>())?;
-    let (compiled, report) = GraphCompiler::new().compile_with_report(&outs)?;
+    let cpu = CpuBackend::new();
+    let (compiled, report) = GraphCompiler::for_backend(&cpu).compile_with_report(&outs)?;
     println!("{report}");
     assert_eq!(report.nodes_before(), Some(program.nodes().len()));
     assert_eq!(report.nodes_after(), Some(compiled.nodes().len()));
@@ -338,9 +362,14 @@ fn pipeline_compiles_gradients_and_reports_every_pass() -> Result<()> {
         assert!(text.contains(&format!("{pass} ")), "{text}");
     }
     check_equivalent(&program, &compiled, 1e-12);
-    let without = GraphCompiler::new().without(Pass::ConstantFolding);
+    let without = GraphCompiler::for_backend(&cpu).without(Pass::ConstantFolding);
     assert!(!without.runs(Pass::ConstantFolding) && without.runs(Pass::Simplify));
     let (_, report) = without.compile_with_report(&program)?;
+    assert!(!report.to_string().contains("constant-folding"));
+    // Without a backend to evaluate on, nothing is folded.
+    let unfolded = GraphCompiler::new();
+    assert!(!unfolded.runs(Pass::ConstantFolding) && unfolded.runs(Pass::CommonSubexpressions));
+    let (_, report) = unfolded.compile_with_report(&program)?;
     assert!(!report.to_string().contains("constant-folding"));
     Ok(())
 }

@@ -112,7 +112,8 @@ fn trace_and_compile(
     let raw = tb.program(&refs)?;
     let trace_s = start.elapsed().as_secs_f64();
     let start = Instant::now();
-    let (program, _report) = GraphCompiler::new().compile_with_report(&raw)?;
+    let (program, _report) =
+        GraphCompiler::for_backend(&CpuBackend::new()).compile_with_report(&raw)?;
     let compile_s = start.elapsed().as_secs_f64();
     Ok(Traced {
         nodes_before: raw.nodes().len(),

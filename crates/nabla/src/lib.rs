@@ -43,10 +43,12 @@ pub mod scalar {
     pub use nabla_derive::differentiate;
     pub use nabla_scalar::*;
 }
+/// The backend chosen at run time (`nabla-any`): one tensor type for the CPU and (with the `wgpu`
+/// feature) wgpu devices, with differentiable moves between them.
+pub use nabla_any::{AnyBackend, AnyStorage};
 pub use nabla_tensor::{
     AdContext, AdContextBuilder, CompileReport, ExtensionFamily, ExtensionRules, GraphCompiler,
-    GraphExecutor,
-    IntoProgram, Pass, Program, RuleArgs, RunStats, TracedTensor, TracingBackend,
+    GraphExecutor, IntoProgram, Pass, Program, RuleArgs, RunStats, TracedTensor, TracingBackend,
 };
 pub use nabla_tensor::{
     BackwardOptions, ElementCheck, GradCheckOptions, GradCheckReport, Gradients, IndexOp, Indexer,

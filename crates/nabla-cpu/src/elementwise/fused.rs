@@ -24,11 +24,11 @@
 //! The fast path covers kernels whose steps are all `f32` (or all `f64`) and `bool`; other kernels run
 //! through [`FusedKernel::evaluate_by_ops`].
 
-use super::cast::CastFrom;
 use super::fused_step::{AnyVal, Dst, Val, Walk, as_uninit, eval, gather, load, map_val, mismatch};
 use super::traits::Real;
 use crate::strided::{CHUNK, output_vec};
 use crate::{CpuBackend, CpuStorage, PARALLEL_THRESHOLD};
+use nabla_core::CastFrom;
 use nabla_core::{
     AdamStep, DType, Element, Error, FusedKernel, FusedOp, KnownKernel, Layout, Result,
 };

@@ -5,10 +5,10 @@
 //! operands; plus the gathers that load a block of a strided view.
 
 use super::binary::{bool_binary_fn, ordered_compare_fn, real_binary_fn};
-use super::cast::CastFrom;
 use super::traits::Real;
 use super::unary::{real_predicate_fn, real_unary_fn};
 use crate::strided::{apply1, apply2};
+use nabla_core::CastFrom;
 use nabla_core::{DType, Element, Error, FusedOp, Result, UnaryOp};
 use std::mem::MaybeUninit;
 

@@ -23,8 +23,8 @@ mod tests;
 #[cfg(test)]
 mod tests_cases;
 
-pub(crate) use cast::CastFrom;
 pub(crate) use fused::{fast_dtype, fused, fused_many};
+pub(crate) use nabla_core::CastFrom;
 
 use crate::CpuStorage;
 use crate::strided::gather_view;

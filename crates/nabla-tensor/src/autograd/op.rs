@@ -67,6 +67,8 @@ pub(crate) enum Op<B: Backend> {
     },
     /// An extension op (all inputs and the output saved) with the rules its family bound.
     Extension(BoundExtension<B>),
+    /// A move between two devices of one backend type ([`crate::Tensor::to_backend`]).
+    Transfer { from: B, to: B },
 }
 
 /// Which inputs a reverse rule reads, so recording keeps a reference to them.
@@ -117,6 +119,7 @@ impl<B: Backend> Op<B> {
             Op::Conv2dInputGrad { .. } => "conv2d_input_grad",
             Op::Conv2dWeightGrad { .. } => "conv2d_weight_grad",
             Op::Extension(_) => "extension",
+            Op::Transfer { .. } => "to_backend",
         }
     }
 
@@ -191,7 +194,8 @@ impl<B: Backend> Op<B> {
             | Op::Slice { .. }
             | Op::Flip { .. }
             | Op::Pad { .. }
-            | Op::Concat { .. } => NONE,
+            | Op::Concat { .. }
+            | Op::Transfer { .. } => NONE,
         }
     }
 
@@ -223,7 +227,8 @@ impl<B: Backend> Op<B> {
             | Op::ScatterAdd { .. }
             | Op::Conv2d { .. }
             | Op::Conv2dInputGrad { .. }
-            | Op::Conv2dWeightGrad { .. } => false,
+            | Op::Conv2dWeightGrad { .. }
+            | Op::Transfer { .. } => false,
         }
     }
 }

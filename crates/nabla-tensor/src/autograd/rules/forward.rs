@@ -52,6 +52,7 @@ pub(crate) fn jvp<B: Backend>(
         }
         // The tangent keeps the input's dtype here; the caller casts it to the node's.
         Op::Cast { .. } => Ok(t0().cloned()),
+        Op::Transfer { to, .. } => linear(&|t| t.move_to(to)),
         Op::Reduce { op, axes, input } => {
             let signed: Vec<isize> = axes.iter().map(|&a| a as isize).collect();
             linear(&|t| reduce::reduce(*op, axes, input, s, t)?.sum(&signed, true))

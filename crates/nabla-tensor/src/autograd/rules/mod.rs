@@ -78,6 +78,7 @@ pub(crate) fn vjp<B: Backend>(
         Op::Binary(b) => elementwise::binary(*b, saved, g, needs),
         Op::Select => elementwise::select(saved, g, needs),
         Op::Cast { from } => Ok(vec![Some(g.cast(*from)?)]),
+        Op::Transfer { from, .. } => Ok(vec![Some(g.move_to(from)?)]),
         Op::Reduce { op, axes, input } => {
             Ok(vec![Some(reduce::reduce(*op, axes, input, saved, g)?)])
         }

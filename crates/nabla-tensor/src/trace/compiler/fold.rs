@@ -1,8 +1,9 @@
 //! Constant folding.
 //!
 //! A node whose inputs are all constants (values produced by `Constant` or `Full` nodes, or folded
-//! earlier in this pass) is evaluated at compile time on [`CpuBackend`], by running a two-level program
-//! (its constant inputs, then the node) with the [`GraphExecutor`], and replaced by one constant node
+//! earlier in this pass) is evaluated at compile time on the backend the caller named
+//! ([`crate::GraphCompiler::fold_on`]), by running a two-level program (its constant inputs, then the
+//! node) with the [`GraphExecutor`], and replaced by one constant node
 //! per output: a `Full` when every element has the same bits (cheaper and smaller), else a
 //! `Constant` holding the data.
 //!
@@ -13,10 +14,40 @@
 //! still happens when the program runs).
 
 use super::rebuild;
+use crate::Tensor;
 use crate::trace::executor::GraphExecutor;
 use crate::trace::graph::{GraphBuilder, Node, Program, TraceOp, TraceOperand, ValueId};
-use nabla_core::{Element, HostData, Layout, Result, Scalar, with_host_data};
-use nabla_cpu::CpuBackend;
+use nabla_core::{Backend, Device, Element, HostData, Layout, Result, Scalar, with_host_data};
+use std::sync::Arc;
+
+/// Runs a program without inputs and reads its outputs back.
+type RunConstants = dyn Fn(&Program) -> Result<Vec<HostData>> + Send + Sync;
+
+/// Runs constant subprograms (no inputs) on the backend a compiler folds on.
+#[derive(Clone)]
+pub(super) struct Evaluator {
+    run: Arc<RunConstants>,
+    /// The device it evaluates on.
+    pub(super) device: Device,
+}
+
+impl Evaluator {
+    pub(super) fn on<B: Backend>(backend: &B) -> Self {
+        let device = backend.device();
+        let backend = backend.clone();
+        let run = move |program: &Program| -> Result<Vec<HostData>> {
+            GraphExecutor::new(&backend)
+                .run(program, &[])?
+                .iter()
+                .map(Tensor::to_host)
+                .collect()
+        };
+        Evaluator {
+            run: Arc::new(run),
+            device,
+        }
+    }
+}
 
 /// Largest output, in elements, a folded node may have.
 const MAX_FOLDED_ELEMENTS: usize = 1 << 16;
@@ -50,9 +81,7 @@ fn foldable(op: &TraceOp) -> bool {
     )
 }
 
-pub(crate) fn fold_constants(program: &Program) -> Result<Program> {
-    let cpu = CpuBackend::new();
-    let exec = GraphExecutor::new(&cpu);
+pub(crate) fn fold_constants(program: &Program, evaluator: &Evaluator) -> Result<Program> {
     // Index in `nodes` of the constant node producing each value, if it is a constant.
     let mut constant: Vec<Option<usize>> = vec![None; program.values.len()];
     let mut nodes: Vec<Node> = Vec::with_capacity(program.nodes.len());
@@ -65,7 +94,7 @@ pub(crate) fn fold_constants(program: &Program) -> Result<Program> {
                 .iter()
                 .all(|&v| program.values[v].len() <= MAX_FOLDED_ELEMENTS);
         let folded = if candidate {
-            evaluate(&exec, program, node, &nodes, &constant)
+            evaluate(evaluator, program, node, &nodes, &constant)
         } else {
             None
         };
@@ -96,9 +125,9 @@ pub(crate) fn fold_constants(program: &Program) -> Result<Program> {
     )
 }
 
-/// Runs `node` on the CPU with its constant inputs; `None` when anything fails.
+/// Runs `node` with its constant inputs on the evaluator's backend; `None` when anything fails.
 fn evaluate(
-    exec: &GraphExecutor<CpuBackend>,
+    evaluator: &Evaluator,
     program: &Program,
     node: &Node,
     nodes: &[Node],
@@ -145,12 +174,11 @@ fn evaluate(
         outputs: outs,
     });
     let tiny = builder.snapshot(&outputs);
-    let results = exec.run(&tiny, &[]).ok()?;
+    let results = (evaluator.run)(&tiny).ok()?;
     results
-        .iter()
+        .into_iter()
         .zip(&node.outputs)
-        .map(|(t, &v)| {
-            let data = t.to_host().ok()?;
+        .map(|(data, &v)| {
             let info = &program.values[v];
             (data.len() == info.len() && data.dtype() == info.dtype).then_some(data)
         })

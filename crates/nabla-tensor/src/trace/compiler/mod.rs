@@ -13,7 +13,7 @@ mod simplify;
 use super::backend::TracingBackend;
 use super::graph::{GraphBuilder, Node, Program, TraceOperand, ValueId, ValueInfo};
 use crate::Tensor;
-use nabla_core::{Error, Result};
+use nabla_core::{Backend, Error, Result};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,8 @@ pub enum Pass {
     /// and readers of a copy read its source through the composed view when that view is expressible
     /// with strides.
     Simplify,
-    /// Evaluates nodes whose inputs are all constants at compile time (on the CPU backend).
+    /// Evaluates nodes whose inputs are all constants at compile time, on the backend given to
+    /// [`GraphCompiler::fold_on`] (skipped without one).
     ConstantFolding,
     /// Merges nodes computing the same op on the same operands.
     CommonSubexpressions,
@@ -187,6 +188,11 @@ const MAX_ROUNDS: usize = 4;
 /// Compiled programs compute the same outputs as the original (bit for bit on the CPU backend: the
 /// passes never reassociate arithmetic), keep the placeholders in order and the outputs' views.
 ///
+/// Constant folding evaluates constant subgraphs on a backend the caller gives: compile with
+/// [`GraphCompiler::for_backend`] (or add [`GraphCompiler::fold_on`]) naming the backend that will run
+/// the program, so folded values carry that backend's arithmetic. [`GraphCompiler::new`] has no
+/// evaluator and leaves constants to run time.
+///
 /// ```
 /// use nabla_tensor::{GraphCompiler, GraphExecutor, Pass, Tensor, TracingBackend};
 /// use nabla_cpu::CpuBackend;
@@ -195,35 +201,62 @@ const MAX_ROUNDS: usize = 4;
 /// let x = tb.placeholder([2, 3], DType::F64)?;
 /// let two = (Tensor::ones([2, 3], DType::F64, &tb)? * 2.0)?; // constant: folded
 /// let y = ((x.exp()? * &two)? + x.exp()?)?.neg()?.neg()?; // exp computed once, neg(neg(.)) dropped
-/// let (program, report) = GraphCompiler::new()
+/// let cpu = CpuBackend::new();
+/// let (program, report) = GraphCompiler::for_backend(&cpu)
 ///     .without(Pass::Fusion)
 ///     .compile_with_report(&y)?;
 /// println!("{report}{program}");
 /// assert_eq!(program.nodes().len(), 5); // input, exp, full 2, mul, add
-/// let cpu = CpuBackend::new();
 /// let xs = [Tensor::from_vec(vec![0.0f64, 1.0, 2.0, 3.0, 4.0, 5.0], [2, 3], &cpu)?];
 /// let got = GraphExecutor::new(&cpu).run(&program, &xs)?;
 /// let want = ((xs[0].exp()? * 2.0)? + xs[0].exp()?)?;
 /// assert_eq!(got[0].to_vec::<f64>()?, want.to_vec::<f64>()?);
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct GraphCompiler {
     enabled: Vec<Pass>,
+    evaluator: Option<fold::Evaluator>,
+}
+
+impl fmt::Debug for GraphCompiler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GraphCompiler")
+            .field("enabled", &self.enabled)
+            .field(
+                "folds_on",
+                &self.evaluator.as_ref().map(|e| e.device.clone()),
+            )
+            .finish()
+    }
 }
 
 impl Default for GraphCompiler {
     fn default() -> Self {
         GraphCompiler {
             enabled: Pass::ALL.to_vec(),
+            evaluator: None,
         }
     }
 }
 
 impl GraphCompiler {
-    /// A compiler running every pass.
+    /// A compiler running every pass but constant folding, which needs a backend to evaluate on
+    /// ([`GraphCompiler::fold_on`]).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A compiler running every pass, folding constants on `backend` (the backend the program will
+    /// run on, so folded values are what it would compute).
+    pub fn for_backend<B: Backend>(backend: &B) -> Self {
+        Self::new().fold_on(backend)
+    }
+
+    /// The same compiler, evaluating constant subgraphs on `backend` in its folding pass.
+    pub fn fold_on<B: Backend>(mut self, backend: &B) -> Self {
+        self.evaluator = Some(fold::Evaluator::on(backend));
+        self
     }
 
     /// The same compiler without `pass`.
@@ -238,9 +271,9 @@ impl GraphCompiler {
         self
     }
 
-    /// `true` when `pass` is part of the pipeline.
+    /// `true` when `pass` is part of the pipeline (constant folding only with an evaluator).
     pub fn runs(&self, pass: Pass) -> bool {
-        self.enabled.contains(&pass)
+        self.enabled.contains(&pass) && (pass != Pass::ConstantFolding || self.evaluator.is_some())
     }
 
     /// Compiles `what` (a [`Program`] or traced output tensors; see [`IntoProgram`]).
@@ -253,7 +286,7 @@ impl GraphCompiler {
         let start = Instant::now();
         let mut program = what.into_program()?;
         let mut report = CompileReport::default();
-        let mut step = |pass: Pass, f: fn(&Program) -> Result<Program>, p: &mut Program| {
+        let mut step = |pass: Pass, f: &dyn Fn(&Program) -> Result<Program>, p: &mut Program| {
             let t = Instant::now();
             let next = f(p)?;
             let changed = next.nodes != p.nodes;
@@ -271,31 +304,36 @@ impl GraphCompiler {
         // still finds work, a bounded number of times.
         for round in 0..MAX_ROUNDS {
             if self.runs(Pass::Simplify) {
-                let changed = step(Pass::Simplify, simplify::simplify, &mut program)?;
+                let changed = step(Pass::Simplify, &simplify::simplify, &mut program)?;
                 if round > 0 && !changed {
                     break;
                 }
             }
             let mut changed = false;
-            if self.runs(Pass::ConstantFolding) {
-                changed |= step(Pass::ConstantFolding, fold::fold_constants, &mut program)?;
+            if let Some(evaluator) = self
+                .evaluator
+                .as_ref()
+                .filter(|_| self.runs(Pass::ConstantFolding))
+            {
+                let f = |p: &Program| fold::fold_constants(p, evaluator);
+                changed |= step(Pass::ConstantFolding, &f, &mut program)?;
             }
             if self.runs(Pass::CommonSubexpressions) {
                 let f = cse::eliminate_common_subexpressions;
-                changed |= step(Pass::CommonSubexpressions, f, &mut program)?;
+                changed |= step(Pass::CommonSubexpressions, &f, &mut program)?;
             }
             if !changed || !self.runs(Pass::Simplify) {
                 break;
             }
         }
         if self.runs(Pass::DeadCode) {
-            step(Pass::DeadCode, dce::eliminate_dead_code, &mut program)?;
+            step(Pass::DeadCode, &dce::eliminate_dead_code, &mut program)?;
         }
         if self.runs(Pass::Fusion) {
-            step(Pass::Fusion, fusion::fuse_elementwise, &mut program)?;
+            step(Pass::Fusion, &fusion::fuse_elementwise, &mut program)?;
         }
         if self.runs(Pass::BufferReuse) {
-            step(Pass::BufferReuse, reuse::plan_buffer_reuse, &mut program)?;
+            step(Pass::BufferReuse, &reuse::plan_buffer_reuse, &mut program)?;
         }
         report.total = start.elapsed();
         Ok((program, report))
