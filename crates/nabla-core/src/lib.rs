@@ -20,6 +20,7 @@ mod ops;
 mod rng;
 mod scalar;
 mod shape;
+mod wrapper;
 
 pub use backend::{Backend, Device};
 pub use cast::CastFrom;
@@ -31,13 +32,14 @@ pub use fused::{FusedKernel, FusedOp, FusedStep, KnownKernel};
 pub use fused_adam::{AdamCoefficients, AdamStep};
 pub use fused_builder::{FusedBuilder, KernelValue};
 pub use layout::{Layout, Offsets};
-pub use memory::{MemoryStats, MemoryTracked, TrackedStorage};
+pub use memory::{MemoryCounter, MemoryStats, MemoryTracked, TrackedStorage};
 pub use ops::{
     ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, Distribution, Pool2dParams, ReduceOp, UnaryOp,
 };
 pub use rng::{Generator, RngKey, philox4x32_10};
 pub use scalar::Scalar;
-pub use shape::{Shape, contiguous_strides, normalize_axes, normalize_axis};
+pub use shape::{Shape, checked_numel, contiguous_strides, normalize_axes, normalize_axis};
+pub use wrapper::{FusedCall, Wrapped, Wrapper};
 
 #[doc(hidden)]
 pub use half;

@@ -24,16 +24,15 @@
 //! }
 //! ```
 
-use crate::{
-    ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution,
-    ExtensionOp, HostData, Layout, Pool2dParams, ReduceOp, Result, RngKey, Scalar, UnaryOp,
-};
+use crate::wrapper::FusedCall;
+use crate::{Backend, FusedKernel, Layout, Result, Wrapped, Wrapper};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// A [`Backend`] that runs every kernel on `B` and keeps count of the bytes held by live buffers, their
-/// peak, and the number of buffers allocated.
+/// peak, and the number of buffers allocated: `B` [`Wrapped`] by the [`MemoryCounter`] wrapper, which
+/// changes only the buffer handles (each carries its accounting record).
 ///
 /// Clones share the counters, so a `Tensor<MemoryTracked<B>>` and every tensor computed from it report
 /// into the [`MemoryTracked`] they were made with. Device identity and names are those of `B`: tracking
@@ -42,10 +41,20 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 /// Each buffer a kernel returns is counted as a new allocation, as the [`Backend`] contract promises
 /// (outputs are new buffers). Reading data back to the host ([`Backend::read`]) is not counted: it is
 /// host memory owned by the caller.
-#[derive(Clone)]
-pub struct MemoryTracked<B: Backend> {
-    inner: B,
+pub type MemoryTracked<B> = Wrapped<B, MemoryCounter>;
+
+/// The [`Wrapper`] of [`MemoryTracked`]: the shared counters, and a record on every buffer.
+#[derive(Clone, Default)]
+pub struct MemoryCounter {
     counters: Arc<Counters>,
+}
+
+impl fmt::Debug for MemoryCounter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryCounter")
+            .field("stats", &self.stats())
+            .finish()
+    }
 }
 
 /// A snapshot of the counters of a [`MemoryTracked`] backend.
@@ -147,20 +156,7 @@ impl<S> PartialEq for TrackedStorage<S> {
 
 impl<S> Eq for TrackedStorage<S> {}
 
-impl<B: Backend> MemoryTracked<B> {
-    /// Wraps `inner`, with all counters at zero.
-    pub fn new(inner: B) -> Self {
-        MemoryTracked {
-            inner,
-            counters: Arc::new(Counters::default()),
-        }
-    }
-
-    /// The wrapped backend.
-    pub fn inner(&self) -> &B {
-        &self.inner
-    }
-
+impl MemoryCounter {
     /// The counters now.
     pub fn stats(&self) -> MemoryStats {
         let c = &self.counters;
@@ -172,58 +168,81 @@ impl<B: Backend> MemoryTracked<B> {
         }
     }
 
-    /// Starts a new peak measurement: the peak becomes the bytes live now.
-    pub fn reset_peak(&self) {
-        let live = self.counters.live_bytes.load(Ordering::Relaxed);
-        self.counters.peak_bytes.store(live, Ordering::Relaxed);
-    }
-
-    /// Counts a buffer of the wrapped backend as allocated on this one, and wraps it.
-    pub fn track(&self, storage: B::Storage) -> TrackedStorage<B::Storage> {
-        let bytes =
-            self.inner.storage_len(&storage) * self.inner.storage_dtype(&storage).size_in_bytes();
+    /// A record of `bytes` counted as allocated.
+    fn record(&self, bytes: usize) -> Arc<Allocation> {
         self.counters.register(bytes);
-        TrackedStorage {
-            inner: storage,
-            allocation: Arc::new(Allocation {
-                bytes,
-                counters: self.counters.clone(),
-            }),
-        }
-    }
-
-    fn wrap(&self, storage: Result<B::Storage>) -> Result<<Self as Backend>::Storage> {
-        storage.map(|s| self.track(s))
-    }
-
-    fn wrap_pair(
-        &self,
-        pair: Result<(B::Storage, B::Storage)>,
-    ) -> Result<(<Self as Backend>::Storage, <Self as Backend>::Storage)> {
-        pair.map(|(a, b)| (self.track(a), self.track(b)))
+        Arc::new(Allocation {
+            bytes,
+            counters: self.counters.clone(),
+        })
     }
 }
 
 impl<B: Backend> MemoryTracked<B> {
-    /// Runs a fused kernel call `run` on the unwrapped inputs and records its results: result `j`
-    /// written in place into input `donate[j]` (see [`Backend::fused`] for when the wrapped backend
-    /// does so) inherits that input's record; the others are registered as new allocations.
-    fn forward_donated(
+    /// Wraps `inner`, with all counters at zero.
+    pub fn new(inner: B) -> Self {
+        Wrapped::with(inner, MemoryCounter::default())
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> MemoryStats {
+        self.wrapper().stats()
+    }
+
+    /// Starts a new peak measurement: the peak becomes the bytes live now.
+    pub fn reset_peak(&self) {
+        let counters = &self.wrapper().counters;
+        let live = counters.live_bytes.load(Ordering::Relaxed);
+        counters.peak_bytes.store(live, Ordering::Relaxed);
+    }
+
+    /// Counts a buffer of the wrapped backend as allocated on this one, and wraps it.
+    pub fn track(&self, storage: B::Storage) -> TrackedStorage<B::Storage> {
+        self.wrapper().wrap(self.inner(), storage)
+    }
+}
+
+impl<B: Backend> Wrapper<B> for MemoryCounter {
+    type Storage = TrackedStorage<B::Storage>;
+
+    fn wrap(&self, inner: &B, storage: B::Storage) -> TrackedStorage<B::Storage> {
+        let bytes = inner.storage_len(&storage) * inner.storage_dtype(&storage).size_in_bytes();
+        TrackedStorage {
+            inner: storage,
+            allocation: self.record(bytes),
+        }
+    }
+
+    fn unwrap<'a>(&self, storage: &'a TrackedStorage<B::Storage>) -> &'a B::Storage {
+        &storage.inner
+    }
+
+    /// Result `j` written in place into input `donate[j]` (when the wrapped backend promises to, see
+    /// [`Backend::fused_reuses_donation`], and the conditions hold: this is the only handle, read
+    /// whole, output dtype and length) inherits that input's record: no new allocation is counted and
+    /// the live bytes do not change. Other results are registered as new allocations; a donated buffer
+    /// that was not reused stays counted until the results are registered, as it is alive on the
+    /// device until then.
+    fn forward_fused(
         &self,
-        kernel: &crate::FusedKernel,
+        inner: &B,
+        kernel: &FusedKernel,
         inputs: Vec<(TrackedStorage<B::Storage>, &Layout)>,
         shape: &[usize],
         donate: &[Option<usize>],
-        run: impl FnOnce(Vec<(B::Storage, &Layout)>) -> Result<Vec<B::Storage>>,
+        run: &mut FusedCall<'_, B>,
     ) -> Result<Vec<TrackedStorage<B::Storage>>> {
         let n: usize = shape.iter().product();
         let dtypes = kernel.output_dtypes();
-        let reuses = self.inner.fused_reuses_donation(kernel);
+        let reuses = inner.fused_reuses_donation(kernel);
         let mut records = Vec::with_capacity(inputs.len());
         let mut inherited: Vec<Option<Arc<Allocation>>> = vec![None; dtypes.len()];
         let mut inner_inputs = Vec::with_capacity(inputs.len());
         for (k, (storage, layout)) in inputs.into_iter().enumerate() {
-            let TrackedStorage { inner, allocation } = storage;
+            let TrackedStorage {
+                inner: buffer,
+                allocation,
+            } = storage;
             let target = donate
                 .iter()
                 .position(|&d| d == Some(k))
@@ -232,15 +251,15 @@ impl<B: Backend> MemoryTracked<B> {
                 reuses
                     && Arc::strong_count(&allocation) == 1
                     && allocation.bytes == n * dtypes[j].size_in_bytes()
-                    && self.inner.storage_len(&inner) == n
-                    && self.inner.storage_dtype(&inner) == dtypes[j]
+                    && inner.storage_len(&buffer) == n
+                    && inner.storage_dtype(&buffer) == dtypes[j]
                     && layout.contiguous_range() == Some(0..n)
             });
             match in_place {
                 Some(j) => inherited[j] = Some(allocation),
                 None => records.push(allocation),
             }
-            inner_inputs.push((inner, layout));
+            inner_inputs.push((buffer, layout));
         }
         let outs = run(inner_inputs)?;
         let tracked = outs
@@ -251,361 +270,10 @@ impl<B: Backend> MemoryTracked<B> {
                     inner: out,
                     allocation,
                 },
-                None => self.track(out),
+                None => self.wrap(inner, out),
             })
             .collect();
         drop(records);
         Ok(tracked)
-    }
-}
-
-impl<B: Backend + Default> Default for MemoryTracked<B> {
-    fn default() -> Self {
-        MemoryTracked::new(B::default())
-    }
-}
-
-impl<B: Backend> fmt::Debug for MemoryTracked<B> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MemoryTracked")
-            .field("inner", &self.inner)
-            .field("stats", &self.stats())
-            .finish()
-    }
-}
-
-impl<B: Backend> Backend for MemoryTracked<B> {
-    type Storage = TrackedStorage<B::Storage>;
-
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-
-    fn device(&self) -> Device {
-        self.inner.device()
-    }
-
-    fn storage_dtype(&self, storage: &Self::Storage) -> DType {
-        self.inner.storage_dtype(&storage.inner)
-    }
-
-    fn storage_len(&self, storage: &Self::Storage) -> usize {
-        self.inner.storage_len(&storage.inner)
-    }
-
-    fn upload(&self, data: HostData) -> Result<Self::Storage> {
-        self.wrap(self.inner.upload(data))
-    }
-
-    fn read(&self, storage: &Self::Storage, layout: &Layout) -> Result<HostData> {
-        self.inner.read(&storage.inner, layout)
-    }
-
-    fn synchronize(&self) -> Result<()> {
-        self.inner.synchronize()
-    }
-
-    fn full(&self, len: usize, value: Scalar, dtype: DType) -> Result<Self::Storage> {
-        self.wrap(self.inner.full(len, value, dtype))
-    }
-
-    fn random(
-        &self,
-        dist: Distribution,
-        len: usize,
-        dtype: DType,
-        key: RngKey,
-    ) -> Result<Self::Storage> {
-        self.wrap(self.inner.random(dist, len, dtype, key))
-    }
-
-    fn copy(&self, x: &Self::Storage, layout: &Layout) -> Result<Self::Storage> {
-        self.wrap(self.inner.copy(&x.inner, layout))
-    }
-
-    fn unary(&self, op: UnaryOp, x: &Self::Storage, layout: &Layout) -> Result<Self::Storage> {
-        self.wrap(self.inner.unary(op, &x.inner, layout))
-    }
-
-    fn binary(
-        &self,
-        op: BinaryOp,
-        a: &Self::Storage,
-        a_layout: &Layout,
-        b: &Self::Storage,
-        b_layout: &Layout,
-    ) -> Result<Self::Storage> {
-        self.wrap(
-            self.inner
-                .binary(op, &a.inner, a_layout, &b.inner, b_layout),
-        )
-    }
-
-    fn compare(
-        &self,
-        op: CompareOp,
-        a: &Self::Storage,
-        a_layout: &Layout,
-        b: &Self::Storage,
-        b_layout: &Layout,
-    ) -> Result<Self::Storage> {
-        self.wrap(
-            self.inner
-                .compare(op, &a.inner, a_layout, &b.inner, b_layout),
-        )
-    }
-
-    fn select(
-        &self,
-        cond: &Self::Storage,
-        cond_layout: &Layout,
-        on_true: &Self::Storage,
-        true_layout: &Layout,
-        on_false: &Self::Storage,
-        false_layout: &Layout,
-    ) -> Result<Self::Storage> {
-        self.wrap(self.inner.select(
-            &cond.inner,
-            cond_layout,
-            &on_true.inner,
-            true_layout,
-            &on_false.inner,
-            false_layout,
-        ))
-    }
-
-    fn cast(&self, x: &Self::Storage, layout: &Layout, dtype: DType) -> Result<Self::Storage> {
-        self.wrap(self.inner.cast(&x.inner, layout, dtype))
-    }
-
-    fn reduce(
-        &self,
-        op: ReduceOp,
-        x: &Self::Storage,
-        layout: &Layout,
-        axes: &[usize],
-    ) -> Result<Self::Storage> {
-        self.wrap(self.inner.reduce(op, &x.inner, layout, axes))
-    }
-
-    fn arg_reduce(
-        &self,
-        op: ArgReduceOp,
-        x: &Self::Storage,
-        layout: &Layout,
-        axis: usize,
-    ) -> Result<Self::Storage> {
-        self.wrap(self.inner.arg_reduce(op, &x.inner, layout, axis))
-    }
-
-    fn cumsum(&self, x: &Self::Storage, layout: &Layout, axis: usize) -> Result<Self::Storage> {
-        self.wrap(self.inner.cumsum(&x.inner, layout, axis))
-    }
-
-    fn matmul(
-        &self,
-        a: &Self::Storage,
-        a_layout: &Layout,
-        b: &Self::Storage,
-        b_layout: &Layout,
-    ) -> Result<Self::Storage> {
-        self.wrap(self.inner.matmul(&a.inner, a_layout, &b.inner, b_layout))
-    }
-
-    fn pad(
-        &self,
-        x: &Self::Storage,
-        layout: &Layout,
-        pads: &[(usize, usize)],
-        value: Scalar,
-    ) -> Result<Self::Storage> {
-        self.wrap(self.inner.pad(&x.inner, layout, pads, value))
-    }
-
-    fn concat(&self, parts: &[(&Self::Storage, &Layout)], axis: usize) -> Result<Self::Storage> {
-        let inner_parts: Vec<(&B::Storage, &Layout)> =
-            parts.iter().map(|(s, l)| (&s.inner, *l)).collect();
-        self.wrap(self.inner.concat(&inner_parts, axis))
-    }
-
-    fn gather(
-        &self,
-        x: &Self::Storage,
-        x_layout: &Layout,
-        axis: usize,
-        index: &Self::Storage,
-        index_layout: &Layout,
-    ) -> Result<Self::Storage> {
-        self.wrap(
-            self.inner
-                .gather(&x.inner, x_layout, axis, &index.inner, index_layout),
-        )
-    }
-
-    fn index_select(
-        &self,
-        x: &Self::Storage,
-        x_layout: &Layout,
-        axis: usize,
-        index: &Self::Storage,
-        index_layout: &Layout,
-    ) -> Result<Self::Storage> {
-        self.wrap(
-            self.inner
-                .index_select(&x.inner, x_layout, axis, &index.inner, index_layout),
-        )
-    }
-
-    fn scatter_add(
-        &self,
-        dst: &Self::Storage,
-        dst_layout: &Layout,
-        axis: usize,
-        index: &Self::Storage,
-        index_layout: &Layout,
-        src: &Self::Storage,
-        src_layout: &Layout,
-    ) -> Result<Self::Storage> {
-        self.wrap(self.inner.scatter_add(
-            &dst.inner,
-            dst_layout,
-            axis,
-            &index.inner,
-            index_layout,
-            &src.inner,
-            src_layout,
-        ))
-    }
-
-    fn one_hot(
-        &self,
-        index: &Self::Storage,
-        layout: &Layout,
-        classes: usize,
-        dtype: DType,
-    ) -> Result<Self::Storage> {
-        self.wrap(self.inner.one_hot(&index.inner, layout, classes, dtype))
-    }
-
-    fn sort(
-        &self,
-        x: &Self::Storage,
-        layout: &Layout,
-        axis: usize,
-        descending: bool,
-    ) -> Result<(Self::Storage, Self::Storage)> {
-        self.wrap_pair(self.inner.sort(&x.inner, layout, axis, descending))
-    }
-
-    fn max_pool2d(
-        &self,
-        x: &Self::Storage,
-        layout: &Layout,
-        params: &Pool2dParams,
-    ) -> Result<(Self::Storage, Self::Storage)> {
-        self.wrap_pair(self.inner.max_pool2d(&x.inner, layout, params))
-    }
-
-    fn topk(
-        &self,
-        x: &Self::Storage,
-        layout: &Layout,
-        axis: usize,
-        k: usize,
-        largest: bool,
-    ) -> Result<(Self::Storage, Self::Storage)> {
-        self.wrap_pair(self.inner.topk(&x.inner, layout, axis, k, largest))
-    }
-
-    fn conv2d(
-        &self,
-        x: &Self::Storage,
-        x_layout: &Layout,
-        w: &Self::Storage,
-        w_layout: &Layout,
-        params: &Conv2dParams,
-    ) -> Result<Self::Storage> {
-        self.wrap(
-            self.inner
-                .conv2d(&x.inner, x_layout, &w.inner, w_layout, params),
-        )
-    }
-
-    fn conv2d_input_grad(
-        &self,
-        dy: &Self::Storage,
-        dy_layout: &Layout,
-        w: &Self::Storage,
-        w_layout: &Layout,
-        input_hw: (usize, usize),
-        params: &Conv2dParams,
-    ) -> Result<Self::Storage> {
-        self.wrap(
-            self.inner
-                .conv2d_input_grad(&dy.inner, dy_layout, &w.inner, w_layout, input_hw, params),
-        )
-    }
-
-    fn conv2d_weight_grad(
-        &self,
-        x: &Self::Storage,
-        x_layout: &Layout,
-        dy: &Self::Storage,
-        dy_layout: &Layout,
-        kernel_hw: (usize, usize),
-        params: &Conv2dParams,
-    ) -> Result<Self::Storage> {
-        self.wrap(
-            self.inner
-                .conv2d_weight_grad(&x.inner, x_layout, &dy.inner, dy_layout, kernel_hw, params),
-        )
-    }
-
-    fn extension(
-        &self,
-        op: &Arc<dyn ExtensionOp>,
-        inputs: &[(&Self::Storage, &Layout)],
-    ) -> Result<Self::Storage> {
-        let inner: Vec<(&B::Storage, &Layout)> =
-            inputs.iter().map(|(s, l)| (&s.inner, *l)).collect();
-        self.wrap(self.inner.extension(op, &inner))
-    }
-
-    /// Forwards the kernel. When the wrapped backend promises to write the result into the donated input
-    /// ([`Backend::fused_reuses_donation`]) and the conditions hold (this is the only handle, read whole,
-    /// output dtype and length), the result inherits the donated buffer's record: no new allocation is
-    /// counted and the live bytes do not change. Otherwise the donated buffer is handed down too, but
-    /// stays counted until the result is registered, as it is alive on the device until then.
-    fn fused(
-        &self,
-        kernel: &crate::FusedKernel,
-        inputs: Vec<(Self::Storage, &Layout)>,
-        shape: &[usize],
-        donate: Option<usize>,
-    ) -> Result<Self::Storage> {
-        kernel.check_single_output()?;
-        let mut out = self.forward_donated(kernel, inputs, shape, &[donate], |inner| {
-            Ok(vec![self.inner.fused(kernel, inner, shape, donate)?])
-        })?;
-        out.pop()
-            .ok_or_else(|| crate::Error::invalid("fused", "the wrapped backend returned no result"))
-    }
-
-    /// Forwards the kernel; each result written into its donated input inherits that buffer's record,
-    /// as for [`Backend::fused`].
-    fn fused_many(
-        &self,
-        kernel: &crate::FusedKernel,
-        inputs: Vec<(Self::Storage, &Layout)>,
-        shape: &[usize],
-        donate: &[Option<usize>],
-    ) -> Result<Vec<Self::Storage>> {
-        self.forward_donated(kernel, inputs, shape, donate, |inner| {
-            self.inner.fused_many(kernel, inner, shape, donate)
-        })
-    }
-
-    fn fused_reuses_donation(&self, kernel: &crate::FusedKernel) -> bool {
-        self.inner.fused_reuses_donation(kernel)
     }
 }

@@ -80,6 +80,20 @@ impl Shape {
     }
 }
 
+/// The element count of `shape`, or an error naming `op` when it overflows `usize`.
+///
+/// ```
+/// assert_eq!(nabla_core::checked_numel("demo", &[2, 3, 4])?, 24);
+/// assert!(nabla_core::checked_numel("demo", &[usize::MAX, 2]).is_err());
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| Error::invalid(op, format!("the result shape {shape:?} is too large")))
+}
+
 /// Row-major strides for `dims`.
 pub fn contiguous_strides(dims: &[usize]) -> Vec<isize> {
     let mut strides = vec![0isize; dims.len()];

@@ -23,13 +23,7 @@ use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use walk::{SharedOut, copy_into};
 
-/// The element count of `shape`, or an error naming `op` when it overflows.
-pub(crate) fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
-    shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| Error::invalid(op, format!("the result shape {shape:?} is too large")))
-}
+pub(crate) use nabla_core::checked_numel;
 
 /// Rejects `axis >= rank`.
 pub(crate) fn check_axis(op: &'static str, axis: usize, rank: usize) -> Result<()> {

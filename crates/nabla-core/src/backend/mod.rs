@@ -7,6 +7,8 @@ use crate::{
 use std::fmt::Debug;
 use std::sync::Arc;
 
+mod defaults;
+
 /// Identifies the device a buffer lives on; tensors on different devices cannot be combined.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Device {
@@ -58,8 +60,11 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
     /// Waits until all queued work has finished.
     fn synchronize(&self) -> Result<()>;
 
-    /// A buffer of `len` copies of `value` converted to `dtype`.
-    fn full(&self, len: usize, value: Scalar, dtype: DType) -> Result<Self::Storage>;
+    /// A buffer of `len` copies of `value` converted to `dtype`. The default fills a host buffer and
+    /// uploads it.
+    fn full(&self, len: usize, value: Scalar, dtype: DType) -> Result<Self::Storage> {
+        self.upload(HostData::filled(dtype, len, value))
+    }
 
     /// `len` draws from `dist` as `dtype` (real floats; `Bernoulli` also gives bool, integers), where
     /// element `i` is a pure function of `key` and `i` (see [`RngKey`]).
@@ -71,8 +76,11 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
         key: RngKey,
     ) -> Result<Self::Storage>;
 
-    /// Materialises a view into a contiguous buffer.
-    fn copy(&self, x: &Self::Storage, layout: &Layout) -> Result<Self::Storage>;
+    /// Materialises a view into a contiguous buffer. The default is a [`Backend::cast`] to the
+    /// buffer's own dtype (which also writes a new contiguous buffer).
+    fn copy(&self, x: &Self::Storage, layout: &Layout) -> Result<Self::Storage> {
+        self.cast(x, layout, self.storage_dtype(x))
+    }
 
     /// Elementwise `op`; result dtype per [`UnaryOp::output_dtype`].
     fn unary(&self, op: UnaryOp, x: &Self::Storage, layout: &Layout) -> Result<Self::Storage>;
@@ -146,13 +154,16 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
     ) -> Result<Self::Storage>;
 
     /// Pads each dimension `i` with `pads[i].0` elements before and `pads[i].1` after, all equal to `value`.
+    /// The default concatenates filled blocks before and after, one padded axis at a time.
     fn pad(
         &self,
         x: &Self::Storage,
         layout: &Layout,
         pads: &[(usize, usize)],
         value: Scalar,
-    ) -> Result<Self::Storage>;
+    ) -> Result<Self::Storage> {
+        defaults::pad(self, x, layout, pads, value)
+    }
 
     /// Joins views of one dtype along `axis`; their shapes agree except on that axis.
     fn concat(&self, parts: &[(&Self::Storage, &Layout)], axis: usize) -> Result<Self::Storage>;
@@ -170,6 +181,7 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
     ) -> Result<Self::Storage>;
 
     /// Selects entries of `axis` by a 1-D `I64` index; the result has that axis resized to the index length.
+    /// The default is a [`Backend::gather`] with the index broadcast (stride 0) over the other axes.
     fn index_select(
         &self,
         x: &Self::Storage,
@@ -177,7 +189,9 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
         axis: usize,
         index: &Self::Storage,
         index_layout: &Layout,
-    ) -> Result<Self::Storage>;
+    ) -> Result<Self::Storage> {
+        defaults::index_select(self, x, x_layout, axis, index, index_layout)
+    }
 
     /// The transpose of [`Backend::gather`]: a copy of `dst` with each `src[i.., j, k..]` added at
     /// `[i.., index[i.., j, k..], k..]`. `index` and `src` have one shape, which equals `dst`'s except on
@@ -194,14 +208,17 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
         src_layout: &Layout,
     ) -> Result<Self::Storage>;
 
-    /// One-hot encodes an `I64` index tensor of shape `s` into shape `s + [classes]` of `dtype`.
+    /// One-hot encodes an `I64` index tensor of shape `s` into shape `s + [classes]` of `dtype`; an index
+    /// outside `0..classes` is an error. The default reads the indices, encodes on the host and uploads.
     fn one_hot(
         &self,
         index: &Self::Storage,
         layout: &Layout,
         classes: usize,
         dtype: DType,
-    ) -> Result<Self::Storage>;
+    ) -> Result<Self::Storage> {
+        defaults::one_hot(self, index, layout, classes, dtype)
+    }
 
     /// Stable sort along `axis`; returns the sorted values and their original positions (`I64`). NaN sorts
     /// after every number (before, when `descending`).
@@ -213,7 +230,8 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
         descending: bool,
     ) -> Result<(Self::Storage, Self::Storage)>;
 
-    /// The `k` largest (or smallest) entries along `axis`, in sorted order, with their positions (`I64`).
+    /// The `k` largest (or smallest) entries along `axis`, in sorted order, with their positions (`I64`):
+    /// the first `k` of [`Backend::sort`] (descending when `largest`), which the default copies out.
     fn topk(
         &self,
         x: &Self::Storage,
@@ -221,7 +239,9 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
         axis: usize,
         k: usize,
         largest: bool,
-    ) -> Result<(Self::Storage, Self::Storage)>;
+    ) -> Result<(Self::Storage, Self::Storage)> {
+        defaults::topk(self, x, layout, axis, k, largest)
+    }
 
     /// 2-D convolution (cross-correlation, as in PyTorch) of `x: [N, C_in, H, W]` with
     /// `w: [C_out, C_in / groups, KH, KW]`; result `[N, C_out, H_out, W_out]`.
@@ -235,7 +255,9 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
     ) -> Result<Self::Storage>;
 
     /// Gradient of [`Backend::conv2d`] with respect to its input: from `dy: [N, C_out, H_out, W_out]` and the
-    /// weights, a result of shape `[N, C_in, input_hw.0, input_hw.1]`.
+    /// weights, a result of shape `[N, C_in, input_hw.0, input_hw.1]`. The default is a stride-1
+    /// [`Backend::conv2d`] of `dy` spread by the stride and shifted by the padding, with the kernel
+    /// flipped and its channels swapped within each group.
     fn conv2d_input_grad(
         &self,
         dy: &Self::Storage,
@@ -244,10 +266,14 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
         w_layout: &Layout,
         input_hw: (usize, usize),
         params: &Conv2dParams,
-    ) -> Result<Self::Storage>;
+    ) -> Result<Self::Storage> {
+        defaults::conv2d_input_grad(self, dy, dy_layout, w, w_layout, input_hw, params)
+    }
 
     /// Gradient of [`Backend::conv2d`] with respect to its weights: from the input and
     /// `dy: [N, C_out, H_out, W_out]`, a result of shape `[C_out, C_in / groups, kernel_hw.0, kernel_hw.1]`.
+    /// The default is a [`Backend::conv2d`] of the input (channels as the batch) with `dy` (batch as
+    /// channels) as the kernel, stride and dilation swapped, cut to the kernel size.
     #[allow(clippy::too_many_arguments)]
     fn conv2d_weight_grad(
         &self,
@@ -257,7 +283,9 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
         dy_layout: &Layout,
         kernel_hw: (usize, usize),
         params: &Conv2dParams,
-    ) -> Result<Self::Storage>;
+    ) -> Result<Self::Storage> {
+        defaults::conv2d_weight_grad(self, x, x_layout, dy, dy_layout, kernel_hw, params)
+    }
 
     /// Max pooling of every `H x W` plane of `x` (the last two dimensions; leading dimensions are
     /// independent planes) with `params`, whose [`Pool2dParams::output_size`] the caller has checked.

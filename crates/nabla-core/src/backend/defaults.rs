@@ -1,0 +1,305 @@
+//! The provided [`Backend`] methods: each derived from the required core, correct on every backend, and
+//! overridden by a backend with a faster kernel of its own.
+
+use crate::{
+    Backend, Conv2dParams, DType, Error, HostData, Layout, Result, Scalar, checked_numel,
+    dispatch_dtype,
+};
+
+/// [`Backend::pad`]: per padded axis, the input (or the previous result) between two filled blocks.
+pub(super) fn pad<B: Backend>(
+    b: &B,
+    x: &B::Storage,
+    layout: &Layout,
+    pads: &[(usize, usize)],
+    value: Scalar,
+) -> Result<B::Storage> {
+    if pads.len() != layout.rank() {
+        return Err(Error::invalid(
+            "pad",
+            format!(
+                "{} (before, after) pairs for a tensor of rank {}",
+                pads.len(),
+                layout.rank()
+            ),
+        ));
+    }
+    let dtype = b.storage_dtype(x);
+    let mut current: Option<(B::Storage, Layout)> = None;
+    let mut dims = layout.shape().to_vec();
+    for (axis, &(before, after)) in pads.iter().enumerate() {
+        if before == 0 && after == 0 {
+            continue;
+        }
+        let block = |n: usize| -> Result<(B::Storage, Layout)> {
+            let mut block_dims = dims.clone();
+            block_dims[axis] = n;
+            let len = checked_numel("pad", &block_dims)?;
+            Ok((b.full(len, value, dtype)?, Layout::row_major(&block_dims)))
+        };
+        let (lo, hi) = (block(before)?, block(after)?);
+        let (src, src_layout) = match &current {
+            Some((s, l)) => (s, l),
+            None => (x, layout),
+        };
+        let joined = b.concat(&[(&lo.0, &lo.1), (src, src_layout), (&hi.0, &hi.1)], axis)?;
+        dims[axis] += before + after;
+        current = Some((joined, Layout::row_major(&dims)));
+    }
+    match current {
+        Some((s, _)) => Ok(s),
+        None => b.copy(x, layout),
+    }
+}
+
+/// [`Backend::index_select`] as a gather whose index is the 1-D index seen along `axis` and broadcast
+/// (stride 0) over every other axis.
+pub(super) fn index_select<B: Backend>(
+    b: &B,
+    x: &B::Storage,
+    x_layout: &Layout,
+    axis: usize,
+    index: &B::Storage,
+    index_layout: &Layout,
+) -> Result<B::Storage> {
+    let rank = x_layout.rank();
+    if axis >= rank || index_layout.rank() != 1 {
+        return Err(Error::invalid(
+            "index_select",
+            format!(
+                "needs an axis below the rank {rank} of the input and a 1-D index, got axis {axis} \
+                 and an index of shape {:?}",
+                index_layout.shape()
+            ),
+        ));
+    }
+    let mut dims = x_layout.shape().to_vec();
+    dims[axis] = index_layout.shape()[0];
+    let mut strides = vec![0isize; rank];
+    strides[axis] = index_layout.strides()[0];
+    let spread = Layout::from_parts(dims, strides, index_layout.offset())?;
+    b.gather(x, x_layout, axis, index, &spread)
+}
+
+/// [`Backend::one_hot`] encoded on the host from the indices read back.
+pub(super) fn one_hot<B: Backend>(
+    b: &B,
+    index: &B::Storage,
+    layout: &Layout,
+    classes: usize,
+    dtype: DType,
+) -> Result<B::Storage> {
+    let HostData::I64(indices) = b.read(index, layout)? else {
+        return Err(Error::invalid("one_hot", "indices must be int64"));
+    };
+    let total = checked_numel("one_hot", &[indices.len(), classes])?;
+    let mut hot = Vec::with_capacity(indices.len());
+    for &i in &indices {
+        match usize::try_from(i).ok().filter(|&c| c < classes) {
+            Some(c) => hot.push(c),
+            None => {
+                return Err(Error::invalid(
+                    "one_hot",
+                    format!("index {i} is outside 0..{classes}"),
+                ));
+            }
+        }
+    }
+    let data = dispatch_dtype!(dtype, T => {
+        let one = <T as crate::Element>::from_scalar(Scalar::I64(1));
+        let mut values = vec![T::default(); total];
+        for (row, c) in hot.into_iter().enumerate() {
+            values[row * classes + c] = one;
+        }
+        <T as crate::Element>::into_host(values)
+    });
+    b.upload(data)
+}
+
+/// [`Backend::topk`]: the first `k` entries of each sorted lane, copied out.
+pub(super) fn topk<B: Backend>(
+    b: &B,
+    x: &B::Storage,
+    layout: &Layout,
+    axis: usize,
+    k: usize,
+    largest: bool,
+) -> Result<(B::Storage, B::Storage)> {
+    let n = *layout.shape().get(axis).ok_or_else(|| {
+        Error::invalid(
+            "topk",
+            format!("axis {axis} is out of range for shape {:?}", layout.shape()),
+        )
+    })?;
+    if k > n {
+        return Err(Error::invalid(
+            "topk",
+            format!(
+                "k = {k} is larger than the size {n} of axis {axis} of shape {:?}",
+                layout.shape()
+            ),
+        ));
+    }
+    let (values, positions) = b.sort(x, layout, axis, largest)?;
+    let first_k = Layout::row_major(layout.shape()).slice(axis, 0, k, 1)?;
+    Ok((b.copy(&values, &first_k)?, b.copy(&positions, &first_k)?))
+}
+
+/// A contiguous copy of the view `layout` of `x` reshaped to `dims`, and its row-major layout.
+fn materialise<B: Backend>(
+    b: &B,
+    x: &B::Storage,
+    layout: &Layout,
+    dims: &[usize],
+) -> Result<(B::Storage, Layout)> {
+    Ok((b.copy(x, layout)?, Layout::row_major(dims)))
+}
+
+/// `(len, before, after)`: how to cut and pad a spatial axis holding `len` values so that position
+/// `t` of the result holds value `t - shift` (zero outside `0..len`), over a result of length `target`.
+fn window(len: usize, shift: isize, target: usize) -> Option<(usize, usize, usize, usize)> {
+    let (len, target) = (len as isize, target as isize);
+    let first = shift.max(0);
+    let last = (shift + len).min(target);
+    (first < last).then(|| {
+        let start = (first - shift) as usize;
+        (
+            start,
+            (last - first) as usize,
+            first as usize,
+            (target - last) as usize,
+        )
+    })
+}
+
+/// [`Backend::conv2d_input_grad`] as a stride-1 convolution of the output gradient, spread by the
+/// stride (zeros between its entries) and shifted by the padding, with the kernel flipped and its
+/// channel roles swapped within each group.
+pub(super) fn conv2d_input_grad<B: Backend>(
+    b: &B,
+    dy: &B::Storage,
+    dy_layout: &Layout,
+    w: &B::Storage,
+    w_layout: &Layout,
+    input_hw: (usize, usize),
+    params: &Conv2dParams,
+) -> Result<B::Storage> {
+    let (&[n, o, ho, wo], &[_, cg, kh, kw]) = (dy_layout.shape(), w_layout.shape()) else {
+        return Err(Error::invalid(
+            "conv2d_input_grad",
+            "expects a 4-D output gradient and 4-D weights",
+        ));
+    };
+    let g = params.groups.max(1);
+    let (og, c) = (o / g, cg * g);
+    let (sh, sw) = params.stride;
+    let (dh, dw) = params.dilation;
+    let dtype = b.storage_dtype(dy);
+    // Spread: [n, o, ho, 1, wo, 1] padded to [n, o, ho, sh, wo, sw] is dy with zeros between rows.
+    let spread_view = Layout::from_parts(
+        vec![n, o, ho, 1, wo, 1],
+        {
+            let s = dy_layout.strides();
+            vec![s[0], s[1], s[2], 0, s[3], 0]
+        },
+        dy_layout.offset(),
+    )?;
+    let pads = [(0, 0), (0, 0), (0, 0), (0, sh - 1), (0, 0), (0, sw - 1)];
+    let spread = b.pad(dy, &spread_view, &pads, Scalar::F64(0.0))?;
+    let (lh, lw) = (ho * sh, wo * sw);
+    // Position t of the padded gradient holds spread entry t - shift.
+    let shift_h = ((kh - 1) * dh) as isize - params.padding.0 as isize;
+    let shift_w = ((kw - 1) * dw) as isize - params.padding.1 as isize;
+    let (th, tw) = (input_hw.0 + (kh - 1) * dh, input_hw.1 + (kw - 1) * dw);
+    let (Some((h0, hl, hb, ha)), Some((w0, wl, wb, wa))) =
+        (window(lh, shift_h, th), window(lw, shift_w, tw))
+    else {
+        let len = checked_numel("conv2d_input_grad", &[n, c, input_hw.0, input_hw.1])?;
+        return b.full(len, Scalar::F64(0.0), dtype);
+    };
+    let cut = Layout::row_major(&[n, o, lh, lw])
+        .slice(2, h0, hl, 1)?
+        .slice(3, w0, wl, 1)?;
+    let padded = b.pad(
+        &spread,
+        &cut,
+        &[(0, 0), (0, 0), (hb, ha), (wb, wa)],
+        Scalar::F64(0.0),
+    )?;
+    // Kernel [c, og, kh, kw]: within group q, input channel j of output channel i is w[q og + j, i],
+    // flipped in space.
+    let grouped = Layout::from_parts(
+        vec![g, og, cg, kh, kw],
+        {
+            let s = w_layout.strides();
+            vec![s[0] * og as isize, s[0], s[1], s[2], s[3]]
+        },
+        w_layout.offset(),
+    )?
+    .permute(&[0, 2, 1, 3, 4])?;
+    let (swapped, swapped_layout) = materialise(b, w, &grouped, &[c, og, kh, kw])?;
+    let flipped = swapped_layout.flip(2)?.flip(3)?;
+    let unit = Conv2dParams {
+        stride: (1, 1),
+        padding: (0, 0),
+        dilation: params.dilation,
+        groups: g,
+    };
+    b.conv2d(
+        &padded,
+        &Layout::row_major(&[n, o, th, tw]),
+        &swapped,
+        &flipped,
+        &unit,
+    )
+}
+
+/// [`Backend::conv2d_weight_grad`] as a convolution of the input (channels as the batch) with the
+/// output gradient (batch as channels) as its kernel: stride and dilation trade places, and the
+/// result is cut to the kernel size.
+pub(super) fn conv2d_weight_grad<B: Backend>(
+    b: &B,
+    x: &B::Storage,
+    x_layout: &Layout,
+    dy: &B::Storage,
+    dy_layout: &Layout,
+    kernel_hw: (usize, usize),
+    params: &Conv2dParams,
+) -> Result<B::Storage> {
+    let (&[n, c, h, wd], &[_, o, ho, wo]) = (x_layout.shape(), dy_layout.shape()) else {
+        return Err(Error::invalid(
+            "conv2d_weight_grad",
+            "expects a 4-D input and a 4-D output gradient",
+        ));
+    };
+    let g = params.groups.max(1);
+    let cg = c / g;
+    let (kh, kw) = kernel_hw;
+    // Input [cg, g n, h, w]: within group q, the batch entries of channel q cg + i.
+    let xs = x_layout.strides();
+    let x_view = Layout::from_parts(
+        vec![cg, g, n, h, wd],
+        vec![xs[1], xs[1] * cg as isize, xs[0], xs[2], xs[3]],
+        x_layout.offset(),
+    )?;
+    let (xt, xt_layout) = materialise(b, x, &x_view, &[cg, g * n, h, wd])?;
+    // Kernel [o, n, ho, wo]: the output gradient with batch and channel swapped.
+    let (dyt, dyt_layout) =
+        materialise(b, dy, &dy_layout.permute(&[1, 0, 2, 3])?, &[o, n, ho, wo])?;
+    let swapped = Conv2dParams {
+        stride: params.dilation,
+        padding: params.padding,
+        dilation: params.stride,
+        groups: g,
+    };
+    let full = b.conv2d(&xt, &xt_layout, &dyt, &dyt_layout, &swapped)?;
+    let (fh, fw) = swapped
+        .output_size((h, wd), (ho, wo))
+        .ok_or_else(|| Error::invalid("conv2d_weight_grad", "the output gradient does not fit"))?;
+    // [cg, o, fh, fw] cut to the kernel and reordered to [o, cg, kh, kw].
+    let cut = Layout::row_major(&[cg, o, fh, fw])
+        .slice(2, 0, kh, 1)?
+        .slice(3, 0, kw, 1)?
+        .permute(&[1, 0, 2, 3])?;
+    b.copy(&full, &cut)
+}
