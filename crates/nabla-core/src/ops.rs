@@ -4,150 +4,108 @@
 
 use crate::DType;
 
-/// Elementwise operations with one operand.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum UnaryOp {
-    /// `-x` (wrapping for integers).
-    Neg,
-    /// `|x|` (for complex: the modulus, a real number).
-    Abs,
-    /// `-1`, `0` or `1` (NaN stays NaN; for complex: `x / |x|`, 0 at 0).
-    Sign,
-    /// `1 / x`.
-    Recip,
-    /// `x * x`.
-    Square,
-    /// Square root.
-    Sqrt,
-    /// `1 / sqrt(x)`.
-    Rsqrt,
-    /// `e^x`.
-    Exp,
-    /// `e^x - 1`, accurate near 0.
-    Expm1,
-    /// Natural logarithm.
-    Log,
-    /// `ln(1 + x)`, accurate near 0.
-    Log1p,
-    /// Sine.
-    Sin,
-    /// Cosine.
-    Cos,
-    /// Tangent.
-    Tan,
-    /// Inverse sine.
-    Asin,
-    /// Inverse cosine.
-    Acos,
-    /// Inverse tangent.
-    Atan,
-    /// Hyperbolic sine.
-    Sinh,
-    /// Hyperbolic cosine.
-    Cosh,
-    /// Hyperbolic tangent.
-    Tanh,
-    /// Logistic function `1 / (1 + e^-x)`, stable for large `|x|`.
-    Sigmoid,
-    /// Error function.
-    Erf,
-    /// Round toward negative infinity.
-    Floor,
-    /// Round toward positive infinity.
-    Ceil,
-    /// Round half to even (as NumPy and PyTorch do).
-    Round,
-    /// Round toward zero.
-    Trunc,
-    /// Logical not (bool only).
-    Not,
-    /// Complex conjugate (identity for real types).
-    Conj,
-    /// Real part (complex input gives a real output).
-    Real,
-    /// Imaginary part (complex input gives a real output; real input gives zeros).
-    Imag,
-    /// `true` where the value is NaN (bool output).
-    IsNan,
-    /// `true` where the value is finite (bool output).
-    IsFinite,
+/// Defines an op enum from one list: each variant with its documentation and the name errors and
+/// program dumps use. Generates the enum, `ALL` (every op, in declaration order), `COUNT` and `name`, so
+/// no list of ops is written twice and a new variant is in `ALL` by construction.
+macro_rules! op_catalogue {
+    (
+        $(#[doc = $doc:literal])*
+        pub enum $name:ident { $($(#[doc = $vdoc:literal])* $variant:ident => $text:literal,)* }
+    ) => {
+        $(#[doc = $doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[doc = $vdoc])* $variant,)*
+        }
+
+        impl $name {
+            /// Number of ops of this kind.
+            pub const COUNT: usize = [$(stringify!($variant)),*].len();
+
+            /// Every op of this kind, in declaration order.
+            pub const ALL: [$name; $name::COUNT] = [$($name::$variant),*];
+
+            /// The op's name as used in error messages and program dumps.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)*
+                }
+            }
+        }
+    };
+}
+
+op_catalogue! {
+    /// Elementwise operations with one operand.
+    pub enum UnaryOp {
+        /// `-x` (wrapping for integers).
+        Neg => "neg",
+        /// `|x|` (for complex: the modulus, a real number).
+        Abs => "abs",
+        /// `-1`, `0` or `1` (NaN stays NaN; for complex: `x / |x|`, 0 at 0).
+        Sign => "sign",
+        /// `1 / x`.
+        Recip => "recip",
+        /// `x * x`.
+        Square => "square",
+        /// Square root.
+        Sqrt => "sqrt",
+        /// `1 / sqrt(x)`.
+        Rsqrt => "rsqrt",
+        /// `e^x`.
+        Exp => "exp",
+        /// `e^x - 1`, accurate near 0.
+        Expm1 => "expm1",
+        /// Natural logarithm.
+        Log => "log",
+        /// `ln(1 + x)`, accurate near 0.
+        Log1p => "log1p",
+        /// Sine.
+        Sin => "sin",
+        /// Cosine.
+        Cos => "cos",
+        /// Tangent.
+        Tan => "tan",
+        /// Inverse sine.
+        Asin => "asin",
+        /// Inverse cosine.
+        Acos => "acos",
+        /// Inverse tangent.
+        Atan => "atan",
+        /// Hyperbolic sine.
+        Sinh => "sinh",
+        /// Hyperbolic cosine.
+        Cosh => "cosh",
+        /// Hyperbolic tangent.
+        Tanh => "tanh",
+        /// Logistic function `1 / (1 + e^-x)`, stable for large `|x|`.
+        Sigmoid => "sigmoid",
+        /// Error function.
+        Erf => "erf",
+        /// Round toward negative infinity.
+        Floor => "floor",
+        /// Round toward positive infinity.
+        Ceil => "ceil",
+        /// Round half to even (as NumPy and PyTorch do).
+        Round => "round",
+        /// Round toward zero.
+        Trunc => "trunc",
+        /// Logical not (bool only).
+        Not => "logical_not",
+        /// Complex conjugate (identity for real types).
+        Conj => "conj",
+        /// Real part (complex input gives a real output).
+        Real => "real",
+        /// Imaginary part (complex input gives a real output; real input gives zeros).
+        Imag => "imag",
+        /// `true` where the value is NaN (bool output).
+        IsNan => "isnan",
+        /// `true` where the value is finite (bool output).
+        IsFinite => "isfinite",
+    }
 }
 
 impl UnaryOp {
-    /// Every unary op.
-    pub const ALL: [UnaryOp; 32] = [
-        UnaryOp::Neg,
-        UnaryOp::Abs,
-        UnaryOp::Sign,
-        UnaryOp::Recip,
-        UnaryOp::Square,
-        UnaryOp::Sqrt,
-        UnaryOp::Rsqrt,
-        UnaryOp::Exp,
-        UnaryOp::Expm1,
-        UnaryOp::Log,
-        UnaryOp::Log1p,
-        UnaryOp::Sin,
-        UnaryOp::Cos,
-        UnaryOp::Tan,
-        UnaryOp::Asin,
-        UnaryOp::Acos,
-        UnaryOp::Atan,
-        UnaryOp::Sinh,
-        UnaryOp::Cosh,
-        UnaryOp::Tanh,
-        UnaryOp::Sigmoid,
-        UnaryOp::Erf,
-        UnaryOp::Floor,
-        UnaryOp::Ceil,
-        UnaryOp::Round,
-        UnaryOp::Trunc,
-        UnaryOp::Not,
-        UnaryOp::Conj,
-        UnaryOp::Real,
-        UnaryOp::Imag,
-        UnaryOp::IsNan,
-        UnaryOp::IsFinite,
-    ];
-
-    /// The op's name as used in error messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            UnaryOp::Neg => "neg",
-            UnaryOp::Abs => "abs",
-            UnaryOp::Sign => "sign",
-            UnaryOp::Recip => "recip",
-            UnaryOp::Square => "square",
-            UnaryOp::Sqrt => "sqrt",
-            UnaryOp::Rsqrt => "rsqrt",
-            UnaryOp::Exp => "exp",
-            UnaryOp::Expm1 => "expm1",
-            UnaryOp::Log => "log",
-            UnaryOp::Log1p => "log1p",
-            UnaryOp::Sin => "sin",
-            UnaryOp::Cos => "cos",
-            UnaryOp::Tan => "tan",
-            UnaryOp::Asin => "asin",
-            UnaryOp::Acos => "acos",
-            UnaryOp::Atan => "atan",
-            UnaryOp::Sinh => "sinh",
-            UnaryOp::Cosh => "cosh",
-            UnaryOp::Tanh => "tanh",
-            UnaryOp::Sigmoid => "sigmoid",
-            UnaryOp::Erf => "erf",
-            UnaryOp::Floor => "floor",
-            UnaryOp::Ceil => "ceil",
-            UnaryOp::Round => "round",
-            UnaryOp::Trunc => "trunc",
-            UnaryOp::Not => "logical_not",
-            UnaryOp::Conj => "conj",
-            UnaryOp::Real => "real",
-            UnaryOp::Imag => "imag",
-            UnaryOp::IsNan => "isnan",
-            UnaryOp::IsFinite => "isfinite",
-        }
-    }
-
     /// The dtype of the result for an input of `dtype`, or `None` if the op does not apply to it.
     ///
     /// Rules: half types support nothing (cast first); bool supports only `Not`; integers support the
@@ -181,70 +139,37 @@ impl UnaryOp {
     }
 }
 
-/// Elementwise operations with two operands of one dtype.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BinaryOp {
-    /// `a + b` (wrapping for integers; logical or for bool).
-    Add,
-    /// `a - b` (wrapping for integers).
-    Sub,
-    /// `a * b` (wrapping for integers; logical and for bool).
-    Mul,
-    /// `a / b`; integers use floor division like NumPy's `//`, and division by zero gives 0.
-    Div,
-    /// Remainder with the sign of the divisor (NumPy's `%`); integer remainder by zero gives 0.
-    Rem,
-    /// `a ^ b`; integer powers with negative exponents give 0 (except bases 1 and -1).
-    Pow,
-    /// Elementwise maximum (NaN propagates).
-    Maximum,
-    /// Elementwise minimum (NaN propagates).
-    Minimum,
-    /// Two-argument arctangent `atan2(a, b)` (real floats only).
-    Atan2,
-    /// Logical and (bool only).
-    And,
-    /// Logical or (bool only).
-    Or,
-    /// Logical exclusive or (bool only).
-    Xor,
+op_catalogue! {
+    /// Elementwise operations with two operands of one dtype.
+    pub enum BinaryOp {
+        /// `a + b` (wrapping for integers; logical or for bool).
+        Add => "add",
+        /// `a - b` (wrapping for integers).
+        Sub => "sub",
+        /// `a * b` (wrapping for integers; logical and for bool).
+        Mul => "mul",
+        /// `a / b`; integers use floor division like NumPy's `//`, and division by zero gives 0.
+        Div => "div",
+        /// Remainder with the sign of the divisor (NumPy's `%`); integer remainder by zero gives 0.
+        Rem => "rem",
+        /// `a ^ b`; integer powers with negative exponents give 0 (except bases 1 and -1).
+        Pow => "pow",
+        /// Elementwise maximum (NaN propagates).
+        Maximum => "maximum",
+        /// Elementwise minimum (NaN propagates).
+        Minimum => "minimum",
+        /// Two-argument arctangent `atan2(a, b)` (real floats only).
+        Atan2 => "atan2",
+        /// Logical and (bool only).
+        And => "logical_and",
+        /// Logical or (bool only).
+        Or => "logical_or",
+        /// Logical exclusive or (bool only).
+        Xor => "logical_xor",
+    }
 }
 
 impl BinaryOp {
-    /// Every binary op.
-    pub const ALL: [BinaryOp; 12] = [
-        BinaryOp::Add,
-        BinaryOp::Sub,
-        BinaryOp::Mul,
-        BinaryOp::Div,
-        BinaryOp::Rem,
-        BinaryOp::Pow,
-        BinaryOp::Maximum,
-        BinaryOp::Minimum,
-        BinaryOp::Atan2,
-        BinaryOp::And,
-        BinaryOp::Or,
-        BinaryOp::Xor,
-    ];
-
-    /// The op's name as used in error messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            BinaryOp::Add => "add",
-            BinaryOp::Sub => "sub",
-            BinaryOp::Mul => "mul",
-            BinaryOp::Div => "div",
-            BinaryOp::Rem => "rem",
-            BinaryOp::Pow => "pow",
-            BinaryOp::Maximum => "maximum",
-            BinaryOp::Minimum => "minimum",
-            BinaryOp::Atan2 => "atan2",
-            BinaryOp::And => "logical_and",
-            BinaryOp::Or => "logical_or",
-            BinaryOp::Xor => "logical_xor",
-        }
-    }
-
     /// `true` if the op is defined for operands of `dtype` (the result has the same dtype).
     pub fn supports(self, dtype: DType) -> bool {
         use BinaryOp::*;
@@ -262,76 +187,46 @@ impl BinaryOp {
     }
 }
 
-/// Elementwise comparisons; the result is bool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CompareOp {
-    /// `a == b`.
-    Eq,
-    /// `a != b`.
-    Ne,
-    /// `a < b`.
-    Lt,
-    /// `a <= b`.
-    Le,
-    /// `a > b`.
-    Gt,
-    /// `a >= b`.
-    Ge,
+op_catalogue! {
+    /// Elementwise comparisons; the result is bool.
+    pub enum CompareOp {
+        /// `a == b`.
+        Eq => "eq",
+        /// `a != b`.
+        Ne => "ne",
+        /// `a < b`.
+        Lt => "lt",
+        /// `a <= b`.
+        Le => "le",
+        /// `a > b`.
+        Gt => "gt",
+        /// `a >= b`.
+        Ge => "ge",
+    }
 }
 
 impl CompareOp {
-    /// Every comparison.
-    pub const ALL: [CompareOp; 6] = [
-        CompareOp::Eq,
-        CompareOp::Ne,
-        CompareOp::Lt,
-        CompareOp::Le,
-        CompareOp::Gt,
-        CompareOp::Ge,
-    ];
-
-    /// The op's name as used in error messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            CompareOp::Eq => "eq",
-            CompareOp::Ne => "ne",
-            CompareOp::Lt => "lt",
-            CompareOp::Le => "le",
-            CompareOp::Gt => "gt",
-            CompareOp::Ge => "ge",
-        }
-    }
-
     /// `true` if the comparison is defined for `dtype` (ordering is undefined for complex numbers).
     pub fn supports(self, dtype: DType) -> bool {
         !dtype.is_half() && (matches!(self, CompareOp::Eq | CompareOp::Ne) || !dtype.is_complex())
     }
 }
 
-/// Reductions over a set of axes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ReduceOp {
-    /// Sum (0 for no elements).
-    Sum,
-    /// Product (1 for no elements).
-    Prod,
-    /// Maximum (NaN propagates; needs at least one element).
-    Max,
-    /// Minimum (NaN propagates; needs at least one element).
-    Min,
+op_catalogue! {
+    /// Reductions over a set of axes.
+    pub enum ReduceOp {
+        /// Sum (0 for no elements).
+        Sum => "sum",
+        /// Product (1 for no elements).
+        Prod => "prod",
+        /// Maximum (NaN propagates; needs at least one element).
+        Max => "max",
+        /// Minimum (NaN propagates; needs at least one element).
+        Min => "min",
+    }
 }
 
 impl ReduceOp {
-    /// The op's name as used in error messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Prod => "prod",
-            ReduceOp::Max => "max",
-            ReduceOp::Min => "min",
-        }
-    }
-
     /// `true` if the reduction is defined for `dtype` (bool supports `Max`/`Min` as any/all).
     pub fn supports(self, dtype: DType) -> bool {
         match self {
@@ -342,22 +237,13 @@ impl ReduceOp {
     }
 }
 
-/// Index-returning reductions along one axis; the result is `I64`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ArgReduceOp {
-    /// Index of the first maximum (a NaN counts as the maximum).
-    ArgMax,
-    /// Index of the first minimum (a NaN counts as the minimum).
-    ArgMin,
-}
-
-impl ArgReduceOp {
-    /// The op's name as used in error messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            ArgReduceOp::ArgMax => "argmax",
-            ArgReduceOp::ArgMin => "argmin",
-        }
+op_catalogue! {
+    /// Index-returning reductions along one axis; the result is `I64`.
+    pub enum ArgReduceOp {
+        /// Index of the first maximum (a NaN counts as the maximum).
+        ArgMax => "argmax",
+        /// Index of the first minimum (a NaN counts as the minimum).
+        ArgMin => "argmin",
     }
 }
 

@@ -258,59 +258,49 @@ impl Mode {
             Mode::Reverse => "backward",
         }
     }
-
-    /// This mode's rule for op `name` in `rules`.
-    fn find(self, rules: &ExtensionRules<impl Backend>, name: &str) -> bool {
-        match self {
-            Mode::Forward => rules.has_forward(name),
-            Mode::Reverse => rules.has_reverse(name),
-        }
-    }
 }
 
 impl<B: Backend> BoundExtension<B> {
-    /// The rule set that has `mode`'s rule for this op: the context's `overrides` first, then the
-    /// family's bound rules; otherwise the error naming the op and the mode.
-    fn rules_for<'r>(
-        &'r self,
-        overrides: Option<&'r ExtensionRules<B>>,
-        mode: Mode,
-    ) -> Result<&'r ExtensionRules<B>> {
-        let name = self.op.name();
-        overrides
-            .filter(|r| mode.find(r, name))
-            .or_else(|| self.rules.as_deref().filter(|r| mode.find(r, name)))
-            .ok_or_else(|| {
-                let why = if self.rules.is_some() {
-                    "its family binds none and no AdContext override supplies one"
-                } else {
-                    "it was applied without a family (Tensor::apply_extension): apply it with \
-                     Tensor::apply_family_op, or give rules to AdContext::builder().with_extension_rules"
-                };
-                Error::autodiff(
-                    mode.op(),
-                    format!(
-                        "no {}-mode derivative rule for extension op '{name}' ({why})",
-                        mode.name()
-                    ),
-                )
-            })
+    /// The error for a missing rule of `mode`, naming the op, the mode and the fix.
+    fn missing(&self, mode: Mode) -> Error {
+        let why = if self.rules.is_some() {
+            "its family binds none and no AdContext override supplies one"
+        } else {
+            "it was applied without a family (Tensor::apply_extension): apply it with \
+             Tensor::apply_family_op, or give rules to AdContext::builder().with_extension_rules"
+        };
+        Error::autodiff(
+            mode.op(),
+            format!(
+                "no {}-mode derivative rule for extension op '{}' ({why})",
+                mode.name(),
+                self.op.name()
+            ),
+        )
     }
 
+    /// The reverse rule: the context's override first, then the family's bound rule.
     fn reverse_rule<'r>(
         &'r self,
         overrides: Option<&'r ExtensionRules<B>>,
     ) -> Result<&'r ReverseRule<B>> {
-        let rules = self.rules_for(overrides, Mode::Reverse)?;
-        Ok(&rules.reverse[self.op.name()])
+        let name = self.op.name();
+        overrides
+            .and_then(|r| r.reverse.get(name))
+            .or_else(|| self.rules.as_deref()?.reverse.get(name))
+            .ok_or_else(|| self.missing(Mode::Reverse))
     }
 
+    /// The forward rule: the context's override first, then the family's bound rule.
     fn forward_rule<'r>(
         &'r self,
         overrides: Option<&'r ExtensionRules<B>>,
     ) -> Result<&'r ForwardRule<B>> {
-        let rules = self.rules_for(overrides, Mode::Forward)?;
-        Ok(&rules.forward[self.op.name()])
+        let name = self.op.name();
+        overrides
+            .and_then(|r| r.forward.get(name))
+            .or_else(|| self.rules.as_deref()?.forward.get(name))
+            .ok_or_else(|| self.missing(Mode::Forward))
     }
 }
 
@@ -325,7 +315,10 @@ pub(crate) fn ensure_rule<B: Backend>(
     let Op::Extension(e) = op else {
         return Ok(());
     };
-    e.rules_for(overrides, mode).map(drop)
+    match mode {
+        Mode::Forward => e.forward_rule(overrides).map(drop),
+        Mode::Reverse => e.reverse_rule(overrides).map(drop),
+    }
 }
 
 /// The saved inputs and output of an extension node, which saves them all.

@@ -38,6 +38,22 @@ fn unary_ops_contiguous_views_and_rank_0() {
 }
 
 #[test]
+fn every_float_op_of_the_catalogue_has_a_checked_rule() {
+    // The cases are derived from the op catalogue (UnaryOp::ALL, BinaryOp::ALL): every op with a float
+    // result on float input is checked by the tests above, in reverse and forward mode.
+    let float_unary = UnaryOp::ALL
+        .iter()
+        .filter(|op| op.output_dtype(DType::F64) == Some(DType::F64))
+        .count();
+    assert_eq!(unary_cases().len(), float_unary);
+    let float_binary = BinaryOp::ALL
+        .iter()
+        .filter(|op| op.supports(DType::F64))
+        .count();
+    assert_eq!(binary_cases().len(), float_binary);
+}
+
+#[test]
 fn rounding_ops_have_zero_derivative() {
     let x = rand(&[5], 7, Dom::OffInteger);
     for op in [
