@@ -17,6 +17,7 @@ pub mod host_pool;
 mod layout;
 mod memory;
 mod ops;
+mod random;
 mod rng;
 mod scalar;
 mod shape;
@@ -36,6 +37,7 @@ pub use memory::{MemoryCounter, MemoryStats, MemoryTracked, TrackedStorage};
 pub use ops::{
     ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, Distribution, Pool2dParams, ReduceOp, UnaryOp,
 };
+pub use random::{Fill, InOrder, random_host};
 pub use rng::{Generator, RngKey, philox4x32_10};
 pub use scalar::Scalar;
 pub use shape::{Shape, checked_numel, contiguous_strides, normalize_axes, normalize_axis};

@@ -1,146 +1,30 @@
-//! Random tensors from counter-based draws.
-//!
-//! Element `i` is a pure function of the key and `i` ([`RngKey::uniform_f64`], [`RngKey::normal_f64`]),
-//! computed in `f64` and converted once to the target dtype, so every backend produces the same numbers
-//! and the work splits across threads freely.
+//! Random tensors on the CPU: the host definition ([`nabla_core::random_host`]), its elements computed
+//! across threads for large outputs.
 
-use crate::elementwise::CastFrom;
 use crate::strided::CHUNK;
 use crate::{CpuStorage, PARALLEL_THRESHOLD};
-use half::{bf16, f16};
-use nabla_core::{DType, Distribution, Element, Error, Result, RngKey, Scalar, dispatch_dtype};
+use nabla_core::{DType, Distribution, Element, Fill, Result, RngKey, random_host};
 use rayon::prelude::*;
 
-const OP: &str = "random";
+/// [`Fill`] in chunks, in parallel for large outputs.
+struct Parallel;
 
-/// Real float element types, which uniform and normal draws produce.
-trait RandomFloat: CastFrom + PartialOrd {
-    /// The largest value below `self` (for finite `self`).
-    fn next_below(self) -> Self;
-}
-
-macro_rules! random_float {
-    ($($t:ty => $bits:ty, $neg_tiny:expr);*) => {$(
-        impl RandomFloat for $t {
-            fn next_below(self) -> Self {
-                let b = self.to_bits();
-                let zero = <$t>::from_bits(0);
-                if self > zero {
-                    <$t>::from_bits(b - 1)
-                } else if self == zero {
-                    <$t>::from_bits($neg_tiny)
-                } else {
-                    <$t>::from_bits(b + 1)
-                }
+impl Fill for Parallel {
+    fn fill<T: Element>(&self, len: usize, f: impl Fn(u64) -> T + Sync) -> Vec<T> {
+        let mut out = vec![T::zero(); len];
+        let fill = |(chunk, dst): (usize, &mut [T])| {
+            let base = (chunk * CHUNK) as u64;
+            for (j, v) in dst.iter_mut().enumerate() {
+                *v = f(base + j as u64);
             }
+        };
+        if len >= PARALLEL_THRESHOLD {
+            out.par_chunks_mut(CHUNK).enumerate().for_each(fill);
+        } else {
+            out.chunks_mut(CHUNK).enumerate().for_each(fill);
         }
-    )*};
-}
-random_float!(
-    f16 => u16, 0x8001;
-    bf16 => u16, 0x8001;
-    f32 => u32, 0x8000_0001;
-    f64 => u64, 0x8000_0000_0000_0001
-);
-
-/// Runs `$body` with `$T` set to the element type of a real float `$dtype`, or returns `$other`.
-macro_rules! by_float {
-    ($dtype:expr, $T:ident => $body:expr, other => $other:expr) => {
-        match $dtype {
-            DType::F16 => {
-                type $T = f16;
-                $body
-            }
-            DType::BF16 => {
-                type $T = bf16;
-                $body
-            }
-            DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            _ => $other,
-        }
-    };
-}
-
-/// Fills a vector of `len` elements with `f(i)`, in parallel for large `len`.
-fn generate<T: Element>(len: usize, f: impl Fn(u64) -> T + Sync) -> Vec<T> {
-    let mut out = vec![T::zero(); len];
-    let fill = |(chunk, dst): (usize, &mut [T])| {
-        let base = (chunk * CHUNK) as u64;
-        for (j, v) in dst.iter_mut().enumerate() {
-            *v = f(base + j as u64);
-        }
-    };
-    if len >= PARALLEL_THRESHOLD {
-        out.par_chunks_mut(CHUNK).enumerate().for_each(fill);
-    } else {
-        out.chunks_mut(CHUNK).enumerate().for_each(fill);
+        out
     }
-    out
-}
-
-/// Uniform draws `low + (high - low) u` on `[low, high)` in the precision of `T`. A draw that rounds up
-/// to `high` in `T` becomes the largest value of `T` below `high` (or `low`, if `T` has nothing between).
-fn uniform<T: RandomFloat>(len: usize, low: f64, high: f64, key: RngKey) -> Vec<T> {
-    let hi = T::cast_from(Scalar::F64(high));
-    let lo = T::cast_from(Scalar::F64(low));
-    let below = hi.next_below();
-    let cap = if below < lo { lo } else { below };
-    generate(len, |i| {
-        let v = T::cast_from(Scalar::F64(low + (high - low) * key.uniform_f64(i)));
-        if v >= hi { cap } else { v }
-    })
-}
-
-/// Checks the parameters of `dist`.
-fn validate(dist: Distribution) -> Result<()> {
-    match dist {
-        Distribution::Uniform { low, high } => {
-            if !(low.is_finite() && high.is_finite() && low < high) {
-                return Err(Error::invalid(
-                    OP,
-                    format!(
-                        "uniform needs finite bounds with low < high, got low = {low}, high = {high}"
-                    ),
-                ));
-            }
-        }
-        Distribution::Normal { mean, std } => {
-            if !(mean.is_finite() && std.is_finite() && std >= 0.0) {
-                return Err(Error::invalid(
-                    OP,
-                    format!(
-                        "normal needs a finite mean and a finite std >= 0, got mean = {mean}, std = {std}"
-                    ),
-                ));
-            }
-        }
-        Distribution::Bernoulli { p } => {
-            if !(0.0..=1.0).contains(&p) {
-                return Err(Error::invalid(
-                    OP,
-                    format!("bernoulli needs a probability 0 <= p <= 1, got p = {p}"),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn unsupported(dtype: DType, what: &str) -> Error {
-    Error::dtype(OP, dtype).with_hint(format!(
-        "{what} draws need {}",
-        match what {
-            "bernoulli" => "a real float, integer or bool dtype",
-            _ => "a real float dtype",
-        }
-    ))
 }
 
 /// `len` draws from `dist` as `dtype`; see [`nabla_core::Backend::random`].
@@ -150,25 +34,9 @@ pub(crate) fn random(
     dtype: DType,
     key: RngKey,
 ) -> Result<CpuStorage> {
-    validate(dist)?;
-    match dist {
-        Distribution::Uniform { low, high } => by_float!(dtype, T => {
-            Ok(CpuStorage::from_vec(uniform::<T>(len, low, high, key)))
-        }, other => Err(unsupported(dtype, "uniform"))),
-        Distribution::Normal { mean, std } => by_float!(dtype, T => {
-            Ok(CpuStorage::from_vec(generate::<T>(len, |i| {
-                T::cast_from(Scalar::F64(mean + std * key.normal_f64(i)))
-            })))
-        }, other => Err(unsupported(dtype, "normal"))),
-        Distribution::Bernoulli { p } => {
-            if dtype.is_complex() {
-                return Err(unsupported(dtype, "bernoulli"));
-            }
-            Ok(dispatch_dtype!(dtype, T => {
-                CpuStorage::from_vec(generate::<T>(len, |i| T::cast_from(Scalar::Bool(key.uniform_f64(i) < p))))
-            }))
-        }
-    }
+    Ok(CpuStorage::new(random_host(
+        dist, len, dtype, key, &Parallel,
+    )?))
 }
 
 #[cfg(test)]

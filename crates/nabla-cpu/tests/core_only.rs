@@ -1,13 +1,13 @@
 //! The provided `Backend` methods, checked by the conformance suite: `CoreOnly` implements only the
 //! required core of the contract (by forwarding to the CPU backend) and takes every provided method
-//! (`full`, `copy`, `pad`, `index_select`, `one_hot`, `topk`, both convolution gradients, extension
+//! (`full`, `random`, `copy`, `arg_reduce`, `pad`, `index_select`, `one_hot`, `topk`, both convolution gradients, extension
 //! ops through the host, fused kernels step by step) from the trait's defaults. A user-written wrapper of a few lines (`Wrapped` with a
 //! call counter) passes the suite too.
 
 use nabla_backend_tests::{Capabilities, conformance_suite};
 use nabla_core::{
-    ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution, HostData,
-    Layout, Pool2dParams, ReduceOp, Result, RngKey, UnaryOp, Wrapped, Wrapper,
+    Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, HostData, Layout, Pool2dParams,
+    ReduceOp, Result, UnaryOp, Wrapped, Wrapper,
 };
 use nabla_cpu::{CpuBackend, CpuStorage};
 use std::sync::Arc;
@@ -42,9 +42,6 @@ impl Backend for CoreOnly {
     fn synchronize(&self) -> Result<()> {
         self.0.synchronize()
     }
-    fn random(&self, dist: Distribution, len: usize, dtype: DType, key: RngKey) -> Result<S> {
-        self.0.random(dist, len, dtype, key)
-    }
     fn unary(&self, op: UnaryOp, x: &S, l: &Layout) -> Result<S> {
         self.0.unary(op, x, l)
     }
@@ -62,9 +59,6 @@ impl Backend for CoreOnly {
     }
     fn reduce(&self, op: ReduceOp, x: &S, l: &Layout, axes: &[usize]) -> Result<S> {
         self.0.reduce(op, x, l, axes)
-    }
-    fn arg_reduce(&self, op: ArgReduceOp, x: &S, l: &Layout, axis: usize) -> Result<S> {
-        self.0.arg_reduce(op, x, l, axis)
     }
     fn cumsum(&self, x: &S, l: &Layout, axis: usize) -> Result<S> {
         self.0.cumsum(x, l, axis)

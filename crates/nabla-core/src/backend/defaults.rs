@@ -2,8 +2,8 @@
 //! overridden by a backend with a faster kernel of its own.
 
 use crate::{
-    Backend, Conv2dParams, DType, Error, HostData, Layout, Result, Scalar, checked_numel,
-    dispatch_dtype,
+    ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Error, HostData, Layout,
+    ReduceOp, Result, Scalar, UnaryOp, checked_numel, dispatch_dtype,
 };
 
 /// [`Backend::pad`]: per padded axis, the input (or the previous result) between two filled blocks.
@@ -302,4 +302,47 @@ pub(super) fn conv2d_weight_grad<B: Backend>(
         .slice(3, 0, kw, 1)?
         .permute(&[1, 0, 2, 3])?;
     b.copy(&full, &cut)
+}
+
+/// [`Backend::arg_reduce`]: the smallest position along `axis` holding the lane's maximum (minimum),
+/// a NaN counting as both (reductions propagate it), by a reduction, a comparison, a select of
+/// positions and a minimum over them.
+pub(super) fn arg_reduce<B: Backend>(
+    b: &B,
+    op: ArgReduceOp,
+    x: &B::Storage,
+    layout: &Layout,
+    axis: usize,
+) -> Result<B::Storage> {
+    let dims = layout.shape();
+    let n = *dims.get(axis).ok_or_else(|| {
+        Error::invalid(
+            op.name(),
+            format!("axis {axis} is out of range for shape {dims:?}"),
+        )
+    })?;
+    let extreme = match op {
+        ArgReduceOp::ArgMax => ReduceOp::Max,
+        ArgReduceOp::ArgMin => ReduceOp::Min,
+    };
+    let m = b.reduce(extreme, x, layout, &[axis])?;
+    let mut kept = dims.to_vec();
+    kept[axis] = 1;
+    let spread = Layout::row_major(&kept).broadcast_to(dims)?;
+    let mut hit = b.compare(CompareOp::Eq, x, layout, &m, &spread)?;
+    let whole = Layout::row_major(dims);
+    if b.storage_dtype(x).is_float() {
+        let nan_x = b.unary(UnaryOp::IsNan, x, layout)?;
+        let nan_m = b.unary(UnaryOp::IsNan, &m, &Layout::row_major(&kept))?;
+        let both = b.binary(BinaryOp::And, &nan_x, &whole, &nan_m, &spread)?;
+        hit = b.binary(BinaryOp::Or, &hit, &whole, &both, &whole)?;
+    }
+    let positions = b.upload(HostData::I64((0..n as i64).collect()))?;
+    let mut strides = vec![0isize; dims.len()];
+    strides[axis] = 1;
+    let along = Layout::from_parts(dims.to_vec(), strides, 0)?;
+    let past_end = b.full(1, Scalar::I64(n as i64), DType::I64)?;
+    let everywhere = Layout::from_parts(dims.to_vec(), vec![0; dims.len()], 0)?;
+    let candidates = b.select(&hit, &whole, &positions, &along, &past_end, &everywhere)?;
+    b.reduce(ReduceOp::Min, &candidates, &whole, &[axis])
 }

@@ -68,13 +68,16 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
 
     /// `len` draws from `dist` as `dtype` (real floats; `Bernoulli` also gives bool, integers), where
     /// element `i` is a pure function of `key` and `i` (see [`RngKey`]).
+    /// The default computes the draws on the host ([`crate::random_host`]) and uploads them.
     fn random(
         &self,
         dist: Distribution,
         len: usize,
         dtype: DType,
         key: RngKey,
-    ) -> Result<Self::Storage>;
+    ) -> Result<Self::Storage> {
+        self.upload(crate::random_host(dist, len, dtype, key, &crate::InOrder)?)
+    }
 
     /// Materialises a view into a contiguous buffer. The default is a [`Backend::cast`] to the
     /// buffer's own dtype (which also writes a new contiguous buffer).
@@ -132,13 +135,17 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
     ) -> Result<Self::Storage>;
 
     /// Index of the maximum or minimum along `axis`, as `I64`, with that axis set to 1 (keepdims).
+    /// The first position wins ties; a NaN counts as the maximum (and as the minimum). The default
+    /// compares the input with its [`Backend::reduce`] and takes the smallest matching position.
     fn arg_reduce(
         &self,
         op: ArgReduceOp,
         x: &Self::Storage,
         layout: &Layout,
         axis: usize,
-    ) -> Result<Self::Storage>;
+    ) -> Result<Self::Storage> {
+        defaults::arg_reduce(self, op, x, layout, axis)
+    }
 
     /// Inclusive cumulative sum along `axis`; same shape as the input.
     fn cumsum(&self, x: &Self::Storage, layout: &Layout, axis: usize) -> Result<Self::Storage>;

@@ -24,7 +24,6 @@ mod tests;
 mod tests_cases;
 
 pub(crate) use fused::{fast_dtype, fused, fused_many};
-pub(crate) use nabla_core::CastFrom;
 
 use crate::CpuStorage;
 use crate::strided::gather_view;

@@ -680,7 +680,7 @@ proptest! {
                     dispatch_dtype!(to, D => {
                         let got = D::slice_of(&out).unwrap();
                         for (g, x) in got.iter().zip(&want) {
-                            let w = <D as super::CastFrom>::cast_from(x.to_scalar());
+                            let w = <D as nabla_core::CastFrom>::cast_from(x.to_scalar());
                             prop_assert!(format!("{g:?}") == format!("{w:?}"), "{:?} -> {}: {:?} vs {:?}", x, to, g, w);
                         }
                     });
