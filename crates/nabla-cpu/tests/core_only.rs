@@ -1,13 +1,14 @@
 //! The provided `Backend` methods, checked by the conformance suite: `CoreOnly` implements only the
 //! required core of the contract (by forwarding to the CPU backend) and takes every provided method
-//! (`full`, `random`, `copy`, `arg_reduce`, `pad`, `index_select`, `one_hot`, `topk`, both convolution gradients, extension
-//! ops through the host, fused kernels step by step) from the trait's defaults. A user-written wrapper of a few lines (`Wrapped` with a
-//! call counter) passes the suite too.
+//! (`full`, `random`, `copy`, `arg_reduce`, `pad`, `index_select`, `one_hot`, `topk`, both convolution
+//! gradients, `max_pool2d`, extension ops through the host, fused kernels step by step) from the
+//! trait's defaults. A user-written wrapper of a few lines (`Wrapped` with a call counter) passes the
+//! suite too.
 
 use nabla_backend_tests::{Capabilities, conformance_suite};
 use nabla_core::{
-    Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, HostData, Layout, Pool2dParams,
-    ReduceOp, Result, UnaryOp, Wrapped, Wrapper,
+    Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, HostData, Layout, ReduceOp, Result,
+    UnaryOp, Wrapped, Wrapper,
 };
 use nabla_cpu::{CpuBackend, CpuStorage};
 use std::sync::Arc;
@@ -90,9 +91,6 @@ impl Backend for CoreOnly {
     }
     fn conv2d(&self, x: &S, lx: &Layout, w: &S, lw: &Layout, p: &Conv2dParams) -> Result<S> {
         self.0.conv2d(x, lx, w, lw, p)
-    }
-    fn max_pool2d(&self, x: &S, l: &Layout, p: &Pool2dParams) -> Result<(S, S)> {
-        self.0.max_pool2d(x, l, p)
     }
 }
 

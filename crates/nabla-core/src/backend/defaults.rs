@@ -3,7 +3,7 @@
 
 use crate::{
     ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Error, HostData, Layout,
-    ReduceOp, Result, Scalar, UnaryOp, checked_numel, dispatch_dtype,
+    Pool2dParams, ReduceOp, Result, Scalar, UnaryOp, checked_numel, dispatch_dtype,
 };
 
 /// [`Backend::pad`]: per padded axis, the input (or the previous result) between two filled blocks.
@@ -345,4 +345,75 @@ pub(super) fn arg_reduce<B: Backend>(
     let everywhere = Layout::from_parts(dims.to_vec(), vec![0; dims.len()], 0)?;
     let candidates = b.select(&hit, &whole, &positions, &along, &past_end, &everywhere)?;
     b.reduce(ReduceOp::Min, &candidates, &whole, &[axis])
+}
+
+/// For each output position of a pooling window and each of its taps (row-major), the flat position
+/// `h * W + w` in the input plane it reads. A tap in the padding reads the window's first tap inside
+/// the plane instead: a duplicate never changes the maximum, and maps back to the same position.
+fn pool_taps(params: &Pool2dParams, (h, w): (usize, usize), (ho, wo): (usize, usize)) -> Vec<i64> {
+    let (kh, kw) = params.kernel;
+    let mut table = Vec::with_capacity(ho * wo * kh * kw);
+    for oh in 0..ho {
+        for ow in 0..wo {
+            let at = |a: usize, b: usize| {
+                let r =
+                    (oh * params.stride.0 + a * params.dilation.0).checked_sub(params.padding.0)?;
+                let c =
+                    (ow * params.stride.1 + b * params.dilation.1).checked_sub(params.padding.1)?;
+                (r < h && c < w).then_some((r * w + c) as i64)
+            };
+            let taps: Vec<Option<i64>> = (0..kh)
+                .flat_map(|a| (0..kw).map(move |b| (a, b)))
+                .map(|(a, b)| at(a, b))
+                .collect();
+            let inside = taps.iter().flatten().next().copied().unwrap_or(0);
+            table.extend(taps.into_iter().map(|t| t.unwrap_or(inside)));
+        }
+    }
+    table
+}
+
+/// [`Backend::max_pool2d`]: every window gathered by a table of tap positions, its maximum by a
+/// reduction and its first maximum's tap by an arg-reduction, mapped back to a plane position through
+/// the same table.
+pub(super) fn max_pool2d<B: Backend>(
+    b: &B,
+    x: &B::Storage,
+    layout: &Layout,
+    params: &Pool2dParams,
+) -> Result<(B::Storage, B::Storage)> {
+    let dims = layout.shape();
+    let rank = dims.len();
+    let (Some(&h), Some(&w)) = (dims.get(rank.wrapping_sub(2)), dims.last()) else {
+        return Err(Error::invalid(
+            "max_pool2d",
+            "needs at least two dimensions",
+        ));
+    };
+    let (ho, wo) = params.output_size((h, w)).ok_or_else(|| {
+        Error::invalid(
+            "max_pool2d",
+            format!("{params:?} does not fit an input plane of {h}x{w}"),
+        )
+    })?;
+    let planes = checked_numel("max_pool2d", &dims[..rank - 2])?;
+    let taps = params.kernel.0 * params.kernel.1;
+    let outputs = ho * wo;
+    let table = b.upload(HostData::I64(pool_taps(params, (h, w), (ho, wo))))?;
+    let x = b.copy(x, layout)?;
+    // Windows [planes, outputs * taps], read from each plane through the table (shared by the planes).
+    let spread = Layout::from_parts(vec![planes, outputs * taps], vec![0, 1], 0)?;
+    let windows = b.gather(&x, &Layout::row_major(&[planes, h * w]), 1, &table, &spread)?;
+    let grouped = Layout::row_major(&[planes, outputs, taps]);
+    let values = b.reduce(ReduceOp::Max, &windows, &grouped, &[2])?;
+    let tap = b.arg_reduce(ArgReduceOp::ArgMax, &windows, &grouped, 2)?;
+    let table_view = Layout::from_parts(vec![planes, outputs, taps], vec![0, taps as isize, 1], 0)?;
+    let positions = b.gather(
+        &table,
+        &table_view,
+        2,
+        &tap,
+        &Layout::row_major(&[planes, outputs, 1]),
+    )?;
+    Ok((values, positions))
 }

@@ -300,12 +300,17 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
     /// inside its input plane as an `I64` flat index `h * W + w` (as PyTorch's `return_indices`). Padding
     /// never wins; ties go to the first maximum in row-major window order; a NaN in a window is its
     /// maximum. The gradient is a [`Backend::scatter_add`] of the output gradient at these indices.
+    ///
+    /// The default gathers every window through a table of tap positions built on the host, then
+    /// reduces it ([`Backend::reduce`], [`Backend::arg_reduce`]).
     fn max_pool2d(
         &self,
         x: &Self::Storage,
         layout: &Layout,
         params: &Pool2dParams,
-    ) -> Result<(Self::Storage, Self::Storage)>;
+    ) -> Result<(Self::Storage, Self::Storage)> {
+        defaults::max_pool2d(self, x, layout, params)
+    }
 
     /// Runs an extension op (an op family outside the core, see [`ExtensionOp`]) on inputs already
     /// validated by its [`ExtensionOp::output_spec`]; returns the output buffer (of the spec's dtype and
