@@ -60,9 +60,10 @@ pub struct OutputSpec {
 
 /// One op of an extension family: a single-output function of tensors with a host kernel.
 ///
-/// Implementations are plain values (a unit struct, or a struct holding the op's parameters);
-/// `nabla_tensor::Tensor::apply_extension` runs one on tensors of any backend and records it for
-/// autodiff and tracing.
+/// Implementations are plain values (a unit struct, or a struct holding the op's parameters, deriving
+/// `PartialEq, Eq, Hash` for their identity); `nabla_tensor::Tensor::apply_family_op` runs one on
+/// tensors of any backend and records it, with its family's derivative rules, for autodiff and
+/// tracing.
 ///
 /// ```
 /// use nabla_core::{DType, Element, Error, ExtensionOp, HostData, HostView, OutputSpec, Result};

@@ -63,8 +63,9 @@ pub(super) fn unary<B: Backend>(
             g.cast(x()?.dtype())?.mul(Complex64::new(0.0, -1.0))
         }
         U::Imag => g.zeros_like(),
-        other => Err(Error::autodiff(
-            other.name(),
+        // Bool results are never tracked; a node of these ops cannot be reached by a cotangent.
+        U::Not | U::IsNan | U::IsFinite => Err(Error::autodiff(
+            op.name(),
             format!(
                 "has no derivative for {} values (it works on bool values or has none)",
                 g.dtype()

@@ -52,33 +52,41 @@ impl Evaluator {
 /// Largest output, in elements, a folded node may have.
 const MAX_FOLDED_ELEMENTS: usize = 1 << 16;
 
-/// Ops this pass evaluates when their inputs are constant.
+/// Ops this pass evaluates when their inputs are constant (an exhaustive match: a new op of the
+/// program IR must be placed here).
 fn foldable(op: &TraceOp) -> bool {
-    matches!(
-        op,
+    match op {
         TraceOp::Copy
-            | TraceOp::Unary(_)
-            | TraceOp::Binary(_)
-            | TraceOp::Compare(_)
-            | TraceOp::Select
-            | TraceOp::Cast(_)
-            | TraceOp::Reduce { .. }
-            | TraceOp::ArgReduce { .. }
-            | TraceOp::Cumsum { .. }
-            | TraceOp::Matmul
-            | TraceOp::Pad { .. }
-            | TraceOp::Concat { .. }
-            | TraceOp::Gather { .. }
-            | TraceOp::IndexSelect { .. }
-            | TraceOp::ScatterAdd { .. }
-            | TraceOp::OneHot { .. }
-            | TraceOp::Sort { .. }
-            | TraceOp::Topk { .. }
-            | TraceOp::MaxPool2d(_)
-            | TraceOp::Conv2d(_)
-            | TraceOp::Conv2dInputGrad { .. }
-            | TraceOp::Conv2dWeightGrad { .. }
-    )
+        | TraceOp::Unary(_)
+        | TraceOp::Binary(_)
+        | TraceOp::Compare(_)
+        | TraceOp::Select
+        | TraceOp::Cast(_)
+        | TraceOp::Reduce { .. }
+        | TraceOp::ArgReduce { .. }
+        | TraceOp::Cumsum { .. }
+        | TraceOp::Matmul
+        | TraceOp::Pad { .. }
+        | TraceOp::Concat { .. }
+        | TraceOp::Gather { .. }
+        | TraceOp::IndexSelect { .. }
+        | TraceOp::ScatterAdd { .. }
+        | TraceOp::OneHot { .. }
+        | TraceOp::Sort { .. }
+        | TraceOp::Topk { .. }
+        | TraceOp::MaxPool2d(_)
+        | TraceOp::Conv2d(_)
+        | TraceOp::Conv2dInputGrad { .. }
+        | TraceOp::Conv2dWeightGrad { .. } => true,
+        // Inputs, constants and random draws are what folding starts from or leaves alone; extension
+        // and fused nodes are not evaluated at compile time.
+        TraceOp::Input { .. }
+        | TraceOp::Constant(_)
+        | TraceOp::Full(_)
+        | TraceOp::Random { .. }
+        | TraceOp::Extension(_)
+        | TraceOp::Fused(_) => false,
+    }
 }
 
 pub(crate) fn fold_constants(program: &Program, evaluator: &Evaluator) -> Result<Program> {
