@@ -123,112 +123,13 @@ impl<B: Backend> Op<B> {
         }
     }
 
-    /// The inputs the reverse rule reads.
+    /// The inputs the rules read (stated by the op's family, see [`super::rules::saves`]).
     pub(crate) fn saved_inputs(&self) -> SavedInputs {
-        use SavedInputs::{All, Mask};
-        use UnaryOp as U;
-        const NONE: SavedInputs = SavedInputs::NONE;
-        match self {
-            Op::Unary(op) => match op {
-                U::Neg
-                | U::Sign
-                | U::Floor
-                | U::Ceil
-                | U::Round
-                | U::Trunc
-                | U::Exp
-                | U::Expm1
-                | U::Sqrt
-                | U::Recip
-                | U::Tanh
-                | U::Sigmoid
-                | U::Tan
-                | U::Rsqrt
-                | U::Conj => NONE,
-                U::Abs
-                | U::Square
-                | U::Log
-                | U::Log1p
-                | U::Sin
-                | U::Cos
-                | U::Asin
-                | U::Acos
-                | U::Atan
-                | U::Sinh
-                | U::Cosh
-                | U::Erf
-                | U::Not
-                | U::Real
-                | U::Imag
-                | U::IsNan
-                | U::IsFinite => Mask(0b1),
-            },
-            Op::Binary(BinaryOp::Add | BinaryOp::Sub) => NONE,
-            Op::Binary(
-                BinaryOp::Mul
-                | BinaryOp::Div
-                | BinaryOp::Rem
-                | BinaryOp::Pow
-                | BinaryOp::Maximum
-                | BinaryOp::Minimum
-                | BinaryOp::Atan2
-                | BinaryOp::And
-                | BinaryOp::Or
-                | BinaryOp::Xor,
-            ) => Mask(0b11),
-            Op::Select => Mask(0b1),
-            Op::Reduce { op, .. } => match op {
-                ReduceOp::Sum => NONE,
-                ReduceOp::Prod | ReduceOp::Max | ReduceOp::Min => Mask(0b1),
-            },
-            Op::Matmul | Op::Conv2d { .. } => Mask(0b11),
-            Op::Conv2dInputGrad { .. } | Op::Conv2dWeightGrad { .. } => Mask(0b11),
-            Op::Gather { .. } | Op::IndexSelect { .. } | Op::ScatterAdd { .. } => Mask(0b10),
-            Op::Extension(_) => All,
-            Op::Identity
-            | Op::Cast { .. }
-            | Op::Cumsum { .. }
-            | Op::Reshape { .. }
-            | Op::Permute { .. }
-            | Op::Broadcast { .. }
-            | Op::Slice { .. }
-            | Op::Flip { .. }
-            | Op::Pad { .. }
-            | Op::Concat { .. }
-            | Op::Transfer { .. } => NONE,
-        }
+        super::rules::saves(self).inputs
     }
 
-    /// `true` when the reverse rule reads the op's own output.
+    /// `true` when the rules read the op's own output.
     pub(crate) fn saves_output(&self) -> bool {
-        use UnaryOp as U;
-        match self {
-            Op::Unary(op) => matches!(
-                op,
-                U::Exp | U::Expm1 | U::Sqrt | U::Rsqrt | U::Recip | U::Tanh | U::Sigmoid | U::Tan
-            ),
-            Op::Binary(op) => matches!(op, BinaryOp::Pow | BinaryOp::Maximum | BinaryOp::Minimum),
-            Op::Reduce { op, .. } => matches!(op, ReduceOp::Max | ReduceOp::Min),
-            Op::Extension(_) => true,
-            Op::Identity
-            | Op::Select
-            | Op::Cast { .. }
-            | Op::Cumsum { .. }
-            | Op::Matmul
-            | Op::Reshape { .. }
-            | Op::Permute { .. }
-            | Op::Broadcast { .. }
-            | Op::Slice { .. }
-            | Op::Flip { .. }
-            | Op::Pad { .. }
-            | Op::Concat { .. }
-            | Op::Gather { .. }
-            | Op::IndexSelect { .. }
-            | Op::ScatterAdd { .. }
-            | Op::Conv2d { .. }
-            | Op::Conv2dInputGrad { .. }
-            | Op::Conv2dWeightGrad { .. }
-            | Op::Transfer { .. } => false,
-        }
+        super::rules::saves(self).output
     }
 }

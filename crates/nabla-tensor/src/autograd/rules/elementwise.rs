@@ -1,11 +1,12 @@
-//! Reverse rules of elementwise unary and binary math and of `where`.
+//! Elementwise unary and binary math and `where`: what each op saves, its reverse rule and its forward
+//! rule.
 //!
 //! Complex inputs follow JAX's convention (see the crate docs): a holomorphic op multiplies the
 //! cotangent by `f'(z)` with no conjugation, exactly as the real rule does, so those rules serve both;
 //! the non-holomorphic ops (`conj`, `abs`, `real`, `imag`) have rules of their own, the transposes of
 //! their real-linear tangent maps under the pairing `Re Σ u·v`.
 
-use super::SavedValues;
+use super::{SavedValues, Saves, sum_terms};
 use crate::Tensor;
 use nabla_core::{Backend, BinaryOp, Error, Result, UnaryOp};
 use num_complex::Complex64;
@@ -202,4 +203,86 @@ pub(super) fn select<B: Backend>(
         needs[1].then(|| cond.where_(g, 0.0)).transpose()?,
         needs[2].then(|| cond.where_(0.0, g)).transpose()?,
     ])
+}
+
+/// What the rules of unary `op` read: the input, the output, both or neither.
+pub(super) fn unary_saves(op: UnaryOp) -> Saves {
+    use UnaryOp as U;
+    match op {
+        U::Exp | U::Expm1 | U::Sqrt | U::Rsqrt | U::Recip | U::Tanh | U::Sigmoid | U::Tan => {
+            Saves::OUTPUT
+        }
+        U::Neg | U::Sign | U::Floor | U::Ceil | U::Round | U::Trunc | U::Conj => Saves::NOTHING,
+        U::Abs
+        | U::Square
+        | U::Log
+        | U::Log1p
+        | U::Sin
+        | U::Cos
+        | U::Asin
+        | U::Acos
+        | U::Atan
+        | U::Sinh
+        | U::Cosh
+        | U::Erf
+        | U::Not
+        | U::Real
+        | U::Imag
+        | U::IsNan
+        | U::IsFinite => Saves::inputs(0b1),
+    }
+}
+
+/// What the rules of binary `op` read: both operands (and the output for `pow`, `maximum`, `minimum`),
+/// or nothing for the linear ones.
+pub(super) fn binary_saves(op: BinaryOp) -> Saves {
+    use BinaryOp as O;
+    match op {
+        O::Add | O::Sub => Saves::NOTHING,
+        O::Pow | O::Maximum | O::Minimum => Saves::inputs(0b11).and_output(),
+        O::Mul | O::Div | O::Rem | O::Atan2 | O::And | O::Or | O::Xor => Saves::inputs(0b11),
+    }
+}
+
+/// The tangent of a unary op: the reverse rule applied to the tangent. A complex-to-real op (abs,
+/// real, imag) has the tangent map `t ↦ Re(c t)` when its reverse rule is `u ↦ u c`: the reverse rule
+/// applied to the tangent, then the real part.
+pub(super) fn unary_jvp<B: Backend>(
+    op: UnaryOp,
+    s: &SavedValues<B>,
+    t: &Tensor<B>,
+) -> Result<Tensor<B>> {
+    let d = unary(op, s, t)?;
+    match op {
+        UnaryOp::Abs | UnaryOp::Real | UnaryOp::Imag if d.dtype().is_complex() => d.real(),
+        _ => Ok(d),
+    }
+}
+
+/// The tangent of a binary op: each operand's tangent through its reverse factor, summed.
+pub(super) fn binary_jvp<B: Backend>(
+    op: BinaryOp,
+    s: &SavedValues<B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let da = match &t[0] {
+        Some(ta) => binary(op, s, ta, &[true, false])?.swap_remove(0),
+        None => None,
+    };
+    let db = match &t[1] {
+        Some(tb) => binary(op, s, tb, &[false, true])?.swap_remove(1),
+        None => None,
+    };
+    sum_terms([da, db])
+}
+
+/// The tangent of `where(cond, a, b)`: each branch's tangent where it is chosen.
+pub(super) fn select_jvp<B: Backend>(
+    s: &SavedValues<B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let cond = s.input(0)?;
+    let on_true = t[1].as_ref().map(|tt| cond.where_(tt, 0.0)).transpose()?;
+    let on_false = t[2].as_ref().map(|tf| cond.where_(0.0, tf)).transpose()?;
+    sum_terms([on_true, on_false])
 }

@@ -1,4 +1,5 @@
-//! Reverse rules of gather, index_select and scatter-add: each is the transpose of another.
+//! Gather, index_select and scatter-add: each saves its index (input 1) and its reverse rule is the
+//! transpose of another; forward rules apply the op to the tangent.
 
 use super::SavedValues;
 use crate::Tensor;
@@ -44,4 +45,25 @@ pub(super) fn scatter_add<B: Backend>(
         .then(|| g.gather(axis as isize, s.input(1)?))
         .transpose()?;
     Ok(vec![Some(g.clone()), None, dsrc])
+}
+
+/// The tangent of a scatter-add: the destination's tangent with the source's tangent added in.
+pub(super) fn scatter_add_jvp<B: Backend>(
+    axis: usize,
+    s: &SavedValues<B>,
+    t: &[Option<Tensor<B>>],
+    out: &[usize],
+) -> Result<Option<Tensor<B>>> {
+    let index = s.input(1)?;
+    let Some(any) = t[0].as_ref().or(t[2].as_ref()) else {
+        return Ok(None);
+    };
+    let dst = match &t[0] {
+        Some(td) => td.clone(),
+        None => Tensor::zeros(out.to_vec(), any.dtype(), any.backend())?,
+    };
+    match &t[2] {
+        Some(ts) => Ok(Some(dst.scatter_add(axis as isize, index, ts)?)),
+        None => Ok(Some(dst)),
+    }
 }

@@ -1,6 +1,7 @@
-//! Reverse rules of the matrix product and the three convolutions (which are each other's transposes).
+//! The matrix product and the three convolutions (which are each other's transposes): each saves both
+//! operands; reverse and forward rules.
 
-use super::SavedValues;
+use super::{SavedValues, sum_terms};
 use crate::Tensor;
 use nabla_core::{Backend, Conv2dParams, Result};
 
@@ -94,4 +95,16 @@ pub(super) fn conv2d_weight_grad<B: Backend>(
             .transpose()?,
         needs[1].then(|| x.conv2d(g, p)).transpose()?,
     ])
+}
+
+/// The tangent of a bilinear op `f(a, b)` from its two partial maps: `f(ta, b) + f(a, tb)`.
+pub(super) fn bilinear_jvp<B: Backend>(
+    s: &SavedValues<B>,
+    t: &[Option<Tensor<B>>],
+    f: impl Fn(&Tensor<B>, &Tensor<B>) -> Result<Tensor<B>>,
+) -> Result<Option<Tensor<B>>> {
+    let (a, b) = (s.input(0)?, s.input(1)?);
+    let da = t[0].as_ref().map(|ta| f(ta, b)).transpose()?;
+    let db = t[1].as_ref().map(|tb| f(a, tb)).transpose()?;
+    sum_terms([da, db])
 }

@@ -14,12 +14,92 @@ mod reduce;
 pub(crate) use forward::jvp;
 
 use super::extension::{self, ExtensionRules};
-use super::op::Op;
+use super::op::{Op, SavedInputs};
 use crate::Tensor;
 use nabla_core::{Backend, Error, Result};
 
-/// The values a rule reads: inputs marked in [`Op::saved_inputs`] and the output when
-/// [`Op::saves_output`].
+/// What an op's rules read, which recording keeps: the inputs in `inputs` and, when `output`, the
+/// op's own output. Each op family states it beside its rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Saves {
+    pub(crate) inputs: SavedInputs,
+    pub(crate) output: bool,
+}
+
+impl Saves {
+    /// Nothing: linear ops.
+    pub(crate) const NOTHING: Saves = Saves {
+        inputs: SavedInputs::NONE,
+        output: false,
+    };
+    /// Only the output.
+    pub(crate) const OUTPUT: Saves = Saves {
+        inputs: SavedInputs::NONE,
+        output: true,
+    };
+
+    /// The inputs whose bits are set in `mask`.
+    pub(crate) const fn inputs(mask: u8) -> Saves {
+        Saves {
+            inputs: SavedInputs::Mask(mask),
+            output: false,
+        }
+    }
+
+    /// The same, and the output too.
+    pub(crate) const fn and_output(self) -> Saves {
+        Saves {
+            output: true,
+            ..self
+        }
+    }
+}
+
+/// What the rules of `op` read (the table recording follows), routed to the op's family.
+pub(crate) fn saves<B: Backend>(op: &Op<B>) -> Saves {
+    match op {
+        Op::Unary(u) => elementwise::unary_saves(*u),
+        Op::Binary(b) => elementwise::binary_saves(*b),
+        Op::Select => Saves::inputs(0b1),
+        Op::Reduce { op, .. } => reduce::reduce_saves(*op),
+        Op::Matmul
+        | Op::Conv2d { .. }
+        | Op::Conv2dInputGrad { .. }
+        | Op::Conv2dWeightGrad { .. } => Saves::inputs(0b11),
+        Op::Gather { .. } | Op::IndexSelect { .. } | Op::ScatterAdd { .. } => Saves::inputs(0b10),
+        Op::Extension(_) => Saves {
+            inputs: SavedInputs::All,
+            output: true,
+        },
+        Op::Identity
+        | Op::Cast { .. }
+        | Op::Transfer { .. }
+        | Op::Cumsum { .. }
+        | Op::Reshape { .. }
+        | Op::Permute { .. }
+        | Op::Broadcast { .. }
+        | Op::Slice { .. }
+        | Op::Flip { .. }
+        | Op::Pad { .. }
+        | Op::Concat { .. } => Saves::NOTHING,
+    }
+}
+
+/// The sum of the non-zero terms of a product rule.
+pub(super) fn sum_terms<B: Backend, const N: usize>(
+    terms: [Option<Tensor<B>>; N],
+) -> Result<Option<Tensor<B>>> {
+    let mut total: Option<Tensor<B>> = None;
+    for term in terms.into_iter().flatten() {
+        total = Some(match total {
+            Some(sum) => sum.add(&term)?,
+            None => term,
+        });
+    }
+    Ok(total)
+}
+
+/// The values a rule reads: the inputs and the output its op [`saves`].
 pub(crate) struct SavedValues<B: Backend> {
     pub(crate) inputs: Vec<Option<Tensor<B>>>,
     pub(crate) output: Option<Tensor<B>>,

@@ -1,5 +1,6 @@
-//! Reverse rules of movement ops: each is the transposed movement (inverse permutation, sum over
-//! broadcast axes, zero-filling the elements a slice skipped, slicing away padding).
+//! Movement ops save nothing. Their reverse rules are the transposed movements (inverse permutation,
+//! sum over broadcast axes, zero-filling the elements a slice skipped, slicing away padding); their
+//! forward rules move the tangent the same way as the values.
 
 use crate::Tensor;
 use nabla_core::{Backend, DType, Result};
@@ -85,4 +86,30 @@ pub(super) fn concat<B: Backend>(
             Ok(Some(part))
         })
         .collect()
+}
+
+/// The tangent of a concatenation: the inputs' tangents joined, zeros for inputs without one.
+pub(super) fn concat_jvp<B: Backend>(
+    axis: usize,
+    sizes: &[usize],
+    t: &[Option<Tensor<B>>],
+    out: &[usize],
+) -> Result<Option<Tensor<B>>> {
+    let Some(any) = t.iter().flatten().next() else {
+        return Ok(None);
+    };
+    let parts = t
+        .iter()
+        .zip(sizes)
+        .map(|(ti, &n)| match ti {
+            Some(ti) => Ok(ti.clone()),
+            None => {
+                let mut shape = out.to_vec();
+                shape[axis] = n;
+                Tensor::zeros(shape, any.dtype(), any.backend())
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let refs: Vec<&Tensor<B>> = parts.iter().collect();
+    Ok(Some(Tensor::cat(&refs, axis as isize)?))
 }

@@ -1,6 +1,6 @@
-//! Reverse rules of reductions and the cumulative sum.
+//! Reductions and the cumulative sum: what each saves, its reverse rule and its forward rule.
 
-use super::SavedValues;
+use super::{SavedValues, Saves};
 use crate::Tensor;
 use nabla_core::{Backend, ReduceOp, Result};
 
@@ -53,4 +53,26 @@ fn prod<B: Backend>(axes: &[isize], x: &Tensor<B>, g: &Tensor<B>) -> Result<Tens
 pub(super) fn cumsum<B: Backend>(axis: usize, g: &Tensor<B>) -> Result<Tensor<B>> {
     let a = [axis as isize];
     g.flip(&a)?.cumsum(axis as isize)?.flip(&a)
+}
+
+/// What the rules of reduction `op` read: nothing for a sum, the input for a product, input and output
+/// for a maximum or minimum.
+pub(super) fn reduce_saves(op: ReduceOp) -> Saves {
+    match op {
+        ReduceOp::Sum => Saves::NOTHING,
+        ReduceOp::Prod => Saves::inputs(0b1),
+        ReduceOp::Max | ReduceOp::Min => Saves::inputs(0b1).and_output(),
+    }
+}
+
+/// The tangent of a reduction: the reverse factor applied to the tangent, reduced over `axes`.
+pub(super) fn reduce_jvp<B: Backend>(
+    op: ReduceOp,
+    axes: &[usize],
+    input: &[usize],
+    s: &SavedValues<B>,
+    t: &Tensor<B>,
+) -> Result<Tensor<B>> {
+    let signed: Vec<isize> = axes.iter().map(|&a| a as isize).collect();
+    reduce(op, axes, input, s, t)?.sum(&signed, true)
 }
