@@ -211,18 +211,10 @@ fn family_rules<F: ExtensionFamily, B: Backend>() -> Arc<ExtensionRules<B>> {
 }
 
 /// An extension op as a graph node records it: the op and the rules its family bound (if any).
+#[derive(Clone)]
 pub(crate) struct BoundExtension<B: Backend> {
     pub(crate) op: Arc<dyn ExtensionOp>,
     pub(crate) rules: Option<Arc<ExtensionRules<B>>>,
-}
-
-impl<B: Backend> Clone for BoundExtension<B> {
-    fn clone(&self) -> Self {
-        BoundExtension {
-            op: self.op.clone(),
-            rules: self.rules.clone(),
-        }
-    }
 }
 
 impl<B: Backend> fmt::Debug for BoundExtension<B> {

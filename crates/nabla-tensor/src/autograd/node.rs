@@ -2,6 +2,7 @@
 
 use super::grad_mode::is_grad_enabled;
 use super::op::{Op, SavedInputs};
+use super::rules;
 use crate::Tensor;
 use nabla_core::{Backend, DType, Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -109,7 +110,9 @@ impl<B: Backend> Tensor<B> {
             return self;
         }
         let op = op();
-        let kept = op.saved_inputs();
+        // What the op's rules read, as its family states it (one table lookup per recorded op).
+        let saves = rules::saves(&op);
+        let kept = saves.inputs;
         // Nothing saved (add, sub, movement ops) costs no allocation.
         let saved_inputs = if kept == SavedInputs::NONE {
             Vec::new()
@@ -120,7 +123,7 @@ impl<B: Backend> Tensor<B> {
                 .map(|(i, t)| kept.keeps(i).then(|| t.detach()))
                 .collect()
         };
-        let output = op.saves_output().then(|| self.detach());
+        let output = saves.output.then(|| self.detach());
         let node = Node {
             id: next_node_id(),
             shape: self.shape().to_vec(),

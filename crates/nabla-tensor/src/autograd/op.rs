@@ -122,14 +122,4 @@ impl<B: Backend> Op<B> {
             Op::Transfer { .. } => "to_backend",
         }
     }
-
-    /// The inputs the rules read (stated by the op's family, see [`super::rules::saves`]).
-    pub(crate) fn saved_inputs(&self) -> SavedInputs {
-        super::rules::saves(self).inputs
-    }
-
-    /// `true` when the rules read the op's own output.
-    pub(crate) fn saves_output(&self) -> bool {
-        super::rules::saves(self).output
-    }
 }
