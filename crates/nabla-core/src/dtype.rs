@@ -79,6 +79,22 @@ impl DType {
         }
     }
 
+    /// The short name program dumps use (`"f32"`, `"i64"`, `"bool"`, ...).
+    pub fn short_name(self) -> &'static str {
+        match self {
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::C64 => "c64",
+            DType::C128 => "c128",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::U8 => "u8",
+            DType::Bool => "bool",
+        }
+    }
+
     /// Parses a NumPy-style name (`"float32"`, `"f32"`, `"int64"`, `"bool"`, ...).
     pub fn from_name(name: &str) -> Option<DType> {
         Some(match name {
@@ -164,6 +180,7 @@ mod tests {
     fn names_round_trip() {
         for dt in DType::ALL {
             assert_eq!(DType::from_name(dt.name()), Some(dt));
+            assert_eq!(DType::from_name(dt.short_name()), Some(dt));
         }
         assert_eq!(DType::from_name("nope"), None);
     }

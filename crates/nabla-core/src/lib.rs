@@ -17,6 +17,7 @@ pub mod host_pool;
 mod layout;
 mod memory;
 mod ops;
+mod primitive;
 mod random;
 mod rng;
 mod scalar;
@@ -37,6 +38,7 @@ pub use memory::{MemoryCounter, MemoryStats, MemoryTracked, TrackedStorage};
 pub use ops::{
     ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, Distribution, Pool2dParams, ReduceOp, UnaryOp,
 };
+pub use primitive::{ExtensionCall, Primitive, PrimitiveKind};
 pub use random::{Fill, InOrder, random_host};
 pub use rng::{Generator, RngKey, philox4x32_10};
 pub use scalar::Scalar;

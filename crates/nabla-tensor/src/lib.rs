@@ -92,12 +92,12 @@ pub use autograd::{
 };
 pub use display::PrintOptions;
 pub use index::{IndexOp, Indexer, Slice, s};
-pub use nabla_core::{DType, Error, Result};
+pub use nabla_core::{DType, Error, ExtensionCall, Primitive, PrimitiveKind, Result};
 pub use operand::Operand;
 pub use shape_ops::ReshapeDims;
 pub use tensor::Tensor;
 pub use trace::{
-    CompileReport, ExtensionCall, GraphCompiler, GraphExecutor, IntoProgram, Node as TraceNode,
-    Pass, PassReport, Program, RunStats, TraceOp, TraceOperand, TracedTensor, TracedValue,
-    TracingBackend, ValueId, ValueInfo,
+    CompileReport, GraphCompiler, GraphExecutor, IntoProgram, Node as TraceNode, Pass, PassReport,
+    Program, RunStats, TraceOp, TraceOperand, TracedTensor, TracedValue, TracingBackend, ValueId,
+    ValueInfo,
 };

@@ -2,7 +2,7 @@
 //! not, compiled programs giving the original's outputs on two input sets, and the buffer-reuse plan
 //! lowering peak memory without ever overwriting a program input or output.
 
-use nabla_core::{DType, MemoryTracked, Result};
+use nabla_core::{DType, MemoryTracked, Primitive, Result};
 use nabla_cpu::CpuBackend;
 use nabla_tensor::{GraphCompiler, GraphExecutor, Pass, Program, Tensor, TraceOp, TracingBackend};
 
@@ -160,7 +160,7 @@ fn compiled_programs_match_uncompiled_ones() -> Result<()> {
     let fused = compiled
         .nodes()
         .iter()
-        .filter(|n| matches!(n.op, TraceOp::Fused(_)))
+        .filter(|n| matches!(n.op, TraceOp::Primitive(Primitive::Fused { .. })))
         .count();
     assert!(fused >= 3, "{compiled}");
     assert!(compiled.nodes().len() < program.nodes().len());

@@ -2,7 +2,7 @@
 //! inputs is saved for the rules, and op identity (name + parameters) drives CSE.
 
 use nabla_core::{
-    Backend, DType, Error, ExtensionOp, HostData, HostView, OutputSpec, Result, UnaryOp,
+    Backend, DType, Error, ExtensionOp, HostData, HostView, OutputSpec, Primitive, Result, UnaryOp,
 };
 use nabla_cpu::CpuBackend;
 use nabla_tensor::{
@@ -222,7 +222,7 @@ fn op_identity_is_name_and_parameters_for_cse() {
         .nodes()
         .iter()
         .filter_map(|n| match &n.op {
-            TraceOp::Extension(call) => Some(
+            TraceOp::Primitive(Primitive::Extension(call)) => Some(
                 call.0
                     .as_any()
                     .downcast_ref::<WeightedSquares>()

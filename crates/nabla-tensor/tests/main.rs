@@ -16,6 +16,7 @@ mod extension_ops;
 mod forward_mode;
 mod fused_kernels;
 mod jax_fixtures;
+mod primitives;
 #[path = "autograd_rules/support.rs"]
 mod support;
 mod traced;

@@ -1,8 +1,8 @@
 //! [`GraphExecutor`]: replays a traced [`Program`] on a real backend, freeing buffers after last use.
 
-use super::graph::{Node, Program, TraceOp, short_dtype};
+use super::graph::{Node, Program, TraceOp};
 use crate::Tensor;
-use nabla_core::{Backend, Error, FusedKernel, Layout, Result};
+use nabla_core::{Backend, Error, FusedKernel, Primitive, Result};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -81,9 +81,9 @@ impl<B: Backend> GraphExecutor<B> {
                     "GraphExecutor::run",
                     format!(
                         "input {i} is {}{:?} but placeholder {i} is {}{:?}",
-                        short_dtype(t.dtype()),
+                        t.dtype().short_name(),
                         t.shape(),
-                        short_dtype(info.dtype),
+                        info.dtype.short_name(),
                         info.shape
                     ),
                 ));
@@ -145,7 +145,7 @@ impl<B: Backend> GraphExecutor<B> {
         for (i, node) in program.nodes.iter().enumerate() {
             let start = times.is_some().then(Instant::now);
             let outs = match (&node.op, program.reused_operand(i)) {
-                (TraceOp::Fused(kernel), Some(k)) => {
+                (TraceOp::Primitive(Primitive::Fused { kernel, shape }), Some(k)) => {
                     // The donated buffer becomes the output: it is counted once, as the output.
                     let v = node
                         .inputs
@@ -154,9 +154,9 @@ impl<B: Backend> GraphExecutor<B> {
                         .ok_or_else(|| missing(i))?;
                     let donated = values[v].take().ok_or_else(|| missing(v))?;
                     live -= program.values[v].bytes();
-                    self.run_fused(program, node, kernel, &values, Some((k, donated)))?
+                    self.run_fused_donating(node, (kernel, shape), &values, (k, donated))?
                 }
-                _ => self.execute(program, node, &values, inputs)?,
+                _ => self.execute(node, &values, inputs)?,
             };
             for (&v, storage) in node.outputs.iter().zip(outs) {
                 let info = &program.values[v];
@@ -167,8 +167,8 @@ impl<B: Backend> GraphExecutor<B> {
                         message: format!(
                             "node {i} ({}) produced {} x{len} where the trace expected {}{:?}",
                             node.op,
-                            short_dtype(self.backend.storage_dtype(&storage)),
-                            short_dtype(info.dtype),
+                            self.backend.storage_dtype(&storage).short_name(),
+                            info.dtype.short_name(),
                             info.shape
                         ),
                     });
@@ -209,161 +209,58 @@ impl<B: Backend> GraphExecutor<B> {
     /// Runs one node; returns its output buffers.
     fn execute(
         &self,
-        program: &Program,
         node: &Node,
         values: &[Option<B::Storage>],
         inputs: &[Tensor<B>],
     ) -> Result<Vec<B::Storage>> {
         let b = &self.backend;
-        let arg = |k: usize| -> Result<(&B::Storage, &Layout)> {
-            let o = node
-                .inputs
-                .get(k)
-                .ok_or_else(|| Error::invalid("GraphExecutor::run", "node lacks an input"))?;
-            let s = values[o.value].as_ref().ok_or_else(|| missing(o.value))?;
-            Ok((s, &o.layout))
-        };
-        let out = &program.values[node.outputs[0]];
-        let one = |s: B::Storage| vec![s];
-        let two = |(s, t): (B::Storage, B::Storage)| vec![s, t];
-        Ok(match &node.op {
+        match &node.op {
             TraceOp::Input { index } => {
-                let t = &inputs[*index];
+                let t = inputs.get(*index).ok_or_else(|| {
+                    Error::invalid("GraphExecutor::run", format!("no input {index}"))
+                })?;
                 let l = t.layout();
                 let whole = l.contiguous_range() == Some(0..t.numel())
                     && b.storage_len(t.storage()) == t.numel();
-                if whole {
-                    one(t.storage().clone())
+                Ok(vec![if whole {
+                    t.storage().clone()
                 } else {
-                    one(b.copy(t.storage(), l)?)
-                }
+                    b.copy(t.storage(), l)?
+                }])
             }
-            TraceOp::Constant(data) => one(b.upload(data.clone())?),
-            TraceOp::Full(value) => one(b.full(out.len(), *value, out.dtype)?),
-            TraceOp::Random { dist, key } => one(b.random(*dist, out.len(), out.dtype, *key)?),
-            TraceOp::Copy => {
-                let (x, l) = arg(0)?;
-                one(b.copy(x, l)?)
-            }
-            TraceOp::Unary(op) => {
-                let (x, l) = arg(0)?;
-                one(b.unary(*op, x, l)?)
-            }
-            TraceOp::Binary(op) => {
-                let ((x, xl), (y, yl)) = (arg(0)?, arg(1)?);
-                one(b.binary(*op, x, xl, y, yl)?)
-            }
-            TraceOp::Compare(op) => {
-                let ((x, xl), (y, yl)) = (arg(0)?, arg(1)?);
-                one(b.compare(*op, x, xl, y, yl)?)
-            }
-            TraceOp::Select => {
-                let ((c, cl), (t, tl), (f, fl)) = (arg(0)?, arg(1)?, arg(2)?);
-                one(b.select(c, cl, t, tl, f, fl)?)
-            }
-            TraceOp::Cast(dtype) => {
-                let (x, l) = arg(0)?;
-                one(b.cast(x, l, *dtype)?)
-            }
-            TraceOp::Reduce { op, axes } => {
-                let (x, l) = arg(0)?;
-                one(b.reduce(*op, x, l, axes)?)
-            }
-            TraceOp::ArgReduce { op, axis } => {
-                let (x, l) = arg(0)?;
-                one(b.arg_reduce(*op, x, l, *axis)?)
-            }
-            TraceOp::Cumsum { axis } => {
-                let (x, l) = arg(0)?;
-                one(b.cumsum(x, l, *axis)?)
-            }
-            TraceOp::Matmul => {
-                let ((x, xl), (y, yl)) = (arg(0)?, arg(1)?);
-                one(b.matmul(x, xl, y, yl)?)
-            }
-            TraceOp::Pad { pads, value } => {
-                let (x, l) = arg(0)?;
-                one(b.pad(x, l, pads, *value)?)
-            }
-            TraceOp::Concat { axis } => {
-                let parts = (0..node.inputs.len())
-                    .map(arg)
+            TraceOp::Primitive(prim) => {
+                let args = node
+                    .inputs
+                    .iter()
+                    .map(|o| {
+                        let s = values[o.value].as_ref().ok_or_else(|| missing(o.value))?;
+                        Ok((s, &o.layout))
+                    })
                     .collect::<Result<Vec<_>>>()?;
-                one(b.concat(&parts, *axis)?)
+                prim.dispatch(b, &args)
             }
-            TraceOp::Gather { axis } => {
-                let ((x, xl), (i, il)) = (arg(0)?, arg(1)?);
-                one(b.gather(x, xl, *axis, i, il)?)
-            }
-            TraceOp::IndexSelect { axis } => {
-                let ((x, xl), (i, il)) = (arg(0)?, arg(1)?);
-                one(b.index_select(x, xl, *axis, i, il)?)
-            }
-            TraceOp::ScatterAdd { axis } => {
-                let ((d, dl), (i, il), (s, sl)) = (arg(0)?, arg(1)?, arg(2)?);
-                one(b.scatter_add(d, dl, *axis, i, il, s, sl)?)
-            }
-            TraceOp::OneHot { classes, dtype } => {
-                let (x, l) = arg(0)?;
-                one(b.one_hot(x, l, *classes, *dtype)?)
-            }
-            TraceOp::Sort { axis, descending } => {
-                let (x, l) = arg(0)?;
-                two(b.sort(x, l, *axis, *descending)?)
-            }
-            TraceOp::Topk { axis, k, largest } => {
-                let (x, l) = arg(0)?;
-                two(b.topk(x, l, *axis, *k, *largest)?)
-            }
-            TraceOp::MaxPool2d(params) => {
-                let (x, l) = arg(0)?;
-                two(b.max_pool2d(x, l, params)?)
-            }
-            TraceOp::Conv2d(params) => {
-                let ((x, xl), (w, wl)) = (arg(0)?, arg(1)?);
-                one(b.conv2d(x, xl, w, wl, params)?)
-            }
-            TraceOp::Conv2dInputGrad { input_hw, params } => {
-                let ((dy, dl), (w, wl)) = (arg(0)?, arg(1)?);
-                one(b.conv2d_input_grad(dy, dl, w, wl, *input_hw, params)?)
-            }
-            TraceOp::Conv2dWeightGrad { kernel_hw, params } => {
-                let ((x, xl), (dy, dl)) = (arg(0)?, arg(1)?);
-                one(b.conv2d_weight_grad(x, xl, dy, dl, *kernel_hw, params)?)
-            }
-            TraceOp::Extension(call) => {
-                let parts = (0..node.inputs.len())
-                    .map(arg)
-                    .collect::<Result<Vec<_>>>()?;
-                one(b.extension(&call.0, &parts)?)
-            }
-            TraceOp::Fused(kernel) => self.run_fused(program, node, kernel, values, None)?,
-        })
+        }
     }
 
-    /// Runs a fused node, handing `donated` (operand index, buffer taken out of `values`) to the backend.
-    fn run_fused(
+    /// Runs a fused node whose input `k` gives its buffer (`donated`, taken out of `values`) to the
+    /// output.
+    fn run_fused_donating(
         &self,
-        program: &Program,
         node: &Node,
-        kernel: &FusedKernel,
+        (kernel, shape): (&FusedKernel, &[usize]),
         values: &[Option<B::Storage>],
-        mut donated: Option<(usize, B::Storage)>,
+        (k, donated): (usize, B::Storage),
     ) -> Result<Vec<B::Storage>> {
-        let mut donate = None;
+        let mut donated = Some(donated);
         let mut ins = Vec::with_capacity(node.inputs.len());
-        for (k, o) in node.inputs.iter().enumerate() {
-            let storage = match donated.take_if(|(d, _)| *d == k) {
-                Some((_, s)) => {
-                    donate = Some(k);
-                    s
-                }
+        for (j, o) in node.inputs.iter().enumerate() {
+            let storage = match donated.take_if(|_| j == k) {
+                Some(s) => s,
                 None => values[o.value].clone().ok_or_else(|| missing(o.value))?,
             };
             ins.push((storage, &o.layout));
         }
-        let out = &program.values[node.outputs[0]];
-        Ok(vec![self.backend.fused(kernel, ins, &out.shape, donate)?])
+        Ok(vec![self.backend.fused(kernel, ins, shape, Some(k))?])
     }
 }
 

@@ -1,11 +1,7 @@
 //! The traced program IR: values, nodes, the graph builder and the snapshotted [`Program`].
 
-use nabla_core::{
-    ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, DType, Distribution, ExtensionOp, HostData,
-    Layout, Pool2dParams, ReduceOp, RngKey, Scalar, UnaryOp,
-};
+use nabla_core::{DType, Layout, Primitive};
 use std::fmt;
-use std::sync::Arc;
 
 /// Index of a value (a device buffer at run time) in a traced graph or [`Program`].
 pub type ValueId = usize;
@@ -45,7 +41,8 @@ pub struct TraceOperand {
     pub layout: Layout,
 }
 
-/// The operation of a node, mirroring the methods of [`nabla_core::Backend`] with their parameters.
+/// What a node of a traced program computes: a program input, or a backend [`Primitive`] (the one op
+/// vocabulary shared with the executor, constant folding and every backend).
 #[derive(Clone, Debug, PartialEq)]
 pub enum TraceOp {
     /// Program input number `index` (a placeholder), bound at run time.
@@ -53,133 +50,23 @@ pub enum TraceOp {
         /// Position among the program's inputs (order of creation).
         index: usize,
     },
-    /// Host data baked into the program ([`nabla_core::Backend::upload`]).
-    Constant(HostData),
-    /// A buffer filled with one value ([`nabla_core::Backend::full`]).
-    Full(Scalar),
-    /// Random draws ([`nabla_core::Backend::random`]).
-    Random {
-        /// The distribution.
-        dist: Distribution,
-        /// Seed and counter of the first element.
-        key: RngKey,
-    },
-    /// Materialisation of a view.
-    Copy,
-    /// Elementwise unary op.
-    Unary(UnaryOp),
-    /// Elementwise binary op.
-    Binary(BinaryOp),
-    /// Elementwise comparison.
-    Compare(CompareOp),
-    /// `cond ? on_true : on_false`.
-    Select,
-    /// Dtype conversion.
-    Cast(DType),
-    /// Reduction over axes (keepdims).
-    Reduce {
-        /// The reduction.
-        op: ReduceOp,
-        /// Reduced axes.
-        axes: Vec<usize>,
-    },
-    /// Arg-max / arg-min along an axis.
-    ArgReduce {
-        /// The reduction.
-        op: ArgReduceOp,
-        /// Reduced axis.
-        axis: usize,
-    },
-    /// Inclusive cumulative sum.
-    Cumsum {
-        /// Summed axis.
-        axis: usize,
-    },
-    /// Batched matrix product.
-    Matmul,
-    /// Constant padding.
-    Pad {
-        /// `(before, after)` per dimension.
-        pads: Vec<(usize, usize)>,
-        /// Fill value.
-        value: Scalar,
-    },
-    /// Concatenation along an axis.
-    Concat {
-        /// Joined axis.
-        axis: usize,
-    },
-    /// `take_along_axis`.
-    Gather {
-        /// Indexed axis.
-        axis: usize,
-    },
-    /// Selection of entries by a 1-D index.
-    IndexSelect {
-        /// Indexed axis.
-        axis: usize,
-    },
-    /// Transpose of gather.
-    ScatterAdd {
-        /// Indexed axis.
-        axis: usize,
-    },
-    /// One-hot encoding.
-    OneHot {
-        /// Number of classes.
-        classes: usize,
-        /// Output dtype.
-        dtype: DType,
-    },
-    /// Stable sort (two outputs: values, positions).
-    Sort {
-        /// Sorted axis.
-        axis: usize,
-        /// Descending order.
-        descending: bool,
-    },
-    /// Top-k (two outputs: values, positions).
-    Topk {
-        /// Axis.
-        axis: usize,
-        /// Number of entries kept.
-        k: usize,
-        /// Largest (else smallest).
-        largest: bool,
-    },
-    /// 2-D max pooling (two outputs: values, flat positions of the maxima).
-    MaxPool2d(Pool2dParams),
-    /// 2-D convolution.
-    Conv2d(Conv2dParams),
-    /// Gradient of a 2-D convolution with respect to its input.
-    Conv2dInputGrad {
-        /// Spatial size of the input.
-        input_hw: (usize, usize),
-        /// Convolution parameters.
-        params: Conv2dParams,
-    },
-    /// Gradient of a 2-D convolution with respect to its weights.
-    Conv2dWeightGrad {
-        /// Spatial size of the kernel.
-        kernel_hw: (usize, usize),
-        /// Convolution parameters.
-        params: Conv2dParams,
-    },
-    /// An extension op ([`nabla_core::ExtensionOp`]), run with [`nabla_core::Backend::extension`].
-    Extension(ExtensionCall),
-    /// A fused elementwise kernel over the node's inputs (see [`nabla_core::FusedKernel`]), run with
-    /// [`nabla_core::Backend::fused`]; built by the compiler's fusion pass.
-    Fused(nabla_core::FusedKernel),
+    /// A backend operation, replayed with [`Primitive::dispatch`].
+    Primitive(Primitive),
 }
 
-/// An extension op held by a program node; two calls are equal when the ops compute the same function
-/// ([`ExtensionOp::same_as`]).
-#[derive(Clone, Debug)]
-pub struct ExtensionCall(pub Arc<dyn ExtensionOp>);
+impl TraceOp {
+    /// The primitive the node runs, or `None` for a program input.
+    pub fn primitive(&self) -> Option<&Primitive> {
+        match self {
+            TraceOp::Input { .. } => None,
+            TraceOp::Primitive(p) => Some(p),
+        }
+    }
+}
 
-impl PartialEq for ExtensionCall {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.same_as(other.0.as_ref())
+impl From<Primitive> for TraceOp {
+    fn from(p: Primitive) -> Self {
+        TraceOp::Primitive(p)
     }
 }
 
@@ -187,47 +74,7 @@ impl fmt::Display for TraceOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TraceOp::Input { index } => write!(f, "input {index}"),
-            TraceOp::Constant(data) => {
-                write!(f, "constant {}x{}", short_dtype(data.dtype()), data.len())
-            }
-            TraceOp::Full(v) => write!(f, "full {v}"),
-            TraceOp::Random { dist, key } => {
-                write!(f, "random {dist:?} seed={} offset={}", key.seed, key.offset)
-            }
-            TraceOp::Copy => write!(f, "copy"),
-            TraceOp::Unary(op) => write!(f, "{}", op.name()),
-            TraceOp::Binary(op) => write!(f, "{}", op.name()),
-            TraceOp::Compare(op) => write!(f, "{}", op.name()),
-            TraceOp::Select => write!(f, "select"),
-            TraceOp::Cast(d) => write!(f, "cast {}", short_dtype(*d)),
-            TraceOp::Reduce { op, axes } => write!(f, "reduce_{} axes={axes:?}", op.name()),
-            TraceOp::ArgReduce { op, axis } => write!(f, "{} axis={axis}", op.name()),
-            TraceOp::Cumsum { axis } => write!(f, "cumsum axis={axis}"),
-            TraceOp::Matmul => write!(f, "matmul"),
-            TraceOp::Pad { pads, value } => write!(f, "pad {pads:?} value={value}"),
-            TraceOp::Concat { axis } => write!(f, "concat axis={axis}"),
-            TraceOp::Gather { axis } => write!(f, "gather axis={axis}"),
-            TraceOp::IndexSelect { axis } => write!(f, "index_select axis={axis}"),
-            TraceOp::ScatterAdd { axis } => write!(f, "scatter_add axis={axis}"),
-            TraceOp::OneHot { classes, dtype } => {
-                write!(f, "one_hot classes={classes} dtype={}", short_dtype(*dtype))
-            }
-            TraceOp::Sort { axis, descending } => {
-                write!(f, "sort axis={axis} descending={descending}")
-            }
-            TraceOp::Topk { axis, k, largest } => {
-                write!(f, "topk axis={axis} k={k} largest={largest}")
-            }
-            TraceOp::MaxPool2d(p) => write!(f, "max_pool2d {p:?}"),
-            TraceOp::Conv2d(p) => write!(f, "conv2d {p:?}"),
-            TraceOp::Conv2dInputGrad { input_hw, params } => {
-                write!(f, "conv2d_input_grad input_hw={input_hw:?} {params:?}")
-            }
-            TraceOp::Conv2dWeightGrad { kernel_hw, params } => {
-                write!(f, "conv2d_weight_grad kernel_hw={kernel_hw:?} {params:?}")
-            }
-            TraceOp::Extension(call) => write!(f, "{}", call.0.name()),
-            TraceOp::Fused(kernel) => write!(f, "fused[{kernel}]"),
+            TraceOp::Primitive(p) => write!(f, "{p}"),
         }
     }
 }
@@ -444,22 +291,6 @@ impl Program {
     }
 }
 
-/// Short dtype name for the IR (`f32`, `i64`, `bool`, ...).
-pub(crate) fn short_dtype(d: DType) -> &'static str {
-    match d {
-        DType::F16 => "f16",
-        DType::BF16 => "bf16",
-        DType::F32 => "f32",
-        DType::F64 => "f64",
-        DType::C64 => "c64",
-        DType::C128 => "c128",
-        DType::I32 => "i32",
-        DType::I64 => "i64",
-        DType::U8 => "u8",
-        DType::Bool => "bool",
-    }
-}
-
 fn join<T: fmt::Display>(items: &[T], sep: &str) -> String {
     items
         .iter()
@@ -479,7 +310,7 @@ impl fmt::Display for Program {
                 write!(
                     f,
                     "%{v}: {}[{}]",
-                    short_dtype(info.dtype),
+                    info.dtype.short_name(),
                     join(&info.shape, ",")
                 )?;
             }

@@ -14,4 +14,4 @@ mod record;
 pub use backend::{TracedTensor, TracedValue, TracingBackend};
 pub use compiler::{CompileReport, GraphCompiler, IntoProgram, Pass, PassReport};
 pub use executor::{GraphExecutor, RunStats};
-pub use graph::{ExtensionCall, Node, Program, TraceOp, TraceOperand, ValueId, ValueInfo};
+pub use graph::{Node, Program, TraceOp, TraceOperand, ValueId, ValueInfo};

@@ -1,27 +1,14 @@
-//! The recording kernels: `impl Backend for TracingBackend`, one node per call.
+//! The recording kernels: `impl Backend for TracingBackend`, one [`Primitive`] node per call, its
+//! output shapes and dtypes from [`Primitive::output_specs`].
 
 use super::backend::{TracedValue, TracingBackend};
-use super::graph::{ExtensionCall, TraceOp, ValueInfo};
+use super::graph::ValueInfo;
 use nabla_core::{
     ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution, Error,
-    ExtensionOp, HostData, Layout, Pool2dParams, ReduceOp, Result, RngKey, Scalar, UnaryOp,
+    ExtensionCall, ExtensionOp, FusedKernel, HostData, Layout, Pool2dParams, Primitive, ReduceOp,
+    Result, RngKey, Scalar, UnaryOp,
 };
 use std::sync::Arc;
-
-fn with_axis(shape: &[usize], axis: usize, size: usize) -> Result<Vec<usize>> {
-    let mut s = shape.to_vec();
-    *s.get_mut(axis).ok_or_else(|| {
-        Error::invalid("trace", format!("axis {axis} out of range for {shape:?}"))
-    })? = size;
-    Ok(s)
-}
-
-fn dim(shape: &[usize], i: usize, op: &'static str) -> Result<usize> {
-    shape
-        .get(i)
-        .copied()
-        .ok_or_else(|| Error::invalid(op, format!("shape {shape:?} has no dimension {i}")))
-}
 
 impl Backend for TracingBackend {
     type Storage = TracedValue;
@@ -46,8 +33,7 @@ impl Backend for TracingBackend {
     }
 
     fn upload(&self, data: HostData) -> Result<TracedValue> {
-        let (len, dtype) = (data.len(), data.dtype());
-        self.record(TraceOp::Constant(data), &[], vec![len], dtype)
+        self.apply_one(Primitive::Constant(data), &[])
     }
 
     fn read(&self, storage: &TracedValue, _layout: &Layout) -> Result<HostData> {
@@ -66,7 +52,7 @@ impl Backend for TracingBackend {
     }
 
     fn full(&self, len: usize, value: Scalar, dtype: DType) -> Result<TracedValue> {
-        self.record(TraceOp::Full(value), &[], vec![len], dtype)
+        self.apply_one(Primitive::Full { value, len, dtype }, &[])
     }
 
     fn random(
@@ -76,20 +62,21 @@ impl Backend for TracingBackend {
         dtype: DType,
         key: RngKey,
     ) -> Result<TracedValue> {
-        self.record(TraceOp::Random { dist, key }, &[], vec![len], dtype)
+        let prim = Primitive::Random {
+            dist,
+            key,
+            len,
+            dtype,
+        };
+        self.apply_one(prim, &[])
     }
 
     fn copy(&self, x: &TracedValue, layout: &Layout) -> Result<TracedValue> {
-        let shape = layout.shape().to_vec();
-        self.record(TraceOp::Copy, &[(x, layout)], shape, x.dtype)
+        self.apply_one(Primitive::Copy, &[(x, layout)])
     }
 
     fn unary(&self, op: UnaryOp, x: &TracedValue, layout: &Layout) -> Result<TracedValue> {
-        let dtype = op
-            .output_dtype(x.dtype)
-            .ok_or_else(|| Error::dtype(op.name(), x.dtype))?;
-        let shape = layout.shape().to_vec();
-        self.record(TraceOp::Unary(op), &[(x, layout)], shape, dtype)
+        self.apply_one(Primitive::Unary(op), &[(x, layout)])
     }
 
     fn binary(
@@ -100,9 +87,7 @@ impl Backend for TracingBackend {
         b: &TracedValue,
         b_layout: &Layout,
     ) -> Result<TracedValue> {
-        let shape = a_layout.shape().to_vec();
-        let ins = [(a, a_layout), (b, b_layout)];
-        self.record(TraceOp::Binary(op), &ins, shape, a.dtype)
+        self.apply_one(Primitive::Binary(op), &[(a, a_layout), (b, b_layout)])
     }
 
     fn compare(
@@ -113,9 +98,7 @@ impl Backend for TracingBackend {
         b: &TracedValue,
         b_layout: &Layout,
     ) -> Result<TracedValue> {
-        let shape = a_layout.shape().to_vec();
-        let ins = [(a, a_layout), (b, b_layout)];
-        self.record(TraceOp::Compare(op), &ins, shape, DType::Bool)
+        self.apply_one(Primitive::Compare(op), &[(a, a_layout), (b, b_layout)])
     }
 
     fn select(
@@ -127,18 +110,16 @@ impl Backend for TracingBackend {
         on_false: &TracedValue,
         false_layout: &Layout,
     ) -> Result<TracedValue> {
-        let shape = cond_layout.shape().to_vec();
         let ins = [
             (cond, cond_layout),
             (on_true, true_layout),
             (on_false, false_layout),
         ];
-        self.record(TraceOp::Select, &ins, shape, on_true.dtype)
+        self.apply_one(Primitive::Select, &ins)
     }
 
     fn cast(&self, x: &TracedValue, layout: &Layout, dtype: DType) -> Result<TracedValue> {
-        let shape = layout.shape().to_vec();
-        self.record(TraceOp::Cast(dtype), &[(x, layout)], shape, dtype)
+        self.apply_one(Primitive::Cast(dtype), &[(x, layout)])
     }
 
     fn reduce(
@@ -148,15 +129,8 @@ impl Backend for TracingBackend {
         layout: &Layout,
         axes: &[usize],
     ) -> Result<TracedValue> {
-        let mut shape = layout.shape().to_vec();
-        for &a in axes {
-            shape = with_axis(&shape, a, 1)?;
-        }
-        let op = TraceOp::Reduce {
-            op,
-            axes: axes.to_vec(),
-        };
-        self.record(op, &[(x, layout)], shape, x.dtype)
+        let axes = axes.to_vec();
+        self.apply_one(Primitive::Reduce { op, axes }, &[(x, layout)])
     }
 
     fn arg_reduce(
@@ -166,14 +140,11 @@ impl Backend for TracingBackend {
         layout: &Layout,
         axis: usize,
     ) -> Result<TracedValue> {
-        let shape = with_axis(layout.shape(), axis, 1)?;
-        let op = TraceOp::ArgReduce { op, axis };
-        self.record(op, &[(x, layout)], shape, DType::I64)
+        self.apply_one(Primitive::ArgReduce { op, axis }, &[(x, layout)])
     }
 
     fn cumsum(&self, x: &TracedValue, layout: &Layout, axis: usize) -> Result<TracedValue> {
-        let shape = layout.shape().to_vec();
-        self.record(TraceOp::Cumsum { axis }, &[(x, layout)], shape, x.dtype)
+        self.apply_one(Primitive::Cumsum { axis }, &[(x, layout)])
     }
 
     fn matmul(
@@ -183,14 +154,7 @@ impl Backend for TracingBackend {
         b: &TracedValue,
         b_layout: &Layout,
     ) -> Result<TracedValue> {
-        let (sa, sb) = (a_layout.shape(), b_layout.shape());
-        if sa.len() < 2 || sb.len() < 2 {
-            return Err(Error::shapes("matmul", sa, sb));
-        }
-        let mut shape = sa.to_vec();
-        shape[sa.len() - 1] = sb[sb.len() - 1];
-        let ins = [(a, a_layout), (b, b_layout)];
-        self.record(TraceOp::Matmul, &ins, shape, a.dtype)
+        self.apply_one(Primitive::Matmul, &[(a, a_layout), (b, b_layout)])
     }
 
     fn pad(
@@ -200,29 +164,15 @@ impl Backend for TracingBackend {
         pads: &[(usize, usize)],
         value: Scalar,
     ) -> Result<TracedValue> {
-        let shape = layout
-            .shape()
-            .iter()
-            .zip(pads)
-            .map(|(&d, &(lo, hi))| d + lo + hi)
-            .collect();
-        let op = TraceOp::Pad {
-            pads: pads.to_vec(),
-            value,
-        };
-        self.record(op, &[(x, layout)], shape, x.dtype)
+        let pads = pads.to_vec();
+        self.apply_one(Primitive::Pad { pads, value }, &[(x, layout)])
     }
 
     fn concat(&self, parts: &[(&TracedValue, &Layout)], axis: usize) -> Result<TracedValue> {
-        let (first, first_layout) = parts
-            .first()
-            .ok_or_else(|| Error::invalid("concat", "no parts to join"))?;
-        let total = parts
-            .iter()
-            .map(|(_, l)| dim(l.shape(), axis, "concat"))
-            .sum::<Result<usize>>()?;
-        let shape = with_axis(first_layout.shape(), axis, total)?;
-        self.record(TraceOp::Concat { axis }, parts, shape, first.dtype)
+        if parts.is_empty() {
+            return Err(Error::invalid("concat", "no parts to join"));
+        }
+        self.apply_one(Primitive::Concat { axis }, parts)
     }
 
     fn gather(
@@ -233,9 +183,8 @@ impl Backend for TracingBackend {
         index: &TracedValue,
         index_layout: &Layout,
     ) -> Result<TracedValue> {
-        let shape = index_layout.shape().to_vec();
         let ins = [(x, x_layout), (index, index_layout)];
-        self.record(TraceOp::Gather { axis }, &ins, shape, x.dtype)
+        self.apply_one(Primitive::Gather { axis }, &ins)
     }
 
     fn index_select(
@@ -246,9 +195,8 @@ impl Backend for TracingBackend {
         index: &TracedValue,
         index_layout: &Layout,
     ) -> Result<TracedValue> {
-        let shape = with_axis(x_layout.shape(), axis, index_layout.numel())?;
         let ins = [(x, x_layout), (index, index_layout)];
-        self.record(TraceOp::IndexSelect { axis }, &ins, shape, x.dtype)
+        self.apply_one(Primitive::IndexSelect { axis }, &ins)
     }
 
     fn scatter_add(
@@ -261,9 +209,8 @@ impl Backend for TracingBackend {
         src: &TracedValue,
         src_layout: &Layout,
     ) -> Result<TracedValue> {
-        let shape = dst_layout.shape().to_vec();
         let ins = [(dst, dst_layout), (index, index_layout), (src, src_layout)];
-        self.record(TraceOp::ScatterAdd { axis }, &ins, shape, dst.dtype)
+        self.apply_one(Primitive::ScatterAdd { axis }, &ins)
     }
 
     fn one_hot(
@@ -273,10 +220,7 @@ impl Backend for TracingBackend {
         classes: usize,
         dtype: DType,
     ) -> Result<TracedValue> {
-        let mut shape = layout.shape().to_vec();
-        shape.push(classes);
-        let op = TraceOp::OneHot { classes, dtype };
-        self.record(op, &[(index, layout)], shape, dtype)
+        self.apply_one(Primitive::OneHot { classes, dtype }, &[(index, layout)])
     }
 
     fn sort(
@@ -286,8 +230,7 @@ impl Backend for TracingBackend {
         axis: usize,
         descending: bool,
     ) -> Result<(TracedValue, TracedValue)> {
-        let shape = layout.shape().to_vec();
-        self.values_and_indices(TraceOp::Sort { axis, descending }, x, layout, shape)
+        self.apply_two(Primitive::Sort { axis, descending }, &[(x, layout)])
     }
 
     fn topk(
@@ -298,8 +241,7 @@ impl Backend for TracingBackend {
         k: usize,
         largest: bool,
     ) -> Result<(TracedValue, TracedValue)> {
-        let shape = with_axis(layout.shape(), axis, k)?;
-        self.values_and_indices(TraceOp::Topk { axis, k, largest }, x, layout, shape)
+        self.apply_two(Primitive::Topk { axis, k, largest }, &[(x, layout)])
     }
 
     fn max_pool2d(
@@ -308,23 +250,7 @@ impl Backend for TracingBackend {
         layout: &Layout,
         params: &Pool2dParams,
     ) -> Result<(TracedValue, TracedValue)> {
-        let sx = layout.shape();
-        let rank = sx.len();
-        let op = "max_pool2d";
-        let (h, w) = (
-            dim(sx, rank.wrapping_sub(2), op)?,
-            dim(sx, rank.wrapping_sub(1), op)?,
-        );
-        let (ho, wo) = params.output_size((h, w)).ok_or_else(|| {
-            Error::invalid(
-                op,
-                format!("parameters {params:?} give no output for {h}x{w}"),
-            )
-        })?;
-        let mut shape = sx.to_vec();
-        shape[rank - 2] = ho;
-        shape[rank - 1] = wo;
-        self.values_and_indices(TraceOp::MaxPool2d(*params), x, layout, shape)
+        self.apply_two(Primitive::MaxPool2d(*params), &[(x, layout)])
     }
 
     fn conv2d(
@@ -335,20 +261,7 @@ impl Backend for TracingBackend {
         w_layout: &Layout,
         params: &Conv2dParams,
     ) -> Result<TracedValue> {
-        let (sx, sw) = (x_layout.shape(), w_layout.shape());
-        let op = "conv2d";
-        let (n, h, wd) = (dim(sx, 0, op)?, dim(sx, 2, op)?, dim(sx, 3, op)?);
-        let (c_out, kh, kw) = (dim(sw, 0, op)?, dim(sw, 2, op)?, dim(sw, 3, op)?);
-        let (ho, wo) = params
-            .output_size((h, wd), (kh, kw))
-            .ok_or_else(|| Error::shapes(op, sx, sw))?;
-        let ins = [(x, x_layout), (w, w_layout)];
-        self.record(
-            TraceOp::Conv2d(*params),
-            &ins,
-            vec![n, c_out, ho, wo],
-            x.dtype,
-        )
+        self.apply_one(Primitive::Conv2d(*params), &[(x, x_layout), (w, w_layout)])
     }
 
     fn conv2d_input_grad(
@@ -360,16 +273,11 @@ impl Backend for TracingBackend {
         input_hw: (usize, usize),
         params: &Conv2dParams,
     ) -> Result<TracedValue> {
-        let op = "conv2d_input_grad";
-        let n = dim(dy_layout.shape(), 0, op)?;
-        let c_in = dim(w_layout.shape(), 1, op)? * params.groups;
-        let shape = vec![n, c_in, input_hw.0, input_hw.1];
-        let ins = [(dy, dy_layout), (w, w_layout)];
-        let op = TraceOp::Conv2dInputGrad {
+        let prim = Primitive::Conv2dInputGrad {
             input_hw,
             params: *params,
         };
-        self.record(op, &ins, shape, dy.dtype)
+        self.apply_one(prim, &[(dy, dy_layout), (w, w_layout)])
     }
 
     fn conv2d_weight_grad(
@@ -381,17 +289,27 @@ impl Backend for TracingBackend {
         kernel_hw: (usize, usize),
         params: &Conv2dParams,
     ) -> Result<TracedValue> {
-        let op = "conv2d_weight_grad";
-        let c_out = dim(dy_layout.shape(), 1, op)?;
-        let groups = params.groups.max(1);
-        let c_in = dim(x_layout.shape(), 1, op)? / groups;
-        let shape = vec![c_out, c_in, kernel_hw.0, kernel_hw.1];
-        let ins = [(x, x_layout), (dy, dy_layout)];
-        let op = TraceOp::Conv2dWeightGrad {
+        let prim = Primitive::Conv2dWeightGrad {
             kernel_hw,
             params: *params,
         };
-        self.record(op, &ins, shape, x.dtype)
+        self.apply_one(prim, &[(x, x_layout), (dy, dy_layout)])
+    }
+
+    /// Records the kernel as one fused node (the compiler may merge it with neighbours).
+    fn fused(
+        &self,
+        kernel: &FusedKernel,
+        inputs: Vec<(TracedValue, &Layout)>,
+        shape: &[usize],
+        _donate: Option<usize>,
+    ) -> Result<TracedValue> {
+        let refs: Vec<(&TracedValue, &Layout)> = inputs.iter().map(|(v, l)| (v, *l)).collect();
+        let prim = Primitive::Fused {
+            kernel: kernel.clone(),
+            shape: shape.to_vec(),
+        };
+        self.apply_one(prim, &refs)
     }
 
     fn extension(
@@ -399,35 +317,46 @@ impl Backend for TracingBackend {
         op: &Arc<dyn ExtensionOp>,
         inputs: &[(&TracedValue, &Layout)],
     ) -> Result<TracedValue> {
-        let specs: Vec<_> = inputs.iter().map(|(v, l)| (v.dtype, l.shape())).collect();
-        let spec = op.output_spec(&specs)?;
-        let call = TraceOp::Extension(ExtensionCall(op.clone()));
-        self.record(call, inputs, spec.shape, spec.dtype)
+        self.apply_one(Primitive::Extension(ExtensionCall(op.clone())), inputs)
     }
 }
 
 impl TracingBackend {
-    /// Records an op with two outputs of `shape`: values of `x`'s dtype and their `I64` indices.
-    fn values_and_indices(
+    /// Records `prim` applied to `ins`; returns its outputs.
+    fn apply(&self, prim: Primitive, ins: &[(&TracedValue, &Layout)]) -> Result<Vec<TracedValue>> {
+        let specs: Vec<(DType, &[usize])> = ins.iter().map(|(v, l)| (v.dtype, l.shape())).collect();
+        let outs = prim
+            .output_specs(&specs)?
+            .into_iter()
+            .map(|o| ValueInfo {
+                dtype: o.dtype,
+                shape: o.shape,
+            })
+            .collect();
+        self.record_n(prim.into(), ins, outs)
+    }
+
+    /// Records a primitive with one output.
+    fn apply_one(&self, prim: Primitive, ins: &[(&TracedValue, &Layout)]) -> Result<TracedValue> {
+        let name = prim.kind().name();
+        let mut outs = self.apply(prim, ins)?;
+        match (outs.pop(), outs.is_empty()) {
+            (Some(v), true) => Ok(v),
+            _ => Err(Error::invalid("trace", format!("{name} has one output"))),
+        }
+    }
+
+    /// Records a primitive with two outputs (values and positions).
+    fn apply_two(
         &self,
-        op: TraceOp,
-        x: &TracedValue,
-        layout: &Layout,
-        shape: Vec<usize>,
+        prim: Primitive,
+        ins: &[(&TracedValue, &Layout)],
     ) -> Result<(TracedValue, TracedValue)> {
-        let outs = vec![
-            ValueInfo {
-                dtype: x.dtype,
-                shape: shape.clone(),
-            },
-            ValueInfo {
-                dtype: DType::I64,
-                shape,
-            },
-        ];
-        let mut v = self.record_n(op, &[(x, layout)], outs)?;
-        let indices = v.pop().expect("two outputs recorded");
-        let values = v.pop().expect("two outputs recorded");
-        Ok((values, indices))
+        let name = prim.kind().name();
+        let mut outs = self.apply(prim, ins)?;
+        match (outs.pop(), outs.pop(), outs.is_empty()) {
+            (Some(indices), Some(values), true) => Ok((values, indices)),
+            _ => Err(Error::invalid("trace", format!("{name} has two outputs"))),
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Shared helpers of the compiler tests: random inputs for a program's placeholders and the check
 //! that a compiled program computes what the original does.
 
-use nabla_core::{Backend, DType};
+use nabla_core::{Backend, DType, Primitive};
 use nabla_cpu::CpuBackend;
 use nabla_tensor::{GraphExecutor, Program, Tensor, TraceOp};
 
@@ -78,7 +78,10 @@ pub fn check_equivalent(original: &Program, compiled: &Program, tol: f64) {
 pub fn check_donations(program: &Program) {
     for (i, node) in program.nodes().iter().enumerate() {
         if let Some(k) = program.reused_operand(i) {
-            assert!(matches!(node.op, TraceOp::Fused(_)), "node {i}");
+            assert!(
+                matches!(node.op, TraceOp::Primitive(Primitive::Fused { .. })),
+                "node {i}"
+            );
             let v = node.inputs[k].value;
             assert!(
                 !program.inputs().contains(&v),

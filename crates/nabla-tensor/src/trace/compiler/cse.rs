@@ -14,7 +14,7 @@
 
 use super::rebuild;
 use crate::trace::graph::{Program, TraceOp, TraceOperand, ValueId};
-use nabla_core::{DType, Element, HostData, Layout, Result, Scalar, with_host_data};
+use nabla_core::{DType, Element, HostData, Layout, Primitive, Result, Scalar, with_host_data};
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::fmt::{self, Write as _};
@@ -43,11 +43,11 @@ fn bits(s: Option<Scalar>) -> Option<(u8, u64, u64)> {
 fn fingerprint(op: &TraceOp) -> u64 {
     let mut h = DefaultHasher::new();
     match op {
-        TraceOp::Constant(data) => {
+        TraceOp::Primitive(Primitive::Constant(data)) => {
             data.dtype().hash(&mut h);
             with_host_data!(data, v => v.iter().for_each(|x| bits(Some(x.to_scalar())).hash(&mut h)));
         }
-        TraceOp::Extension(call) => call.0.hash_identity(&mut h),
+        TraceOp::Primitive(Primitive::Extension(call)) => call.0.hash_identity(&mut h),
         _ => {
             // Writing into a hasher cannot fail.
             let _ = write!(HashWriter(&mut h), "{op:?}");
@@ -65,8 +65,14 @@ fn same_constant(a: &HostData, b: &HostData) -> bool {
 /// Bit-exact op equality (see the module documentation).
 fn same_op(a: &TraceOp, b: &TraceOp) -> bool {
     match (a, b) {
-        (TraceOp::Constant(x), TraceOp::Constant(y)) => same_constant(x, y),
-        (TraceOp::Extension(x), TraceOp::Extension(y)) => x == y,
+        (
+            TraceOp::Primitive(Primitive::Constant(x)),
+            TraceOp::Primitive(Primitive::Constant(y)),
+        ) => same_constant(x, y),
+        (
+            TraceOp::Primitive(Primitive::Extension(x)),
+            TraceOp::Primitive(Primitive::Extension(y)),
+        ) => x == y,
         _ => a == b && format!("{a:?}") == format!("{b:?}"),
     }
 }

@@ -17,7 +17,9 @@ use super::rebuild;
 use crate::Tensor;
 use crate::trace::executor::GraphExecutor;
 use crate::trace::graph::{GraphBuilder, Node, Program, TraceOp, TraceOperand, ValueId};
-use nabla_core::{Backend, Device, Element, HostData, Layout, Result, Scalar, with_host_data};
+use nabla_core::{
+    Backend, Device, Element, HostData, Layout, Primitive, Result, Scalar, with_host_data,
+};
 use std::sync::Arc;
 
 /// Runs a program without inputs and reads its outputs back.
@@ -55,37 +57,39 @@ const MAX_FOLDED_ELEMENTS: usize = 1 << 16;
 /// Ops this pass evaluates when their inputs are constant (an exhaustive match: a new op of the
 /// program IR must be placed here).
 fn foldable(op: &TraceOp) -> bool {
-    match op {
-        TraceOp::Copy
-        | TraceOp::Unary(_)
-        | TraceOp::Binary(_)
-        | TraceOp::Compare(_)
-        | TraceOp::Select
-        | TraceOp::Cast(_)
-        | TraceOp::Reduce { .. }
-        | TraceOp::ArgReduce { .. }
-        | TraceOp::Cumsum { .. }
-        | TraceOp::Matmul
-        | TraceOp::Pad { .. }
-        | TraceOp::Concat { .. }
-        | TraceOp::Gather { .. }
-        | TraceOp::IndexSelect { .. }
-        | TraceOp::ScatterAdd { .. }
-        | TraceOp::OneHot { .. }
-        | TraceOp::Sort { .. }
-        | TraceOp::Topk { .. }
-        | TraceOp::MaxPool2d(_)
-        | TraceOp::Conv2d(_)
-        | TraceOp::Conv2dInputGrad { .. }
-        | TraceOp::Conv2dWeightGrad { .. } => true,
-        // Inputs, constants and random draws are what folding starts from or leaves alone; extension
-        // and fused nodes are not evaluated at compile time.
-        TraceOp::Input { .. }
-        | TraceOp::Constant(_)
-        | TraceOp::Full(_)
-        | TraceOp::Random { .. }
-        | TraceOp::Extension(_)
-        | TraceOp::Fused(_) => false,
+    let TraceOp::Primitive(prim) = op else {
+        return false; // a program input
+    };
+    match prim {
+        Primitive::Copy
+        | Primitive::Unary(_)
+        | Primitive::Binary(_)
+        | Primitive::Compare(_)
+        | Primitive::Select
+        | Primitive::Cast(_)
+        | Primitive::Reduce { .. }
+        | Primitive::ArgReduce { .. }
+        | Primitive::Cumsum { .. }
+        | Primitive::Matmul
+        | Primitive::Pad { .. }
+        | Primitive::Concat { .. }
+        | Primitive::Gather { .. }
+        | Primitive::IndexSelect { .. }
+        | Primitive::ScatterAdd { .. }
+        | Primitive::OneHot { .. }
+        | Primitive::Sort { .. }
+        | Primitive::Topk { .. }
+        | Primitive::MaxPool2d(_)
+        | Primitive::Conv2d(_)
+        | Primitive::Conv2dInputGrad { .. }
+        | Primitive::Conv2dWeightGrad { .. } => true,
+        // Constants and random draws are what folding starts from or leaves alone; extension and
+        // fused nodes are not evaluated at compile time.
+        Primitive::Constant(_)
+        | Primitive::Full { .. }
+        | Primitive::Random { .. }
+        | Primitive::Extension(_)
+        | Primitive::Fused { .. } => false,
     }
 }
 
@@ -118,7 +122,11 @@ pub(crate) fn fold_constants(program: &Program, evaluator: &Evaluator) -> Result
                 }
             }
             None => {
-                if matches!(node.op, TraceOp::Constant(_) | TraceOp::Full(_)) {
+                if matches!(
+                    node.op,
+                    TraceOp::Primitive(Primitive::Constant(_))
+                        | TraceOp::Primitive(Primitive::Full { .. })
+                ) {
                     constant[node.outputs[0]] = Some(nodes.len());
                 }
                 nodes.push(node.clone());
@@ -219,8 +227,13 @@ fn constant_op(data: HostData) -> TraceOp {
             !nan && v.iter().all(|x| same_bits(x.to_scalar(), first))
         })
     });
-    match uniform {
-        Some(value) => TraceOp::Full(value),
-        None => TraceOp::Constant(data),
-    }
+    let prim = match uniform {
+        Some(value) => Primitive::Full {
+            value,
+            len: data.len(),
+            dtype: data.dtype(),
+        },
+        None => Primitive::Constant(data),
+    };
+    prim.into()
 }

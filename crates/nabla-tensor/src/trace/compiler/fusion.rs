@@ -1,4 +1,4 @@
-//! Elementwise fusion: maximal groups of elementwise nodes become one [`TraceOp::Fused`] node.
+//! Elementwise fusion: maximal groups of elementwise nodes become one [`Primitive::Fused`](nabla_core::Primitive::Fused) node.
 //!
 //! Elementwise nodes are unary, binary, comparison, select, cast and already fused nodes. A node joins
 //! the group of the node reading its output when that output
@@ -22,7 +22,7 @@
 use super::rebuild;
 use super::reuse::donor;
 use crate::trace::graph::{Node, Program, TraceOp, TraceOperand, ValueId};
-use nabla_core::{FusedKernel, FusedOp, FusedStep, Result, Scalar};
+use nabla_core::{FusedKernel, FusedOp, FusedStep, Primitive, Result, Scalar};
 use std::collections::HashMap;
 
 /// `true` for the nodes fusion merges.
@@ -30,20 +30,20 @@ fn elementwise(node: &Node) -> bool {
     node.outputs.len() == 1
         && matches!(
             node.op,
-            TraceOp::Unary(_)
-                | TraceOp::Binary(_)
-                | TraceOp::Compare(_)
-                | TraceOp::Select
-                | TraceOp::Cast(_)
-                | TraceOp::Fused(_)
+            TraceOp::Primitive(Primitive::Unary(_))
+                | TraceOp::Primitive(Primitive::Binary(_))
+                | TraceOp::Primitive(Primitive::Compare(_))
+                | TraceOp::Primitive(Primitive::Select)
+                | TraceOp::Primitive(Primitive::Cast(_))
+                | TraceOp::Primitive(Primitive::Fused { .. })
         )
 }
 
 /// The one value every element of a `full` or one-element constant node has.
 fn constant_value(node: &Node) -> Option<Scalar> {
     match &node.op {
-        TraceOp::Full(v) => Some(*v),
-        TraceOp::Constant(data) if data.len() == 1 => data.get(0),
+        TraceOp::Primitive(Primitive::Full { value: v, .. }) => Some(*v),
+        TraceOp::Primitive(Primitive::Constant(data)) if data.len() == 1 => data.get(0),
         _ => None,
     }
 }
@@ -95,12 +95,18 @@ impl KernelBuilder<'_> {
         let out = node.outputs[0];
         let arg = |k: usize| args.get(k).copied().unwrap_or(usize::MAX);
         let step = match &node.op {
-            TraceOp::Unary(u) => self.push(FusedOp::Unary(*u, arg(0)), out),
-            TraceOp::Binary(b) => self.push(FusedOp::Binary(*b, arg(0), arg(1)), out),
-            TraceOp::Compare(c) => self.push(FusedOp::Compare(*c, arg(0), arg(1)), out),
-            TraceOp::Select => self.push(FusedOp::Select(arg(0), arg(1), arg(2)), out),
-            TraceOp::Cast(d) => self.push(FusedOp::Cast(*d, arg(0)), out),
-            TraceOp::Fused(kernel) => {
+            TraceOp::Primitive(Primitive::Unary(u)) => self.push(FusedOp::Unary(*u, arg(0)), out),
+            TraceOp::Primitive(Primitive::Binary(b)) => {
+                self.push(FusedOp::Binary(*b, arg(0), arg(1)), out)
+            }
+            TraceOp::Primitive(Primitive::Compare(c)) => {
+                self.push(FusedOp::Compare(*c, arg(0), arg(1)), out)
+            }
+            TraceOp::Primitive(Primitive::Select) => {
+                self.push(FusedOp::Select(arg(0), arg(1), arg(2)), out)
+            }
+            TraceOp::Primitive(Primitive::Cast(d)) => self.push(FusedOp::Cast(*d, arg(0)), out),
+            TraceOp::Primitive(Primitive::Fused { kernel, .. }) => {
                 // Inline the kernel, its inputs becoming this member's operands.
                 let mut map = Vec::with_capacity(kernel.steps().len());
                 for s in kernel.steps() {
@@ -137,11 +143,11 @@ fn single_kernel(program: &Program, node: &Node) -> Option<FusedKernel> {
         .map(|(k, o)| FusedStep::new(FusedOp::Input(k), program.values[o.value].dtype))
         .collect();
     let op = match &node.op {
-        TraceOp::Unary(u) => FusedOp::Unary(*u, 0),
-        TraceOp::Binary(b) => FusedOp::Binary(*b, 0, 1),
-        TraceOp::Compare(c) => FusedOp::Compare(*c, 0, 1),
-        TraceOp::Select => FusedOp::Select(0, 1, 2),
-        TraceOp::Cast(d) => FusedOp::Cast(*d, 0),
+        TraceOp::Primitive(Primitive::Unary(u)) => FusedOp::Unary(*u, 0),
+        TraceOp::Primitive(Primitive::Binary(b)) => FusedOp::Binary(*b, 0, 1),
+        TraceOp::Primitive(Primitive::Compare(c)) => FusedOp::Compare(*c, 0, 1),
+        TraceOp::Primitive(Primitive::Select) => FusedOp::Select(0, 1, 2),
+        TraceOp::Primitive(Primitive::Cast(d)) => FusedOp::Cast(*d, 0),
         _ => return None,
     };
     steps.push(FusedStep::new(op, program.values[node.outputs[0]].dtype));
@@ -220,7 +226,10 @@ pub(crate) fn fuse_elementwise(program: &Program) -> Result<Program> {
     for (i, node) in nodes.iter().enumerate() {
         match fused.get(&i) {
             Some((kernel, operands)) => new_nodes.push(Node {
-                op: TraceOp::Fused(kernel.clone()),
+                op: TraceOp::Primitive(Primitive::Fused {
+                    kernel: kernel.clone(),
+                    shape: program.values[node.outputs[0]].shape.clone(),
+                }),
                 inputs: operands.clone(),
                 outputs: node.outputs.clone(),
             }),
@@ -245,13 +254,16 @@ pub(crate) fn fuse_elementwise(program: &Program) -> Result<Program> {
     )?;
     // Lone elementwise nodes that can overwrite an input become one-op fused nodes.
     for i in 0..p.nodes.len() {
-        if matches!(p.nodes[i].op, TraceOp::Fused(_)) || !elementwise(&p.nodes[i]) {
+        if matches!(p.nodes[i].op, TraceOp::Primitive(Primitive::Fused { .. }))
+            || !elementwise(&p.nodes[i])
+        {
             continue;
         }
         if donor(&p, i).is_some()
             && let Some(kernel) = single_kernel(&p, &p.nodes[i])
         {
-            p.nodes[i].op = TraceOp::Fused(kernel);
+            let shape = p.values[p.nodes[i].outputs[0]].shape.clone();
+            p.nodes[i].op = TraceOp::Primitive(Primitive::Fused { kernel, shape });
         }
     }
     Ok(p)

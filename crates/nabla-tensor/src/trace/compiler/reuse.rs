@@ -9,7 +9,7 @@
 //! backend does), and counts it once in [`crate::RunStats::peak_buffer_bytes`].
 
 use crate::trace::graph::{Program, TraceOp};
-use nabla_core::Result;
+use nabla_core::{Primitive, Result};
 
 /// The operand of node `i` whose buffer the node may overwrite with its single output, if any (the
 /// first eligible one), ignoring whether the node is a fused node.
@@ -40,7 +40,7 @@ pub(crate) fn plan_buffer_reuse(program: &Program) -> Result<Program> {
     let mut p = program.clone();
     p.donations = (0..p.nodes.len())
         .map(|i| match p.nodes[i].op {
-            TraceOp::Fused(_) => donor(&p, i),
+            TraceOp::Primitive(Primitive::Fused { .. }) => donor(&p, i),
             _ => None,
         })
         .collect();
@@ -66,7 +66,8 @@ impl Program {
         let mut alive = vec![false; self.values.len()];
         let (mut live, mut peak) = (0usize, 0usize);
         for (i, node) in self.nodes.iter().enumerate() {
-            if let (TraceOp::Fused(_), Some(k)) = (&node.op, self.reused_operand(i))
+            if let (TraceOp::Primitive(Primitive::Fused { .. }), Some(k)) =
+                (&node.op, self.reused_operand(i))
                 && let Some(o) = node.inputs.get(k)
                 && std::mem::take(&mut alive[o.value])
             {

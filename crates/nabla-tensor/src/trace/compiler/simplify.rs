@@ -21,7 +21,7 @@
 use super::rebuild;
 use crate::trace::graph::{Node, Program, TraceOp, TraceOperand, ValueInfo};
 use nabla_core::{
-    BinaryOp, DType, Element, HostData, Layout, Result, Scalar, UnaryOp, with_host_data,
+    BinaryOp, DType, Element, HostData, Layout, Primitive, Result, Scalar, UnaryOp, with_host_data,
 };
 
 /// A buffer whose elements all equal one identity value.
@@ -143,7 +143,9 @@ fn forward_chain(o: &TraceOperand, nodes: &[Node], producer: &[usize]) -> Vec<Tr
     let mut chain = Vec::new();
     let mut current = o.clone();
     while let Some(node) = nodes.get(producer[current.value]) {
-        let TraceOp::Copy = node.op else { break };
+        let TraceOp::Primitive(Primitive::Copy) = node.op else {
+            break;
+        };
         let Some(src) = node.inputs.first() else {
             break;
         };
@@ -174,21 +176,23 @@ fn rewrite(
     let copy_of = |x: TraceOperand| {
         let same = values[x.value].dtype == out_info.dtype && x.layout.shape() == out_info.shape;
         same.then(|| Node {
-            op: TraceOp::Copy,
+            op: TraceOp::Primitive(Primitive::Copy),
             inputs: vec![x],
             outputs: vec![out],
         })
     };
     match (&node.op, &node.inputs[..]) {
-        (TraceOp::Binary(op), [a, b]) if real_numeric(out_info.dtype) => {
+        (TraceOp::Primitive(Primitive::Binary(op)), [a, b]) if real_numeric(out_info.dtype) => {
             let k = identity_operand(*op, [fills[a.value], fills[b.value]])?;
             let other = &node.inputs[1 - k];
             (values[other.value].dtype == out_info.dtype).then_some(())?;
             copy_of(node.inputs[k].clone())
         }
-        (TraceOp::Unary(UnaryOp::Neg), [o]) => {
+        (TraceOp::Primitive(Primitive::Unary(UnaryOp::Neg)), [o]) => {
             let inner = nodes.get(producer[o.value])?;
-            let (TraceOp::Unary(UnaryOp::Neg), [x]) = (&inner.op, &inner.inputs[..]) else {
+            let (TraceOp::Primitive(Primitive::Unary(UnaryOp::Neg)), [x]) =
+                (&inner.op, &inner.inputs[..])
+            else {
                 return None;
             };
             (values[o.value].dtype == values[x.value].dtype).then_some(())?;
@@ -219,10 +223,10 @@ pub(crate) fn simplify(program: &Program) -> Result<Program> {
         }
         let out = node.outputs.first().copied();
         match (&node.op, out) {
-            (TraceOp::Full(s), Some(v)) => {
+            (TraceOp::Primitive(Primitive::Full { value: s, .. }), Some(v)) => {
                 fills[v] = classify(&HostData::filled(values[v].dtype, 1, *s));
             }
-            (TraceOp::Constant(data), Some(v)) => fills[v] = classify(data),
+            (TraceOp::Primitive(Primitive::Constant(data)), Some(v)) => fills[v] = classify(data),
             _ => {}
         }
         for &v in &node.outputs {
