@@ -40,6 +40,54 @@ impl<T: Hash + Eq + Any> OpIdentity for T {
     }
 }
 
+/// Where a host kernel takes its output buffers from: a backend hands its kernels an allocator that
+/// may return recycled allocations (the CPU backend's buffer cache), so that outputs of a program run
+/// again and again are not page-faulted in afresh.
+///
+/// # Safety
+/// [`HostAllocator::take`] must return either `None` or memory allocated by the global allocator with
+/// exactly `layout`, owned by nobody else: the caller takes ownership of it as a vector.
+pub unsafe trait HostAllocator: Sync {
+    /// An allocation of exactly `layout` from the allocator's cache, or `None` (then the caller
+    /// allocates from the global allocator).
+    fn take(&self, layout: std::alloc::Layout) -> Option<std::ptr::NonNull<u8>>;
+}
+
+impl dyn HostAllocator + '_ {
+    /// An empty vector with capacity for exactly `len` elements, on a cached allocation when the
+    /// allocator has one of that size.
+    ///
+    /// ```
+    /// use nabla_core::{HostAllocator, SystemAllocator};
+    /// let alloc: &dyn HostAllocator = &SystemAllocator;
+    /// let v: Vec<f64> = alloc.vec(10);
+    /// assert!(v.is_empty() && v.capacity() >= 10);
+    /// ```
+    pub fn vec<T>(&self, len: usize) -> Vec<T> {
+        let cached = std::alloc::Layout::array::<T>(len)
+            .ok()
+            .filter(|l| l.size() > 0)
+            .and_then(|l| self.take(l));
+        match cached {
+            // SAFETY: the trait's contract: a global-allocator allocation of exactly the layout of
+            // `len` elements of `T`, owned by us alone; length 0 leaves every element uninitialised.
+            Some(ptr) => unsafe { Vec::from_raw_parts(ptr.as_ptr().cast::<T>(), 0, len) },
+            None => Vec::with_capacity(len),
+        }
+    }
+}
+
+/// The global allocator, with no cache: what backends without one pass to host kernels.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemAllocator;
+
+// SAFETY: never returns memory.
+unsafe impl HostAllocator for SystemAllocator {
+    fn take(&self, _layout: std::alloc::Layout) -> Option<std::ptr::NonNull<u8>> {
+        None
+    }
+}
+
 /// A contiguous row-major input of a host kernel.
 #[derive(Clone, Copy, Debug)]
 pub struct HostView<'a> {
@@ -66,7 +114,9 @@ pub struct OutputSpec {
 /// tracing.
 ///
 /// ```
-/// use nabla_core::{DType, Element, Error, ExtensionOp, HostData, HostView, OutputSpec, Result};
+/// use nabla_core::{
+///     DType, Element, Error, ExtensionOp, HostAllocator, HostData, HostView, OutputSpec, Result,
+/// };
 /// /// Row sums of a matrix, as a toy extension.
 /// #[derive(Debug, PartialEq, Eq, Hash)]
 /// struct RowSum;
@@ -78,10 +128,12 @@ pub struct OutputSpec {
 ///             _ => Err(Error::invalid("demo.row_sum", "expects one f64 matrix")),
 ///         }
 ///     }
-///     fn host_kernel(&self, inputs: &[HostView<'_>]) -> Result<HostData> {
+///     fn host_kernel(&self, inputs: &[HostView<'_>], alloc: &dyn HostAllocator) -> Result<HostData> {
 ///         let n = inputs[0].shape[1];
 ///         let x = f64::slice_of(inputs[0].data).expect("checked dtype");
-///         Ok(HostData::F64(x.chunks(n.max(1)).map(|r| r.iter().sum()).collect()))
+///         let mut out = alloc.vec(inputs[0].shape[0]);
+///         out.extend(x.chunks(n.max(1)).map(|r| r.iter().sum::<f64>()));
+///         Ok(HostData::F64(out))
 ///     }
 ///     fn as_any(&self) -> &dyn std::any::Any { self }
 /// }
@@ -98,8 +150,9 @@ pub trait ExtensionOp: OpIdentity + Debug + Send + Sync + 'static {
     fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec>;
 
     /// Computes the output on host memory from contiguous inputs already validated by
-    /// [`ExtensionOp::output_spec`]. Must return data of the spec's dtype and element count.
-    fn host_kernel(&self, inputs: &[HostView<'_>]) -> Result<HostData>;
+    /// [`ExtensionOp::output_spec`]. Must return data of the spec's dtype and element count. Large
+    /// output buffers should come from `alloc` ([`HostAllocator::vec`]), which the backend provides.
+    fn host_kernel(&self, inputs: &[HostView<'_>], alloc: &dyn HostAllocator) -> Result<HostData>;
 
     /// A backend-specific kernel for devices of kind `device_kind` (`"wgpu"`, `"cuda"`), if the family
     /// provides one; the backend downcasts it to the kernel type it defines. `None` (the default) runs

@@ -13,7 +13,6 @@ mod extension;
 mod fused;
 mod fused_adam;
 mod fused_builder;
-pub mod host_pool;
 mod layout;
 mod memory;
 mod ops;
@@ -29,7 +28,9 @@ pub use cast::CastFrom;
 pub use dtype::DType;
 pub use element::{Element, HostData};
 pub use error::{Error, Result};
-pub use extension::{ExtensionOp, HostView, OpIdentity, OutputSpec};
+pub use extension::{
+    ExtensionOp, HostAllocator, HostView, OpIdentity, OutputSpec, SystemAllocator,
+};
 pub use fused::{FusedKernel, FusedOp, FusedStep, KnownKernel};
 pub use fused_adam::{AdamCoefficients, AdamStep};
 pub use fused_builder::{FusedBuilder, KernelValue};

@@ -18,6 +18,7 @@
 
 mod conv;
 mod elementwise;
+mod host_pool;
 mod matmul;
 mod movement;
 mod pool2d;
@@ -29,9 +30,7 @@ mod storage;
 mod strided;
 mod thread_pool;
 
-pub use nabla_core::host_pool::{
-    MAX_CACHED_BYTES, MIN_POOLED_BYTES, cached_bytes, release_cached_buffers,
-};
+pub use host_pool::{MAX_CACHED_BYTES, MIN_POOLED_BYTES, cached_bytes, release_cached_buffers};
 pub use storage::CpuStorage;
 pub use thread_pool::init_thread_pool;
 
@@ -385,7 +384,9 @@ impl Backend for CpuBackend {
                 shape: l.shape(),
             })
             .collect();
-        Ok(CpuStorage::new(op.host_kernel(&views)?))
+        Ok(CpuStorage::new(
+            op.host_kernel(&views, &host_pool::CachedAllocator)?,
+        ))
     }
 
     /// One blocked, multithreaded pass over the output for kernels over `f32` or `f64` (with `bool`

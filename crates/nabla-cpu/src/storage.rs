@@ -10,11 +10,11 @@ pub struct CpuStorage {
     data: Arc<HostData>,
 }
 
-/// The last handle to a buffer gives a large allocation to the buffer cache ([`nabla_core::host_pool`]).
+/// The last handle to a buffer gives a large allocation to the buffer cache (`host_pool`).
 impl Drop for CpuStorage {
     fn drop(&mut self) {
         if let Some(data) = Arc::get_mut(&mut self.data) {
-            nabla_core::host_pool::recycle(data);
+            crate::host_pool::recycle(data);
         }
     }
 }
@@ -113,6 +113,6 @@ mod tests {
         assert_eq!(host.len(), n);
         let owned = storage.into_host(); // the only handle: moved out, not recycled
         assert_eq!(owned.get(n - 1), Some(nabla_core::Scalar::from(3.5f64)));
-        assert!(nabla_core::host_pool::take::<f64>(n).is_none());
+        assert!(crate::host_pool::take::<f64>(n).is_none());
     }
 }

@@ -165,7 +165,7 @@ impl<const K: usize> RowPlan<K> {
 /// megabytes are marked for transparent huge pages (as NumPy does), so that first-touch page faults,
 /// which otherwise dominate the cost of a large elementwise op, happen once per 2 MiB instead of 4 KiB.
 pub(crate) fn output_vec<U>(n: usize) -> Vec<U> {
-    if let Some(v) = nabla_core::host_pool::take(n) {
+    if let Some(v) = crate::host_pool::take(n) {
         return v;
     }
     let v: Vec<U> = Vec::with_capacity(n);

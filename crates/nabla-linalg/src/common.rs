@@ -141,7 +141,7 @@ pub(crate) fn batch_shape<B: Backend>(x: &Tensor<B>) -> &[usize] {
 
 /// Implements `nabla_core::ExtensionOp` for an op type from its name, output spec and kernel.
 macro_rules! extension_op {
-    ($ty:ty, $name:expr, |$op:ident, $inputs:ident| $spec:expr, |$kop:ident, $views:ident| $kernel:expr) => {
+    ($ty:ty, $name:expr, |$op:ident, $inputs:ident| $spec:expr, |$kop:ident, $views:ident, $alloc:ident| $kernel:expr) => {
         impl nabla_core::ExtensionOp for $ty {
             fn name(&self) -> &str {
                 $name
@@ -158,6 +158,7 @@ macro_rules! extension_op {
             fn host_kernel(
                 &self,
                 $views: &[nabla_core::HostView<'_>],
+                $alloc: &dyn nabla_core::HostAllocator,
             ) -> nabla_core::Result<nabla_core::HostData> {
                 let $kop = self;
                 $kernel

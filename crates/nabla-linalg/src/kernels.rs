@@ -12,7 +12,7 @@ use faer::linalg::solvers::{DenseSolveCore as _, PartialPivLu};
 use faer::perm::PermRef;
 use faer::{MatMut, MatRef, Par};
 use nabla_core::num_complex::{Complex32, Complex64};
-use nabla_core::{Element, Error, HostData, HostView, Result};
+use nabla_core::{Element, Error, HostAllocator, HostData, HostView, Result};
 
 /// The element types the kernels run on: real and complex floats.
 pub(crate) trait Field:
@@ -272,18 +272,28 @@ fn solve_flops(n: usize, k: usize) -> f64 {
     2.0 / 3.0 * n * n * n + 2.0 * n * n * k as f64
 }
 
-fn solve_typed<T: Field>(a: &HostView<'_>, b: &HostView<'_>) -> Result<HostData> {
+fn solve_typed<T: Field>(
+    a: &HostView<'_>,
+    b: &HostView<'_>,
+    alloc: &dyn HostAllocator,
+) -> Result<HostData> {
     const OP: &str = "linalg.solve";
     let (batch, n, _) = batch_rows_cols(a.shape);
     let k = b.shape[b.shape.len() - 1];
     let (ea, eb) = (elems::<T>(OP, a)?, elems::<T>(OP, b)?);
-    let out = per_matrix(batch, solve_len(n, k), solve_flops(n, k), |i, par, o| {
-        let (x, factors) = o.split_at_mut(n * k);
-        // faer's threaded LU was slower than its sequential one at n = 256 and 512 on 2 cores.
-        factor_into(OP, matrix(ea, i, n, n), i, factors, Par::Seq)?;
-        solve_with_factors(OP, factors, matrix(eb, i, n, k), false, x, par)?;
-        check_finite(OP, x)
-    })?;
+    let out = per_matrix(
+        alloc,
+        batch,
+        solve_len(n, k),
+        solve_flops(n, k),
+        |i, par, o| {
+            let (x, factors) = o.split_at_mut(n * k);
+            // faer's threaded LU was slower than its sequential one at n = 256 and 512 on 2 cores.
+            factor_into(OP, matrix(ea, i, n, n), i, factors, Par::Seq)?;
+            solve_with_factors(OP, factors, matrix(eb, i, n, k), false, x, par)?;
+            check_finite(OP, x)
+        },
+    )?;
     Ok(T::into_host(out))
 }
 
@@ -291,13 +301,14 @@ fn lu_solve_typed<T: Field>(
     factors: &HostView<'_>,
     b: &HostView<'_>,
     transpose: bool,
+    alloc: &dyn HostAllocator,
 ) -> Result<HostData> {
     const OP: &str = "linalg.lu_solve";
     let (batch, n, k) = batch_rows_cols(b.shape);
     let (ef, eb) = (elems::<T>(OP, factors)?, elems::<T>(OP, b)?);
     let len = n * n + n;
     let flops = 2.0 * (n * n * k) as f64;
-    per_matrix(batch, n * k, flops, |i, par, x| {
+    per_matrix(alloc, batch, n * k, flops, |i, par, x| {
         let f = &ef[i * len..(i + 1) * len];
         solve_with_factors(OP, f, matrix(eb, i, n, k), transpose, x, par)?;
         check_finite(OP, x)
@@ -305,12 +316,12 @@ fn lu_solve_typed<T: Field>(
     .map(T::into_host)
 }
 
-fn inverse_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
+fn inverse_typed<T: Field>(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
     const OP: &str = "linalg.inv";
     let (batch, n, _) = batch_rows_cols(a.shape);
     let ea = elems::<T>(OP, a)?;
     let flops = 2.0 * (n as f64).powi(3);
-    let out = per_matrix(batch, n * n, flops, |i, _par, o| {
+    let out = per_matrix(alloc, batch, n * n, flops, |i, _par, o| {
         let lu = factor(OP, matrix(ea, i, n, n), i)?;
         write_row_major(o, lu.inverse().as_ref());
         check_finite(OP, o)
@@ -318,12 +329,12 @@ fn inverse_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
     Ok(T::into_host(out))
 }
 
-fn logabsdet_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
+fn logabsdet_typed<T: Field>(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
     const OP: &str = "linalg.logabsdet";
     let (batch, n, _) = batch_rows_cols(a.shape);
     let ea = elems::<T>(OP, a)?;
     let flops = 2.0 / 3.0 * (n as f64).powi(3);
-    let out = per_matrix(batch, 1, flops, |i, _par, o: &mut [T::Re]| {
+    let out = per_matrix(alloc, batch, 1, flops, |i, _par, o: &mut [T::Re]| {
         let lu = factor(OP, matrix(ea, i, n, n), i)?;
         let u = lu.U();
         o[0] = T::re_from_f64((0..n).map(|j| u[(j, j)].abs_f64().ln()).sum());
@@ -333,8 +344,12 @@ fn logabsdet_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
 }
 
 /// `A⁻¹ B` per matrix of the batch, packed with `A`'s factors (see [`solve_len`]).
-pub(crate) fn solve(a: &HostView<'_>, b: &HostView<'_>) -> Result<HostData> {
-    by_dtype!("linalg.solve", a.data, T => solve_typed::<T>(a, b))
+pub(crate) fn solve(
+    a: &HostView<'_>,
+    b: &HostView<'_>,
+    alloc: &dyn HostAllocator,
+) -> Result<HostData> {
+    by_dtype!("linalg.solve", a.data, T => solve_typed::<T>(a, b, alloc))
 }
 
 /// `A⁻¹ B` (`A⁻ᵀ B` when `transpose`) per matrix of the batch, from `A`'s factors `[..., n² + n]`.
@@ -342,18 +357,19 @@ pub(crate) fn lu_solve(
     factors: &HostView<'_>,
     b: &HostView<'_>,
     transpose: bool,
+    alloc: &dyn HostAllocator,
 ) -> Result<HostData> {
-    by_dtype!("linalg.lu_solve", b.data, T => lu_solve_typed::<T>(factors, b, transpose))
+    by_dtype!("linalg.lu_solve", b.data, T => lu_solve_typed::<T>(factors, b, transpose, alloc))
 }
 
 /// `A⁻¹` per matrix of the batch.
-pub(crate) fn inverse(a: &HostView<'_>) -> Result<HostData> {
-    by_dtype!("linalg.inv", a.data, T => inverse_typed::<T>(a))
+pub(crate) fn inverse(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
+    by_dtype!("linalg.inv", a.data, T => inverse_typed::<T>(a, alloc))
 }
 
 /// `log |det A|` per matrix of the batch (real, also for complex `A`).
-pub(crate) fn logabsdet(a: &HostView<'_>) -> Result<HostData> {
-    by_dtype!("linalg.logabsdet", a.data, T => logabsdet_typed::<T>(a))
+pub(crate) fn logabsdet(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
+    by_dtype!("linalg.logabsdet", a.data, T => logabsdet_typed::<T>(a, alloc))
 }
 
 /// Runs `one(i, par, out_i)` for every matrix `i` of the batch, where `out_i` is the `len` output
@@ -364,16 +380,22 @@ pub(crate) fn logabsdet(a: &HostView<'_>) -> Result<HostData> {
 /// faer's rayon parallelism from `ONE_MATRIX_FLOPS` on; on the 2-core machines we measure on it made
 /// eigh of n = 256 and 512 and many-column triangular solves faster, while the LU and Cholesky
 /// factorisations themselves stayed faster sequential, so their kernels pass `Par::Seq` to faer.
-pub(crate) fn per_matrix<T, F>(batch: usize, len: usize, flops: f64, one: F) -> Result<Vec<T>>
+pub(crate) fn per_matrix<T, F>(
+    alloc: &dyn HostAllocator,
+    batch: usize,
+    len: usize,
+    flops: f64,
+    one: F,
+) -> Result<Vec<T>>
 where
     T: Copy + Default + Send,
     F: Fn(usize, Par, &mut [T]) -> Result<()> + Sync,
 {
     const ONE_MATRIX_FLOPS: f64 = 1e7;
     const BATCH_FLOPS: f64 = 2e6;
-    // On a cached buffer when one of this size is free (outputs of a program run again and again), so
-    // that its pages are not faulted in afresh on every call.
-    let mut out = nabla_core::host_pool::take(batch * len).unwrap_or_default();
+    // On a cached buffer when the backend's allocator has one of this size (outputs of a program run
+    // again and again), so that its pages are not faulted in afresh on every call.
+    let mut out = alloc.vec(batch * len);
     out.resize(batch * len, T::default());
     if len == 0 {
         // Empty results: still validate every matrix.

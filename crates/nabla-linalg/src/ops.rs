@@ -2,7 +2,9 @@
 
 use crate::common::Packing;
 use crate::kernels;
-use nabla_core::{DType, Error, ExtensionOp, HostData, HostView, OutputSpec, Result};
+use nabla_core::{
+    DType, Error, ExtensionOp, HostAllocator, HostData, HostView, OutputSpec, Result,
+};
 use std::any::Any;
 
 /// `X = A⁻¹ B` for `A` of shape `[..., n, n]` and `B` of shape `[..., n, k]` (same batch dims).
@@ -140,8 +142,8 @@ impl ExtensionOp for Solve {
         Ok(OutputSpec { dtype, shape })
     }
 
-    fn host_kernel(&self, inputs: &[HostView<'_>]) -> Result<HostData> {
-        kernels::solve(&inputs[0], &inputs[1])
+    fn host_kernel(&self, inputs: &[HostView<'_>], alloc: &dyn HostAllocator) -> Result<HostData> {
+        kernels::solve(&inputs[0], &inputs[1], alloc)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -178,8 +180,8 @@ impl ExtensionOp for LuSolve {
         })
     }
 
-    fn host_kernel(&self, inputs: &[HostView<'_>]) -> Result<HostData> {
-        kernels::lu_solve(&inputs[1], &inputs[2], self.transpose)
+    fn host_kernel(&self, inputs: &[HostView<'_>], alloc: &dyn HostAllocator) -> Result<HostData> {
+        kernels::lu_solve(&inputs[1], &inputs[2], self.transpose, alloc)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -202,8 +204,8 @@ impl ExtensionOp for Inverse {
         })
     }
 
-    fn host_kernel(&self, inputs: &[HostView<'_>]) -> Result<HostData> {
-        kernels::inverse(&inputs[0])
+    fn host_kernel(&self, inputs: &[HostView<'_>], alloc: &dyn HostAllocator) -> Result<HostData> {
+        kernels::inverse(&inputs[0], alloc)
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -226,8 +228,8 @@ impl ExtensionOp for LogAbsDet {
         })
     }
 
-    fn host_kernel(&self, inputs: &[HostView<'_>]) -> Result<HostData> {
-        kernels::logabsdet(&inputs[0])
+    fn host_kernel(&self, inputs: &[HostView<'_>], alloc: &dyn HostAllocator) -> Result<HostData> {
+        kernels::logabsdet(&inputs[0], alloc)
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -2,7 +2,8 @@
 //! inputs is saved for the rules, and op identity (name + parameters) drives CSE.
 
 use nabla_core::{
-    Backend, DType, Error, ExtensionOp, HostData, HostView, OutputSpec, Primitive, Result, UnaryOp,
+    Backend, DType, Error, ExtensionOp, HostAllocator, HostData, HostView, OutputSpec, Primitive,
+    Result, UnaryOp,
 };
 use nabla_cpu::CpuBackend;
 use nabla_tensor::{
@@ -36,7 +37,7 @@ impl ExtensionOp for WeightedSquares {
         })
     }
 
-    fn host_kernel(&self, inputs: &[HostView<'_>]) -> Result<HostData> {
+    fn host_kernel(&self, inputs: &[HostView<'_>], _alloc: &dyn HostAllocator) -> Result<HostData> {
         let mut out = vec![0.0; inputs[0].data.len()];
         for (i, view) in inputs.iter().enumerate() {
             let HostData::F64(x) = view.data else {

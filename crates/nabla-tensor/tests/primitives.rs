@@ -5,8 +5,9 @@
 
 use nabla_core::{
     ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Distribution, Error,
-    ExtensionCall, ExtensionOp, FusedBuilder, HostData, HostView, Layout, MemoryTracked,
-    OutputSpec, Pool2dParams, Primitive, PrimitiveKind, ReduceOp, Result, RngKey, Scalar, UnaryOp,
+    ExtensionCall, ExtensionOp, FusedBuilder, HostAllocator, HostData, HostView, Layout,
+    MemoryTracked, OutputSpec, Pool2dParams, Primitive, PrimitiveKind, ReduceOp, Result, RngKey,
+    Scalar, UnaryOp,
 };
 use nabla_cpu::CpuBackend;
 use nabla_tensor::{GraphExecutor, Tensor, TracingBackend};
@@ -30,7 +31,7 @@ impl ExtensionOp for RowSum {
             _ => Err(Error::invalid("test.row_sum", "expects one f32 matrix")),
         }
     }
-    fn host_kernel(&self, inputs: &[HostView<'_>]) -> Result<HostData> {
+    fn host_kernel(&self, inputs: &[HostView<'_>], _alloc: &dyn HostAllocator) -> Result<HostData> {
         let n = inputs[0].shape[1];
         let HostData::F32(x) = inputs[0].data else {
             return Err(Error::invalid("test.row_sum", "f32 only"));

@@ -336,7 +336,7 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
                 shape: l.shape(),
             })
             .collect();
-        self.upload(op.host_kernel(&views)?)
+        self.upload(op.host_kernel(&views, &crate::SystemAllocator)?)
     }
 
     /// Evaluates a fused elementwise kernel: `inputs` holds one buffer and view per kernel input, every

@@ -11,7 +11,7 @@ use faer::linalg::cholesky::llt::factor::{self as llt, LltError};
 use faer::linalg::triangular_solve as tri;
 use faer::{Mat, MatMut, MatRef, Par, Side};
 use nabla_core::num_complex::Complex64;
-use nabla_core::{Error, HostData, HostView, Result};
+use nabla_core::{Error, HostAllocator, HostData, HostView, Result};
 
 /// The pivot `A_jj - |L_j,:j|²` at which the Cholesky factorisation of `a` stopped.
 fn cholesky_pivot<T: Field>(a: MatRef<'_, T>, j: usize) -> f64 {
@@ -30,14 +30,14 @@ fn cholesky_pivot<T: Field>(a: MatRef<'_, T>, j: usize) -> f64 {
     }
 }
 
-fn cholesky_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
+fn cholesky_typed<T: Field>(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
     const OP: &str = "linalg.cholesky";
     let (batch, n, _) = batch_rows_cols(a.shape);
     let ea = elems::<T>(OP, a)?;
     let flops = (n as f64).powi(3) / 3.0;
     // Sequential even for one large matrix: faer's threaded Cholesky was slower at n = 256 and 512
     // on 2 cores.
-    let out = per_matrix(batch, n * n, flops, |i, _par, o| {
+    let out = per_matrix(alloc, batch, n * n, flops, |i, _par, o| {
         let par = Par::Seq;
         let m = matrix(ea, i, n, n);
         // faer's layout: a column-major copy of the lower triangle, factored in place.
@@ -76,6 +76,7 @@ fn triangular_solve_typed<T: Field>(
     a: &HostView<'_>,
     b: &HostView<'_>,
     op: TriangularSolve,
+    alloc: &dyn HostAllocator,
 ) -> Result<HostData> {
     const OP: &str = "linalg.triangular_solve";
     let (batch, n, _) = batch_rows_cols(a.shape);
@@ -84,7 +85,7 @@ fn triangular_solve_typed<T: Field>(
     let flops = (n * n * k) as f64;
     // Tᵀ of a lower T is the upper triangle of the transposed view (a view: nothing is copied).
     let (unit, lower) = (op.unit_diagonal, op.lower != op.transpose);
-    let out = per_matrix(batch, n * k, flops, |i, par, o| {
+    let out = per_matrix(alloc, batch, n * k, flops, |i, par, o| {
         let m = matrix(ea, i, n, n);
         let m = if op.transpose { m.transpose() } else { m };
         if !unit && let Some(j) = (0..n).find(|&j| m[(j, j)].abs_f64() == 0.0) {
@@ -131,11 +132,11 @@ fn pivots<T: Field>(a: MatRef<'_, T>) -> (f64, Vec<Complex64>) {
     (sign, (0..a.nrows()).map(|j| u[(j, j)].to_c64()).collect())
 }
 
-fn det_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
+fn det_typed<T: Field>(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
     let (batch, n, _) = batch_rows_cols(a.shape);
     let ea = elems::<T>("linalg.det", a)?;
     let flops = 2.0 / 3.0 * (n as f64).powi(3);
-    let out = per_matrix(batch, 1, flops, |i, _par, o| {
+    let out = per_matrix(alloc, batch, 1, flops, |i, _par, o| {
         let (sign, pivots) = pivots(matrix(ea, i, n, n));
         let d = pivots.iter().product::<Complex64>() * sign;
         o[0] = T::from_parts(d.re, d.im);
@@ -144,11 +145,11 @@ fn det_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
     Ok(T::into_host(out))
 }
 
-fn slogdet_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
+fn slogdet_typed<T: Field>(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
     let (batch, n, _) = batch_rows_cols(a.shape);
     let ea = elems::<T>("linalg.slogdet", a)?;
     let flops = 2.0 / 3.0 * (n as f64).powi(3);
-    let out = per_matrix(batch, 2, flops, |i, _par, o| {
+    let out = per_matrix(alloc, batch, 2, flops, |i, _par, o| {
         let (perm_sign, pivots) = pivots(matrix(ea, i, n, n));
         // The sign is the phase of det A (±1 for real A); (0, -inf) when A is singular.
         let (sign, log) = if pivots.iter().any(|p| p.norm() == 0.0) {
@@ -167,13 +168,13 @@ fn slogdet_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
     Ok(T::into_host(out))
 }
 
-fn lu_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
+fn lu_typed<T: Field>(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
     const OP: &str = "linalg.lu";
     let (batch, m, n) = batch_rows_cols(a.shape);
     let k = m.min(n);
     let ea = elems::<T>(OP, a)?;
     let flops = (m * n * k) as f64;
-    let out = per_matrix(batch, m * m + m * k + k * n, flops, |i, _par, o| {
+    let out = per_matrix(alloc, batch, m * m + m * k + k * n, flops, |i, _par, o| {
         let lu = matrix(ea, i, m, n).partial_piv_lu();
         let (p, rest) = o.split_at_mut(m * m);
         let (l, u) = rest.split_at_mut(m * k);
@@ -188,13 +189,13 @@ fn lu_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
     Ok(T::into_host(out))
 }
 
-fn qr_typed<T: Field>(a: &HostView<'_>, full: bool) -> Result<HostData> {
+fn qr_typed<T: Field>(a: &HostView<'_>, full: bool, alloc: &dyn HostAllocator) -> Result<HostData> {
     const OP: &str = "linalg.qr";
     let (batch, m, n) = batch_rows_cols(a.shape);
     let q = if full { m } else { m.min(n) };
     let ea = elems::<T>(OP, a)?;
     let flops = 4.0 * (m * n * q) as f64;
-    let out = per_matrix(batch, m * q + q * n, flops, |i, _par, o| {
+    let out = per_matrix(alloc, batch, m * q + q * n, flops, |i, _par, o| {
         let qr = matrix(ea, i, m, n).qr();
         let (oq, or) = o.split_at_mut(m * q);
         if full {
@@ -216,8 +217,8 @@ fn qr_typed<T: Field>(a: &HostView<'_>, full: bool) -> Result<HostData> {
 }
 
 /// The Cholesky factor per matrix of the batch.
-pub(crate) fn cholesky(a: &HostView<'_>) -> Result<HostData> {
-    by_dtype!("linalg.cholesky", a.data, T => cholesky_typed::<T>(a))
+pub(crate) fn cholesky(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
+    by_dtype!("linalg.cholesky", a.data, T => cholesky_typed::<T>(a, alloc))
 }
 
 /// `op(T)⁻¹ B` for the triangle `T` of `A` per matrix of the batch.
@@ -225,26 +226,27 @@ pub(crate) fn triangular_solve(
     a: &HostView<'_>,
     b: &HostView<'_>,
     op: TriangularSolve,
+    alloc: &dyn HostAllocator,
 ) -> Result<HostData> {
-    by_dtype!("linalg.triangular_solve", a.data, T => triangular_solve_typed::<T>(a, b, op))
+    by_dtype!("linalg.triangular_solve", a.data, T => triangular_solve_typed::<T>(a, b, op, alloc))
 }
 
 /// `det A` per matrix of the batch.
-pub(crate) fn det(a: &HostView<'_>) -> Result<HostData> {
-    by_dtype!("linalg.det", a.data, T => det_typed::<T>(a))
+pub(crate) fn det(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
+    by_dtype!("linalg.det", a.data, T => det_typed::<T>(a, alloc))
 }
 
 /// `(sign, log |det A|)` per matrix of the batch.
-pub(crate) fn slogdet(a: &HostView<'_>) -> Result<HostData> {
-    by_dtype!("linalg.slogdet", a.data, T => slogdet_typed::<T>(a))
+pub(crate) fn slogdet(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
+    by_dtype!("linalg.slogdet", a.data, T => slogdet_typed::<T>(a, alloc))
 }
 
 /// `(P, L, U)` per matrix of the batch.
-pub(crate) fn lu(a: &HostView<'_>) -> Result<HostData> {
-    by_dtype!("linalg.lu", a.data, T => lu_typed::<T>(a))
+pub(crate) fn lu(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
+    by_dtype!("linalg.lu", a.data, T => lu_typed::<T>(a, alloc))
 }
 
 /// `(Q, R)` per matrix of the batch.
-pub(crate) fn qr(a: &HostView<'_>, full: bool) -> Result<HostData> {
-    by_dtype!("linalg.qr", a.data, T => qr_typed::<T>(a, full))
+pub(crate) fn qr(a: &HostView<'_>, full: bool, alloc: &dyn HostAllocator) -> Result<HostData> {
+    by_dtype!("linalg.qr", a.data, T => qr_typed::<T>(a, full, alloc))
 }

@@ -134,7 +134,7 @@ extension_op!(
             shape: shape.to_vec(),
         })
     },
-    |_op, views| kernels::cholesky(&views[0])
+    |_op, views, alloc| kernels::cholesky(&views[0], alloc)
 );
 
 extension_op!(
@@ -147,7 +147,7 @@ extension_op!(
             shape: sb.to_vec(),
         })
     },
-    |op, views| kernels::triangular_solve(&views[0], &views[1], *op)
+    |op, views, alloc| kernels::triangular_solve(&views[0], &views[1], *op, alloc)
 );
 
 extension_op!(
@@ -160,7 +160,7 @@ extension_op!(
             shape: shape[..shape.len() - 2].to_vec(),
         })
     },
-    |_op, views| kernels::det(&views[0])
+    |_op, views, alloc| kernels::det(&views[0], alloc)
 );
 
 extension_op!(
@@ -173,7 +173,7 @@ extension_op!(
             shape: slogdet_packing().output_shape(&shape[..shape.len() - 2]),
         })
     },
-    |_op, views| kernels::slogdet(&views[0])
+    |_op, views, alloc| kernels::slogdet(&views[0], alloc)
 );
 
 extension_op!(
@@ -186,7 +186,7 @@ extension_op!(
             shape: lu_packing(m, n).output_shape(batch),
         })
     },
-    |_op, views| kernels::lu(&views[0])
+    |_op, views, alloc| kernels::lu(&views[0], alloc)
 );
 
 extension_op!(
@@ -199,5 +199,5 @@ extension_op!(
             shape: qr_packing(m, n, op.full).output_shape(batch),
         })
     },
-    |op, views| kernels::qr(&views[0], op.full)
+    |op, views, alloc| kernels::qr(&views[0], op.full, alloc)
 );

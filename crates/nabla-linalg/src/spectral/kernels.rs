@@ -15,7 +15,7 @@ use faer::traits::ComplexField;
 use faer::traits::math_utils::{abs, conj, from_real, is_finite, real};
 use faer::{Mat, MatRef, Par};
 use nabla_core::num_complex::{Complex32, Complex64};
-use nabla_core::{DType, Element, Error, HostData, HostView, Result};
+use nabla_core::{DType, Element, Error, HostAllocator, HostData, HostView, Result};
 use std::ops::{Add, Mul, Sub};
 
 /// The element types of the spectral kernels: faer scalars that are also nabla elements.
@@ -137,12 +137,12 @@ fn write_row_major<T: Field>(out: &mut [T], m: MatRef<'_, T>) {
     }
 }
 
-fn eigh_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
+fn eigh_typed<T: Field>(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
     const OP: &str = "linalg.eigh";
     let (batch, n, _) = dims(a.shape);
     let ea = elems::<T>(OP, a)?;
     let flops = 9.0 * (n as f64).powi(3);
-    let out = per_matrix(batch, n + n * n, flops, |i, par, o| {
+    let out = per_matrix(alloc, batch, n + n * n, flops, |i, par, o| {
         let m = &ea[i * n * n..(i + 1) * n * n];
         check_finite(OP, m, n, i)?;
         let mut s = Diag::<T>::zeros(n);
@@ -217,7 +217,11 @@ fn svd_one<T: Field>(
     Ok((s, uv))
 }
 
-fn svd_typed<T: Field>(a: &HostView<'_>, full_matrices: bool) -> Result<HostData> {
+fn svd_typed<T: Field>(
+    a: &HostView<'_>,
+    full_matrices: bool,
+    alloc: &dyn HostAllocator,
+) -> Result<HostData> {
     const OP: &str = "linalg.svd";
     let (batch, m, n) = dims(a.shape);
     let ea = elems::<T>(OP, a)?;
@@ -229,7 +233,7 @@ fn svd_typed<T: Field>(a: &HostView<'_>, full_matrices: bool) -> Result<HostData
         ComputeSvdVectors::Thin
     };
     let flops = 12.0 * (m * n) as f64 * m.max(n) as f64;
-    let out = per_matrix(batch, m * ku + k + kv * n, flops, |i, par, o| {
+    let out = per_matrix(alloc, batch, m * ku + k + kv * n, flops, |i, par, o| {
         let mat = &ea[i * m * n..(i + 1) * m * n];
         let (s, uv) = svd_one(OP, mat, (m, n), vectors, i, par)?;
         let Some((u, v)) = uv else {
@@ -251,13 +255,13 @@ fn svd_typed<T: Field>(a: &HostView<'_>, full_matrices: bool) -> Result<HostData
     Ok(T::into_host(out))
 }
 
-fn svdvals_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
+fn svdvals_typed<T: Field>(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
     const OP: &str = "linalg.svdvals";
     let (batch, m, n) = dims(a.shape);
     let ea = elems::<T>(OP, a)?;
     let k = m.min(n);
     let flops = 4.0 * (m * n) as f64 * m.max(n) as f64;
-    let out = per_matrix(batch, k, flops, |i, par, o: &mut [f64]| {
+    let out = per_matrix(alloc, batch, k, flops, |i, par, o: &mut [f64]| {
         let mat = &ea[i * m * n..(i + 1) * m * n];
         let (s, _) = svd_one(OP, mat, (m, n), ComputeSvdVectors::No, i, par)?;
         for (j, x) in s.column_vector().iter().enumerate() {
@@ -268,12 +272,12 @@ fn svdvals_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
     Ok(T::real_host(out))
 }
 
-fn matrix_exp_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
+fn matrix_exp_typed<T: Field>(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
     const OP: &str = "linalg.matrix_exp";
     let (batch, n, _) = dims(a.shape);
     let ea = elems::<T>(OP, a)?;
     let flops = 20.0 * (n as f64).powi(3);
-    let out = per_matrix(batch, n * n, flops, |i, par, o| {
+    let out = per_matrix(alloc, batch, n * n, flops, |i, par, o| {
         let m = &ea[i * n * n..(i + 1) * n * n];
         check_finite(OP, m, n, i)?;
         let e = expm::expm(MatRef::from_row_major_slice(m, n, n), par);
@@ -295,12 +299,12 @@ fn matrix_exp_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
     Ok(T::into_host(out))
 }
 
-fn eigvals_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
+fn eigvals_typed<T: Field>(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
     const OP: &str = "linalg.eigvals";
     let (batch, n, _) = dims(a.shape);
     let ea = elems::<T>(OP, a)?;
     let flops = 10.0 * (n as f64).powi(3);
-    let out = per_matrix(batch, n, flops, |i, _par, o: &mut [(f64, f64)]| {
+    let out = per_matrix(alloc, batch, n, flops, |i, _par, o: &mut [(f64, f64)]| {
         let m = &ea[i * n * n..(i + 1) * n * n];
         check_finite(OP, m, n, i)?;
         let values = MatRef::from_row_major_slice(m, n, n)
@@ -314,70 +318,80 @@ fn eigvals_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
     Ok(T::complex_host(out))
 }
 
-fn eig_typed<T: Field>(a: &HostView<'_>) -> Result<HostData> {
+fn eig_typed<T: Field>(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
     const OP: &str = "linalg.eig";
     let (batch, n, _) = dims(a.shape);
     let ea = elems::<T>(OP, a)?;
     let flops = 25.0 * (n as f64).powi(3);
-    let out = per_matrix(batch, n + n * n, flops, |i, _par, o: &mut [(f64, f64)]| {
-        let m = &ea[i * n * n..(i + 1) * n * n];
-        check_finite(OP, m, n, i)?;
-        let evd = MatRef::from_row_major_slice(m, n, n)
-            .eigen()
-            .map_err(|_| no_convergence(OP, i))?;
-        let pair = |z: &nabla_core::num_complex::Complex<T::Real>| {
-            (T::real_to_f64(&z.re), T::real_to_f64(&z.im))
-        };
-        let (w, v) = o.split_at_mut(n);
-        for (slot, z) in w.iter_mut().zip(evd.S().column_vector().iter()) {
-            *slot = pair(z);
-        }
-        let u = evd.U();
-        for c in 0..n {
-            let column: Vec<(f64, f64)> = (0..n).map(|r| pair(&u[(r, c)])).collect();
-            let norm = column
-                .iter()
-                .map(|(re, im)| re.hypot(*im).powi(2))
-                .sum::<f64>()
-                .sqrt();
-            let scale = if norm > 0.0 { norm.recip() } else { 1.0 };
-            for (r, (re, im)) in column.into_iter().enumerate() {
-                v[r * n + c] = (re * scale, im * scale);
+    let out = per_matrix(
+        alloc,
+        batch,
+        n + n * n,
+        flops,
+        |i, _par, o: &mut [(f64, f64)]| {
+            let m = &ea[i * n * n..(i + 1) * n * n];
+            check_finite(OP, m, n, i)?;
+            let evd = MatRef::from_row_major_slice(m, n, n)
+                .eigen()
+                .map_err(|_| no_convergence(OP, i))?;
+            let pair = |z: &nabla_core::num_complex::Complex<T::Real>| {
+                (T::real_to_f64(&z.re), T::real_to_f64(&z.im))
+            };
+            let (w, v) = o.split_at_mut(n);
+            for (slot, z) in w.iter_mut().zip(evd.S().column_vector().iter()) {
+                *slot = pair(z);
             }
-        }
-        Ok(())
-    })?;
+            let u = evd.U();
+            for c in 0..n {
+                let column: Vec<(f64, f64)> = (0..n).map(|r| pair(&u[(r, c)])).collect();
+                let norm = column
+                    .iter()
+                    .map(|(re, im)| re.hypot(*im).powi(2))
+                    .sum::<f64>()
+                    .sqrt();
+                let scale = if norm > 0.0 { norm.recip() } else { 1.0 };
+                for (r, (re, im)) in column.into_iter().enumerate() {
+                    v[r * n + c] = (re * scale, im * scale);
+                }
+            }
+            Ok(())
+        },
+    )?;
     Ok(T::complex_host(out))
 }
 
 /// Eigenvalues and unit right eigenvectors of general matrices, packed `[w, V]`, complex.
-pub(super) fn eig(a: &HostView<'_>) -> Result<HostData> {
-    by_field!("linalg.eig", a.data, T => eig_typed::<T>(a))
+pub(super) fn eig(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
+    by_field!("linalg.eig", a.data, T => eig_typed::<T>(a, alloc))
 }
 
 /// Eigenvalues (ascending) and eigenvectors of Hermitian matrices, packed `[w, V]` per matrix.
-pub(super) fn eigh(a: &HostView<'_>) -> Result<HostData> {
-    by_field!("linalg.eigh", a.data, T => eigh_typed::<T>(a))
+pub(super) fn eigh(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
+    by_field!("linalg.eigh", a.data, T => eigh_typed::<T>(a, alloc))
 }
 
 /// SVD packed `[U, S, Vh]` per matrix (reduced or full).
-pub(super) fn svd(a: &HostView<'_>, full_matrices: bool) -> Result<HostData> {
-    by_field!("linalg.svd", a.data, T => svd_typed::<T>(a, full_matrices))
+pub(super) fn svd(
+    a: &HostView<'_>,
+    full_matrices: bool,
+    alloc: &dyn HostAllocator,
+) -> Result<HostData> {
+    by_field!("linalg.svd", a.data, T => svd_typed::<T>(a, full_matrices, alloc))
 }
 
 /// Singular values (descending) in the real dtype.
-pub(super) fn svdvals(a: &HostView<'_>) -> Result<HostData> {
-    by_field!("linalg.svdvals", a.data, T => svdvals_typed::<T>(a))
+pub(super) fn svdvals(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
+    by_field!("linalg.svdvals", a.data, T => svdvals_typed::<T>(a, alloc))
 }
 
 /// The matrix exponential per matrix.
-pub(super) fn matrix_exp(a: &HostView<'_>) -> Result<HostData> {
-    by_field!("linalg.matrix_exp", a.data, T => matrix_exp_typed::<T>(a))
+pub(super) fn matrix_exp(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
+    by_field!("linalg.matrix_exp", a.data, T => matrix_exp_typed::<T>(a, alloc))
 }
 
 /// Eigenvalues of general matrices, in the complex dtype.
-pub(super) fn eigvals(a: &HostView<'_>) -> Result<HostData> {
-    by_field!("linalg.eigvals", a.data, T => eigvals_typed::<T>(a))
+pub(super) fn eigvals(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
+    by_field!("linalg.eigvals", a.data, T => eigvals_typed::<T>(a, alloc))
 }
 
 /// `|x|` of a faer scalar as `f64` (the 1-norm of the matrix exponential's scaling).

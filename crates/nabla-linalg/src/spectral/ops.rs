@@ -114,7 +114,7 @@ extension_op!(
             shape: eigh_packing(n).output_shape(split_shape(shape).0),
         })
     },
-    |_s, views| kernels::eigh(&views[0])
+    |_s, views, alloc| kernels::eigh(&views[0], alloc)
 );
 
 extension_op!(
@@ -128,7 +128,7 @@ extension_op!(
             shape: svd_packing(m, n, op.full_matrices).output_shape(batch),
         })
     },
-    |s, views| kernels::svd(&views[0], s.full_matrices)
+    |s, views, alloc| kernels::svd(&views[0], s.full_matrices, alloc)
 );
 
 extension_op!(
@@ -144,7 +144,7 @@ extension_op!(
             shape: out,
         })
     },
-    |_s, views| kernels::svdvals(&views[0])
+    |_s, views, alloc| kernels::svdvals(&views[0], alloc)
 );
 
 extension_op!(
@@ -157,7 +157,7 @@ extension_op!(
             shape: shape.to_vec(),
         })
     },
-    |_s, views| kernels::matrix_exp(&views[0])
+    |_s, views, alloc| kernels::matrix_exp(&views[0], alloc)
 );
 
 extension_op!(
@@ -173,7 +173,7 @@ extension_op!(
             shape: shape[..shape.len() - 1].to_vec(),
         })
     },
-    |_s, views| kernels::eigvals(&views[0])
+    |_s, views, alloc| kernels::eigvals(&views[0], alloc)
 );
 
 extension_op!(
@@ -187,5 +187,5 @@ extension_op!(
             shape: eigh_packing(n).output_shape(split_shape(shape).0),
         })
     },
-    |_s, views| kernels::eig(&views[0])
+    |_s, views, alloc| kernels::eig(&views[0], alloc)
 );

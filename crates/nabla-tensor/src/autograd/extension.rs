@@ -144,7 +144,9 @@ impl<B: Backend> ExtensionRules<B> {
 /// differentiates the op with no setup.
 ///
 /// ```
-/// use nabla_core::{Backend, DType, Error, ExtensionOp, HostData, HostView, OutputSpec, Result};
+/// use nabla_core::{
+///     Backend, DType, Error, ExtensionOp, HostAllocator, HostData, HostView, OutputSpec, Result,
+/// };
 /// use nabla_tensor::{ExtensionFamily, ExtensionRules, Tensor};
 /// use nabla_cpu::CpuBackend;
 /// use std::sync::Arc;
@@ -160,7 +162,7 @@ impl<B: Backend> ExtensionRules<B> {
 ///             _ => Err(Error::invalid("demo.double", "expects one f64 tensor")),
 ///         }
 ///     }
-///     fn host_kernel(&self, inputs: &[HostView<'_>]) -> Result<HostData> {
+///     fn host_kernel(&self, inputs: &[HostView<'_>], _alloc: &dyn HostAllocator) -> Result<HostData> {
 ///         let HostData::F64(x) = inputs[0].data else { unreachable!("checked by output_spec") };
 ///         Ok(HostData::F64(x.iter().map(|v| 2.0 * v).collect()))
 ///     }

@@ -3,19 +3,20 @@
 //! Programs run many times (training steps, compiled transforms) allocate the same large outputs again
 //! and again. Through the system allocator each of them is fresh memory that the kernel must page-fault
 //! in, which costs as much as a matrix product on mid-sized outputs. When the last handle to a large
-//! host buffer drops (the CPU backend's storage calls [`recycle`]), its allocation goes to this cache
-//! instead; the next output of the same size and alignment takes it back ([`take`]), already mapped.
-//! Host kernels outside the CPU backend (extension families) allocate their outputs through [`take`]
-//! too, so that their buffers circulate rather than pile up. Only buffers of at least
+//! host buffer drops (the CPU backend's storage calls `recycle`), its allocation goes to this cache
+//! instead; the next output of the same size and alignment takes it back (`take`), already mapped.
+//! Extension host kernels run by the CPU backend allocate their outputs through the allocator it
+//! hands them (`CachedAllocator`), so that their buffers circulate rather than pile up. Only buffers of at least
 //! [`MIN_POOLED_BYTES`] are cached, at most [`MAX_CACHED_BYTES`] in all: when a new buffer would exceed
 //! that, the buffers cached longest ago are freed first, so sizes a program stopped using (the last,
 //! shorter batch of an epoch, say) do not pile up. [`release_cached_buffers`] frees everything the
 //! cache holds.
 
-use crate::HostData;
+use nabla_core::{HostAllocator, HostData};
 use std::alloc::Layout;
 use std::collections::{HashMap, VecDeque};
 use std::mem::ManuallyDrop;
+use std::ptr::NonNull;
 use std::sync::Mutex;
 
 /// Buffers smaller than this go straight back to the allocator (which handles small sizes well).
@@ -89,16 +90,17 @@ fn with_pool<R>(f: impl FnOnce(&mut Pool) -> R) -> R {
 
 /// An empty vector with capacity for exactly `n` elements, from the cache when it holds an allocation
 /// of that size and alignment (`None` otherwise, and always for buffers under [`MIN_POOLED_BYTES`]).
-///
-/// ```
-/// use nabla_core::{HostData, host_pool};
-/// let mut data = HostData::F64(vec![1.0; 50_000]);
-/// host_pool::recycle(&mut data); // what dropping the last CPU buffer handle does
-/// let v: Vec<f64> = host_pool::take(50_000).expect("the recycled allocation");
-/// assert_eq!((v.len(), v.capacity()), (0, 50_000));
-/// ```
-pub fn take<U>(n: usize) -> Option<Vec<U>> {
-    let layout = Layout::array::<U>(n).ok()?;
+pub(crate) fn take<U>(n: usize) -> Option<Vec<U>> {
+    let addr = take_allocation(Layout::array::<U>(n).ok()?)?;
+    // SAFETY: `addr` was allocated by the global allocator with exactly the layout of `n` elements of
+    // `U` (a vector of some element type with this size and alignment, whose capacity times element
+    // size is the layout's size), and the cache owned it exclusively; length 0 leaves every element
+    // uninitialised.
+    Some(unsafe { Vec::from_raw_parts(addr.as_ptr().cast::<U>(), 0, n) })
+}
+
+/// Removes a cached allocation of exactly `layout` from the cache and hands it over.
+fn take_allocation(layout: Layout) -> Option<NonNull<u8>> {
     if layout.size() < MIN_POOLED_BYTES {
         return None;
     }
@@ -109,10 +111,19 @@ pub fn take<U>(n: usize) -> Option<Vec<U>> {
         pool.compact();
         Some(addr)
     })?;
-    // SAFETY: `addr` was allocated by the global allocator with exactly `layout` (a vector of some
-    // element type with this size and alignment, whose capacity times element size is `layout.size()`),
-    // and the cache owned it exclusively; length 0 leaves every element uninitialised.
-    Some(unsafe { Vec::from_raw_parts(addr as *mut U, 0, n) })
+    NonNull::new(addr as *mut u8)
+}
+
+/// The allocator the CPU backend gives extension host kernels: large outputs come from the cache.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CachedAllocator;
+
+// SAFETY: the cache hands out allocations of exactly the requested layout, made by the global
+// allocator and owned by the cache alone until taken.
+unsafe impl HostAllocator for CachedAllocator {
+    fn take(&self, layout: Layout) -> Option<NonNull<u8>> {
+        take_allocation(layout)
+    }
 }
 
 /// Gives the allocation of `v` to the cache (or frees it when the cache is full or it is small).
@@ -152,7 +163,7 @@ fn put<T>(v: Vec<T>) {
 }
 
 /// Moves the elements' allocation out of `data` (left empty) into the cache.
-pub fn recycle(data: &mut HostData) {
+pub(crate) fn recycle(data: &mut HostData) {
     match data {
         HostData::F16(v) => put(std::mem::take(v)),
         HostData::BF16(v) => put(std::mem::take(v)),
@@ -170,8 +181,8 @@ pub fn recycle(data: &mut HostData) {
 /// Bytes the cache currently holds.
 ///
 /// ```
-/// nabla_core::host_pool::release_cached_buffers();
-/// assert_eq!(nabla_core::host_pool::cached_bytes(), 0);
+/// nabla_cpu::release_cached_buffers();
+/// assert_eq!(nabla_cpu::cached_bytes(), 0);
 /// ```
 pub fn cached_bytes() -> usize {
     with_pool(|pool| pool.bytes)
