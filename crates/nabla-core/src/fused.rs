@@ -7,8 +7,11 @@
 //! runs every kernel correctly, while a backend with a native fused kernel (the CPU backend's blocked,
 //! cache-resident loop) avoids writing the intermediates to memory.
 
-use crate::{Backend, BinaryOp, CompareOp, DType, Error, Layout, Result, Scalar, UnaryOp};
+use crate::{
+    Backend, BinaryOp, CompareOp, DType, Error, HostLoop, Layout, Result, Scalar, UnaryOp,
+};
 use std::fmt;
+use std::sync::Arc;
 
 /// What one step of a [`FusedKernel`] computes. Operands are indices of earlier steps.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -81,23 +84,20 @@ impl FusedStep {
 /// assert!(FusedKernel::new(vec![f32_step(FusedOp::Unary(UnaryOp::Exp, 0))]).is_err());
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct FusedKernel {
     steps: Vec<FusedStep>,
     inputs: Vec<DType>,
     outputs: Vec<usize>,
-    known: Option<KnownKernel>,
+    host_loop: Option<Arc<dyn HostLoop>>,
 }
 
-/// A computation a [`FusedKernel`] is known to perform, set only by the constructors in this crate
-/// that build its steps (such as [`crate::AdamStep::kernel`]). A backend may run it with a kernel
-/// written for it instead of interpreting the steps, which remain the reference: the native kernel
-/// must give the same results, bit for bit.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum KnownKernel {
-    /// One Adam/AdamW update ([`crate::AdamStep`]).
-    Adam(crate::AdamStep),
+/// Two kernels are equal when they compute the same steps with the same results (an attached host
+/// loop computes the same function, so it is not compared).
+impl PartialEq for FusedKernel {
+    fn eq(&self, other: &Self) -> bool {
+        self.steps == other.steps && self.inputs == other.inputs && self.outputs == other.outputs
+    }
 }
 
 const OP: &str = "fused";
@@ -136,7 +136,7 @@ impl FusedKernel {
             steps,
             inputs: Vec::new(),
             outputs,
-            known: None,
+            host_loop: None,
         };
         kernel.inputs = kernel.validate()?;
         if kernel.outputs.is_empty() {
@@ -165,15 +165,34 @@ impl FusedKernel {
         Ok(kernel)
     }
 
-    /// The computation this kernel is known to perform, when a constructor of this crate built it.
-    pub fn known(&self) -> Option<&KnownKernel> {
-        self.known.as_ref()
+    /// The hand-written host loop attached to the kernel, if any ([`FusedKernel::with_host_loop`]).
+    pub fn host_loop(&self) -> Option<&dyn HostLoop> {
+        self.host_loop.as_deref()
     }
 
-    /// Tags the kernel as performing `known` (the caller built its steps to do exactly that).
-    pub(crate) fn with_known(mut self, known: KnownKernel) -> Self {
-        self.known = Some(known);
-        self
+    /// Attaches a host loop computing exactly what the steps compute (see [`HostLoop`]), which host
+    /// backends may run instead of interpreting the steps. The caller vouches for the agreement; the
+    /// steps stay the reference every other backend runs. An error when the loop's updates do not
+    /// name one distinct input per result.
+    pub fn with_host_loop(mut self, host_loop: Arc<dyn HostLoop>) -> Result<Self> {
+        let updates = host_loop.updates();
+        let distinct = updates
+            .iter()
+            .enumerate()
+            .all(|(j, k)| *k < self.num_inputs() && !updates[..j].contains(k));
+        if updates.len() != self.outputs.len() || !distinct {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "host loop {host_loop:?} updates inputs {updates:?}, but the kernel has {} inputs \
+                     and {} results",
+                    self.num_inputs(),
+                    self.outputs.len()
+                ),
+            ));
+        }
+        self.host_loop = Some(host_loop);
+        Ok(self)
     }
 
     /// The steps; a kernel built with [`FusedKernel::new`] returns the last one.

@@ -11,8 +11,8 @@ mod element;
 mod error;
 mod extension;
 mod fused;
-mod fused_adam;
 mod fused_builder;
+mod host_loop;
 mod layout;
 mod memory;
 mod ops;
@@ -31,9 +31,9 @@ pub use error::{Error, Result};
 pub use extension::{
     ExtensionOp, HostAllocator, HostView, OpIdentity, OutputSpec, SystemAllocator,
 };
-pub use fused::{FusedKernel, FusedOp, FusedStep, KnownKernel};
-pub use fused_adam::{AdamCoefficients, AdamStep};
+pub use fused::{FusedKernel, FusedOp, FusedStep};
 pub use fused_builder::{FusedBuilder, KernelValue};
+pub use host_loop::HostLoop;
 pub use layout::{Layout, Offsets};
 pub use memory::{MemoryCounter, MemoryStats, MemoryTracked, TrackedStorage};
 pub use ops::{

@@ -29,9 +29,7 @@ use super::traits::Real;
 use crate::strided::{CHUNK, output_vec};
 use crate::{CpuBackend, CpuStorage, PARALLEL_THRESHOLD};
 use nabla_core::CastFrom;
-use nabla_core::{
-    AdamStep, DType, Element, Error, FusedKernel, FusedOp, KnownKernel, Layout, Result,
-};
+use nabla_core::{DType, Element, Error, FusedKernel, FusedOp, HostLoop, Layout, Result};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
@@ -230,8 +228,8 @@ fn finish<T: Real + CastFrom>(
     if n == 0 {
         return Ok(outs.into_iter().map(|o| o.into_storage(0)).collect());
     }
-    if let Some(KnownKernel::Adam(step)) = kernel.known()
-        && native_adam(step, &inputs, &donor, &mut outs, n)
+    if let Some(host_loop) = kernel.host_loop()
+        && native_loop(host_loop, &inputs, &donor, &mut outs, n)
     {
         return Ok(outs.into_iter().map(|o| o.into_storage(n)).collect());
     }
@@ -257,32 +255,33 @@ fn finish<T: Real + CastFrom>(
     Ok(outs.into_iter().map(|o| o.into_storage(n)).collect())
 }
 
-/// Runs an Adam kernel ([`AdamStep::kernel`]: inputs `p, g, m, v[, max]`, results `m, v[, max], p`)
-/// with its native loop, in the results' buffers: each takes its input's values first (donated ones
-/// already hold them). Returns `false`, having written nothing the blocked evaluation relies on, when
-/// an input is not a contiguous view of `n` elements or is donated to another result than its own.
-fn native_adam<T: Real>(
-    step: &AdamStep,
+/// Runs a kernel's attached host loop ([`HostLoop`]) in the results' buffers: each result takes the
+/// values of the input it updates first (donated ones already hold them). Returns `false`, having
+/// written nothing the blocked evaluation relies on, when an input is not a contiguous view of `n`
+/// elements, is donated to another result than the one updating it, or the loop declines the dtype.
+fn native_loop<T: Real>(
+    host_loop: &dyn HostLoop,
     inputs: &[(CpuStorage, &Layout)],
     donor: &[Option<usize>],
     outs: &mut [OutBuf<T>],
     n: usize,
 ) -> bool {
-    let moments = step.num_moments();
-    // (input, result) of each updated buffer: the parameter, then the moments.
-    let pairs: Vec<(usize, usize)> = std::iter::once((0, moments))
-        .chain((0..moments).map(|j| (2 + j, j)))
-        .collect();
+    let updates = host_loop.updates();
     let contiguous = |k: usize| {
-        let (s, l) = &inputs[k];
+        let (s, l) = inputs.get(k)?;
         let r = l.contiguous_range().filter(|r| r.len() == n)?;
         s.typed::<T>(OP).ok()?.get(r)
     };
-    let Some(grad) = contiguous(1).filter(|_| donor[1].is_none()) else {
+    let read_only: Vec<usize> = (0..inputs.len()).filter(|k| !updates.contains(k)).collect();
+    let Some(reads) = read_only
+        .iter()
+        .map(|&k| contiguous(k).filter(|_| donor[k].is_none()))
+        .collect::<Option<Vec<&[T]>>>()
+    else {
         return false;
     };
-    if outs.len() != moments + 1
-        || pairs.iter().any(|&(k, j)| {
+    if outs.len() != updates.len()
+        || updates.iter().enumerate().any(|(j, &k)| {
             donor[k].is_some_and(|d| d != j)
                 || (donor[k].is_none() && contiguous(k).is_none())
                 || !matches!(outs[j], OutBuf::Real(_))
@@ -291,30 +290,20 @@ fn native_adam<T: Real>(
         return false;
     }
     // Fresh buffers start from their input's values; donated ones already hold them.
-    for &(k, j) in pairs.iter().filter(|&&(k, _)| donor[k].is_none()) {
-        if let (OutBuf::Real(v), Some(x)) = (&mut outs[j], contiguous(k)) {
+    for (j, &k) in updates.iter().enumerate() {
+        if let (OutBuf::Real(v), Some(x), None) = (&mut outs[j], contiguous(k), donor[k]) {
             v.clear();
             v.extend_from_slice(x);
         }
     }
-    // The results in order: m, v, [max,] p (all checked to be float buffers above).
-    let mut results = outs.iter_mut().map(|o| match o {
-        OutBuf::Real(v) => Some(&mut v[..]),
-        OutBuf::Bool(_) => None,
-    });
-    let (Some(Some(m)), Some(Some(v))) = (results.next(), results.next()) else {
-        return false;
-    };
-    let max = if step.amsgrad {
-        results.next().flatten()
-    } else {
-        None
-    };
-    let Some(Some(p)) = results.next() else {
-        return false;
-    };
-    super::fused_adam::adam_in_place(step, p, grad, m, v, max);
-    true
+    let mut results: Vec<&mut [T]> = outs
+        .iter_mut()
+        .filter_map(|o| match o {
+            OutBuf::Real(v) => Some(&mut v[..]),
+            OutBuf::Bool(_) => None,
+        })
+        .collect();
+    T::run_host_loop(host_loop, &mut results, &reads)
 }
 
 impl<'a, T: Real + CastFrom> Plan<'a, T> {

@@ -489,95 +489,86 @@ fn bad_donations_and_single_result_calls_are_errors() {
     assert!(kernel.evaluate_by_ops(&cpu, &refs, &[4]).is_err());
 }
 
-/// Calls of the native Adam loop on this thread so far.
-fn native_adam_runs() -> usize {
-    super::fused_adam::NATIVE_RUNS.with(|runs| runs.get())
+/// `(in0 + in1, in2 * in1)` computed in place on `in0` and `in2`, counting its runs.
+#[derive(Debug, Default)]
+struct AddAndScale {
+    runs: std::sync::atomic::AtomicUsize,
+}
+
+impl AddAndScale {
+    fn runs(&self) -> usize {
+        self.runs.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn run<T: Copy + std::ops::Add<Output = T> + std::ops::Mul<Output = T>>(
+        &self,
+        results: &mut [&mut [T]],
+        reads: &[&[T]],
+    ) -> bool {
+        let ([sum, product], [x]) = (results, reads) else {
+            return false;
+        };
+        self.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        for ((s, p), &x) in sum.iter_mut().zip(product.iter_mut()).zip(*x) {
+            *s = *s + x;
+            *p = *p * x;
+        }
+        true
+    }
+}
+
+impl nabla_core::HostLoop for AddAndScale {
+    fn updates(&self) -> &[usize] {
+        &[0, 2]
+    }
+    fn run_f32(&self, results: &mut [&mut [f32]], reads: &[&[f32]]) -> bool {
+        self.run(results, reads)
+    }
+    fn run_f64(&self, results: &mut [&mut [f64]], reads: &[&[f64]]) -> bool {
+        self.run(results, reads)
+    }
 }
 
 #[test]
-fn adam_kernels_run_natively_and_match_op_by_op() {
-    use nabla_core::AdamStep;
-    let base = AdamStep::default();
-    let variants = [
-        base,
-        AdamStep {
-            step: 7,
-            weight_decay: 0.01,
-            ..base
-        },
-        AdamStep {
-            step: 3,
-            weight_decay: 0.1,
-            decoupled_weight_decay: true,
-            ..base
-        },
-        AdamStep {
-            step: 2,
-            amsgrad: true,
-            ..base
-        },
-        AdamStep {
-            step: 5,
-            amsgrad: true,
-            weight_decay: 0.1,
-            decoupled_weight_decay: true,
-            ..base
-        },
-        AdamStep {
-            lr: 0.5,
-            beta1: 0.5,
-            beta2: 0.75,
-            eps: 1e-3,
-            weight_decay: 0.2,
-            step: 4,
-            amsgrad: true,
-            ..base
-        },
-    ];
+fn host_loops_run_in_place_and_match_op_by_op() {
+    use std::sync::Arc;
     for dt in [DType::F32, DType::F64] {
-        for step in variants {
-            let kernel = step.kernel(dt).unwrap();
-            let moments = step.num_moments();
-            for n in [1, 1000, 100_001] {
-                // p, g and moments in [-2, 2): the second moments may be negative, so some updates
-                // are NaN, which must match too.
-                let mut ins = contiguous_inputs(dt, 2 + moments as u64, n);
-                if n == 1000 {
-                    // Infinities and NaNs in the gradient and the running maximum.
-                    let special = [f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 0.0, -0.0];
-                    for (k, v) in [(1, 0.0), (moments + 1, 0.0)] {
-                        let mut vals = ins[k].0.host().to_f64_vec();
-                        vals[..special.len()].copy_from_slice(&special);
-                        vals[special.len()] = v;
-                        ins[k].0 = match dt {
-                            DType::F32 => CpuStorage::from_vec(
-                                vals.iter().map(|&x| x as f32).collect::<Vec<_>>(),
-                            ),
-                            _ => CpuStorage::from_vec(vals),
-                        };
-                    }
-                }
-                let before = native_adam_runs();
-                assert_eq!(
-                    check_many(&kernel, &ins, &[n], &[]),
-                    vec![false; moments + 1]
-                );
-                let mut donate: Vec<Option<usize>> = (0..moments).map(|j| Some(2 + j)).collect();
-                donate.push(Some(0));
-                let reused = check_many(&kernel, &ins, &[n], &donate);
-                assert_eq!(reused, vec![true; moments + 1], "{dt} {step:?} n={n}");
-                assert_eq!(native_adam_runs(), before + 2, "{dt} {step:?} n={n}");
-            }
+        let host_loop = Arc::new(AddAndScale::default());
+        let steps = vec![
+            step(FusedOp::Input(0), dt),
+            step(FusedOp::Input(1), dt),
+            step(FusedOp::Input(2), dt),
+            step(FusedOp::Binary(BinaryOp::Add, 0, 1), dt),
+            step(FusedOp::Binary(BinaryOp::Mul, 2, 1), dt),
+        ];
+        let kernel = FusedKernel::with_outputs(steps, vec![3, 4])
+            .unwrap()
+            .with_host_loop(host_loop.clone())
+            .unwrap();
+        for n in [1, 1000, 100_001] {
+            let ins = contiguous_inputs(dt, 3, n);
+            let before = host_loop.runs();
+            assert_eq!(check_many(&kernel, &ins, &[n], &[]), vec![false; 2]);
+            let reused = check_many(&kernel, &ins, &[n], &[Some(0), Some(2)]);
+            assert_eq!(reused, vec![true; 2], "{dt} n={n}");
+            assert_eq!(host_loop.runs(), before + 2, "{dt} n={n}");
         }
+        // A broadcast read is not contiguous: the blocked evaluation runs it, with the same results.
+        let mut ins = contiguous_inputs(dt, 3, 64);
+        ins[1].1 = Layout::contiguous([1]).broadcast_to(&[64]).unwrap();
+        let before = host_loop.runs();
+        check_many(&kernel, &ins, &[64], &[Some(0), Some(2)]);
+        assert_eq!(host_loop.runs(), before);
+        // An input donated to a result that does not update it also takes the blocked path.
+        let ins = contiguous_inputs(dt, 3, 64);
+        check_many(&kernel, &ins, &[64], &[Some(2), Some(0)]);
+        assert_eq!(host_loop.runs(), before);
     }
-    // A broadcast gradient is not contiguous: the blocked evaluation runs it, with the same results.
-    let kernel = base.kernel(DType::F32).unwrap();
-    let mut ins = contiguous_inputs(DType::F32, 4, 64);
-    ins[1] = (
-        buffer::<f32>(1, 9),
-        Layout::contiguous([1]).broadcast_to(&[64]).unwrap(),
+    // A loop whose updates do not fit the kernel is refused.
+    let kernel = FusedKernel::new(vec![step(FusedOp::Input(0), DType::F32)]).unwrap();
+    assert!(
+        kernel
+            .with_host_loop(Arc::new(AddAndScale::default()))
+            .is_err()
     );
-    let before = native_adam_runs();
-    check_many(&kernel, &ins, &[64], &[Some(2), Some(3), Some(0)]);
-    assert_eq!(native_adam_runs(), before);
 }

@@ -10,7 +10,6 @@ mod cast;
 mod complex;
 mod erf;
 mod fused;
-mod fused_adam;
 mod fused_step;
 mod traits;
 mod unary;

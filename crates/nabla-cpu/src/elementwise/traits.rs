@@ -10,7 +10,7 @@ use super::vector::{
     sigmoid_slice_f64, tanh_slice_f32, tanh_slice_f64,
 };
 use crate::simd_math::{exp_f32, exp_f64, sigmoid_f32, sigmoid_f64, tanh_f32, tanh_f64};
-use nabla_core::{Element, UnaryOp};
+use nabla_core::{Element, HostLoop, UnaryOp};
 use num_complex::{Complex, Complex32, Complex64};
 use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
 
@@ -33,6 +33,13 @@ pub(crate) trait Real:
     const NAN: Self;
     /// The complex type whose parts are `Self`.
     type Complex: Cplx<Real = Self>;
+    /// Runs a fused kernel's host loop over elements of this type ([`HostLoop::run_f32`] or
+    /// [`HostLoop::run_f64`]).
+    fn run_host_loop(
+        host_loop: &dyn HostLoop,
+        results: &mut [&mut [Self]],
+        reads: &[&[Self]],
+    ) -> bool;
     /// Absolute value.
     fn abs(self) -> Self;
     /// Square root.
@@ -101,12 +108,19 @@ macro_rules! forward {
 }
 
 macro_rules! impl_real {
-    ($t:ident, $c:ty, $exp:path, $sigmoid:path, $tanh:path, $erf:path, [$ek:path, $sk:path, $tk:path, $fk:path]) => {
+    ($t:ident, $c:ty, $run_loop:ident, $exp:path, $sigmoid:path, $tanh:path, $erf:path, [$ek:path, $sk:path, $tk:path, $fk:path]) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             const NAN: Self = <$t>::NAN;
             type Complex = $c;
+            fn run_host_loop(
+                host_loop: &dyn HostLoop,
+                results: &mut [&mut [Self]],
+                reads: &[&[Self]],
+            ) -> bool {
+                host_loop.$run_loop(results, reads)
+            }
             forward!($t: abs, sqrt, exp_m1, ln, ln_1p, sin, cos, tan, asin, acos, atan, sinh, cosh);
             forward!($t: floor, ceil, round_ties_even, trunc);
             #[inline(always)]
@@ -165,6 +179,7 @@ macro_rules! impl_real {
 impl_real!(
     f32,
     Complex32,
+    run_f32,
     exp_f32,
     sigmoid_f32,
     tanh_f32,
@@ -179,6 +194,7 @@ impl_real!(
 impl_real!(
     f64,
     Complex64,
+    run_f64,
     exp_f64,
     sigmoid_f64,
     tanh_f64,

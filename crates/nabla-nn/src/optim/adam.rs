@@ -1,8 +1,9 @@
 //! The Adam family: Adam, AdamW, Adamax, NAdam and RAdam, with PyTorch's single-tensor formulas.
 
+use super::AdamStep;
 use super::config::{config_struct, rule_boilerplate};
 use super::{Optim, ParamState, Rule, check_betas, check_nonneg, ema_sq, l2_decay, lerp};
-use nabla_core::{AdamStep, Backend, Error, Result};
+use nabla_core::{Backend, Error, Result};
 use nabla_tensor::Tensor;
 
 config_struct! {

@@ -23,6 +23,7 @@
 
 mod adagrad;
 mod adam;
+mod adam_step;
 mod clip;
 mod config;
 mod lbfgs;
@@ -34,6 +35,7 @@ pub use adagrad::{Adagrad, AdagradConfig};
 pub use adam::{
     Adam, AdamConfig, AdamW, Adamax, AdamaxConfig, NAdam, NAdamConfig, RAdam, RAdamConfig,
 };
+pub use adam_step::{AdamCoefficients, AdamStep};
 pub use clip::{clip_grad_norm, clip_grad_norm_opts, clip_grad_value};
 pub use config::OptimOptions;
 pub use lbfgs::{Lbfgs, LbfgsConfig, LineSearch, LossAndGrads};
