@@ -6,7 +6,6 @@
 use nabla_core::Element;
 use nabla_core::{BinaryOp, DType, FusedBuilder, FusedKernel, HostLoop, Result, Scalar, UnaryOp};
 use rayon::prelude::*;
-use std::ops::{Add, Div, Mul, Sub};
 use std::sync::Arc;
 
 /// The hyper-parameters of one Adam/AdamW update (PyTorch's `torch.optim.Adam` and `AdamW`
@@ -192,36 +191,10 @@ impl HostLoop for AdamLoop {
     }
 }
 
-/// The float operations the loop needs, on `f32` and `f64`.
-trait Float:
-    Element
-    + PartialOrd
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-    + Div<Output = Self>
-{
-    fn sqrt(self) -> Self;
-    fn is_nan(self) -> bool;
-}
+/// The element types the loop runs on: `f32` and `f64`.
+trait Float: Element + num_traits::Float {}
 
-impl Float for f32 {
-    fn sqrt(self) -> Self {
-        f32::sqrt(self)
-    }
-    fn is_nan(self) -> bool {
-        f32::is_nan(self)
-    }
-}
-
-impl Float for f64 {
-    fn sqrt(self) -> Self {
-        f64::sqrt(self)
-    }
-    fn is_nan(self) -> bool {
-        f64::is_nan(self)
-    }
-}
+impl<T: Element + num_traits::Float> Float for T {}
 
 /// `maximum` as the kernel's step computes it: NaN wins.
 #[inline]
