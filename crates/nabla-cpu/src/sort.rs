@@ -15,7 +15,7 @@
 use crate::CpuStorage;
 use crate::movement::walk::{SharedOut, drop_axis, for_each_lane};
 use crate::movement::{build_pair, check_axis};
-use nabla_core::{DType, Element, Error, HostData, Layout, Result};
+use nabla_core::{DType, Element, Error, HostData, Layout, Primitive, Result};
 
 /// Element types the sort kernels order, through an order-preserving map to unsigned integer keys.
 trait SortKey: Element {
@@ -137,16 +137,8 @@ pub(crate) fn topk(
     largest: bool,
 ) -> Result<(CpuStorage, CpuStorage)> {
     check_axis("topk", axis, layout.rank())?;
-    let n = layout.shape()[axis];
-    if k > n {
-        return Err(Error::invalid(
-            "topk",
-            format!(
-                "k = {k} is larger than the size {n} of axis {axis} of shape {:?}",
-                layout.shape()
-            ),
-        ));
-    }
+    // The shape rule checks `k` against the axis.
+    Primitive::Topk { axis, k, largest }.output_specs(&[(x.dtype(), layout.shape())])?;
     with_sortable!("topk", x.host(), v => sorted_lanes(v, layout, axis, k, largest))
 }
 

@@ -125,21 +125,8 @@ pub(super) fn topk<B: Backend>(
     k: usize,
     largest: bool,
 ) -> Result<(B::Storage, B::Storage)> {
-    let n = *layout.shape().get(axis).ok_or_else(|| {
-        Error::invalid(
-            "topk",
-            format!("axis {axis} is out of range for shape {:?}", layout.shape()),
-        )
-    })?;
-    if k > n {
-        return Err(Error::invalid(
-            "topk",
-            format!(
-                "k = {k} is larger than the size {n} of axis {axis} of shape {:?}",
-                layout.shape()
-            ),
-        ));
-    }
+    let prim = crate::Primitive::Topk { axis, k, largest };
+    prim.output_specs(&[(b.storage_dtype(x), layout.shape())])?;
     let (values, positions) = b.sort(x, layout, axis, largest)?;
     let first_k = Layout::row_major(layout.shape()).slice(axis, 0, k, 1)?;
     Ok((b.copy(&values, &first_k)?, b.copy(&positions, &first_k)?))

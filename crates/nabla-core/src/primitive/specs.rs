@@ -4,20 +4,17 @@ use super::Primitive;
 use crate::{DType, Error, OutputSpec, Result};
 
 /// The shape with `axis` set to `size`, or an error naming `op` when `axis` is out of range.
-fn with_axis(op: &str, shape: &[usize], axis: usize, size: usize) -> Result<Vec<usize>> {
+fn with_axis(op: &'static str, shape: &[usize], axis: usize, size: usize) -> Result<Vec<usize>> {
     let mut s = shape.to_vec();
     *s.get_mut(axis).ok_or_else(|| axis_error(op, shape, axis))? = size;
     Ok(s)
 }
 
-fn axis_error(op: &str, shape: &[usize], axis: usize) -> Error {
-    Error::invalid(
-        "trace",
-        format!("{op}: axis {axis} out of range for shape {shape:?}"),
-    )
+fn axis_error(op: &'static str, shape: &[usize], axis: usize) -> Error {
+    Error::invalid(op, format!("axis {axis} out of range for shape {shape:?}"))
 }
 
-fn dim(op: &str, shape: &[usize], i: usize) -> Result<usize> {
+fn dim(op: &'static str, shape: &[usize], i: usize) -> Result<usize> {
     shape
         .get(i)
         .copied()
@@ -81,11 +78,11 @@ impl Primitive {
             && inputs.len() != n
         {
             return Err(Error::invalid(
-                "trace",
+                self.kind().name(),
                 format!("{} takes {n} inputs, got {}", self.name(), inputs.len()),
             ));
         }
-        let name = self.name();
+        let name = self.kind().name();
         let input = |i: usize| inputs.get(i).copied().ok_or_else(|| no_input(name, i));
         let same = |i: usize| -> Result<Vec<OutputSpec>> {
             let (dtype, shape) = input(i)?;
@@ -166,6 +163,15 @@ impl Primitive {
             }
             Primitive::Topk { axis, k, .. } => {
                 let (dtype, shape) = input(0)?;
+                let n = dim(name, shape, *axis)?;
+                if *k > n {
+                    return Err(Error::invalid(
+                        "topk",
+                        format!(
+                            "k = {k} is larger than the size {n} of axis {axis} of shape {shape:?}"
+                        ),
+                    ));
+                }
                 values_and_indices(dtype, with_axis(name, shape, *axis, *k)?)
             }
             Primitive::MaxPool2d(params) => {
@@ -226,6 +232,6 @@ impl Primitive {
     }
 }
 
-fn no_input(op: &str, i: usize) -> Error {
-    Error::invalid("trace", format!("{op} has no input {i}"))
+fn no_input(op: &'static str, i: usize) -> Error {
+    Error::invalid(op, format!("no input {i}"))
 }
