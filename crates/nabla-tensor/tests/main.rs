@@ -11,6 +11,7 @@ mod compiler_passes;
 mod compiler_support;
 mod complex_autodiff;
 mod composites;
+mod custom_rules;
 mod errors;
 mod extension_ops;
 mod forward_mode;

@@ -47,8 +47,9 @@ pub mod scalar {
 /// feature) wgpu devices, with differentiable moves between them.
 pub use nabla_any::{AnyBackend, AnyStorage};
 pub use nabla_tensor::{
-    AdContext, AdContextBuilder, CompileReport, ExtensionFamily, ExtensionRules, GraphCompiler,
-    GraphExecutor, IntoProgram, Pass, Program, RuleArgs, RunStats, TracedTensor, TracingBackend,
+    AdContext, AdContextBuilder, CompileReport, CustomArgs, CustomFn, ExtensionFamily,
+    ExtensionRules, GraphCompiler, GraphExecutor, IntoProgram, Pass, Program, RuleArgs, RunStats,
+    TracedTensor, TracingBackend, checkpoint,
 };
 pub use nabla_tensor::{
     BackwardOptions, ElementCheck, GradCheckOptions, GradCheckReport, Gradients, IndexOp, Indexer,

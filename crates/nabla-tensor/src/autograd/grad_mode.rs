@@ -37,6 +37,25 @@ impl Drop for NoGradGuard {
     }
 }
 
+/// Turns recording on until dropped, whatever the enclosing scope says (a custom function re-runs its
+/// body with recording to differentiate it, even inside `no_grad`).
+pub(crate) struct EnableGradGuard {
+    previous: bool,
+}
+
+impl EnableGradGuard {
+    pub(crate) fn new() -> Self {
+        let previous = GRAD_ENABLED.with(|g| g.replace(true));
+        EnableGradGuard { previous }
+    }
+}
+
+impl Drop for EnableGradGuard {
+    fn drop(&mut self) {
+        GRAD_ENABLED.with(|g| g.set(self.previous));
+    }
+}
+
 /// Runs `f` without recording: results computed inside do not require gradients, even from variables.
 /// The switch is per thread, so parallel tests and worker threads do not see each other's scopes.
 ///

@@ -13,6 +13,7 @@
 
 mod backward;
 mod context;
+mod custom;
 mod extension;
 mod forward;
 mod functional;
@@ -25,6 +26,7 @@ mod sum_to;
 
 pub use backward::{BackwardOptions, Gradients, VarId};
 pub use context::{AdContext, AdContextBuilder};
+pub use custom::{CustomArgs, CustomFn, CustomForwardRule, CustomReverseRule, checkpoint};
 pub use extension::{ExtensionFamily, ExtensionRules, ForwardRule, ReverseRule, RuleArgs};
 pub use forward::{hessian, hvp, jacfwd, jacrev, jvp, jvp_n};
 pub use functional::{grad, grad_n, value_and_grad, value_and_grad_n, vjp, vjp_n};

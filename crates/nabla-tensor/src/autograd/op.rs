@@ -1,5 +1,6 @@
 //! The record an op leaves in the graph: which primitive ran, with the parameters its derivative needs.
 
+use super::custom::CustomCall;
 use super::extension::BoundExtension;
 use nabla_core::{Backend, BinaryOp, Conv2dParams, DType, ReduceOp, UnaryOp};
 
@@ -67,6 +68,8 @@ pub(crate) enum Op<B: Backend> {
     },
     /// An extension op (all inputs and the output saved) with the rules its family bound.
     Extension(BoundExtension<B>),
+    /// A call of a custom function (its rules, or its body re-run); all inputs and the output saved.
+    Custom(CustomCall<B>),
     /// A move between two devices of one backend type ([`crate::Tensor::to_backend`]).
     Transfer { from: B, to: B },
 }
@@ -120,6 +123,7 @@ impl<B: Backend> Op<B> {
             Op::Conv2dWeightGrad { .. } => "conv2d_weight_grad",
             Op::Extension(_) => "extension",
             Op::Transfer { .. } => "to_backend",
+            Op::Custom(_) => "custom function",
         }
     }
 }

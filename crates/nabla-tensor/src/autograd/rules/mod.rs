@@ -67,7 +67,7 @@ pub(crate) fn saves<B: Backend>(op: &Op<B>) -> Saves {
         | Op::Conv2dInputGrad { .. }
         | Op::Conv2dWeightGrad { .. } => Saves::inputs(0b11),
         Op::Gather { .. } | Op::IndexSelect { .. } | Op::ScatterAdd { .. } => Saves::inputs(0b10),
-        Op::Extension(_) => Saves {
+        Op::Extension(_) | Op::Custom(_) => Saves {
             inputs: SavedInputs::All,
             output: true,
         },
@@ -153,6 +153,7 @@ pub(crate) fn vjp<B: Backend>(
             g,
             needs,
         ),
+        Op::Custom(c) => c.vjp(&saved.all_inputs()?, saved.output()?, g, needs),
         Op::Identity => Ok(vec![Some(g.clone())]),
         Op::Unary(u) => Ok(vec![Some(elementwise::unary(*u, saved, g)?)]),
         Op::Binary(b) => elementwise::binary(*b, saved, g, needs),
