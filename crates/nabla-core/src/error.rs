@@ -110,6 +110,13 @@ pub enum Error {
         /// What is wrong, and the fix where there is one.
         message: String,
     },
+    /// An op produced a NaN or an infinity from finite inputs while anomaly detection was on.
+    NonFinite {
+        /// The op.
+        op: &'static str,
+        /// What was produced, from which inputs, and where the op was recorded.
+        message: String,
+    },
     /// A backend (device driver, allocator, ...) failed.
     Backend {
         /// Backend name.
@@ -236,6 +243,7 @@ impl fmt::Display for Error {
             ),
             Error::Io { context, message } => write!(f, "I/O error while {context}: {message}"),
             Error::Autodiff { op, message } => write!(f, "{op}: {message}"),
+            Error::NonFinite { op, message } => write!(f, "{op}: {message}"),
             Error::Backend { backend, message } => write!(f, "{backend} backend error: {message}"),
         }
     }

@@ -159,10 +159,8 @@ impl<B: Backend> Tensor<B> {
             return Err(Error::dtype(op.name(), self.dtype()));
         }
         let storage = self.backend().unary(op, self.storage(), self.layout())?;
-        Ok(
-            Tensor::from_output_dims(storage, self.shape(), self.backend())
-                .record(|| Op::Unary(op), &[self]),
-        )
+        Tensor::from_output_dims(storage, self.shape(), self.backend())
+            .record_checked(|| Op::Unary(op), &[self])
     }
 
     /// Broadcasts `self` and `other` to their common shape (views only).
@@ -197,8 +195,8 @@ impl<B: Backend> Tensor<B> {
         let storage =
             self.backend()
                 .binary(op, a.storage(), a.layout(), b.storage(), b.layout())?;
-        Ok(Tensor::from_output_dims(storage, a.shape(), self.backend())
-            .record(|| Op::Binary(op), &[&a, &b]))
+        Tensor::from_output_dims(storage, a.shape(), self.backend())
+            .record_checked(|| Op::Binary(op), &[&a, &b])
     }
 
     /// Applies a comparison with broadcasting; the result is bool.
@@ -257,10 +255,8 @@ impl<B: Backend> Tensor<B> {
             f.storage(),
             f.layout(),
         )?;
-        Ok(
-            Tensor::from_output(storage, shape, self.backend())
-                .record(|| Op::Select, &[&c, &t, &f]),
-        )
+        Tensor::from_output(storage, shape, self.backend())
+            .record_checked(|| Op::Select, &[&c, &t, &f])
     }
 
     /// Clamps every element into `[min, max]`.

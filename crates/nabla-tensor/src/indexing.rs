@@ -76,8 +76,8 @@ impl<B: Backend> Tensor<B> {
             self.backend()
                 .gather(x.storage(), x.layout(), a, index.storage(), index.layout())?;
         let size = x.shape()[a];
-        Ok(Tensor::from_output(storage, shape_i, self.backend())
-            .record(|| Op::Gather { axis: a, size }, &[&x, &index]))
+        Tensor::from_output(storage, shape_i, self.backend())
+            .record_checked(|| Op::Gather { axis: a, size }, &[&x, &index])
     }
 
     /// Selects entries of `axis` by a 1-D index (as `torch.index_select`; an embedding lookup for axis 0).
@@ -101,8 +101,8 @@ impl<B: Backend> Tensor<B> {
         let mut shape = self.shape().to_vec();
         shape[a] = index.numel();
         let size = self.shape()[a];
-        Ok(Tensor::from_output(storage, shape, self.backend())
-            .record(|| Op::IndexSelect { axis: a, size }, &[self, &index]))
+        Tensor::from_output(storage, shape, self.backend())
+            .record_checked(|| Op::IndexSelect { axis: a, size }, &[self, &index])
     }
 
     /// A copy of `self` with `src[i.., j, k..]` added at `[i.., index[i.., j, k..], k..]` (the transpose of
@@ -140,10 +140,8 @@ impl<B: Backend> Tensor<B> {
             src.storage(),
             src.layout(),
         )?;
-        Ok(
-            Tensor::from_output_dims(storage, self.shape(), self.backend())
-                .record(|| Op::ScatterAdd { axis: a }, &[self, &index, src]),
-        )
+        Tensor::from_output_dims(storage, self.shape(), self.backend())
+            .record_checked(|| Op::ScatterAdd { axis: a }, &[self, &index, src])
     }
 
     /// Adds the slices of `src` along `axis` into `self` at the positions of a 1-D index (as
@@ -286,14 +284,14 @@ impl<B: Backend> Tensor<B> {
         flat_index.push(oh * ow);
         let (planes, flat_indices) = (self.reshape(flat)?, indices.reshape(flat_index.clone())?);
         let values = Tensor::from_output(v, flat_index, self.backend())
-            .record(
+            .record_checked(
                 || Op::Gather {
                     // The last axis of the flattened `[..., H * W]` planes.
                     axis: rank - 2,
                     size: h * w,
                 },
                 &[&planes, &flat_indices],
-            )
+            )?
             .reshape(shape)?;
         Ok((values, indices))
     }

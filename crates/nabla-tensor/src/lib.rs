@@ -84,12 +84,12 @@ mod tensor;
 mod trace;
 
 pub use autograd::{
-    AdContext, AdContextBuilder, BackwardOptions, CustomArgs, CustomFn, CustomForwardRule,
-    CustomReverseRule, ElementCheck, ExtensionFamily, ExtensionRules, ForwardRule,
-    GradCheckOptions, GradCheckReport, Gradients, InputCheck, NoGradGuard, ReverseRule, RuleArgs,
-    VarId, check_gradients, check_second_order, checkpoint, grad, grad_n, hessian, hvp,
-    is_grad_enabled, jacfwd, jacrev, jvp, jvp_n, no_grad, value_and_grad, value_and_grad_n, vjp,
-    vjp_n,
+    AdContext, AdContextBuilder, AnomalyGuard, BackwardOptions, CustomArgs, CustomFn,
+    CustomForwardRule, CustomReverseRule, ElementCheck, ExtensionFamily, ExtensionRules,
+    ForwardRule, GradCheckOptions, GradCheckReport, Gradients, InputCheck, NoGradGuard,
+    ReverseRule, RuleArgs, VarId, check_gradients, check_second_order, checkpoint, detect_anomaly,
+    grad, grad_n, hessian, hvp, is_anomaly_detection_enabled, is_grad_enabled, jacfwd, jacrev, jvp,
+    jvp_n, no_grad, value_and_grad, value_and_grad_n, vjp, vjp_n,
 };
 pub use display::PrintOptions;
 pub use index::{IndexOp, Indexer, Slice, s};

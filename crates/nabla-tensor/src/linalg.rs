@@ -66,7 +66,7 @@ impl<B: Backend> Tensor<B> {
         let mut out_shape = batch;
         out_shape.extend([m, n]);
         let mut out = Tensor::from_output(storage, out_shape, self.backend())
-            .record(|| Op::Matmul, &[&a, &b]);
+            .record_checked(|| Op::Matmul, &[&a, &b])?;
         // Drop the row axis first: for 1-D @ 1-D the result [1, 1] then still has a last axis to drop.
         if self.rank() == 1 {
             out = out.squeeze(-2)?;
@@ -102,10 +102,8 @@ impl<B: Backend> Tensor<B> {
             weight.layout(),
             params,
         )?;
-        Ok(
-            Tensor::from_output(storage, [n, c_out, oh, ow], self.backend())
-                .record(|| Op::Conv2d { params: *params }, &[self, weight]),
-        )
+        Tensor::from_output(storage, [n, c_out, oh, ow], self.backend())
+            .record_checked(|| Op::Conv2d { params: *params }, &[self, weight])
     }
 
     /// Gradient of [`Tensor::conv2d`] with respect to its input, for an input of spatial size `input_hw`.
@@ -142,14 +140,12 @@ impl<B: Backend> Tensor<B> {
             input_hw,
             params,
         )?;
-        Ok(
-            Tensor::from_output(storage, x_shape, self.backend()).record(
-                || Op::Conv2dInputGrad {
-                    params: *params,
-                    input_hw,
-                },
-                &[self, weight],
-            ),
+        Tensor::from_output(storage, x_shape, self.backend()).record_checked(
+            || Op::Conv2dInputGrad {
+                params: *params,
+                input_hw,
+            },
+            &[self, weight],
         )
     }
 
@@ -202,14 +198,12 @@ impl<B: Backend> Tensor<B> {
             kernel_hw,
             params,
         )?;
-        Ok(
-            Tensor::from_output(storage, w_shape, self.backend()).record(
-                || Op::Conv2dWeightGrad {
-                    params: *params,
-                    kernel_hw,
-                },
-                &[self, grad_out],
-            ),
+        Tensor::from_output(storage, w_shape, self.backend()).record_checked(
+            || Op::Conv2dWeightGrad {
+                params: *params,
+                kernel_hw,
+            },
+            &[self, grad_out],
         )
     }
 }

@@ -38,14 +38,14 @@ impl<B: Backend> Tensor<B> {
         for &a in &axes {
             kept[a] = 1;
         }
-        let out = Tensor::from_output(storage, kept.clone(), x.backend()).record(
+        let out = Tensor::from_output(storage, kept.clone(), x.backend()).record_checked(
             || Op::Reduce {
                 op,
                 axes: axes.clone(),
                 input: x.shape().to_vec(),
             },
             &[&x],
-        );
+        )?;
         if keepdims {
             return Ok(out);
         }
@@ -193,7 +193,7 @@ impl<B: Backend> Tensor<B> {
             return Err(Error::dtype("cumsum", x.dtype()));
         }
         let storage = x.backend().cumsum(x.storage(), x.layout(), a)?;
-        Ok(Tensor::from_output_dims(storage, x.shape(), x.backend())
-            .record(|| Op::Cumsum { axis: a }, &[&x]))
+        Tensor::from_output_dims(storage, x.shape(), x.backend())
+            .record_checked(|| Op::Cumsum { axis: a }, &[&x])
     }
 }

@@ -379,12 +379,12 @@ impl<B: Backend> Tensor<B> {
         let storage = self
             .backend()
             .pad(self.storage(), self.layout(), pads, value.into())?;
-        Ok(Tensor::from_output(storage, shape, self.backend()).record(
+        Tensor::from_output(storage, shape, self.backend()).record_checked(
             || Op::Pad {
                 pads: pads.to_vec(),
             },
             &[self],
-        ))
+        )
     }
 
     /// Joins tensors along an existing axis.
@@ -422,13 +422,13 @@ impl<B: Backend> Tensor<B> {
         }
         let parts: Vec<_> = tensors.iter().map(|t| (t.storage(), t.layout())).collect();
         let storage = first.backend().concat(&parts, a)?;
-        Ok(Tensor::from_output(storage, shape, first.backend()).record(
+        Tensor::from_output(storage, shape, first.backend()).record_checked(
             || Op::Concat {
                 axis: a,
                 sizes: tensors.iter().map(|t| t.shape()[a]).collect(),
             },
             tensors,
-        ))
+        )
     }
 
     /// Joins tensors of one shape along a new axis.

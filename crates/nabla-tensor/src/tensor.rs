@@ -334,13 +334,13 @@ impl<B: Backend> Tensor<B> {
     /// A copy of `self` on `target` (of this backend type), recorded as a differentiable move.
     pub(crate) fn move_to(&self, target: &B) -> Result<Tensor<B>> {
         let out = Tensor::from_host(self.to_host()?, self.shape().to_vec(), target)?;
-        Ok(out.record(
+        out.record_checked(
             || Op::Transfer {
                 from: self.backend.clone(),
                 to: target.clone(),
             },
             &[self],
-        ))
+        )
     }
 
     /// A contiguous tensor with the same values: `self` when already contiguous, else a copy.
@@ -349,10 +349,8 @@ impl<B: Backend> Tensor<B> {
             return Ok(self.clone());
         }
         let storage = self.backend.copy(&self.storage, &self.layout)?;
-        Ok(
-            Tensor::from_output_dims(storage, self.shape(), &self.backend)
-                .record(|| Op::Identity, &[self]),
-        )
+        Tensor::from_output_dims(storage, self.shape(), &self.backend)
+            .record_checked(|| Op::Identity, &[self])
     }
 
     /// Converts to another dtype (NumPy `astype` semantics). Same dtype returns `self`.
@@ -362,10 +360,8 @@ impl<B: Backend> Tensor<B> {
         }
         let storage = self.backend.cast(&self.storage, &self.layout, dtype)?;
         let from = self.dtype;
-        Ok(
-            Tensor::from_output_dims(storage, self.shape(), &self.backend)
-                .record(|| Op::Cast { from }, &[self]),
-        )
+        Tensor::from_output_dims(storage, self.shape(), &self.backend)
+            .record_checked(|| Op::Cast { from }, &[self])
     }
 
     /// Fails with a device-mismatch error if `other` lives on another device.

@@ -2,6 +2,7 @@
 //! rules in both modes, extension ops of a user family, traced programs and the compiler, composites,
 //! complex numbers, JAX fixtures).
 
+mod anomaly;
 mod api;
 mod autograd_basics;
 mod autograd_memory;

@@ -47,9 +47,10 @@ pub mod scalar {
 /// feature) wgpu devices, with differentiable moves between them.
 pub use nabla_any::{AnyBackend, AnyStorage};
 pub use nabla_tensor::{
-    AdContext, AdContextBuilder, CompileReport, CustomArgs, CustomFn, ExtensionFamily,
-    ExtensionRules, GraphCompiler, GraphExecutor, IntoProgram, Pass, Program, RuleArgs, RunStats,
-    TracedTensor, TracingBackend, checkpoint,
+    AdContext, AdContextBuilder, AnomalyGuard, CompileReport, CustomArgs, CustomFn,
+    ExtensionFamily, ExtensionRules, GraphCompiler, GraphExecutor, IntoProgram, Pass, Program,
+    RuleArgs, RunStats, TracedTensor, TracingBackend, checkpoint, detect_anomaly,
+    is_anomaly_detection_enabled,
 };
 pub use nabla_tensor::{
     BackwardOptions, ElementCheck, GradCheckOptions, GradCheckReport, Gradients, IndexOp, Indexer,

@@ -308,7 +308,13 @@ pub(crate) fn stream_backward<B: Backend>(
     while let Some(i) = ready.pop() {
         let node = &graph.nodes[i];
         let grad = cotangents[i].take();
-        let NodeKind::Op { op, parents, saved } = &node.kind else {
+        let NodeKind::Op {
+            op,
+            parents,
+            saved,
+            origin,
+        } = &node.kind
+        else {
             // A leaf: nothing is left to add to its gradient.
             if let Some(g) = grad
                 && is_target(node)
@@ -340,7 +346,14 @@ pub(crate) fn stream_backward<B: Backend>(
             } else {
                 g.detach()
             };
-            let input_grads = rules::vjp(op, &values, &g, &needed, ext)?;
+            let input_grads = if super::anomaly::is_anomaly_detection_enabled() {
+                let grads =
+                    super::anomaly::suspended(|| rules::vjp(op, &values, &g, &needed, ext))?;
+                check_rule(op.name(), &values, &g, &grads, origin.as_deref())?;
+                grads
+            } else {
+                rules::vjp(op, &values, &g, &needed, ext)?
+            };
             drop(values);
             for ((parent, slot), input_grad) in parents.iter().zip(&needs).zip(input_grads) {
                 let (Some(parent), Some(j), Some(input_grad)) = (parent, *slot, input_grad) else {
@@ -559,4 +572,22 @@ fn released(op: &'static str) -> Error {
         "the values saved for the reverse pass were already freed by an earlier backward; pass \
          BackwardOptions { retain_graph: true, .. } to the first call to run backward twice",
     )
+}
+
+/// In anomaly mode, an error when a reverse rule made a NaN or an infinity out of a finite cotangent
+/// and finite saved values.
+fn check_rule<B: Backend>(
+    op: &'static str,
+    values: &rules::SavedValues<B>,
+    g: &Tensor<B>,
+    grads: &[Option<Tensor<B>>],
+    origin: Option<&str>,
+) -> Result<()> {
+    let mut read: Vec<&Tensor<B>> = vec![g];
+    read.extend(values.inputs.iter().flatten());
+    read.extend(values.output.iter());
+    for grad in grads.iter().flatten() {
+        super::anomaly::check(op, "its reverse rule (backward)", &read, grad, origin)?;
+    }
+    Ok(())
 }

@@ -156,7 +156,7 @@ impl<B: Backend> CustomFn<B> {
                 captured: captured.iter().map(|&t| t.clone()).collect(),
             })
         };
-        Ok(out.record(call, &all))
+        out.record_checked(call, &all)
     }
 }
 

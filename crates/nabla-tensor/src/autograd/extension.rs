@@ -392,7 +392,7 @@ impl<B: Backend> Tensor<B> {
         inputs: &[&Tensor<B>],
     ) -> Result<Tensor<B>> {
         let out = Self::run_extension(&op, inputs)?;
-        Ok(out.record(
+        out.record_checked(
             || {
                 Op::Extension(BoundExtension {
                     op,
@@ -400,7 +400,7 @@ impl<B: Backend> Tensor<B> {
                 })
             },
             inputs,
-        ))
+        )
     }
 
     /// Applies the extension op `op` to `inputs` (all on one backend): validates them with
@@ -410,7 +410,7 @@ impl<B: Backend> Tensor<B> {
     /// [`TracingBackend`](crate::TracingBackend) it records a program node instead of computing.
     pub fn apply_extension(op: Arc<dyn ExtensionOp>, inputs: &[&Tensor<B>]) -> Result<Tensor<B>> {
         let out = Self::run_extension(&op, inputs)?;
-        Ok(out.record(|| Op::Extension(BoundExtension { op, rules: None }), inputs))
+        out.record_checked(|| Op::Extension(BoundExtension { op, rules: None }), inputs)
     }
 
     /// Validates `inputs` for `op`, runs the backend's kernel and checks its output against the spec.

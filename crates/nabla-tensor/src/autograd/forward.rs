@@ -38,7 +38,10 @@ pub(crate) fn push_forward<B: Backend>(
             tangents[i] = Some(t.clone());
             continue;
         }
-        let NodeKind::Op { op, parents, saved } = &node.kind else {
+        let NodeKind::Op {
+            op, parents, saved, ..
+        } = &node.kind
+        else {
             continue;
         };
         let inputs: Vec<Option<Tensor<B>>> = parents

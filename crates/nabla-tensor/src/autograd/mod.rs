@@ -11,6 +11,7 @@
 //! from the inputs to the output with one forward rule per primitive; forward and reverse rules read the
 //! same saved values and are tested against each other by the adjoint identity.
 
+mod anomaly;
 mod backward;
 mod context;
 mod custom;
@@ -24,6 +25,7 @@ mod op;
 mod rules;
 mod sum_to;
 
+pub use anomaly::{AnomalyGuard, detect_anomaly, is_anomaly_detection_enabled};
 pub use backward::{BackwardOptions, Gradients, VarId};
 pub use context::{AdContext, AdContextBuilder};
 pub use custom::{CustomArgs, CustomFn, CustomForwardRule, CustomReverseRule, checkpoint};

@@ -47,6 +47,8 @@ pub(crate) enum NodeKind<B: Backend> {
         /// One entry per input: the input's node, or `None` for an input that needs no gradient.
         parents: Vec<Option<Arc<Node<B>>>>,
         saved: Mutex<Saved<B>>,
+        /// Where the op was recorded, kept in anomaly-detection mode only.
+        origin: Option<Box<str>>,
     },
 }
 
@@ -135,10 +137,29 @@ impl<B: Backend> Tensor<B> {
                     inputs: saved_inputs,
                     output,
                 }),
+                origin: super::anomaly::origin(),
             },
         };
         self.ad = Some(Arc::new(node));
         self
+    }
+
+    /// [`Tensor::record`] for ops that compute new values: in anomaly-detection mode, an error when the
+    /// op made a NaN or an infinity out of finite inputs.
+    #[inline]
+    pub(crate) fn record_checked(
+        self,
+        op: impl FnOnce() -> Op<B>,
+        inputs: &[&Tensor<B>],
+    ) -> Result<Tensor<B>> {
+        if !super::anomaly::is_anomaly_detection_enabled() {
+            return Ok(self.record(op, inputs));
+        }
+        let op = op();
+        let name = op.name();
+        let out = self.record(|| op, inputs);
+        super::anomaly::check(name, "forward", inputs, &out, None)?;
+        Ok(out)
     }
 
     /// `true` when gradients can flow back from this tensor to some variable.
@@ -232,6 +253,7 @@ impl<B: Backend> Tensor<B> {
                     inputs: vec![None],
                     output: None,
                 }),
+                origin: None,
             },
         };
         let mut t = self.clone();
