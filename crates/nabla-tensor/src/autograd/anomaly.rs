@@ -15,6 +15,7 @@ thread_local! {
 }
 
 /// `true` inside a [`detect_anomaly`] scope on this thread.
+#[inline]
 pub fn is_anomaly_detection_enabled() -> bool {
     DETECTING.with(Cell::get)
 }
@@ -140,12 +141,11 @@ pub(crate) fn check<B: Backend>(
     Err(Error::NonFinite { op, message })
 }
 
-/// Where the op being recorded was called from, in anomaly mode: the innermost frames of the call stack
+/// Where the op being recorded was called from (called in anomaly mode only): the innermost frames of the call stack
 /// (with their source locations) outside this crate's sources and the Rust toolchain's.
+#[cold]
+#[inline(never)]
 pub(crate) fn origin() -> Option<Box<str>> {
-    if !is_anomaly_detection_enabled() {
-        return None;
-    }
     // This crate's sources, as an absolute path (backtraces print paths under the working directory
     // relative to it).
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");

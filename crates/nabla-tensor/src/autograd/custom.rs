@@ -150,11 +150,11 @@ impl<B: Backend> CustomFn<B> {
         let out = no_grad(|| (self.body)(&detached))?;
         let all: Vec<&Tensor<B>> = inputs.iter().chain(captured).copied().collect();
         let call = || {
-            Op::Custom(CustomCall {
+            Op::Custom(Arc::new(CustomCall {
                 func: self.clone(),
                 num_inputs: inputs.len(),
                 captured: captured.iter().map(|&t| t.clone()).collect(),
-            })
+            }))
         };
         out.record_checked(call, &all)
     }

@@ -137,7 +137,11 @@ impl<B: Backend> Tensor<B> {
                     inputs: saved_inputs,
                     output,
                 }),
-                origin: super::anomaly::origin(),
+                origin: if super::anomaly::is_anomaly_detection_enabled() {
+                    super::anomaly::origin()
+                } else {
+                    None
+                },
             },
         };
         self.ad = Some(Arc::new(node));

@@ -3,6 +3,7 @@
 use super::custom::CustomCall;
 use super::extension::BoundExtension;
 use nabla_core::{Backend, BinaryOp, Conv2dParams, DType, ReduceOp, UnaryOp};
+use std::sync::Arc;
 
 /// A recorded primitive. Every tracked tensor op reduces to one of these; composites record the
 /// primitives they are made of. Inputs are listed in the order the rules in `rules` expect.
@@ -69,7 +70,7 @@ pub(crate) enum Op<B: Backend> {
     /// An extension op (all inputs and the output saved) with the rules its family bound.
     Extension(BoundExtension<B>),
     /// A call of a custom function (its rules, or its body re-run); all inputs and the output saved.
-    Custom(CustomCall<B>),
+    Custom(Arc<CustomCall<B>>),
     /// A move between two devices of one backend type ([`crate::Tensor::to_backend`]).
     Transfer { from: B, to: B },
 }
