@@ -177,6 +177,23 @@ fn a_rule_with_the_wrong_number_of_gradients_is_an_error_naming_the_function() -
     let av = Tensor::var("a", a)?;
     let err = bad.apply(&[&av, &b])?.sum_all()?.grad(&av).unwrap_err();
     assert!(err.to_string().contains("two_inputs"), "{err}");
+    // A gradient or tangent of the wrong shape is an error too, not a silent broadcast.
+    let scalar_grad = CustomFn::<CpuBackend>::new("scalar_grad", |x: &[T]| x[0].exp())
+        .reverse(|_, g| Ok(vec![Some(g.sum_all()?)]))
+        .forward(|_, t| t[0].as_ref().map(|t| t.sum_all()).transpose());
+    let x = Tensor::var("x", tensor(&[1.0, 2.0])?)?;
+    let err = scalar_grad.apply(&[&x])?.sum_all()?.grad(&x).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("scalar_grad: the reverse rule returned shape"),
+        "{err}"
+    );
+    let err = jvp(|x: &T| scalar_grad.apply(&[x]), &x.detach(), &x.detach()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("scalar_grad: the forward rule returned shape"),
+        "{err}"
+    );
     Ok(())
 }
 

@@ -29,7 +29,12 @@ pub struct AnomalyGuard {
 impl AnomalyGuard {
     /// Turns anomaly detection on for this thread until the guard is dropped.
     pub fn new() -> Self {
-        let previous = DETECTING.with(|d| d.replace(true));
+        Self::set(true)
+    }
+
+    /// Sets the mode to `on` until the guard is dropped.
+    fn set(on: bool) -> Self {
+        let previous = DETECTING.with(|d| d.replace(on));
         AnomalyGuard { previous }
     }
 }
@@ -68,10 +73,8 @@ pub fn detect_anomaly<R>(f: impl FnOnce() -> R) -> R {
 /// Runs `f` with detection off (a reverse rule's own ops), so that the rule as a whole is checked and
 /// named after the primitive it differentiates.
 pub(crate) fn suspended<R>(f: impl FnOnce() -> R) -> R {
-    let previous = DETECTING.with(|d| d.replace(false));
-    let out = f();
-    DETECTING.with(|d| d.set(previous));
-    out
+    let _off = AnomalyGuard::set(false);
+    f()
 }
 
 /// The first non-finite element of `t` (index and value), or `None`; traced and integer tensors have
@@ -99,11 +102,15 @@ fn first_non_finite<B: Backend>(t: &Tensor<B>) -> Option<(usize, String)> {
             (i, v[i].to_string())
         }
         HostData::C64(v) => {
-            let i = find(v.iter().map(|z| (z.re + z.im) as f64))?;
+            let i = v
+                .iter()
+                .position(|z| !(z.re.is_finite() && z.im.is_finite()))?;
             (i, v[i].to_string())
         }
         HostData::C128(v) => {
-            let i = find(v.iter().map(|z| z.re + z.im))?;
+            let i = v
+                .iter()
+                .position(|z| !(z.re.is_finite() && z.im.is_finite()))?;
             (i, v[i].to_string())
         }
         HostData::I32(_) | HostData::I64(_) | HostData::U8(_) | HostData::Bool(_) => return None,

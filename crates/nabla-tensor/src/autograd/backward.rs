@@ -349,7 +349,7 @@ pub(crate) fn stream_backward<B: Backend>(
             let input_grads = if super::anomaly::is_anomaly_detection_enabled() {
                 let grads =
                     super::anomaly::suspended(|| rules::vjp(op, &values, &g, &needed, ext))?;
-                check_rule(op.name(), &values, &g, &grads, origin.as_deref())?;
+                check_rule(op.name(), &values, &g, &grads, &needed, origin.as_deref())?;
                 grads
             } else {
                 rules::vjp(op, &values, &g, &needed, ext)?
@@ -575,18 +575,20 @@ fn released(op: &'static str) -> Error {
 }
 
 /// In anomaly mode, an error when a reverse rule made a NaN or an infinity out of a finite cotangent
-/// and finite saved values.
+/// and finite saved values, in a gradient some input needs (`needed`).
 fn check_rule<B: Backend>(
     op: &'static str,
     values: &rules::SavedValues<B>,
     g: &Tensor<B>,
     grads: &[Option<Tensor<B>>],
+    needed: &[bool],
     origin: Option<&str>,
 ) -> Result<()> {
     let mut read: Vec<&Tensor<B>> = vec![g];
     read.extend(values.inputs.iter().flatten());
     read.extend(values.output.iter());
-    for grad in grads.iter().flatten() {
+    let used = grads.iter().zip(needed).filter(|(_, n)| **n);
+    for grad in used.filter_map(|(g, _)| g.as_ref()) {
         super::anomaly::check(op, "its reverse rule (backward)", &read, grad, origin)?;
     }
     Ok(())

@@ -6,6 +6,7 @@
 //! the saved inputs: that is exactly checkpointing, which is a custom function with no rules.
 
 use super::context::AdContext;
+use super::extension::ExtensionRules;
 use super::grad_mode::{EnableGradGuard, no_grad};
 use super::op::Op;
 use crate::Tensor;
@@ -260,10 +261,15 @@ impl<B: Backend> CustomCall<B> {
         output: &Tensor<B>,
         g: &Tensor<B>,
         needs: &[bool],
+        overrides: Option<&ExtensionRules<B>>,
     ) -> Result<Vec<Option<Tensor<B>>>> {
         if let Some(rule) = &self.func.reverse {
             let args = CustomArgs { inputs, output };
-            return check_len(self.name(), rule(&args, g)?, inputs.len());
+            let grads = check_len(self.name(), rule(&args, g)?, inputs.len())?;
+            for (x, grad) in inputs.iter().zip(&grads) {
+                self.check_shape("reverse", x, grad.as_ref())?;
+            }
+            return Ok(grads);
         }
         let create = g.requires_grad() || inputs.iter().any(Tensor::requires_grad);
         let (marks, out) = self.rerun(inputs)?;
@@ -279,7 +285,7 @@ impl<B: Backend> CustomCall<B> {
             .iter()
             .filter_map(|&i| self.handle(&marks, i))
             .collect();
-        let ctx = AdContext::builder().create_graph(create).build();
+        let ctx = context(create, overrides);
         for (&i, gi) in wanted.iter().zip(ctx.vjp_n(&out, &wrt, g)?) {
             grads[i] = Some(gi);
         }
@@ -292,10 +298,13 @@ impl<B: Backend> CustomCall<B> {
         inputs: &[Tensor<B>],
         output: &Tensor<B>,
         tangents: &[Option<Tensor<B>>],
+        overrides: Option<&ExtensionRules<B>>,
     ) -> Result<Option<Tensor<B>>> {
         if let Some(rule) = &self.func.forward {
             let args = CustomArgs { inputs, output };
-            return rule(&args, &tangents[..self.num_inputs.min(tangents.len())]);
+            let t = rule(&args, &tangents[..self.num_inputs.min(tangents.len())])?;
+            self.check_shape("forward", output, t.as_ref())?;
+            return Ok(t);
         }
         let create = inputs.iter().any(Tensor::requires_grad)
             || tangents.iter().flatten().any(Tensor::requires_grad);
@@ -313,7 +322,34 @@ impl<B: Backend> CustomCall<B> {
         if wrt.is_empty() || !out.requires_grad() {
             return Ok(None);
         }
-        let ctx = AdContext::builder().create_graph(create).build();
+        let ctx = context(create, overrides);
         ctx.jvp_n(&out, &wrt, &ts).map(Some)
     }
+
+    /// An error naming the function when a `mode` rule returned a value not of `like`'s shape.
+    fn check_shape(&self, mode: &str, like: &Tensor<B>, got: Option<&Tensor<B>>) -> Result<()> {
+        match got {
+            Some(t) if t.shape() != like.shape() => Err(Error::autodiff(
+                "custom function",
+                format!(
+                    "{}: the {mode} rule returned shape {:?} where {:?} was expected",
+                    self.name(),
+                    t.shape(),
+                    like.shape()
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The context a re-run body is differentiated in: graph creation as the enclosing pass has it, and
+/// the enclosing context's extension-rule overrides.
+fn context<B: Backend>(create: bool, overrides: Option<&ExtensionRules<B>>) -> AdContext {
+    let builder = AdContext::builder().create_graph(create);
+    match overrides {
+        Some(rules) => builder.with_extension_rules(rules.clone()),
+        None => builder,
+    }
+    .build()
 }

@@ -23,7 +23,7 @@ pub(crate) fn jvp<B: Backend>(
     let linear = |f: &dyn Fn(&Tensor<B>) -> Result<Tensor<B>>| t[0].as_ref().map(f).transpose();
     match op {
         Op::Extension(e) => extension::jvp(e, overrides, &s.all_inputs()?, s.output()?, t),
-        Op::Custom(c) => c.jvp(&s.all_inputs()?, s.output()?, t),
+        Op::Custom(c) => c.jvp(&s.all_inputs()?, s.output()?, t, overrides),
         Op::Identity => Ok(t[0].clone()),
         Op::Unary(u) => linear(&|t| elementwise::unary_jvp(*u, s, t)),
         Op::Binary(b) => elementwise::binary_jvp(*b, s, t),

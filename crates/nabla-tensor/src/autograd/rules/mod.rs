@@ -153,7 +153,7 @@ pub(crate) fn vjp<B: Backend>(
             g,
             needs,
         ),
-        Op::Custom(c) => c.vjp(&saved.all_inputs()?, saved.output()?, g, needs),
+        Op::Custom(c) => c.vjp(&saved.all_inputs()?, saved.output()?, g, needs, overrides),
         Op::Identity => Ok(vec![Some(g.clone())]),
         Op::Unary(u) => Ok(vec![Some(elementwise::unary(*u, saved, g)?)]),
         Op::Binary(b) => elementwise::binary(*b, saved, g, needs),
