@@ -23,14 +23,7 @@ impl Primitive {
         inputs: &[(&B::Storage, &Layout)],
     ) -> Result<Vec<B::Storage>> {
         let b = backend;
-        if let Some(n) = self.arity()
-            && inputs.len() != n
-        {
-            return Err(Error::invalid(
-                "dispatch",
-                format!("{} takes {n} inputs, got {}", self.name(), inputs.len()),
-            ));
-        }
+        self.check_arity(inputs.len())?;
         // Arity was checked above; `arg` keeps the indexing panic-free all the same.
         let arg = |k: usize| {
             inputs.get(k).copied().ok_or_else(|| {

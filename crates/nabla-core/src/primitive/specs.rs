@@ -69,19 +69,23 @@ impl Primitive {
         }
     }
 
+    /// An error naming the primitive when it does not take `given` inputs.
+    pub fn check_arity(&self, given: usize) -> Result<()> {
+        match self.arity() {
+            Some(n) if n != given => Err(Error::invalid(
+                self.kind().name(),
+                format!("{} takes {n} inputs, got {given}", self.name()),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The dtype and shape of each output for inputs of these dtypes and (view) shapes: one output,
     /// or two (values and `I64` positions) for sort, top-k and max pooling. An error names the
     /// primitive when the number of inputs is wrong or an axis or size does not fit; the backend
     /// kernels check the remaining conditions (matching shapes, dtypes) when they run.
     pub fn output_specs(&self, inputs: &[(DType, &[usize])]) -> Result<Vec<OutputSpec>> {
-        if let Some(n) = self.arity()
-            && inputs.len() != n
-        {
-            return Err(Error::invalid(
-                self.kind().name(),
-                format!("{} takes {n} inputs, got {}", self.name(), inputs.len()),
-            ));
-        }
+        self.check_arity(inputs.len())?;
         let name = self.kind().name();
         let input = |i: usize| inputs.get(i).copied().ok_or_else(|| no_input(name, i));
         let same = |i: usize| -> Result<Vec<OutputSpec>> {

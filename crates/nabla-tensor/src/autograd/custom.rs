@@ -7,7 +7,7 @@
 
 use super::context::AdContext;
 use super::extension::ExtensionRules;
-use super::grad_mode::{EnableGradGuard, no_grad};
+use super::grad_mode::{no_grad, with_grad};
 use super::op::Op;
 use crate::Tensor;
 use nabla_core::{Backend, Error, Result};
@@ -232,7 +232,10 @@ impl<B: Backend> CustomCall<B> {
     /// The body re-run with recording on, from differentiable handles of the saved inputs (continuing
     /// their graphs when they are tracked); returns the handles and the output.
     fn rerun(&self, inputs: &[Tensor<B>]) -> Result<Rerun<B>> {
-        let _recording = EnableGradGuard::new();
+        with_grad(|| self.rerun_recording(inputs))
+    }
+
+    fn rerun_recording(&self, inputs: &[Tensor<B>]) -> Result<Rerun<B>> {
         let marks: Vec<Option<Tensor<B>>> = inputs[..self.num_inputs]
             .iter()
             .map(|x| x.mark_input("custom function").ok())

@@ -20,7 +20,12 @@ pub struct NoGradGuard {
 impl NoGradGuard {
     /// Stops recording on this thread until the guard is dropped.
     pub fn new() -> Self {
-        let previous = GRAD_ENABLED.with(|g| g.replace(false));
+        Self::set(false)
+    }
+
+    /// Sets recording to `on` until the guard is dropped.
+    fn set(on: bool) -> Self {
+        let previous = GRAD_ENABLED.with(|g| g.replace(on));
         NoGradGuard { previous }
     }
 }
@@ -37,23 +42,11 @@ impl Drop for NoGradGuard {
     }
 }
 
-/// Turns recording on until dropped, whatever the enclosing scope says (a custom function re-runs its
-/// body with recording to differentiate it, even inside `no_grad`).
-pub(crate) struct EnableGradGuard {
-    previous: bool,
-}
-
-impl EnableGradGuard {
-    pub(crate) fn new() -> Self {
-        let previous = GRAD_ENABLED.with(|g| g.replace(true));
-        EnableGradGuard { previous }
-    }
-}
-
-impl Drop for EnableGradGuard {
-    fn drop(&mut self) {
-        GRAD_ENABLED.with(|g| g.set(self.previous));
-    }
+/// Runs `f` with recording on, whatever the enclosing scope says (a custom function re-runs its body
+/// with recording to differentiate it, even inside `no_grad`).
+pub(crate) fn with_grad<R>(f: impl FnOnce() -> R) -> R {
+    let _on = NoGradGuard::set(true);
+    f()
 }
 
 /// Runs `f` without recording: results computed inside do not require gradients, even from variables.
