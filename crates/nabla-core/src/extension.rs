@@ -165,6 +165,15 @@ pub trait ExtensionOp: OpIdentity + Debug + Send + Sync + 'static {
     /// The op as [`Any`], so rules can read the parameters of their own op type.
     fn as_any(&self) -> &dyn Any;
 
+    /// `true` when the op maps over leading dimensions: given inputs that all have one more leading
+    /// dimension of one size, it computes the op for each index of that dimension and stacks the
+    /// outputs along a new leading dimension (as linear algebra does over `[..., m, n]` batches).
+    /// `vmap` then batches the op with one call instead of one call per example. `false` (the
+    /// default) is always correct.
+    fn maps_leading_dims(&self) -> bool {
+        false
+    }
+
     /// `true` when `other` computes the same function: the same name and equal parameters
     /// ([`OpIdentity`]). Used to merge duplicate nodes of a traced program.
     fn same_as(&self, other: &dyn ExtensionOp) -> bool {

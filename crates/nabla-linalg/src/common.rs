@@ -167,6 +167,10 @@ macro_rules! extension_op {
             fn as_any(&self) -> &dyn std::any::Any {
                 self
             }
+
+            fn maps_leading_dims(&self) -> bool {
+                true
+            }
         }
     };
 }

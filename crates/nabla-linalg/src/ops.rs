@@ -149,6 +149,10 @@ impl ExtensionOp for Solve {
     fn as_any(&self) -> &dyn Any {
         self
     }
+
+    fn maps_leading_dims(&self) -> bool {
+        true
+    }
 }
 
 impl ExtensionOp for LuSolve {
@@ -187,6 +191,10 @@ impl ExtensionOp for LuSolve {
     fn as_any(&self) -> &dyn Any {
         self
     }
+
+    fn maps_leading_dims(&self) -> bool {
+        true
+    }
 }
 
 impl ExtensionOp for Inverse {
@@ -211,6 +219,10 @@ impl ExtensionOp for Inverse {
     fn as_any(&self) -> &dyn Any {
         self
     }
+
+    fn maps_leading_dims(&self) -> bool {
+        true
+    }
 }
 
 impl ExtensionOp for LogAbsDet {
@@ -234,5 +246,9 @@ impl ExtensionOp for LogAbsDet {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+
+    fn maps_leading_dims(&self) -> bool {
+        true
     }
 }

@@ -82,6 +82,7 @@ mod reduce;
 mod shape_ops;
 mod tensor;
 mod trace;
+mod vmap;
 
 pub use autograd::{
     AdContext, AdContextBuilder, AnomalyGuard, BackwardOptions, CustomArgs, CustomFn,
@@ -102,3 +103,4 @@ pub use trace::{
     Program, RunStats, TraceOp, TraceOperand, TracedTensor, TracedValue, TracingBackend, ValueId,
     ValueInfo,
 };
+pub use vmap::{Vmap, VmapOutputs, vmap};

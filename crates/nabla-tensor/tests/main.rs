@@ -23,3 +23,4 @@ mod primitives;
 mod support;
 mod traced;
 mod traced_agreement;
+mod vmap;

@@ -14,9 +14,9 @@ use nabla_tensor::{GraphExecutor, Tensor, TracingBackend};
 use std::collections::HashSet;
 use std::sync::Arc;
 
-/// Row sums of an f32 matrix: the extension sample.
+/// Row sums of an f32 or f64 matrix: the extension sample.
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct RowSum;
+pub(crate) struct RowSum;
 
 impl ExtensionOp for RowSum {
     fn name(&self) -> &str {
@@ -24,21 +24,23 @@ impl ExtensionOp for RowSum {
     }
     fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
         match inputs {
-            [(DType::F32, [m, _])] => Ok(OutputSpec {
-                dtype: DType::F32,
+            [(dtype @ (DType::F32 | DType::F64), [m, _])] => Ok(OutputSpec {
+                dtype: *dtype,
                 shape: vec![*m],
             }),
-            _ => Err(Error::invalid("test.row_sum", "expects one f32 matrix")),
+            _ => Err(Error::invalid(
+                "test.row_sum",
+                "expects one f32 or f64 matrix",
+            )),
         }
     }
     fn host_kernel(&self, inputs: &[HostView<'_>], _alloc: &dyn HostAllocator) -> Result<HostData> {
-        let n = inputs[0].shape[1];
-        let HostData::F32(x) = inputs[0].data else {
-            return Err(Error::invalid("test.row_sum", "f32 only"));
-        };
-        Ok(HostData::F32(
-            x.chunks(n.max(1)).map(|r| r.iter().sum()).collect(),
-        ))
+        let n = inputs[0].shape[1].max(1);
+        match inputs[0].data {
+            HostData::F32(x) => Ok(HostData::F32(x.chunks(n).map(|r| r.iter().sum()).collect())),
+            HostData::F64(x) => Ok(HostData::F64(x.chunks(n).map(|r| r.iter().sum()).collect())),
+            _ => Err(Error::invalid("test.row_sum", "f32 or f64 only")),
+        }
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
@@ -46,19 +48,33 @@ impl ExtensionOp for RowSum {
 }
 
 fn f32s(shape: &[usize], scale: f32) -> (HostData, Vec<usize>) {
+    floats(shape, scale, DType::F32)
+}
+
+/// Deterministic values of `dtype` (f32 or f64) in `[-5, 5] * scale`.
+pub(crate) fn floats(shape: &[usize], scale: f32, dtype: DType) -> (HostData, Vec<usize>) {
     let n: usize = shape.iter().product();
-    let v = (0..n)
+    let v: Vec<f32> = (0..n)
         .map(|i| ((i * 7 % 11) as f32 - 5.0) * scale)
         .collect();
-    (HostData::F32(v), shape.to_vec())
+    let data = match dtype {
+        DType::F64 => HostData::F64(v.into_iter().map(f64::from).collect()),
+        _ => HostData::F32(v),
+    };
+    (data, shape.to_vec())
 }
 
 fn i64s(values: Vec<i64>, shape: &[usize]) -> (HostData, Vec<usize>) {
     (HostData::I64(values), shape.to_vec())
 }
 
-/// A primitive of `kind` with inputs it accepts. Exhaustive: every kind of the catalogue has a case.
-fn sample(kind: PrimitiveKind) -> (Primitive, Vec<(HostData, Vec<usize>)>) {
+/// A primitive of `kind` with inputs it accepts, its floating-point inputs (and outputs, where the
+/// primitive names a dtype) of `float` (f32 or f64). Exhaustive: every kind of the catalogue has a case.
+pub(crate) fn sample(
+    kind: PrimitiveKind,
+    float: DType,
+) -> (Primitive, Vec<(HostData, Vec<usize>)>) {
+    let f32s = |shape: &[usize], scale: f32| floats(shape, scale, float);
     let x = || f32s(&[2, 3], 0.5);
     let conv = Conv2dParams {
         padding: (1, 1),
@@ -71,7 +87,7 @@ fn sample(kind: PrimitiveKind) -> (Primitive, Vec<(HostData, Vec<usize>)>) {
             let prim = Primitive::Full {
                 value,
                 len: 5,
-                dtype: DType::F64,
+                dtype: float,
             };
             (prim, vec![])
         }
@@ -83,7 +99,7 @@ fn sample(kind: PrimitiveKind) -> (Primitive, Vec<(HostData, Vec<usize>)>) {
                 },
                 key: RngKey { seed: 7, offset: 3 },
                 len: 6,
-                dtype: DType::F32,
+                dtype: float,
             };
             (prim, vec![])
         }
@@ -147,7 +163,7 @@ fn sample(kind: PrimitiveKind) -> (Primitive, Vec<(HostData, Vec<usize>)>) {
         PrimitiveKind::OneHot => {
             let prim = Primitive::OneHot {
                 classes: 4,
-                dtype: DType::F32,
+                dtype: float,
             };
             (prim, vec![i64s(vec![3, 0, 1], &[3])])
         }
@@ -199,7 +215,7 @@ fn sample(kind: PrimitiveKind) -> (Primitive, Vec<(HostData, Vec<usize>)>) {
             (Primitive::Extension(ExtensionCall(op)), vec![x()])
         }
         PrimitiveKind::Fused => {
-            let mut k = FusedBuilder::new(DType::F32);
+            let mut k = FusedBuilder::new(float);
             let (a, b) = (k.input(), k.input());
             let ab = k.mul(a, b);
             let out = k.unary(UnaryOp::Exp, ab);
@@ -242,6 +258,22 @@ fn run_on<B: Backend>(
             );
             Ok(data)
         })
+        .collect()
+}
+
+/// Runs `prim` eagerly on CPU tensors (one example of a `vmap` loop); returns the outputs.
+pub(crate) fn run_tensors(
+    cpu: &CpuBackend,
+    prim: &Primitive,
+    inputs: &[Tensor<CpuBackend>],
+) -> Result<Vec<Tensor<CpuBackend>>> {
+    let args: Vec<_> = inputs.iter().map(|t| (t.storage(), t.layout())).collect();
+    let specs: Vec<_> = inputs.iter().map(|t| (t.dtype(), t.shape())).collect();
+    let expected = prim.output_specs(&specs)?;
+    prim.dispatch(cpu, &args)?
+        .into_iter()
+        .zip(&expected)
+        .map(|(s, spec)| Tensor::from_storage(s, Layout::contiguous(spec.shape.clone()), cpu))
         .collect()
 }
 
@@ -288,7 +320,7 @@ fn every_primitive_dispatches_traces_and_replays_the_same() -> Result<()> {
     let tracked = MemoryTracked::new(cpu);
     let mut names = HashSet::new();
     for kind in PrimitiveKind::ALL {
-        let (prim, inputs) = sample(kind);
+        let (prim, inputs) = sample(kind, DType::F32);
         assert_eq!(prim.kind(), kind);
         assert!(names.insert(kind.name()), "duplicate name {}", kind.name());
         if let Some(n) = prim.arity() {
@@ -314,7 +346,7 @@ fn every_primitive_dispatches_traces_and_replays_the_same() -> Result<()> {
 fn a_wrong_number_of_inputs_is_an_error_naming_the_primitive() {
     let cpu = CpuBackend::new();
     for kind in PrimitiveKind::ALL {
-        let (prim, mut inputs) = sample(kind);
+        let (prim, mut inputs) = sample(kind, DType::F32);
         let Some(n) = prim.arity() else { continue };
         if n == 0 {
             inputs.push(f32s(&[2], 1.0));
