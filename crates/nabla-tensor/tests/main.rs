@@ -24,3 +24,4 @@ mod support;
 mod traced;
 mod traced_agreement;
 mod vmap;
+mod vmap_compose;

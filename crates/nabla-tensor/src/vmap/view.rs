@@ -61,7 +61,7 @@ fn strided_dims(layout: &Layout) -> Option<Vec<StridedDim>> {
             flipped: stride < 0,
         })
         .collect();
-    dims.sort_by(|a, b| b.stride.cmp(&a.stride));
+    dims.sort_by_key(|d| std::cmp::Reverse(d.stride));
     let nested = dims
         .windows(2)
         .all(|w| w[0].stride.is_multiple_of(w[1].stride) && w[0].stride / w[1].stride >= w[1].size);
