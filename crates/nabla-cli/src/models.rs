@@ -234,4 +234,77 @@ mod tests {
         assert!(ModelKind::from_name("vgg").is_err());
         Ok(())
     }
+
+    /// The loss of `model` on one image `x` `[C, H, W]` with label `y` `[]`, and the gradient of every
+    /// parameter, after setting the parameters to `params`.
+    fn example_gradients<B: Backend>(
+        model: &Sequential<B>,
+        params: &[Tensor<B>],
+        x: &Tensor<B>,
+        y: &Tensor<B>,
+    ) -> Result<Vec<Tensor<B>>> {
+        use nabla_nn::loss::{CrossEntropyOptions, cross_entropy};
+        let slots = model.parameters();
+        for (p, v) in slots.iter().zip(params) {
+            p.set(v.clone())?;
+        }
+        let logits = model.forward(&x.unsqueeze(0)?)?;
+        let loss = cross_entropy(&logits, &y.unsqueeze(0)?, &CrossEntropyOptions::default())?;
+        let grads = loss.backward()?;
+        slots
+            .iter()
+            .map(|p| {
+                p.grad(&grads)
+                    .ok_or_else(|| Error::invalid("test", "a parameter got no gradient"))
+            })
+            .collect()
+    }
+
+    /// `vmap` of the CNN's per-example gradient (the weights shared, images and labels mapped) equals a
+    /// loop of single-example gradients.
+    #[test]
+    fn per_example_gradients_of_the_cnn_by_vmap_equal_a_loop() -> Result<()> {
+        use nabla_tensor::{TracedTensor, TracingBackend, vmap};
+        let cpu = CpuBackend::new();
+        let shape = [1, 8, 8];
+        let model = build_model(ModelKind::Cnn, &shape, 10, 3, &cpu)?;
+        let params: Vec<_> = model.parameters().iter().map(|p| p.data()).collect();
+        let batch = 5;
+        let pixels: Vec<f32> = (0..batch * 64)
+            .map(|i| ((i * 37 % 23) as f32 - 11.0) / 9.0)
+            .collect();
+        let xs = Tensor::from_vec(pixels, [batch, 1, 8, 8], &cpu)?;
+        let ys = Tensor::from_vec(vec![3i64, 0, 9, 3, 7], [batch], &cpu)?;
+        let count = params.len();
+        let per_example = |t: &[TracedTensor]| {
+            let tb: &TracingBackend = t[0].backend();
+            let traced = build_model(ModelKind::Cnn, &shape, 10, 3, tb)?;
+            example_gradients(&traced, &t[..count], &t[count], &t[count + 1])
+        };
+        let mut in_axes = vec![None; count];
+        in_axes.extend([Some(0), Some(0)]);
+        let mut inputs: Vec<&Tensor<CpuBackend>> = params.iter().collect();
+        inputs.extend([&xs, &ys]);
+        let batched = vmap(per_example).in_axes(&in_axes).call(&inputs)?;
+        assert_eq!(batched.len(), count);
+        for b in 0..batch {
+            let (x, y) = (
+                xs.select_index(0, b as isize)?,
+                ys.select_index(0, b as isize)?,
+            );
+            let single = example_gradients(&model, &params, &x, &y)?;
+            for (k, (g, want)) in batched.iter().zip(&single).enumerate() {
+                let got = g.select_index(0, b as isize)?;
+                assert_eq!(got.shape(), want.shape(), "parameter {k}");
+                let (got, want) = (got.to_vec::<f32>()?, want.to_vec::<f32>()?);
+                for (i, (a, w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        (a - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                        "example {b}, parameter {k}, element {i}: {a} vs {w}"
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
 }

@@ -179,6 +179,10 @@ impl<B: Backend, W: Wrapper<B>> Backend for Wrapped<B, W> {
             .around("read", || self.inner.read(self.un(storage), layout))
     }
 
+    fn is_symbolic(&self) -> bool {
+        self.inner.is_symbolic()
+    }
+
     fn synchronize(&self) -> Result<()> {
         self.wrapper
             .around("synchronize", || self.inner.synchronize())

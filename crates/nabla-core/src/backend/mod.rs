@@ -57,6 +57,13 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
     /// Reads the elements of a view back to the host, in row-major order of the view. Waits for queued work.
     fn read(&self, storage: &Self::Storage, layout: &Layout) -> Result<HostData>;
 
+    /// `true` for a backend whose buffers hold no values while ops are recorded (the tracing
+    /// backend): [`Backend::read`] fails, so checks that read values (class indices in range, say)
+    /// are left to the kernels of the backend that later runs the program.
+    fn is_symbolic(&self) -> bool {
+        false
+    }
+
     /// Waits until all queued work has finished.
     fn synchronize(&self) -> Result<()>;
 

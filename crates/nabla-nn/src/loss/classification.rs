@@ -138,10 +138,15 @@ impl<B: Backend> IndexTargets<B> {
             );
         }
         let target = target.cast(DType::I64)?;
-        let bad = target
-            .to_vec::<i64>()?
-            .into_iter()
-            .find(|&t| t != ignore_index && !(0..classes as i64).contains(&t));
+        // Traced targets have no values yet: the gather kernels check the range when the program runs.
+        let bad = if target.backend().is_symbolic() {
+            None
+        } else {
+            target
+                .to_vec::<i64>()?
+                .into_iter()
+                .find(|&t| t != ignore_index && !(0..classes as i64).contains(&t))
+        };
         if let Some(index) = bad {
             return Err(Error::IndexOutOfBounds {
                 op,

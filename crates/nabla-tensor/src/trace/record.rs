@@ -36,6 +36,10 @@ impl Backend for TracingBackend {
         self.apply_one(Primitive::Constant(data), &[])
     }
 
+    fn is_symbolic(&self) -> bool {
+        true
+    }
+
     fn read(&self, storage: &TracedValue, _layout: &Layout) -> Result<HostData> {
         Err(Error::invalid(
             "read",
