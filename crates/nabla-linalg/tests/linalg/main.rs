@@ -10,3 +10,4 @@ mod jax_transforms;
 mod spectral;
 mod spectral_cases;
 mod support;
+mod vmap;
