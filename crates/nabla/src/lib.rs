@@ -49,8 +49,8 @@ pub use nabla_any::{AnyBackend, AnyStorage};
 pub use nabla_tensor::{
     AdContext, AdContextBuilder, AnomalyGuard, CompileReport, CustomArgs, CustomFn,
     ExtensionFamily, ExtensionRules, GraphCompiler, GraphExecutor, IntoProgram, Pass, Program,
-    RuleArgs, RunStats, TracedTensor, TracingBackend, checkpoint, detect_anomaly,
-    is_anomaly_detection_enabled,
+    RuleArgs, RunStats, TracedTensor, TracingBackend, Vmap, VmapOutputs, checkpoint,
+    detect_anomaly, is_anomaly_detection_enabled, vmap,
 };
 pub use nabla_tensor::{
     BackwardOptions, ElementCheck, GradCheckOptions, GradCheckReport, Gradients, IndexOp, Indexer,
@@ -77,7 +77,7 @@ pub mod prelude {
         AdContext, Backend, BackwardOptions, Conv2dParams, CpuBackend, CpuTensor, DType, Error,
         Generator, GradCheckOptions, Gradients, IndexOp, Result, Scalar, Shape, Tensor,
         TracedTensor, TracingBackend, check_gradients, grad, grad_n, hessian, hvp, jacfwd, jacrev,
-        jvp, no_grad, value_and_grad, vjp,
+        jvp, no_grad, value_and_grad, vjp, vmap,
     };
 }
 

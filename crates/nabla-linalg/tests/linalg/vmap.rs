@@ -20,7 +20,10 @@ fn matrices(batch: usize, n: usize) -> Result<T> {
 fn close(a: &T, b: &T, what: &str) -> Result<()> {
     assert_eq!(a.shape(), b.shape(), "{what}");
     for (x, y) in a.to_vec::<f64>()?.iter().zip(b.to_vec::<f64>()?) {
-        assert!((x - y).abs() <= 1e-10 * (1.0 + y.abs()), "{what}: {x} vs {y}");
+        assert!(
+            (x - y).abs() <= 1e-10 * (1.0 + y.abs()),
+            "{what}: {x} vs {y}"
+        );
     }
     Ok(())
 }
@@ -39,16 +42,24 @@ fn linear_algebra_under_vmap_equals_a_loop() -> Result<()> {
     let solved = vmap(|t: &[TracedTensor]| solve(&t[0], &t[1]))
         .in_axes(&[None, Some(0)])
         .call1(&[&shared, &rhs])?;
-    let per_example = vmap(|t: &[TracedTensor]| grad(|x: &TracedTensor| logabsdet(x))(&t[0]))
-        .call1(&[&a])?;
+    let per_example =
+        vmap(|t: &[TracedTensor]| grad(|x: &TracedTensor| logabsdet(x))(&t[0])).call1(&[&a])?;
     for b in 0..4 {
         let m = a.select_index(0, b)?;
         close(&inverses.select_index(0, b)?, &inv(&m)?, "vmap(inv)")?;
-        close(&last.select_index(0, b)?, &logabsdet(&m)?, "vmap(logabsdet), axis -1")?;
+        close(
+            &last.select_index(0, b)?,
+            &logabsdet(&m)?,
+            "vmap(logabsdet), axis -1",
+        )?;
         let want = solve(&shared, &rhs.select_index(0, b)?)?;
         close(&solved.select_index(0, b)?, &want, "vmap(solve), shared A")?;
         let g = grad(|x: &T| logabsdet(x))(&m)?;
-        close(&per_example.select_index(0, b)?, &g, "vmap(grad(logabsdet))")?;
+        close(
+            &per_example.select_index(0, b)?,
+            &g,
+            "vmap(grad(logabsdet))",
+        )?;
     }
     Ok(())
 }
