@@ -17,6 +17,7 @@ mod errors;
 mod extension_ops;
 mod forward_mode;
 mod fused_kernels;
+mod jacobians;
 mod jax_fixtures;
 mod primitives;
 #[path = "autograd_rules/support.rs"]

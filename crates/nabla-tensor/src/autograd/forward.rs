@@ -63,7 +63,11 @@ pub(crate) fn push_forward<B: Backend>(
 }
 
 /// Checks that each tangent matches its input in shape and dtype.
-fn check_tangents<B: Backend>(op: &'static str, xs: &[Tensor<B>], ts: &[Tensor<B>]) -> Result<()> {
+pub(super) fn check_tangents<B: Backend>(
+    op: &'static str,
+    xs: &[Tensor<B>],
+    ts: &[Tensor<B>],
+) -> Result<()> {
     if xs.len() != ts.len() {
         return Err(Error::invalid(
             op,

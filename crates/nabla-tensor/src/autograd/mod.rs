@@ -20,6 +20,7 @@ mod forward;
 mod functional;
 mod grad_mode;
 mod gradcheck;
+mod jacobian;
 mod node;
 mod op;
 mod rules;
@@ -36,6 +37,9 @@ pub use grad_mode::{NoGradGuard, is_grad_enabled, no_grad};
 pub use gradcheck::{
     ElementCheck, GradCheckOptions, GradCheckReport, InputCheck, check_gradients,
     check_second_order,
+};
+pub use jacobian::{
+    JacobianBlocks, Linearized, hessian_n, jacfwd_n, jacrev_n, linearize, linearize_n,
 };
 pub(crate) use node::Node;
 pub(crate) use op::Op;
