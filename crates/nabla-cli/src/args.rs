@@ -136,6 +136,10 @@ pub struct TrainArgs {
     /// Continue the run saved in --checkpoint exactly where it stopped (same options needed).
     #[arg(long)]
     pub resume: bool,
+    /// Check every op of each training step for NaN and infinity (slower): a diverged run stops with
+    /// an error naming the op that first produced one.
+    #[arg(long)]
+    pub detect_anomaly: bool,
     /// Stop when the test loss has not improved for N epochs.
     #[arg(long, value_name = "N")]
     pub early_stopping: Option<usize>,

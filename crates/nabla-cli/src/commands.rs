@@ -252,6 +252,7 @@ fn train_on<B: Backend>(args: &TrainArgs, backend: &B) -> Result<()> {
         log: args.log.clone(),
         plot: (!args.no_plot).then(|| args.plot.clone()),
         plot_title: format!("{} on {}", args.model.name(), args.dataset.name()),
+        detect_anomaly: args.detect_anomaly,
         metadata: info.to_json(),
     };
     let mut trainer = Trainer::new(model, opt, config)?;

@@ -100,6 +100,10 @@ pub struct TrainerConfig {
     pub plot: Option<PathBuf>,
     /// The title of the plot.
     pub plot_title: String,
+    /// Run each training step under anomaly detection ([`nabla_tensor::AnomalyGuard`]): the first op,
+    /// forward or backward, that makes a NaN or infinity from finite values stops the run with an
+    /// error naming it (slower; for finding where a diverged run went wrong).
+    pub detect_anomaly: bool,
     /// Anything the caller wants stored in checkpoints (e.g. the model kind and input shape), read
     /// back with [`checkpoint_metadata`](crate::checkpoint_metadata).
     pub metadata: Value,
@@ -118,6 +122,7 @@ impl Default for TrainerConfig {
             log: None,
             plot: None,
             plot_title: "training".to_string(),
+            detect_anomaly: false,
             metadata: Value::Null,
         }
     }

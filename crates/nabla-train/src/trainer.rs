@@ -12,7 +12,7 @@ use nabla_nn::loss::{CrossEntropyOptions, cross_entropy};
 use nabla_nn::optim::Optimizer;
 use nabla_nn::sched::LrScheduler;
 use nabla_nn::{Forward, TrainingState, load_checkpoint, load_safetensors, save_checkpoint};
-use nabla_tensor::{Tensor, no_grad};
+use nabla_tensor::{AnomalyGuard, Tensor, no_grad};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Instant;
@@ -291,15 +291,20 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
                 continue;
             }
             let (x, y) = batch.into_inputs_labels()?;
+            let anomaly = self.config.detect_anomaly.then(AnomalyGuard::new);
             let logits = self.model.forward(&x)?;
             let loss = cross_entropy(&logits, &y, &options)?;
             // Each parameter is updated as soon as its gradient is complete, while it is in cache.
             self.optimizer.backward_step(&loss)?;
+            drop(anomaly);
             self.step += 1;
+            let loss_value = scalar(&loss)?;
+            if !loss_value.is_finite() {
+                return Err(diverged(loss_value, self.epoch + 1, self.step));
+            }
             if let Some((s, SchedulerInterval::Step)) = &mut self.scheduler {
                 s.step(self.optimizer.as_mut())?;
             }
-            let loss_value = scalar(&loss)?;
             acc.add_batch(loss_value, &logits.detach(), &y)?;
             progress.advance(y.shape().first().copied().unwrap_or(0) as u64, acc.loss());
             if let (Some(every), Some(path)) =
@@ -340,6 +345,7 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
         batches_done: usize,
         sums: Option<[f64; 4]>,
     ) -> Result<()> {
+        self.check_finite_weights(path)?;
         let extra = json!({
             "trainer": {
                 "history": self.history.to_json(),
@@ -361,6 +367,30 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
             extra,
         };
         save_checkpoint(path, &self.model, Some(self.optimizer.as_ref()), &state)
+    }
+
+    /// An error naming the first parameter holding a NaN or infinity: a diverged run is stopped
+    /// instead of overwriting the checkpoint at `path` with weights that cannot be trained further.
+    fn check_finite_weights(&self, path: &Path) -> Result<()> {
+        for (name, param) in self.model.named_parameters() {
+            let value = param.data();
+            if !value.dtype().is_float() {
+                continue;
+            }
+            let finite = value.isfinite()?.all(&[], false)?.item::<bool>()?;
+            if !finite {
+                return Err(Error::NonFinite {
+                    op: "checkpoint",
+                    message: format!(
+                        "parameter `{name}` holds NaN or infinity at step {}: the run diverged and \
+                         {} was not overwritten",
+                        self.step,
+                        path.display()
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Restores model, optimizer, scheduler, history, early-stopping state and position from a
@@ -435,6 +465,19 @@ fn note(line: &str) {
 }
 
 /// The value of a scalar loss as `f64`, widened on the host (not every backend has float64).
+/// The error that stops a run whose training loss became `loss`: nothing is saved from that step on.
+fn diverged(loss: f64, epoch: u64, step: u64) -> Error {
+    Error::NonFinite {
+        op: "training loss",
+        message: format!(
+            "the loss is {loss} at epoch {epoch}, step {step}: the run diverged and was stopped \
+             before saving (lower the learning rate, or turn on anomaly detection \
+             (TrainerConfig::detect_anomaly, `nabla train --detect-anomaly`) to find the first op \
+             that made a NaN or infinity)"
+        ),
+    }
+}
+
 fn scalar<B: Backend>(t: &Tensor<B>) -> Result<f64> {
     match t.detach().to_host()?.to_f64_vec()[..] {
         [v] => Ok(v),

@@ -253,3 +253,71 @@ fn two_epochs_then_resume_equals_four_straight_bit_for_bit() -> Result<()> {
     }
     Ok(())
 }
+
+/// SGD with an absurd learning rate: the weights overflow within a few steps.
+fn diverging_trainer(config: TrainerConfig) -> Result<Trainer<Cpu, Sequential<Cpu>>> {
+    let model = mlp(0)?;
+    let opt = Sgd::new(
+        model.parameters(),
+        SgdConfig {
+            lr: 1e25,
+            ..Default::default()
+        },
+    )?;
+    Trainer::new(model, Box::new(opt), config)
+}
+
+#[test]
+fn a_diverged_run_stops_with_an_error_and_saves_no_nan_weights() -> Result<()> {
+    let path = temp("diverged.safetensors");
+    std::fs::remove_file(&path).ok();
+    let config = TrainerConfig {
+        checkpoint: Some(path.clone()),
+        checkpoint_every: Some(1),
+        ..quiet(3)
+    };
+    let mut trainer = diverging_trainer(config)?;
+    let mut train = DataLoader::new(blobs(1)?, 8)?;
+    let err = trainer
+        .fit(
+            &mut train,
+            None::<&mut DataLoader<TensorDataset<Cpu>, Vec<Tensor<Cpu>>>>,
+        )
+        .unwrap_err();
+    assert!(matches!(err, Error::NonFinite { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("diverged"), "{text}");
+    // Whatever was saved before the divergence holds finite weights only.
+    if path.exists() {
+        let model = mlp(5)?;
+        nabla_nn::load_checkpoint(&path, &model, None, &CpuBackend::new())?;
+        for (name, p) in model.named_parameters() {
+            let finite = p.data().isfinite()?.all(&[], false)?.item::<bool>()?;
+            assert!(finite, "{name} was saved non-finite");
+        }
+    }
+    std::fs::remove_file(&path).ok();
+    Ok(())
+}
+
+#[test]
+fn anomaly_detection_names_the_op_where_the_run_diverged() -> Result<()> {
+    let config = TrainerConfig {
+        detect_anomaly: true,
+        ..quiet(3)
+    };
+    let mut trainer = diverging_trainer(config)?;
+    let mut train = DataLoader::new(blobs(1)?, 8)?;
+    let err = trainer
+        .fit(
+            &mut train,
+            None::<&mut DataLoader<TensorDataset<Cpu>, Vec<Tensor<Cpu>>>>,
+        )
+        .unwrap_err();
+    let Error::NonFinite { op, message } = &err else {
+        panic!("expected NonFinite, got {err}");
+    };
+    assert_ne!(*op, "training loss", "{message}");
+    assert_ne!(*op, "checkpoint", "{message}");
+    Ok(())
+}
