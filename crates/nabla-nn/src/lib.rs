@@ -20,6 +20,7 @@ pub mod loss;
 mod module;
 pub mod optim;
 mod param;
+mod recompute;
 mod safetensors_io;
 pub mod sched;
 mod sequential;
@@ -30,6 +31,7 @@ pub use layers::*;
 pub use module::{Forward, Module, join_name};
 pub use nabla_derive::Module;
 pub use param::{Param, ParamId, ParamKind};
+pub use recompute::Checkpointed;
 pub use safetensors_io::{
     TensorFile, load_module, load_safetensors, save_module, save_safetensors, write_atomic,
 };

@@ -56,6 +56,11 @@ impl<B: Backend> Sequential<B> {
         self.layers.is_empty()
     }
 
+    /// The layers, in order.
+    pub fn into_layers(self) -> Vec<Box<dyn Forward<B> + Send + Sync>> {
+        self.layers
+    }
+
     /// The layer at `index`.
     pub fn get(&self, index: usize) -> Option<&(dyn Forward<B> + Send + Sync)> {
         self.layers.get(index).map(|l| l.as_ref())

@@ -140,7 +140,9 @@ impl<B: Backend> Tensor<B> {
     }
 
     /// Samples from `dist` with an explicit seeded generator. Element `i` depends only on the generator's
-    /// state and `i`, so every backend draws the same numbers.
+    /// state and `i`, so every backend draws the same numbers. Inside a function being re-run for its
+    /// derivative (a [`checkpoint`](crate::checkpoint)ed block), the draws of its first run are
+    /// repeated and `generator` does not advance.
     pub fn random(
         shape: impl Into<Shape>,
         dist: Distribution,
@@ -149,7 +151,7 @@ impl<B: Backend> Tensor<B> {
         backend: &B,
     ) -> Result<Self> {
         let shape = shape.into();
-        let key = generator.next_key(shape.numel());
+        let key = crate::random_replay::next_key(generator, shape.numel())?;
         let storage = backend.random(dist, shape.numel(), dtype, key)?;
         Ok(Tensor::from_output(storage, shape, backend))
     }

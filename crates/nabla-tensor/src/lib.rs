@@ -78,6 +78,7 @@ mod indexing;
 mod linalg;
 mod operand;
 mod operators;
+mod random_replay;
 mod reduce;
 mod shape_ops;
 mod tensor;

@@ -10,6 +10,7 @@ mod losses_torch;
 mod modules;
 mod optim_fused;
 mod optim_torch;
+mod recompute;
 mod sched_torch;
 mod sequence_torch;
 mod training;

@@ -10,6 +10,7 @@ use super::extension::ExtensionRules;
 use super::grad_mode::{no_grad, with_grad};
 use super::op::Op;
 use crate::Tensor;
+use crate::random_replay::{self, DrawnKeys};
 use nabla_core::{Backend, Error, Result};
 use std::fmt;
 use std::sync::Arc;
@@ -148,13 +149,15 @@ impl<B: Backend> CustomFn<B> {
             ));
         }
         let detached: Vec<Tensor<B>> = inputs.iter().map(|t| t.detach()).collect();
-        let out = no_grad(|| (self.body)(&detached))?;
+        let (out, draws) = random_replay::record(|| no_grad(|| (self.body)(&detached)));
+        let out = out?;
         let all: Vec<&Tensor<B>> = inputs.iter().chain(captured).copied().collect();
         let call = || {
             Op::Custom(Arc::new(CustomCall {
                 func: self.clone(),
                 num_inputs: inputs.len(),
                 captured: captured.iter().map(|&t| t.clone()).collect(),
+                draws: draws.clone(),
             }))
         };
         out.record_checked(call, &all)
@@ -197,6 +200,8 @@ pub(crate) struct CustomCall<B: Backend> {
     func: CustomFn<B>,
     num_inputs: usize,
     captured: Vec<Tensor<B>>,
+    /// The random draws of the first run, repeated by every re-run.
+    draws: DrawnKeys,
 }
 
 impl<B: Backend> fmt::Debug for CustomCall<B> {
@@ -245,7 +250,7 @@ impl<B: Backend> CustomCall<B> {
             .zip(inputs)
             .map(|(m, x)| m.clone().unwrap_or_else(|| x.clone()))
             .collect();
-        let out = (self.func.body)(&args)?;
+        let out = random_replay::replay(&self.draws, || (self.func.body)(&args))?;
         Ok((marks, out))
     }
 
