@@ -63,3 +63,23 @@ fn values_already_non_finite_pass_through_and_the_mode_is_scoped() -> Result<()>
     assert_eq!(g.to_vec::<f64>()?, vec![1.0, 0.5]);
     Ok(())
 }
+
+#[test]
+fn custom_functions_are_named_in_anomaly_errors() -> Result<()> {
+    use nabla_tensor::CustomFn;
+    let x = Tensor::var("x", tensor(&[0.0, 1.0])?)?;
+    // Forward: the body's own ops are checked, so the first one that overflows is named.
+    let blowup = CustomFn::<CpuBackend>::new("blowup", |x| x[0].add(1000.0)?.exp());
+    let err = detect_anomaly(|| blowup.apply(&[&x]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("exp: forward"), "{err}");
+    // Backward: a reverse rule that divides by zero.
+    let bad_rule = CustomFn::<CpuBackend>::new("bad_rule", |x| x[0].square())
+        .reverse(|args, g| Ok(vec![Some(g.div(&args.inputs[0])?)]));
+    let err = detect_anomaly(|| bad_rule.apply(&[&x])?.sum_all()?.grad(&x))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("'bad_rule' its reverse rule"), "{err}");
+    Ok(())
+}

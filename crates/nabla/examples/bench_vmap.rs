@@ -14,7 +14,7 @@
 //! Each runs eagerly (`vmap(...).call` per step: trace of one example, batched replay) and traced +
 //! compiled (the whole `vmap` traced once, compiled by `GraphCompiler`, run by `GraphExecutor`). Each
 //! time is the median of `--repeats` runs after warm-up. Human-readable lines go to stderr, one JSON
-//! object to stdout.
+//! object to stdout. With `NABLA_PROFILE` set, the slowest nodes of the compiled program are listed.
 
 use nabla::core::Pool2dParams;
 use nabla::prelude::*;
@@ -192,6 +192,23 @@ fn run(
         raw.nodes().len(),
         program.nodes().len()
     );
+    if std::env::var_os("NABLA_PROFILE").is_some() {
+        let (_, times) = exec.run_profiled(&program, &feed)?;
+        let mut rows: Vec<_> = program.nodes().iter().zip(&times).collect();
+        rows.sort_by_key(|(_, t)| std::cmp::Reverse(**t));
+        for (node, t) in rows.iter().take(12) {
+            let shapes: Vec<_> = node
+                .outputs
+                .iter()
+                .map(|&v| &program.values()[v].shape)
+                .collect();
+            eprintln!(
+                "  {:8.3} ms  {} -> {shapes:?}",
+                t.as_secs_f64() * 1e3,
+                node.op
+            );
+        }
+    }
     json.push(format!("\"{name}_eager_s\": {eager}"));
     json.push(format!("\"{name}_compiled_s\": {compiled}"));
     json.push(format!("\"{name}_build_s\": {build_s}"));

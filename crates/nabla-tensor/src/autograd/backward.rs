@@ -349,7 +349,9 @@ pub(crate) fn stream_backward<B: Backend>(
             let input_grads = if super::anomaly::is_anomaly_detection_enabled() {
                 let grads =
                     super::anomaly::suspended(|| rules::vjp(op, &values, &g, &needed, ext))?;
-                check_rule(op.name(), &values, &g, &grads, &needed, origin.as_deref())?;
+                let stage = op.stage("its reverse rule (backward)");
+                let named = (op.name(), stage.as_str());
+                check_rule(named, &values, &g, &grads, &needed, origin.as_deref())?;
                 grads
             } else {
                 rules::vjp(op, &values, &g, &needed, ext)?
@@ -577,7 +579,7 @@ fn released(op: &'static str) -> Error {
 /// In anomaly mode, an error when a reverse rule made a NaN or an infinity out of a finite cotangent
 /// and finite saved values, in a gradient some input needs (`needed`).
 fn check_rule<B: Backend>(
-    op: &'static str,
+    (op, stage): (&'static str, &str),
     values: &rules::SavedValues<B>,
     g: &Tensor<B>,
     grads: &[Option<Tensor<B>>],
@@ -589,7 +591,7 @@ fn check_rule<B: Backend>(
     read.extend(values.output.iter());
     let used = grads.iter().zip(needed).filter(|(_, n)| **n);
     for grad in used.filter_map(|(g, _)| g.as_ref()) {
-        super::anomaly::check(op, "its reverse rule (backward)", &read, grad, origin)?;
+        super::anomaly::check(op, stage, &read, grad, origin)?;
     }
     Ok(())
 }

@@ -160,9 +160,9 @@ impl<B: Backend> Tensor<B> {
             return Ok(self.record(op, inputs));
         }
         let op = op();
-        let name = op.name();
+        let (name, stage) = (op.name(), op.stage("forward"));
         let out = self.record(|| op, inputs);
-        super::anomaly::check(name, "forward", inputs, &out, None)?;
+        super::anomaly::check(name, &stage, inputs, &out, None)?;
         Ok(out)
     }
 

@@ -98,6 +98,46 @@ impl SavedInputs {
 }
 
 impl<B: Backend> Op<B> {
+    /// The name the user gave the op, for an extension op (`"linalg.inv"`) or a custom function;
+    /// `None` for the built-in primitives, whose [`Op::name`] is already their own.
+    pub(crate) fn own_name(&self) -> Option<&str> {
+        match self {
+            Op::Extension(bound) => Some(bound.op.name()),
+            Op::Custom(call) => Some(call.name()),
+            Op::Identity
+            | Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Select
+            | Op::Cast { .. }
+            | Op::Reduce { .. }
+            | Op::Cumsum { .. }
+            | Op::Matmul
+            | Op::Reshape { .. }
+            | Op::Permute { .. }
+            | Op::Broadcast { .. }
+            | Op::Slice { .. }
+            | Op::Flip { .. }
+            | Op::Pad { .. }
+            | Op::Concat { .. }
+            | Op::Gather { .. }
+            | Op::IndexSelect { .. }
+            | Op::ScatterAdd { .. }
+            | Op::Conv2d { .. }
+            | Op::Conv2dInputGrad { .. }
+            | Op::Conv2dWeightGrad { .. }
+            | Op::Transfer { .. } => None,
+        }
+    }
+
+    /// The stage name of an anomaly-detection message, with the op's own name when it has one
+    /// (`"'linalg.inv' forward"`).
+    pub(crate) fn stage(&self, stage: &str) -> String {
+        match self.own_name() {
+            Some(name) => format!("'{name}' {stage}"),
+            None => stage.to_string(),
+        }
+    }
+
     /// A short name for error messages and graph dumps.
     pub(crate) fn name(&self) -> &'static str {
         match self {
