@@ -6,15 +6,17 @@
 use crate::module::{Forward, Module};
 use crate::param::{Param, ParamKind};
 use crate::sequential::Sequential;
-use nabla_core::{Backend, Result};
+use nabla_core::{Backend, Error, Result};
 use nabla_tensor::{Tensor, checkpoint, is_grad_enabled};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 /// A module whose forward is checkpointed: backward runs it again instead of keeping its
-/// activations. Gradients are the same bit for bit; the re-run draws the same random numbers
-/// (dropout masks) as the first run, and buffers updated in training mode (batch-norm statistics) are
-/// updated once, by the first run. Parameters and buffers keep their names (a state dict is the
+/// activations. Gradients are the same bit for bit: the re-run draws the same random numbers
+/// (dropout masks) as the first run, runs in the training mode the first run had (even if the model
+/// was switched to evaluation in between), and leaves the buffers (batch-norm statistics) as the
+/// first run updated them. Replacing a parameter between forward and backward is an error at
+/// backward. Parameters and buffers keep their names (a state dict is the
 /// wrapped module's).
 ///
 /// ```
@@ -36,13 +38,16 @@ use std::sync::{Arc, RwLock};
 /// ```
 pub struct Checkpointed<M> {
     inner: Arc<RwLock<M>>,
+    /// The training flag last set, shared with pending re-runs.
+    training: Arc<AtomicBool>,
 }
 
 impl<M> Checkpointed<M> {
-    /// Wraps `module`.
+    /// Wraps `module` (in training mode, as modules start).
     pub fn new(module: M) -> Self {
         Checkpointed {
             inner: Arc::new(RwLock::new(module)),
+            training: Arc::new(AtomicBool::new(true)),
         }
     }
 }
@@ -53,11 +58,13 @@ impl<B: Backend, M: Module<B>> Module<B> for Checkpointed<M> {
     }
 
     fn set_training(&mut self, training: bool) {
-        self.inner
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .set_training(training);
+        self.training.store(training, Ordering::Relaxed);
+        write(&self.inner).set_training(training);
     }
+}
+
+fn write<M>(m: &RwLock<M>) -> std::sync::RwLockWriteGuard<'_, M> {
+    m.write().unwrap_or_else(|e| e.into_inner())
 }
 
 fn read<M>(m: &RwLock<M>) -> std::sync::RwLockReadGuard<'_, M> {
@@ -87,22 +94,62 @@ where
             return read(&self.inner).forward(x);
         }
         let captured: Vec<&Tensor<B>> = params.iter().map(|(_, v)| v).collect();
-        let inner = self.inner.clone();
+        let (inner, training) = (self.inner.clone(), self.training.clone());
+        let mode = training.load(Ordering::Relaxed);
         let first_run = AtomicBool::new(true);
+        let weights: Vec<Tensor<B>> = params.iter().map(|(_, v)| v.clone()).collect();
         checkpoint(&[x], &captured, move |xs| {
-            let module = read(&inner);
             if first_run.swap(false, Ordering::Relaxed) {
-                return module.forward(&xs[0]);
+                return read(&inner).forward(&xs[0]);
             }
-            // A re-run leaves the buffers as the first run left them.
-            let buffers = values(&*module, ParamKind::Buffer);
-            let out = module.forward(&xs[0]);
-            for (param, value) in buffers {
-                param.set(value)?;
-            }
-            out
+            rerun(&inner, &training, mode, &weights, &xs[0])
         })
     }
+}
+
+/// A re-run of a checkpointed forward for backward: in the training mode of the first run, with the
+/// same weights (an error if they were replaced since), leaving the buffers as the first run left them.
+fn rerun<B, M>(
+    inner: &RwLock<M>,
+    training: &AtomicBool,
+    mode: bool,
+    weights: &[Tensor<B>],
+    x: &Tensor<B>,
+) -> Result<Tensor<B>>
+where
+    B: Backend,
+    M: Forward<B>,
+{
+    let now = values(&*read(inner), ParamKind::Parameter);
+    let same = now.len() == weights.len()
+        && now
+            .iter()
+            .zip(weights)
+            .all(|((_, v), w)| v.var_id() == w.var_id());
+    if !same {
+        return Err(Error::invalid(
+            "Checkpointed",
+            "a parameter of the checkpointed module was replaced between its forward pass and \
+             backward: re-running it would differentiate other weights; run backward before \
+             updating the parameters",
+        ));
+    }
+    let switched = training.load(Ordering::Relaxed) != mode;
+    if switched {
+        write(inner).set_training(mode);
+    }
+    let module = read(inner);
+    let buffers = values(&*module, ParamKind::Buffer);
+    let out = module.forward(x);
+    drop(module);
+    let restored = buffers
+        .into_iter()
+        .try_for_each(|(param, value)| param.set(value));
+    if switched {
+        write(inner).set_training(!mode);
+    }
+    restored?;
+    out
 }
 
 impl<B: Backend> Sequential<B> {

@@ -41,8 +41,10 @@ pub(crate) fn next_key(generator: &mut Generator, len: usize) -> Result<RngKey> 
         let key = match replay.map(|i| &mut frames[i]) {
             Some(Frame::Replay(keys)) => match keys.pop_front() {
                 Some((key, n)) if n == len => key,
-                Some((_, n)) => return Err(mismatch(format!("{len} numbers where it drew {n}"))),
-                None => return Err(mismatch(format!("{len} more numbers than it drew"))),
+                Some((_, n)) => {
+                    return Err(mismatch(format!("{len} numbers where it drew {n}")));
+                }
+                None => return Err(mismatch(format!("{len} more numbers than"))),
             },
             Some(Frame::Record(_)) | None => generator.next_key(len),
         };
@@ -79,16 +81,27 @@ pub(crate) fn record<R>(f: impl FnOnce() -> R) -> (R, DrawnKeys) {
     (out, keys.into())
 }
 
-/// Runs `f` with its draws taken from `keys` (those of an earlier run, in order).
-pub(crate) fn replay<R>(keys: &DrawnKeys, f: impl FnOnce() -> R) -> R {
-    if keys.is_empty() {
-        return f();
-    }
+/// Runs `f` with its draws taken from `keys` (those of an earlier run, in order): an error when `f`
+/// draws more or fewer numbers than that run did (its randomness then depends on more than its inputs:
+/// a module switched between training and evaluation, say). Draws made on other threads `f` spawns
+/// are neither recorded nor replayed.
+pub(crate) fn replay<R>(keys: &DrawnKeys, f: impl FnOnce() -> Result<R>) -> Result<R> {
     FRAMES.with(|frames| {
         frames
             .borrow_mut()
             .push(Frame::Replay(keys.iter().copied().collect()))
     });
-    let _guard = FrameGuard;
-    f()
+    let guard = FrameGuard;
+    let out = f()?;
+    let left = FRAMES.with(|frames| match frames.borrow().last() {
+        Some(Frame::Replay(rest)) => rest.len(),
+        Some(Frame::Record(_)) | None => 0,
+    });
+    drop(guard);
+    if left > 0 {
+        return Err(mismatch(format!(
+            "{left} fewer batches of random numbers than"
+        )));
+    }
+    Ok(out)
 }

@@ -315,3 +315,68 @@ fn checkpointing_cuts_the_peak_memory_of_a_deep_mlp() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn re_runs_repeat_the_random_draws_of_the_first_run_even_nested() -> Result<()> {
+    use nabla_core::Generator;
+    use std::sync::{Arc, Mutex};
+    let rng = Arc::new(Mutex::new(Generator::new(3)));
+    let noisy = {
+        let rng = rng.clone();
+        move |x: &T| -> Result<T> {
+            let mut g = rng.lock().expect("generator");
+            let mask = Tensor::bernoulli(x.shape().to_vec(), 0.5, DType::F64, &mut g, x.backend())?;
+            x.mul(&mask)?.tanh()
+        }
+    };
+    let x = Tensor::var("x", tensor(&[0.3, -1.2, 0.7, 2.0])?)?;
+    let outer = {
+        let noisy = noisy.clone();
+        move |xs: &[T]| {
+            let inner = noisy.clone();
+            let h = checkpoint(&[&xs[0]], &[], move |ys: &[T]| inner(&ys[0]))?;
+            noisy(&h.mul(2.0)?)
+        }
+    };
+    // The plain run from the same generator state gives the reference gradient.
+    let start = rng.lock().expect("generator").clone();
+    let plain = outer(std::slice::from_ref(&x))?.sum_all()?.grad(&x)?;
+    let after_plain = rng.lock().expect("generator").clone();
+    *rng.lock().expect("generator") = start;
+    let y = checkpoint(&[&x], &[], outer)?.sum_all()?;
+    assert_eq!(y.grad(&x)?.to_vec::<f64>()?, plain.to_vec::<f64>()?);
+    // Backward re-ran both bodies without advancing the generator.
+    assert_eq!(*rng.lock().expect("generator"), after_plain);
+    Ok(())
+}
+
+#[test]
+fn a_rerun_that_draws_differently_is_an_error() -> Result<()> {
+    use nabla_core::Generator;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let draw = Arc::new(AtomicBool::new(false));
+    let body = {
+        let draw = draw.clone();
+        move |xs: &[T]| {
+            if draw.load(Ordering::Relaxed) {
+                let mut g = Generator::new(1);
+                let noise =
+                    Tensor::rand(xs[0].shape().to_vec(), DType::F64, &mut g, xs[0].backend())?;
+                xs[0].add(&noise)?.exp()
+            } else {
+                xs[0].exp()
+            }
+        }
+    };
+    let x = Tensor::var("x", tensor(&[0.5, 1.0])?)?;
+    let y = checkpoint(&[&x], &[], body.clone())?.sum_all()?;
+    draw.store(true, Ordering::Relaxed);
+    let err = y.grad(&x).unwrap_err().to_string();
+    assert!(err.contains("more numbers than in its first run"), "{err}");
+    let y = checkpoint(&[&x], &[], body)?.sum_all()?;
+    draw.store(false, Ordering::Relaxed);
+    let err = y.grad(&x).unwrap_err().to_string();
+    assert!(err.contains("fewer"), "{err}");
+    Ok(())
+}

@@ -107,3 +107,50 @@ fn linearize_pushes_tangents_without_running_the_function_again() -> Result<()> 
     assert!(err.contains("linearize"), "{err}");
     Ok(())
 }
+
+#[test]
+fn jacobians_of_mixed_dtype_outputs_and_random_functions() -> Result<()> {
+    use nabla_core::{DType, Generator};
+    let cpu = CpuBackend::new();
+    let x = Tensor::from_vec(vec![0.5f64, -1.0, 2.0], [3], &cpu)?;
+    // An f64 output, an f32 output and an index: blocks of the output's dtype, zeros for the index.
+    let f = |v: &[T]| {
+        Ok(vec![
+            v[0].square()?,
+            v[0].cast(DType::F32)?.exp()?,
+            v[0].argmax(0, false)?,
+        ])
+    };
+    for blocks in [
+        jacfwd_n(f)(std::slice::from_ref(&x))?,
+        jacrev_n(f)(std::slice::from_ref(&x))?,
+    ] {
+        assert_eq!(blocks[0][0].to_vec2::<f64>()?[1], vec![0.0, -2.0, 0.0]);
+        // As JAX: forward mode gives the output's dtype (f32), reverse mode the input's (f64).
+        let d = blocks[1][0].cast(DType::F64)?.to_vec2::<f64>()?;
+        assert!(
+            (d[2][2] - 2f64.exp()).abs() < 1e-5 && d[0][1] == 0.0,
+            "{d:?}"
+        );
+        assert_eq!(blocks[2][0].to_vec::<f64>()?, vec![0.0; 3]);
+    }
+    // A function with a random mask: every row and column sees the same mask, so the Jacobian is
+    // diagonal with the mask on it (each call would otherwise draw another).
+    let rng = std::cell::RefCell::new(Generator::new(9));
+    let masked = |v: &[T]| {
+        let mask = Tensor::bernoulli([3], 0.5, DType::F64, &mut rng.borrow_mut(), &cpu)?;
+        Ok(vec![v[0].mul(&mask)?])
+    };
+    for j in [
+        jacfwd_n(masked)(std::slice::from_ref(&x))?,
+        jacrev_n(masked)(std::slice::from_ref(&x))?,
+    ] {
+        let m = j[0][0].to_vec2::<f64>()?;
+        for (r, row) in m.iter().enumerate() {
+            for (c, &v) in row.iter().enumerate() {
+                assert!(r == c || v == 0.0, "{m:?}");
+            }
+        }
+    }
+    Ok(())
+}

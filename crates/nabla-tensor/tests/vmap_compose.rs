@@ -231,3 +231,17 @@ fn bad_axes_and_sizes_are_errors_naming_vmap() -> Result<()> {
     assert!(reads.is_err());
     Ok(())
 }
+
+#[test]
+fn an_empty_batch_gives_empty_outputs_of_the_traced_shapes() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let images = Tensor::zeros([0, 1, 2, 6, 6], DType::F32, &cpu)?;
+    let w = Tensor::ones([3, 2, 3, 3], DType::F32, &cpu)?;
+    let conv = nabla_core::Conv2dParams::default();
+    let out = vmap(|t: &[TracedTensor]| t[0].conv2d(&t[1], &conv)?.relu())
+        .in_axes(&[Some(0), None])
+        .out_axes(&[Some(-1)])
+        .call1(&[&images, &w])?;
+    assert_eq!(out.shape(), &[1, 3, 4, 4, 0]);
+    Ok(())
+}

@@ -100,3 +100,37 @@ fn checkpoint_each_cuts_the_peak_memory_of_a_deep_chain() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn a_rerun_keeps_the_first_runs_training_mode_and_rejects_replaced_weights() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let x = Tensor::from_vec(
+        (0..48).map(|i| (i as f64 / 5.0).cos()).collect(),
+        [6, 8],
+        &cpu,
+    )?;
+    let plain = chain(8, 2, &cpu)?;
+    let want = plain.forward(&x)?.square()?.sum_all()?.backward()?;
+    let mut model = chain(8, 2, &cpu)?.checkpoint_each();
+    let loss = model.forward(&x)?.square()?.sum_all()?;
+    // Evaluation in between (no dropout, running statistics) must not change this step's gradients.
+    model.set_training(false);
+    model.forward(&x)?;
+    let got = loss.backward()?;
+    for (p, q) in model.parameters().iter().zip(plain.parameters()) {
+        assert_eq!(
+            p.grad(&got).map(|g| g.to_vec::<f64>()).transpose()?,
+            q.grad(&want).map(|g| g.to_vec::<f64>()).transpose()?
+        );
+    }
+    model.set_training(true);
+    let loss = model.forward(&x)?.square()?.sum_all()?;
+    let first = &model.parameters()[0];
+    first.set(first.data().mul(0.5)?)?;
+    let err = loss.backward().unwrap_err().to_string();
+    assert!(
+        err.contains("replaced between its forward pass and backward"),
+        "{err}"
+    );
+    Ok(())
+}

@@ -194,7 +194,9 @@ pub fn checkpoint<B: Backend>(
 }
 
 /// A recorded call of a custom function: the function, how many of the node's inputs are its inputs
-/// (the rest are captured tensors), and the captured tensors as the body reads them.
+/// (the rest are captured tensors), and the captured tensors as the body reads them (tracked: the node's
+/// saved copies may be detached). Holding them keeps their buffers alive while the graph lives, so an
+/// optimizer updating a captured parameter during backward writes a new buffer instead of the old one.
 #[derive(Clone)]
 pub(crate) struct CustomCall<B: Backend> {
     func: CustomFn<B>,

@@ -7,58 +7,99 @@ use super::backward::captures_outer;
 use super::forward::{check_tangents, jvp_n, push_forward};
 use super::functional::{grad_n, vjp_n};
 use crate::Tensor;
-use nabla_core::{Backend, Error, Result};
+use crate::random_replay::{self, DrawnKeys};
+use nabla_core::{Backend, Result};
 
 /// One Jacobian block per (output, input) pair: `blocks[i][j]` is `∂yᵢ/∂xⱼ`, of shape
 /// `yᵢ.shape ++ xⱼ.shape`.
 pub type JacobianBlocks<B> = Vec<Vec<Tensor<B>>>;
 
-/// The outputs of `f` flattened and joined into one vector, with their shapes.
-fn flat_outputs<B: Backend>(ys: &[Tensor<B>]) -> Result<Tensor<B>> {
-    let flat = ys
+/// The outputs `which` of `ys`, flattened and joined into one vector (they share one dtype).
+fn joined<B: Backend>(ys: &[Tensor<B>], which: &[usize]) -> Result<Tensor<B>> {
+    let flat = which
         .iter()
-        .map(|y| y.reshape([y.numel()]))
+        .map(|&i| ys[i].reshape([ys[i].numel()]))
         .collect::<Result<Vec<_>>>()?;
     match flat.as_slice() {
-        [] => Err(Error::invalid(
-            "jacobian",
-            "the function returned no output",
-        )),
         [one] => Ok(one.clone()),
         _ => Tensor::cat(&flat.iter().collect::<Vec<_>>(), 0),
     }
 }
 
-/// Splits a `[total, ...x.shape]` stack of rows (one per flattened output element) into one block per
-/// output, of shape `y.shape ++ x.shape`.
-fn split_rows<B: Backend>(
+/// The differentiable outputs grouped by dtype (one pass of JVPs or VJPs per group, usually one).
+fn dtype_groups<B: Backend>(ys: &[Tensor<B>]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(nabla_core::DType, Vec<usize>)> = Vec::new();
+    for (i, y) in ys.iter().enumerate() {
+        let d = y.dtype();
+        if !(d.is_float() || d.is_complex()) {
+            continue;
+        }
+        match groups.iter_mut().find(|(g, _)| *g == d) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((d, vec![i])),
+        }
+    }
+    groups.into_iter().map(|(_, members)| members).collect()
+}
+
+/// Splits a `[total, ...x.shape]` stack of rows (one per element of the joined outputs `which`) into
+/// one block per output, of shape `y.shape ++ x.shape`, stored in `blocks[i][j]`.
+fn place_rows<B: Backend>(
     rows: Tensor<B>,
-    out_shapes: &[Vec<usize>],
-    x: &Tensor<B>,
-) -> Result<Vec<Tensor<B>>> {
+    ys: &[Tensor<B>],
+    which: &[usize],
+    j: usize,
+    blocks: &mut [Vec<Option<Tensor<B>>>],
+) -> Result<()> {
     let mut start = 0;
-    out_shapes
-        .iter()
-        .map(|shape| {
-            let len: usize = shape.iter().product();
-            let mut full = shape.clone();
-            full.extend(x.shape());
-            let block = rows.narrow(0, start, len)?.reshape(full)?;
-            start += len;
-            Ok(block)
+    for &i in which {
+        let len = ys[i].numel();
+        let mut full = ys[i].shape().to_vec();
+        full.extend(&rows.shape()[1..]);
+        blocks[i][j] = Some(rows.narrow(0, start, len)?.reshape(full)?);
+        start += len;
+    }
+    Ok(())
+}
+
+/// Every block, with zeros (of the input's dtype) for the outputs that are not differentiable
+/// (integers, booleans: JAX's `float0`).
+fn fill_blocks<B: Backend>(
+    blocks: Vec<Vec<Option<Tensor<B>>>>,
+    ys: &[Tensor<B>],
+    xs: &[Tensor<B>],
+) -> Result<JacobianBlocks<B>> {
+    blocks
+        .into_iter()
+        .zip(ys)
+        .map(|(row, y)| {
+            row.into_iter()
+                .zip(xs)
+                .map(|(block, x)| match block {
+                    Some(b) => Ok(b),
+                    None => {
+                        let mut shape = y.shape().to_vec();
+                        shape.extend(x.shape());
+                        Tensor::zeros(shape, x.dtype(), x.backend())
+                    }
+                })
+                .collect()
         })
         .collect()
 }
 
-/// Stacks per-element results (`rows`: one per output element, each of `x`'s shape) into
-/// `[total, ...x.shape]`.
-fn stack_rows<B: Backend>(rows: &[Tensor<B>], total: usize, x: &Tensor<B>) -> Result<Tensor<B>> {
-    if rows.is_empty() {
+/// `[total, ...x.shape]` from per-element parts of `x`'s shape (zeros when there are none).
+fn stack_parts<B: Backend>(
+    parts: &[Tensor<B>],
+    total: usize,
+    like: &Tensor<B>,
+) -> Result<Tensor<B>> {
+    if parts.is_empty() {
         let mut shape = vec![total];
-        shape.extend(x.shape());
-        return Tensor::zeros(shape, x.dtype(), x.backend());
+        shape.extend(like.shape());
+        return Tensor::zeros(shape, like.dtype(), like.backend());
     }
-    Tensor::stack(&rows.iter().collect::<Vec<_>>(), 0)
+    Tensor::stack(&parts.iter().collect::<Vec<_>>(), 0)
 }
 
 /// The unit tangent number `k` of `x`'s shape.
@@ -68,9 +109,19 @@ fn unit<B: Backend>(x: &Tensor<B>, k: usize) -> Result<Tensor<B>> {
     Tensor::from_vec(data, x.shape().to_vec(), x.backend())?.cast(x.dtype())
 }
 
+/// Runs `f` once, recording its random draws so every later run for the same Jacobian repeats them
+/// (a function with dropout gets one mask for all its rows).
+fn probe<B: Backend>(
+    f: &impl Fn(&[Tensor<B>]) -> Result<Vec<Tensor<B>>>,
+    xs: &[Tensor<B>],
+) -> Result<(Vec<Tensor<B>>, DrawnKeys)> {
+    let (ys, keys) = random_replay::record(|| f(xs));
+    Ok((ys?.iter().map(Tensor::detach).collect(), keys))
+}
+
 /// The Jacobian blocks of `f` at `xs` by forward mode (one JVP per input element): `blocks[i][j]` is
 /// `∂yᵢ/∂xⱼ`, of shape `yᵢ.shape ++ xⱼ.shape`, as `jax.jacfwd(f, argnums=(0, ..., n-1))` with tuple
-/// outputs.
+/// outputs. Outputs may have different dtypes; those of integers or booleans get zero blocks.
 ///
 /// ```
 /// # use nabla_tensor::{Tensor, jacfwd_n}; use nabla_cpu::CpuBackend;
@@ -90,47 +141,36 @@ where
     F: Fn(&[Tensor<B>]) -> Result<Vec<Tensor<B>>>,
 {
     move |xs| {
-        let out_shapes: Vec<Vec<usize>> = f(xs)?.iter().map(|y| y.shape().to_vec()).collect();
-        let total = out_shapes.iter().map(|s| s.iter().product::<usize>()).sum();
+        let (ys, keys) = probe(&f, xs)?;
+        let mut blocks = vec![vec![None; xs.len()]; ys.len()];
         let zeros = xs
             .iter()
             .map(|x| x.detach().zeros_like())
             .collect::<Result<Vec<_>>>()?;
-        let mut by_input = Vec::with_capacity(xs.len());
-        for (j, x) in xs.iter().enumerate() {
-            let mut columns = Vec::with_capacity(x.numel());
-            for k in 0..x.numel() {
-                let mut tangents = zeros.clone();
-                tangents[j] = unit(x, k)?;
-                let (_, column) = jvp_n(|xs| flat_outputs(&f(xs)?), xs, &tangents)?;
-                columns.push(column);
+        for which in dtype_groups(&ys) {
+            let total: usize = which.iter().map(|&i| ys[i].numel()).sum();
+            let joined_f =
+                |xs: &[Tensor<B>]| random_replay::replay(&keys, || joined(&f(xs)?, &which));
+            for (j, x) in xs.iter().enumerate() {
+                let mut columns = Vec::with_capacity(x.numel());
+                for k in 0..x.numel() {
+                    let mut tangents = zeros.clone();
+                    tangents[j] = unit(x, k)?;
+                    columns.push(jvp_n(joined_f, xs, &tangents)?.1);
+                }
+                // Columns `[total]` per element of `x`, stacked last: the rows `[total, ...x.shape]`.
+                let mut shape = vec![total];
+                shape.extend(x.shape());
+                let rows = if columns.is_empty() {
+                    Tensor::zeros(shape, ys[which[0]].dtype(), x.backend())?
+                } else {
+                    Tensor::stack(&columns.iter().collect::<Vec<_>>(), -1)?.reshape(shape)?
+                };
+                place_rows(rows, &ys, &which, j, &mut blocks)?;
             }
-            // Columns `[total]` per input element, as rows of the transposed Jacobian.
-            let mut shape = vec![total];
-            shape.extend(x.shape());
-            let block = if columns.is_empty() {
-                Tensor::zeros(shape, x.dtype(), x.backend())?
-            } else {
-                Tensor::stack(&columns.iter().collect::<Vec<_>>(), -1)?.reshape(shape)?
-            };
-            by_input.push(split_rows(block, &out_shapes, x)?);
         }
-        Ok(transpose_blocks(by_input, out_shapes.len()))
+        fill_blocks(blocks, &ys, xs)
     }
-}
-
-/// `by_input[j][i]` as `blocks[i][j]`.
-fn transpose_blocks<B: Backend>(
-    by_input: Vec<Vec<Tensor<B>>>,
-    outputs: usize,
-) -> JacobianBlocks<B> {
-    let mut blocks: JacobianBlocks<B> = (0..outputs).map(|_| Vec::new()).collect();
-    for column in by_input {
-        for (i, block) in column.into_iter().enumerate() {
-            blocks[i].push(block);
-        }
-    }
-    blocks
 }
 
 /// The Jacobian blocks of `f` at `xs` by reverse mode (one VJP per output element), laid out as
@@ -141,23 +181,25 @@ where
     F: Fn(&[Tensor<B>]) -> Result<Vec<Tensor<B>>>,
 {
     move |xs| {
-        let ys = f(xs)?;
-        let out_shapes: Vec<Vec<usize>> = ys.iter().map(|y| y.shape().to_vec()).collect();
-        let flat = flat_outputs(&ys)?.detach();
-        let total = flat.numel();
-        let mut rows: Vec<Vec<Tensor<B>>> = vec![Vec::with_capacity(total); xs.len()];
-        for k in 0..total {
-            let (_, grads) = vjp_n(|xs| flat_outputs(&f(xs)?), xs, &unit(&flat, k)?)?;
-            for (j, g) in grads.into_iter().enumerate() {
-                rows[j].push(g);
+        let (ys, keys) = probe(&f, xs)?;
+        let mut blocks = vec![vec![None; xs.len()]; ys.len()];
+        for which in dtype_groups(&ys) {
+            let flat = joined(&ys, &which)?;
+            let joined_f =
+                |xs: &[Tensor<B>]| random_replay::replay(&keys, || joined(&f(xs)?, &which));
+            let mut rows: Vec<Vec<Tensor<B>>> = vec![Vec::with_capacity(flat.numel()); xs.len()];
+            for k in 0..flat.numel() {
+                let (_, grads) = vjp_n(joined_f, xs, &unit(&flat, k)?)?;
+                for (j, g) in grads.into_iter().enumerate() {
+                    rows[j].push(g);
+                }
+            }
+            for (j, (parts, x)) in rows.iter().zip(xs).enumerate() {
+                let rows = stack_parts(parts, flat.numel(), x)?;
+                place_rows(rows, &ys, &which, j, &mut blocks)?;
             }
         }
-        let by_input = rows
-            .iter()
-            .zip(xs)
-            .map(|(r, x)| split_rows(stack_rows(r, total, x)?, &out_shapes, x))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(transpose_blocks(by_input, out_shapes.len()))
+        fill_blocks(blocks, &ys, xs)
     }
 }
 

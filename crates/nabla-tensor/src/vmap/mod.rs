@@ -158,7 +158,11 @@ where
             .collect::<Result<Vec<_>>>()?;
         let outputs = (self.f)(&placeholders)?.into_outputs();
         let program = tb.program(&outputs.iter().collect::<Vec<_>>())?;
-        let results = replay(&program, values, batch, first.backend())?;
+        let results = if batch == 0 {
+            empty_batch(&program, first.backend())?
+        } else {
+            replay(&program, values, batch, first.backend())?
+        };
         self.place_outputs(results, batch)
     }
 
@@ -296,6 +300,20 @@ fn move_axis<B: Backend>(x: &Tensor<B>, from: usize, to: usize) -> Result<Tensor
         .collect();
     perm.insert(to, from as isize);
     x.permute(&perm)
+}
+
+/// The outputs of `program` for a batch of no example: empty tensors of the traced shapes.
+fn empty_batch<B: Backend>(program: &Program, backend: &B) -> Result<Vec<BatchValue<B>>> {
+    program
+        .outputs()
+        .iter()
+        .map(|o| {
+            let mut shape = vec![0];
+            shape.extend(o.layout.shape());
+            let dtype = program.values()[o.value].dtype;
+            Ok(BatchValue::new(Tensor::zeros(shape, dtype, backend)?, true))
+        })
+        .collect()
 }
 
 /// Runs `program` on batched inputs through each primitive's batching rule, releasing every value
