@@ -30,6 +30,8 @@ import platform
 import subprocess
 import time
 
+from bench_support import median, median_time
+
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SIZES = [256, 512]
 DTYPES = ["float32", "float64"]
@@ -52,18 +54,6 @@ def run_nabla(ops: list[str], repeats: int, skip_build: bool) -> dict:
         text=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def median_time(f, repeats: int) -> float:
-    for _ in range(2):
-        f()
-    runs = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        f()
-        runs.append(time.perf_counter() - start)
-    runs.sort()
-    return runs[len(runs) // 2]
 
 
 def setup_jax(ops: list[str]):
@@ -112,12 +102,6 @@ def setup_jax(ops: list[str]):
         return res
 
     return jax.__version__, measure
-
-
-def median(values: list[float]) -> float:
-    values = sorted(values)
-    mid = len(values) // 2
-    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
 def main():

@@ -35,6 +35,8 @@ import platform
 import subprocess
 import time
 
+from bench_support import median, median_time
+
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 BATCH = 128
 SIZES = [784, 512, 512, 10]
@@ -61,18 +63,6 @@ def run_nabla(repeats: int, skip_build: bool) -> dict:
         )
         results.update(json.loads(out.stdout.strip().splitlines()[-1]))
     return results
-
-
-def median_time(f, repeats: int) -> float:
-    for _ in range(3):
-        f()
-    runs = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        f()
-        runs.append(time.perf_counter() - start)
-    runs.sort()
-    return runs[len(runs) // 2]
 
 
 def setup_jax():
@@ -131,12 +121,6 @@ def setup_jax():
         "gram_hvp_compile_s": hvp_compile,
     }
     return compile_times, measure
-
-
-def median(values: list[float]) -> float:
-    values = sorted(values)
-    mid = len(values) // 2
-    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
 def combine(rounds: list[dict]) -> dict:

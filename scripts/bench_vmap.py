@@ -29,28 +29,12 @@ import json
 import os
 import platform
 import subprocess
-import time
+
+from bench_support import median, median_time
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 MLP_BATCH, MLP_SIZES = 64, (784, 256, 10)
 CNN_BATCH, IMAGE = 32, 16
-
-
-def median(values):
-    values = sorted(values)
-    mid = len(values) // 2
-    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
-
-
-def median_time(f, repeats: int) -> float:
-    for _ in range(3):
-        f()
-    runs = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        f()
-        runs.append(time.perf_counter() - start)
-    return median(runs)
 
 
 def run_nabla(repeats: int, skip_build: bool) -> dict:

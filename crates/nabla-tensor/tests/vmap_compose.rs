@@ -18,19 +18,7 @@ fn fixture(name: &str) -> Value {
 }
 
 fn tensor(v: &Value) -> Result<T> {
-    let shape: Vec<usize> = v["shape"]
-        .as_array()
-        .expect("shape")
-        .iter()
-        .map(|d| d.as_u64().expect("dim") as usize)
-        .collect();
-    let data: Vec<f64> = v["data"]
-        .as_array()
-        .expect("data")
-        .iter()
-        .map(|d| d.as_f64().expect("number"))
-        .collect();
-    Tensor::from_vec(data, shape, &CpuBackend::new())
+    Ok(crate::support::fixture_array(v))
 }
 
 fn inputs(case: &Value) -> Result<Vec<T>> {

@@ -254,8 +254,9 @@ fn two_epochs_then_resume_equals_four_straight_bit_for_bit() -> Result<()> {
     Ok(())
 }
 
-/// SGD with an absurd learning rate: the weights overflow within a few steps.
-fn diverging_trainer(config: TrainerConfig) -> Result<Trainer<Cpu, Sequential<Cpu>>> {
+/// The error that ends a run of SGD with an absurd learning rate (the weights overflow within a few
+/// steps) under `config`.
+fn diverged_run(config: TrainerConfig) -> Result<Error> {
     let model = mlp(0)?;
     let opt = Sgd::new(
         model.parameters(),
@@ -264,7 +265,13 @@ fn diverging_trainer(config: TrainerConfig) -> Result<Trainer<Cpu, Sequential<Cp
             ..Default::default()
         },
     )?;
-    Trainer::new(model, Box::new(opt), config)
+    let mut trainer = Trainer::new(model, Box::new(opt), config)?;
+    let mut train = DataLoader::new(blobs(1)?, 8)?;
+    let no_validation = None::<&mut DataLoader<TensorDataset<Cpu>, Vec<Tensor<Cpu>>>>;
+    match trainer.fit(&mut train, no_validation) {
+        Ok(_) => Err(Error::invalid("test", "the diverging run finished")),
+        Err(e) => Ok(e),
+    }
 }
 
 #[test]
@@ -276,14 +283,7 @@ fn a_diverged_run_stops_with_an_error_and_saves_no_nan_weights() -> Result<()> {
         checkpoint_every: Some(1),
         ..quiet(3)
     };
-    let mut trainer = diverging_trainer(config)?;
-    let mut train = DataLoader::new(blobs(1)?, 8)?;
-    let err = trainer
-        .fit(
-            &mut train,
-            None::<&mut DataLoader<TensorDataset<Cpu>, Vec<Tensor<Cpu>>>>,
-        )
-        .unwrap_err();
+    let err = diverged_run(config)?;
     assert!(matches!(err, Error::NonFinite { .. }), "{err}");
     let text = err.to_string();
     assert!(text.contains("diverged"), "{text}");
@@ -306,14 +306,7 @@ fn anomaly_detection_names_the_op_where_the_run_diverged() -> Result<()> {
         detect_anomaly: true,
         ..quiet(3)
     };
-    let mut trainer = diverging_trainer(config)?;
-    let mut train = DataLoader::new(blobs(1)?, 8)?;
-    let err = trainer
-        .fit(
-            &mut train,
-            None::<&mut DataLoader<TensorDataset<Cpu>, Vec<Tensor<Cpu>>>>,
-        )
-        .unwrap_err();
+    let err = diverged_run(config)?;
     let Error::NonFinite { op, message } = &err else {
         panic!("expected NonFinite, got {err}");
     };

@@ -20,30 +20,15 @@
 
 use nabla::prelude::*;
 use nabla::{GraphCompiler, GraphExecutor, Program};
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+#[path = "bench_support/mod.rs"]
+mod bench_support;
+use bench_support::time;
 
 const BATCH: usize = 128;
 const SIZES: [usize; 4] = [784, 512, 512, 10];
 const GRAM: usize = 256;
-
-fn median(mut runs: Vec<Duration>) -> f64 {
-    runs.sort();
-    runs[runs.len() / 2].as_secs_f64()
-}
-
-/// Median seconds of `f` over `repeats` runs after three warm-up runs.
-fn time(repeats: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    for _ in 0..3 {
-        f()?;
-    }
-    let mut runs = Vec::with_capacity(repeats);
-    for _ in 0..repeats {
-        let start = Instant::now();
-        f()?;
-        runs.push(start.elapsed());
-    }
-    Ok(median(runs))
-}
 
 /// The MLP's cross-entropy loss; `params` are `[w1, b1, w2, b2, w3, b3]`.
 fn mlp_loss<B: Backend>(

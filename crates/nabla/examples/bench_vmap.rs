@@ -19,31 +19,16 @@
 use nabla::core::Pool2dParams;
 use nabla::prelude::*;
 use nabla::{GraphCompiler, GraphExecutor, grad_n};
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+#[path = "bench_support/mod.rs"]
+mod bench_support;
+use bench_support::time;
 
 const MLP_BATCH: usize = 64;
 const MLP_SIZES: [usize; 3] = [784, 256, 10];
 const CNN_BATCH: usize = 32;
 const IMAGE: usize = 16;
-
-fn median(mut runs: Vec<Duration>) -> f64 {
-    runs.sort();
-    runs[runs.len() / 2].as_secs_f64()
-}
-
-/// Median seconds of `f` over `repeats` runs after three warm-up runs.
-fn time(repeats: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    for _ in 0..3 {
-        f()?;
-    }
-    let mut runs = Vec::with_capacity(repeats);
-    for _ in 0..repeats {
-        let start = Instant::now();
-        f()?;
-        runs.push(start.elapsed());
-    }
-    Ok(median(runs))
-}
 
 /// Cross-entropy of one example's logits `[10]` against its one-hot label.
 fn nll<B: Backend>(logits: &Tensor<B>, one_hot: &Tensor<B>) -> Result<Tensor<B>> {

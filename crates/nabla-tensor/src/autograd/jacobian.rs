@@ -7,7 +7,7 @@ use super::backward::captures_outer;
 use super::forward::{check_tangents, jvp_n, push_forward};
 use super::functional::{grad_n, vjp_n};
 use crate::Tensor;
-use crate::random_replay::{self, DrawnKeys};
+use crate::random_replay;
 use nabla_core::{Backend, Result};
 
 /// One Jacobian block per (output, input) pair: `blocks[i][j]` is `∂yᵢ/∂xⱼ`, of shape
@@ -49,7 +49,7 @@ fn place_rows<B: Backend>(
     ys: &[Tensor<B>],
     which: &[usize],
     j: usize,
-    blocks: &mut [Vec<Option<Tensor<B>>>],
+    blocks: &mut Partial<B>,
 ) -> Result<()> {
     let mut start = 0;
     for &i in which {
@@ -65,7 +65,7 @@ fn place_rows<B: Backend>(
 /// Every block, with zeros (of the input's dtype) for the outputs that are not differentiable
 /// (integers, booleans: JAX's `float0`).
 fn fill_blocks<B: Backend>(
-    blocks: Vec<Vec<Option<Tensor<B>>>>,
+    blocks: Partial<B>,
     ys: &[Tensor<B>],
     xs: &[Tensor<B>],
 ) -> Result<JacobianBlocks<B>> {
@@ -109,14 +109,32 @@ fn unit<B: Backend>(x: &Tensor<B>, k: usize) -> Result<Tensor<B>> {
     Tensor::from_vec(data, x.shape().to_vec(), x.backend())?.cast(x.dtype())
 }
 
-/// Runs `f` once, recording its random draws so every later run for the same Jacobian repeats them
-/// (a function with dropout gets one mask for all its rows).
-fn probe<B: Backend>(
-    f: &impl Fn(&[Tensor<B>]) -> Result<Vec<Tensor<B>>>,
-    xs: &[Tensor<B>],
-) -> Result<(Vec<Tensor<B>>, DrawnKeys)> {
+/// Partly filled blocks: `blocks[i][j]` once computed.
+type Partial<B> = Vec<Vec<Option<Tensor<B>>>>;
+
+/// The blocks of `f` at `xs`, filled per group of outputs of one dtype by `group`, which gets the
+/// function of `xs` joining that group's outputs into one vector, the outputs at `xs`, the group and
+/// the blocks to fill. `f` runs once first; every later run repeats its random draws (a function with
+/// dropout gets one mask for all its rows). Outputs of integers or booleans get zero blocks.
+fn by_dtype_group<B, F, G>(f: &F, xs: &[Tensor<B>], mut group: G) -> Result<JacobianBlocks<B>>
+where
+    B: Backend,
+    F: Fn(&[Tensor<B>]) -> Result<Vec<Tensor<B>>>,
+    G: FnMut(
+        &dyn Fn(&[Tensor<B>]) -> Result<Tensor<B>>,
+        &[Tensor<B>],
+        &[usize],
+        &mut Partial<B>,
+    ) -> Result<()>,
+{
     let (ys, keys) = random_replay::record(|| f(xs));
-    Ok((ys?.iter().map(Tensor::detach).collect(), keys))
+    let ys: Vec<Tensor<B>> = ys?.iter().map(Tensor::detach).collect();
+    let mut blocks = vec![vec![None; xs.len()]; ys.len()];
+    for which in dtype_groups(&ys) {
+        let joined_f = |xs: &[Tensor<B>]| random_replay::replay(&keys, || joined(&f(xs)?, &which));
+        group(&joined_f, &ys, &which, &mut blocks)?;
+    }
+    fill_blocks(blocks, &ys, xs)
 }
 
 /// The Jacobian blocks of `f` at `xs` by forward mode (one JVP per input element): `blocks[i][j]` is
@@ -141,16 +159,12 @@ where
     F: Fn(&[Tensor<B>]) -> Result<Vec<Tensor<B>>>,
 {
     move |xs| {
-        let (ys, keys) = probe(&f, xs)?;
-        let mut blocks = vec![vec![None; xs.len()]; ys.len()];
         let zeros = xs
             .iter()
             .map(|x| x.detach().zeros_like())
             .collect::<Result<Vec<_>>>()?;
-        for which in dtype_groups(&ys) {
+        by_dtype_group(&f, xs, |joined_f, ys, which, blocks| {
             let total: usize = which.iter().map(|&i| ys[i].numel()).sum();
-            let joined_f =
-                |xs: &[Tensor<B>]| random_replay::replay(&keys, || joined(&f(xs)?, &which));
             for (j, x) in xs.iter().enumerate() {
                 let mut columns = Vec::with_capacity(x.numel());
                 for k in 0..x.numel() {
@@ -166,10 +180,10 @@ where
                 } else {
                     Tensor::stack(&columns.iter().collect::<Vec<_>>(), -1)?.reshape(shape)?
                 };
-                place_rows(rows, &ys, &which, j, &mut blocks)?;
+                place_rows(rows, ys, which, j, blocks)?;
             }
-        }
-        fill_blocks(blocks, &ys, xs)
+            Ok(())
+        })
     }
 }
 
@@ -181,12 +195,8 @@ where
     F: Fn(&[Tensor<B>]) -> Result<Vec<Tensor<B>>>,
 {
     move |xs| {
-        let (ys, keys) = probe(&f, xs)?;
-        let mut blocks = vec![vec![None; xs.len()]; ys.len()];
-        for which in dtype_groups(&ys) {
-            let flat = joined(&ys, &which)?;
-            let joined_f =
-                |xs: &[Tensor<B>]| random_replay::replay(&keys, || joined(&f(xs)?, &which));
+        by_dtype_group(&f, xs, |joined_f, ys, which, blocks| {
+            let flat = joined(ys, which)?;
             let mut rows: Vec<Vec<Tensor<B>>> = vec![Vec::with_capacity(flat.numel()); xs.len()];
             for k in 0..flat.numel() {
                 let (_, grads) = vjp_n(joined_f, xs, &unit(&flat, k)?)?;
@@ -195,11 +205,10 @@ where
                 }
             }
             for (j, (parts, x)) in rows.iter().zip(xs).enumerate() {
-                let rows = stack_parts(parts, flat.numel(), x)?;
-                place_rows(rows, &ys, &which, j, &mut blocks)?;
+                place_rows(stack_parts(parts, flat.numel(), x)?, ys, which, j, blocks)?;
             }
-        }
-        fill_blocks(blocks, &ys, xs)
+            Ok(())
+        })
     }
 }
 

@@ -101,31 +101,12 @@ impl<B: Backend> Op<B> {
     /// The name the user gave the op, for an extension op (`"linalg.inv"`) or a custom function;
     /// `None` for the built-in primitives, whose [`Op::name`] is already their own.
     pub(crate) fn own_name(&self) -> Option<&str> {
-        match self {
-            Op::Extension(bound) => Some(bound.op.name()),
-            Op::Custom(call) => Some(call.name()),
-            Op::Identity
-            | Op::Unary(_)
-            | Op::Binary(_)
-            | Op::Select
-            | Op::Cast { .. }
-            | Op::Reduce { .. }
-            | Op::Cumsum { .. }
-            | Op::Matmul
-            | Op::Reshape { .. }
-            | Op::Permute { .. }
-            | Op::Broadcast { .. }
-            | Op::Slice { .. }
-            | Op::Flip { .. }
-            | Op::Pad { .. }
-            | Op::Concat { .. }
-            | Op::Gather { .. }
-            | Op::IndexSelect { .. }
-            | Op::ScatterAdd { .. }
-            | Op::Conv2d { .. }
-            | Op::Conv2dInputGrad { .. }
-            | Op::Conv2dWeightGrad { .. }
-            | Op::Transfer { .. } => None,
+        if let Op::Extension(bound) = self {
+            Some(bound.op.name())
+        } else if let Op::Custom(call) = self {
+            Some(call.name())
+        } else {
+            None
         }
     }
 

@@ -28,6 +28,20 @@ pub fn idx(v: &[i64], shape: &[usize]) -> T {
     Tensor::from_slice(v, shape.to_vec(), &cpu()).unwrap()
 }
 
+/// An f64 tensor from a JAX fixture entry `{"shape": [...], "data": [...]}`.
+pub fn fixture_array(v: &serde_json::Value) -> T {
+    let dims = |key: &str| -> Vec<serde_json::Value> { v[key].as_array().expect(key).clone() };
+    let shape: Vec<usize> = dims("shape")
+        .iter()
+        .map(|d| d.as_u64().expect("dim") as usize)
+        .collect();
+    let data: Vec<f64> = dims("data")
+        .iter()
+        .map(|d| d.as_f64().expect("number"))
+        .collect();
+    t(&data, &shape)
+}
+
 /// The values of `x` as f64.
 pub fn vals(x: &T) -> Vec<f64> {
     x.cast(DType::F64).unwrap().to_vec::<f64>().unwrap()
