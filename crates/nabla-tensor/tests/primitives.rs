@@ -261,19 +261,19 @@ fn run_on<B: Backend>(
         .collect()
 }
 
-/// Runs `prim` eagerly on CPU tensors (one example of a `vmap` loop); returns the outputs.
-pub(crate) fn run_tensors(
-    cpu: &CpuBackend,
+/// Runs `prim` on `inputs` (tensors of `backend`, eager or traced), wrapping its outputs as tensors.
+pub(crate) fn run_tensors<B: Backend>(
+    backend: &B,
     prim: &Primitive,
-    inputs: &[Tensor<CpuBackend>],
-) -> Result<Vec<Tensor<CpuBackend>>> {
+    inputs: &[Tensor<B>],
+) -> Result<Vec<Tensor<B>>> {
     let args: Vec<_> = inputs.iter().map(|t| (t.storage(), t.layout())).collect();
     let specs: Vec<_> = inputs.iter().map(|t| (t.dtype(), t.shape())).collect();
     let expected = prim.output_specs(&specs)?;
-    prim.dispatch(cpu, &args)?
+    prim.dispatch(backend, &args)?
         .into_iter()
         .zip(&expected)
-        .map(|(s, spec)| Tensor::from_storage(s, Layout::contiguous(spec.shape.clone()), cpu))
+        .map(|(s, spec)| Tensor::from_storage(s, Layout::contiguous(spec.shape.clone()), backend))
         .collect()
 }
 

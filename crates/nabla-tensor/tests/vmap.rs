@@ -3,10 +3,10 @@
 //! transforms (`vmap(grad)`, `grad(vmap)`, `jacrev` by `vmap(vjp)`, Hessians of batched functions,
 //! nested `vmap`) against loops and JAX fixtures.
 
-use crate::primitives::sample;
-use nabla_core::{DType, HostData, Layout, Primitive, PrimitiveKind, Result};
+use crate::primitives::{run_tensors, sample};
+use nabla_core::{DType, HostData, PrimitiveKind, Result};
 use nabla_cpu::CpuBackend;
-use nabla_tensor::{Tensor, TracedTensor, TracingBackend, vmap};
+use nabla_tensor::{Tensor, TracedTensor, vmap};
 
 const BATCH: usize = 3;
 
@@ -37,22 +37,6 @@ fn vary(data: &HostData, b: usize) -> HostData {
         HostData::I64(_) | HostData::I32(_) => data.clone(),
         other => panic!("no per-example variation for {:?}", other.dtype()),
     }
-}
-
-/// Applies `prim` to traced operands (the function every primitive is mapped with).
-fn apply_traced(
-    prim: &Primitive,
-    tb: &TracingBackend,
-    operands: &[TracedTensor],
-) -> Result<Vec<TracedTensor>> {
-    let args: Vec<_> = operands.iter().map(|t| (t.storage(), t.layout())).collect();
-    let specs: Vec<_> = operands.iter().map(|t| (t.dtype(), t.shape())).collect();
-    let expected = prim.output_specs(&specs)?;
-    prim.dispatch(tb, &args)?
-        .into_iter()
-        .zip(&expected)
-        .map(|(v, spec)| Tensor::from_storage(v, Layout::contiguous(spec.shape.clone()), tb))
-        .collect()
 }
 
 /// Elementwise agreement: exact for integers and booleans, to rounding for floats (a batched kernel
@@ -135,9 +119,9 @@ fn check_primitive(kind: PrimitiveKind, float: DType, mapping: Mapping) -> Resul
     let got = vmap(|t: &[TracedTensor]| {
         if sourceless {
             // The dummy input is not an operand: the primitive runs with none.
-            apply_traced(&prim, t[0].backend(), &[])
+            run_tensors(t[0].backend(), &prim, &[])
         } else {
-            apply_traced(&prim, t[0].backend(), t)
+            run_tensors(t[0].backend(), &prim, t)
         }
     })
     .in_axes(&in_axes)
@@ -146,7 +130,7 @@ fn check_primitive(kind: PrimitiveKind, float: DType, mapping: Mapping) -> Resul
     let operands = if sourceless { 0 } else { inputs.len() };
     let loops = examples
         .iter()
-        .map(|e| crate::primitives::run_tensors(&cpu, &prim, &e[..operands]))
+        .map(|e| run_tensors(&cpu, &prim, &e[..operands]))
         .collect::<Result<Vec<_>>>()?;
     assert_eq!(got.len(), loops[0].len(), "{prim}: number of outputs");
     for (j, out) in got.iter().enumerate() {

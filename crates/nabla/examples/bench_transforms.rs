@@ -252,27 +252,9 @@ const WORKLOADS: [(&str, Workload); 4] = [
     ("gram_compiled", gram_compiled),
 ];
 
-fn usage() -> ! {
-    eprintln!(
-        "usage: bench_transforms [--repeats R] [--workload all|mlp_eager|mlp_compiled|gram_eager|gram_compiled]"
-    );
-    std::process::exit(2);
-}
-
 fn main() -> Result<()> {
-    let (mut repeats, mut workload) = (30usize, "all".to_string());
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let value = args.next().unwrap_or_else(|| usage());
-        match arg.as_str() {
-            "--repeats" => match value.parse() {
-                Ok(n) if n > 0 => repeats = n,
-                _ => usage(),
-            },
-            "--workload" if workload_known(&value) => workload = value,
-            _ => usage(),
-        }
-    }
+    let names: Vec<&str> = WORKLOADS.iter().map(|(n, _)| *n).collect();
+    let (repeats, workload) = bench_support::repeats_and_workload("bench_transforms", &names);
     let cpu = CpuBackend::new();
     let mut json = Vec::new();
     for (name, run) in WORKLOADS {
@@ -282,8 +264,4 @@ fn main() -> Result<()> {
     }
     println!("{{{}}}", json.join(", "));
     Ok(())
-}
-
-fn workload_known(name: &str) -> bool {
-    name == "all" || WORKLOADS.iter().any(|(n, _)| *n == name)
 }

@@ -200,25 +200,8 @@ fn run(
     Ok(())
 }
 
-fn usage() -> ! {
-    eprintln!("usage: bench_vmap [--repeats R] [--workload all|mlp|cnn]");
-    std::process::exit(2);
-}
-
 fn main() -> Result<()> {
-    let (mut repeats, mut workload) = (30usize, "all".to_string());
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let value = args.next().unwrap_or_else(|| usage());
-        match arg.as_str() {
-            "--repeats" => match value.parse() {
-                Ok(n) if n > 0 => repeats = n,
-                _ => usage(),
-            },
-            "--workload" if ["all", "mlp", "cnn"].contains(&value.as_str()) => workload = value,
-            _ => usage(),
-        }
-    }
+    let (repeats, workload) = bench_support::repeats_and_workload("bench_vmap", &["mlp", "cnn"]);
     let cpu = CpuBackend::new();
     let mut json = Vec::new();
     if workload == "all" || workload == "mlp" {

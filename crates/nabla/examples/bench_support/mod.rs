@@ -22,3 +22,31 @@ pub fn time(repeats: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     }
     Ok(median(runs))
 }
+
+/// `--repeats R` (default 30) and `--workload NAME` (`all` or one of `workloads`, default `all`) from
+/// the command line; prints a usage line naming `program` and exits with status 2 on anything else.
+pub fn repeats_and_workload(program: &str, workloads: &[&str]) -> (usize, String) {
+    let usage = || -> ! {
+        eprintln!(
+            "usage: {program} [--repeats R] [--workload all|{}]",
+            workloads.join("|")
+        );
+        std::process::exit(2);
+    };
+    let (mut repeats, mut workload) = (30usize, "all".to_string());
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let value = args.next().unwrap_or_else(|| usage());
+        match arg.as_str() {
+            "--repeats" => match value.parse() {
+                Ok(n) if n > 0 => repeats = n,
+                _ => usage(),
+            },
+            "--workload" if value == "all" || workloads.contains(&value.as_str()) => {
+                workload = value
+            }
+            _ => usage(),
+        }
+    }
+    (repeats, workload)
+}
