@@ -102,7 +102,7 @@ impl Layout {
 
     /// Number of logical elements.
     pub fn numel(&self) -> usize {
-        self.shape.iter().product()
+        crate::shape::saturating_numel(&self.shape)
     }
 
     /// `true` if the view is row-major and dense (its elements are `offset..offset + numel` in order).
@@ -213,6 +213,7 @@ impl Layout {
 
     /// Broadcasts to `shape` by prepending dimensions and giving size-1 dimensions stride 0.
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Layout> {
+        crate::checked_numel("broadcast_to", shape)?;
         let r = shape.len();
         if r < self.rank() {
             return Err(Error::shapes("broadcast_to", &self.shape, shape)

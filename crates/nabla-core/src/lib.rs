@@ -14,6 +14,7 @@ mod fused;
 mod fused_builder;
 mod host_loop;
 mod layout;
+mod limits;
 mod memory;
 mod ops;
 mod primitive;
@@ -35,6 +36,9 @@ pub use fused::{FusedKernel, FusedOp, FusedStep};
 pub use fused_builder::{FusedBuilder, KernelValue};
 pub use host_loop::HostLoop;
 pub use layout::{Layout, Offsets};
+pub use limits::{
+    check_allocation, max_allocation_bytes, set_max_allocation_bytes, with_allocation_limit,
+};
 pub use memory::{MemoryCounter, MemoryStats, MemoryTracked, TrackedStorage};
 pub use ops::{
     ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, Distribution, Pool2dParams, ReduceOp, UnaryOp,

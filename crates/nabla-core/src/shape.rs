@@ -36,9 +36,10 @@ impl Shape {
         self.0.len()
     }
 
-    /// Number of elements (1 for a scalar, 0 if any dimension is 0).
+    /// Number of elements (1 for a scalar, 0 if any dimension is 0); `usize::MAX` when the count
+    /// overflows (so that allocating it fails cleanly, see [`crate::check_allocation`]).
     pub fn numel(&self) -> usize {
-        self.0.iter().product()
+        saturating_numel(&self.0)
     }
 
     /// Row-major (C order) strides in elements.
@@ -88,10 +89,21 @@ impl Shape {
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
+    if shape.contains(&0) {
+        return Ok(0);
+    }
     shape
         .iter()
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
         .ok_or_else(|| Error::invalid(op, format!("the result shape {shape:?} is too large")))
+}
+
+/// The product of `dims`, `usize::MAX` when it overflows (0 when a dimension is 0).
+pub(crate) fn saturating_numel(dims: &[usize]) -> usize {
+    if dims.contains(&0) {
+        return 0;
+    }
+    dims.iter().fold(1usize, |n, &d| n.saturating_mul(d))
 }
 
 /// Row-major strides for `dims`.

@@ -19,7 +19,8 @@ impl<B: Backend> Tensor<B> {
         backend: &B,
     ) -> Result<Self> {
         let shape = shape.into();
-        let storage = backend.full(shape.numel(), value.into(), dtype)?;
+        let len = nabla_core::check_allocation("full", shape.dims(), dtype)?;
+        let storage = backend.full(len, value.into(), dtype)?;
         Ok(Tensor::from_output(storage, shape, backend))
     }
 
@@ -83,6 +84,7 @@ impl<B: Backend> Tensor<B> {
             ));
         }
         let n = n as usize;
+        Self::check_host_values("arange", &[n], dtype)?;
         let data = if dtype.is_int() {
             let (s, st) = (start.to_i64(), step.to_i64());
             HostData::I64((0..n as i64).map(|i| s + i * st).collect())
@@ -105,6 +107,7 @@ impl<B: Backend> Tensor<B> {
                 format!("start {start} and end {end} must be finite"),
             ));
         }
+        Self::check_host_values("linspace", &[n], dtype)?;
         let data: Vec<f64> = match n {
             0 => Vec::new(),
             1 => vec![start],
@@ -126,11 +129,20 @@ impl<B: Backend> Tensor<B> {
 
     /// The `n x n` identity matrix.
     pub fn eye(n: usize, dtype: DType, backend: &B) -> Result<Self> {
+        Self::check_host_values("eye", &[n, n], dtype)?;
         let mut data = vec![0.0f64; n * n];
         for i in 0..n {
             data[i * n + i] = 1.0;
         }
         Tensor::from_f64_values(data, &[n, n], dtype, backend)
+    }
+
+    /// Refuses a creation whose values, computed in `f64` on the host and then converted to `dtype`,
+    /// would exceed the allocation limit ([`nabla_core::check_allocation`]).
+    fn check_host_values(op: &'static str, dims: &[usize], dtype: DType) -> Result<()> {
+        nabla_core::check_allocation(op, dims, DType::F64)?;
+        nabla_core::check_allocation(op, dims, dtype)?;
+        Ok(())
     }
 
     /// Uploads values computed in `f64` as `dtype`, converted on the host (NumPy `astype` rules,
@@ -151,8 +163,9 @@ impl<B: Backend> Tensor<B> {
         backend: &B,
     ) -> Result<Self> {
         let shape = shape.into();
-        let key = crate::random_replay::next_key(generator, shape.numel())?;
-        let storage = backend.random(dist, shape.numel(), dtype, key)?;
+        let len = nabla_core::check_allocation("random", shape.dims(), dtype)?;
+        let key = crate::random_replay::next_key(generator, len)?;
+        let storage = backend.random(dist, len, dtype, key)?;
         Ok(Tensor::from_output(storage, shape, backend))
     }
 

@@ -169,6 +169,8 @@ impl<B: Backend> Tensor<B> {
             return Ok((self.clone(), other.clone()));
         }
         let shape = Shape::broadcast(op, self.shape(), other.shape())?;
+        // The op's result takes the broadcast shape: refuse what could not be allocated.
+        nabla_core::check_allocation(op, shape.dims(), self.dtype())?;
         Ok((
             self.broadcast_to(shape.dims())?,
             other.broadcast_to(shape.dims())?,

@@ -20,6 +20,7 @@ mod fused_kernels;
 mod jacobians;
 mod jax_fixtures;
 mod primitives;
+mod sizes;
 #[path = "autograd_rules/support.rs"]
 mod support;
 mod traced;
