@@ -73,10 +73,19 @@ def data(np):
     return out
 
 
+def workloads(mlp_loss, cnn_loss, convert):
+    """(name, loss, (params, x, y)) of each workload, its arrays converted by `convert`."""
+    import numpy as np
+
+    arrays = data(np)
+    for name, loss in (("mlp", mlp_loss), ("cnn", cnn_loss)):
+        params, x, y = arrays[name]
+        yield name, loss, ([convert(p) for p in params], convert(x), convert(y))
+
+
 def setup_jax():
     import jax
     import jax.numpy as jnp
-    import numpy as np
 
     def nll(logits, y):
         return -jnp.sum(jax.nn.log_softmax(logits) * y)
@@ -94,10 +103,7 @@ def setup_jax():
         return nll(h.reshape(-1) @ ps[4] + ps[5], y)
 
     fns = {}
-    for name, loss in (("mlp", mlp_loss), ("cnn", cnn_loss)):
-        params, x, y = data(np)[name]
-        params = [jnp.asarray(p) for p in params]
-        x, y = jnp.asarray(x), jnp.asarray(y)
+    for name, loss, (params, x, y) in workloads(mlp_loss, cnn_loss, jnp.asarray):
         f = jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))).lower(params, x, y).compile()
         fns[name] = (f, params, x, y)
 
@@ -109,7 +115,6 @@ def setup_jax():
 
 
 def setup_torch():
-    import numpy as np
     import torch
     import torch.nn.functional as F
     from torch.func import grad, vmap
@@ -130,12 +135,10 @@ def setup_torch():
             h = F.max_pool2d(h, 2)
         return nll(h.reshape(-1) @ ps[4] + ps[5], y)
 
-    fns = {}
-    for name, loss in (("mlp", mlp_loss), ("cnn", cnn_loss)):
-        params, x, y = data(np)[name]
-        params = [torch.from_numpy(p) for p in params]
-        x, y = torch.from_numpy(x), torch.from_numpy(y)
-        fns[name] = (vmap(grad(loss), in_dims=(None, 0, 0)), params, x, y)
+    fns = {
+        name: (vmap(grad(loss), in_dims=(None, 0, 0)), params, x, y)
+        for name, loss, (params, x, y) in workloads(mlp_loss, cnn_loss, torch.from_numpy)
+    }
 
     def measure(repeats):
         with torch.no_grad():

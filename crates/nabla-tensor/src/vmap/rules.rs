@@ -93,9 +93,13 @@ pub(super) fn apply<B: Backend>(
             let (values, positions) = x(0).max_pool2d(params)?;
             two(values, positions, lead)
         }
-        Primitive::Conv2d(params) => one(conv2d(operands, params, batch)?),
+        Primitive::Conv2d(params) => one(conv_with_weights(operands, params, batch, |x, w, p| {
+            x.conv2d(w, p)
+        })?),
         Primitive::Conv2dInputGrad { input_hw, params } => {
-            one(conv2d_input_grad(operands, *input_hw, params, batch)?)
+            one(conv_with_weights(operands, params, batch, |g, w, p| {
+                g.conv2d_input_grad(w, *input_hw, p)
+            })?)
         }
         Primitive::Conv2dWeightGrad { kernel_hw, params } => {
             one(conv2d_weight_grad(operands, *kernel_hw, params, batch)?)
@@ -226,43 +230,23 @@ fn unfold<B: Backend>(t: &Tensor<B>, batch: usize) -> Result<Tensor<B>> {
     t.reshape([batch, s[0] / batch, s[1], s[2], s[3]])
 }
 
-/// A convolution: batched images against shared weights fold the batch into the images; batched
-/// weights make the batch a set of channel groups.
-fn conv2d<B: Backend>(
+/// A convolution-like op of `[images, weights]` (the convolution, or its input gradient from output
+/// gradients): batched images against shared weights fold the batch into the images; batched weights
+/// make the batch a set of channel groups.
+fn conv_with_weights<B: Backend>(
     operands: &[BatchValue<B>],
     params: &Conv2dParams,
     batch: usize,
+    op: impl Fn(&Tensor<B>, &Tensor<B>, &Conv2dParams) -> Result<Tensor<B>>,
 ) -> Result<Tensor<B>> {
     let (x, w) = (&operands[0], &operands[1]);
     match (x.batched, w.batched) {
-        (false, false) => x.tensor.conv2d(&w.tensor, params),
-        (true, false) => unfold(&fold(&x.tensor)?.conv2d(&w.tensor, params)?, batch),
+        (false, false) => op(&x.tensor, &w.tensor, params),
+        (true, false) => unfold(&op(&fold(&x.tensor)?, &w.tensor, params)?, batch),
         (_, true) => {
             let x = to_groups(&x.expanded(batch)?)?;
-            let y = x.conv2d(&grouped_weights(&w.tensor)?, &grouped(params, batch))?;
+            let y = op(&x, &grouped_weights(&w.tensor)?, &grouped(params, batch))?;
             from_groups(&y, batch)
-        }
-    }
-}
-
-fn conv2d_input_grad<B: Backend>(
-    operands: &[BatchValue<B>],
-    input_hw: (usize, usize),
-    params: &Conv2dParams,
-    batch: usize,
-) -> Result<Tensor<B>> {
-    let (g, w) = (&operands[0], &operands[1]);
-    match (g.batched, w.batched) {
-        (false, false) => g.tensor.conv2d_input_grad(&w.tensor, input_hw, params),
-        (true, false) => unfold(
-            &fold(&g.tensor)?.conv2d_input_grad(&w.tensor, input_hw, params)?,
-            batch,
-        ),
-        (_, true) => {
-            let g = to_groups(&g.expanded(batch)?)?;
-            let w = grouped_weights(&w.tensor)?;
-            let dx = g.conv2d_input_grad(&w, input_hw, &grouped(params, batch))?;
-            from_groups(&dx, batch)
         }
     }
 }
