@@ -7,9 +7,9 @@
 //! differentiable: every transform nests with every other (`jvp(grad(f))` is a Hessian-vector product,
 //! `grad` of a `jvp` output works, and so on).
 
-use super::backward::{Walk, captures_outer, take_saved};
+use super::backward::{Walk, take_saved};
 use super::extension::ExtensionRules;
-use super::functional::vjp_n;
+use super::functional::{MarkedRun, run_marked, vjp_n};
 use super::node::NodeKind;
 use super::rules;
 use crate::Tensor;
@@ -88,14 +88,13 @@ where
 {
     const OP: &str = "jvp";
     check_tangents(OP, xs, tangents)?;
-    let nested = xs.iter().chain(tangents).any(Tensor::requires_grad);
-    let marked = xs
-        .iter()
-        .map(|x| x.mark_input(OP))
-        .collect::<Result<Vec<_>>>()?;
-    let y = f(&marked)?;
-    let ids: Vec<u64> = marked.iter().filter_map(Tensor::node_id).collect();
-    let nested = nested || captures_outer(&y, &ids);
+    let MarkedRun {
+        marks: marked,
+        output: y,
+        captures_outer,
+        ..
+    } = run_marked(OP, f, xs)?;
+    let nested = captures_outer || xs.iter().chain(tangents).any(Tensor::requires_grad);
     let marks: Vec<(u64, Tensor<B>)> = marked
         .iter()
         .zip(tangents)

@@ -9,6 +9,40 @@ use nabla_core::{Backend, Result};
 /// A function's value with one gradient per input.
 type ValueAndGrads<B> = (Tensor<B>, Vec<Tensor<B>>);
 
+/// A function run on marked copies of its inputs: what every functional transform differentiates.
+pub(crate) struct MarkedRun<B: Backend> {
+    /// The marked inputs `f` received.
+    pub(crate) marks: Vec<Tensor<B>>,
+    /// `f`'s output.
+    pub(crate) output: Tensor<B>,
+    /// The graph ids of the marks (inputs that can be differentiated).
+    pub(crate) ids: Vec<u64>,
+    /// `true` when the output also depends on tensors tracked outside the transform (so the
+    /// transform's own pass must be recorded, as when an input is tracked).
+    pub(crate) captures_outer: bool,
+}
+
+/// Runs `f` on marked copies of `xs` (marked for `op`).
+pub(crate) fn run_marked<B: Backend>(
+    op: &'static str,
+    f: impl FnOnce(&[Tensor<B>]) -> Result<Tensor<B>>,
+    xs: &[Tensor<B>],
+) -> Result<MarkedRun<B>> {
+    let marks = xs
+        .iter()
+        .map(|x| x.mark_input(op))
+        .collect::<Result<Vec<_>>>()?;
+    let output = f(&marks)?;
+    let ids: Vec<u64> = marks.iter().filter_map(Tensor::node_id).collect();
+    let captures_outer = captures_outer(&output, &ids);
+    Ok(MarkedRun {
+        marks,
+        output,
+        ids,
+        captures_outer,
+    })
+}
+
 /// Runs `f` on marked copies of `xs` and pulls `seed` (or 1 for a one-element output) back to them.
 /// Returns the output (tracked only when the transform is nested) and one gradient per input.
 fn pullback<B: Backend>(
@@ -17,14 +51,16 @@ fn pullback<B: Backend>(
     xs: &[Tensor<B>],
     seed: Option<&Tensor<B>>,
 ) -> Result<ValueAndGrads<B>> {
-    let nested = xs.iter().any(Tensor::requires_grad) || seed.is_some_and(Tensor::requires_grad);
-    let marked = xs
-        .iter()
-        .map(|x| x.mark_input(op))
-        .collect::<Result<Vec<_>>>()?;
-    let y = f(&marked)?;
-    let ids: Vec<u64> = marked.iter().filter_map(Tensor::node_id).collect();
-    let nested = nested || captures_outer(&y, &ids);
+    let run = run_marked(op, f, xs)?;
+    let nested = run.captures_outer
+        || xs.iter().any(Tensor::requires_grad)
+        || seed.is_some_and(Tensor::requires_grad);
+    let MarkedRun {
+        marks: marked,
+        output: y,
+        ids,
+        ..
+    } = run;
     let found = if y.requires_grad() {
         let seed = y.checked_seed(op, seed)?;
         let opts = BackwardOptions {

@@ -3,9 +3,8 @@
 //! primal value with a linear function that pushes tangents through the graph recorded by that one
 //! forward pass.
 
-use super::backward::captures_outer;
 use super::forward::{check_tangents, jvp_n, push_forward};
-use super::functional::{grad_n, vjp_n};
+use super::functional::{MarkedRun, grad_n, run_marked, vjp_n};
 use crate::Tensor;
 use crate::random_replay;
 use nabla_core::{Backend, Result};
@@ -289,15 +288,13 @@ where
     B: Backend,
     F: FnOnce(&[Tensor<B>]) -> Result<Tensor<B>>,
 {
-    const OP: &str = "linearize";
-    let nested = xs.iter().any(Tensor::requires_grad);
-    let marks = xs
-        .iter()
-        .map(|x| x.mark_input(OP))
-        .collect::<Result<Vec<_>>>()?;
-    let output = f(&marks)?;
-    let ids: Vec<u64> = marks.iter().filter_map(Tensor::node_id).collect();
-    let nested = nested || captures_outer(&output, &ids);
+    let MarkedRun {
+        marks,
+        output,
+        captures_outer,
+        ..
+    } = run_marked("linearize", f, xs)?;
+    let nested = captures_outer || xs.iter().any(Tensor::requires_grad);
     let value = if nested {
         output.clone()
     } else {
