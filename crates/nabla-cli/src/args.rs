@@ -3,6 +3,7 @@
 use crate::data::DatasetKind;
 use crate::models::ModelKind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use nabla_core::{Error, Result};
 use std::path::PathBuf;
 
 /// The default checkpoint file, in the current directory.
@@ -77,7 +78,7 @@ pub enum ScheduleKind {
 /// Options shared by every subcommand.
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgs {
-    /// Compute threads (default: one per core).
+    /// Compute threads (default: one per core; at most eight per core).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
     /// The compute backend: the CPU, or a GPU through wgpu (Vulkan, Metal, DirectX 12). Data is
@@ -109,7 +110,7 @@ pub struct TrainArgs {
     /// /usr/share/datasets/fashion-mnist, where `apt install dataset-fashion-mnist` puts them).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
-    /// Total number of epochs (a resumed run continues up to this number).
+    /// Total number of epochs, 1 to 1,000,000 (a resumed run continues up to this number).
     #[arg(long, default_value_t = 15, value_name = "N")]
     pub epochs: u64,
     /// Examples per batch.
@@ -118,8 +119,8 @@ pub struct TrainArgs {
     /// The optimizer.
     #[arg(long, value_enum, default_value_t = OptimizerKind::Adam)]
     pub optimizer: OptimizerKind,
-    /// Learning rate (default: 0.003 for adam and adamw, 0.05 for sgd).
-    #[arg(long, value_name = "LR")]
+    /// Learning rate, a positive number (default: 0.003 for adam and adamw, 0.05 for sgd).
+    #[arg(long, value_name = "LR", allow_negative_numbers = true)]
     pub lr: Option<f64>,
     /// Learning-rate schedule.
     #[arg(long, value_enum, default_value_t = ScheduleKind::None)]
@@ -143,7 +144,8 @@ pub struct TrainArgs {
     /// Stop when the test loss has not improved for N epochs.
     #[arg(long, value_name = "N")]
     pub early_stopping: Option<usize>,
-    /// Background threads that prepare batches (0: load in the training thread).
+    /// Background threads that prepare batches (0: load in the training thread; at most the
+    /// --threads limit).
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub workers: usize,
     /// Per-epoch log: CSV if PATH ends in .csv, JSON lines if it ends in .jsonl.
@@ -196,4 +198,54 @@ pub struct PredictArgs {
     /// Threads and backend.
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+/// The most epochs `--epochs` accepts (schedules count steps in `i64`).
+pub const MAX_EPOCHS: u64 = 1_000_000;
+
+impl TrainArgs {
+    /// The learning rate in effect: `--lr`, or the optimizer's default.
+    pub fn learning_rate(&self) -> f64 {
+        self.lr.unwrap_or(match self.optimizer {
+            OptimizerKind::Sgd => 0.05,
+            OptimizerKind::Adam | OptimizerKind::Adamw => 3e-3,
+        })
+    }
+
+    /// Checks the numbers of `nabla train` before anything is loaded or written: a batch size, epochs
+    /// in `1..=MAX_EPOCHS`, a positive finite learning rate, at least one step between checkpoints
+    /// and no more loader workers than the thread limit.
+    pub fn validate(&self) -> Result<()> {
+        if self.batch_size == 0 || !(1..=MAX_EPOCHS).contains(&self.epochs) {
+            return Err(Error::invalid(
+                "--batch-size, --epochs",
+                format!(
+                    "--batch-size must be at least 1 and --epochs 1..={MAX_EPOCHS}, got \
+                     --batch-size {} --epochs {}",
+                    self.batch_size, self.epochs
+                ),
+            ));
+        }
+        let lr = self.learning_rate();
+        if !(lr.is_finite() && lr > 0.0) {
+            return Err(Error::invalid(
+                "--lr",
+                format!("the learning rate must be a positive finite number, got {lr}"),
+            ));
+        }
+        if self.checkpoint_every == Some(0) {
+            return Err(Error::invalid("--checkpoint-every", "must be at least 1"));
+        }
+        let max = nabla_cpu::max_threads();
+        if self.workers > max {
+            return Err(Error::invalid(
+                "--workers",
+                format!(
+                    "{} loader threads is more than the limit of {max} (eight per core)",
+                    self.workers
+                ),
+            ));
+        }
+        Ok(())
+    }
 }

@@ -20,8 +20,16 @@ pub trait Job {
 /// Sets up the CPU thread pool (data loading uses it on every backend), opens the backend that
 /// `common` asks for and runs `job` on it.
 pub fn dispatch(common: &CommonArgs, job: impl Job) -> Result<()> {
-    if common.threads == Some(0) {
-        return Err(Error::invalid("--threads", "needs at least 1 thread"));
+    let max = nabla_cpu::max_threads();
+    match common.threads {
+        Some(0) => return Err(Error::invalid("--threads", "needs at least 1 thread")),
+        Some(n) if n > max => {
+            return Err(Error::invalid(
+                "--threads",
+                format!("{n} is more than the limit of {max} (eight per core of this machine)"),
+            ));
+        }
+        _ => {}
     }
     // This (the main) thread joins the pool, so each op starts its parallel work without a hand-over.
     nabla_cpu::init_thread_pool(common.threads)?;

@@ -3,9 +3,10 @@
 
 use crate::args::{EvalArgs, OptimizerKind, PredictArgs, ScheduleKind, TrainArgs};
 use crate::backend::{Job, dispatch, loader_on};
-use crate::data::{self, DatasetKind};
-use crate::models::{ModelKind, build_model, parameter_count};
-use nabla_core::{Backend, Error, Result};
+use crate::data;
+use crate::info::{ModelInfo, TrainOptions};
+use crate::models::{build_model, parameter_count};
+use nabla_core::{Backend, Error, Result, with_allocation_limit};
 use nabla_cpu::CpuBackend;
 use nabla_nn::optim::{Adam, AdamConfig, Optimizer, Sgd, SgdConfig};
 use nabla_nn::sched::{CosineAnnealingLR, LrScheduler, MultiStepLR, OneCycle, OneCycleLR};
@@ -13,10 +14,9 @@ use nabla_nn::{Forward, Module, Sequential, load_checkpoint};
 use nabla_tensor::no_grad;
 use nabla_train::metrics::argmax_rows;
 use nabla_train::{
-    EarlyStopping, Monitor, SchedulerInterval, Trainer, TrainerConfig, checkpoint_metadata,
-    evaluate_model,
+    EarlyStopping, Monitor, SchedulerInterval, Trainer, TrainerConfig, check_input_file,
+    checkpoint_metadata, evaluate_model,
 };
-use serde_json::{Value, json};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
@@ -30,44 +30,6 @@ macro_rules! nabla_note {
     ($($arg:tt)*) => {{
         let _ = writeln!(std::io::stderr(), $($arg)*);
     }};
-}
-
-/// What a checkpoint records about its model, so `eval` and `predict` can rebuild it.
-struct ModelInfo {
-    model: ModelKind,
-    dataset: DatasetKind,
-    input_shape: Vec<usize>,
-    classes: usize,
-}
-
-impl ModelInfo {
-    fn to_json(&self) -> Value {
-        json!({
-            "model": self.model.name(),
-            "dataset": self.dataset.name(),
-            "input_shape": self.input_shape,
-            "classes": self.classes,
-        })
-    }
-
-    fn from_json(path: &Path, v: &Value) -> Result<Self> {
-        let bad = || Error::Io {
-            context: format!("reading checkpoint {}", path.display()),
-            message: "it records no model description (was it written by `nabla train`?)".into(),
-        };
-        let input_shape = v["input_shape"]
-            .as_array()
-            .ok_or_else(bad)?
-            .iter()
-            .map(|d| d.as_u64().map(|d| d as usize).ok_or_else(bad))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(ModelInfo {
-            model: ModelKind::from_name(v["model"].as_str().ok_or_else(bad)?)?,
-            dataset: DatasetKind::from_name(v["dataset"].as_str().ok_or_else(bad)?)?,
-            input_shape,
-            classes: v["classes"].as_u64().ok_or_else(bad)? as usize,
-        })
-    }
 }
 
 /// Writes `text` to standard output; a closed pipe (`nabla predict ... | head`) is not an error.
@@ -85,26 +47,15 @@ fn emit(text: &str) -> Result<()> {
     }
 }
 
-/// Fails with a clear message when `path` is not a file.
-fn require_file(path: &Path, what: &str) -> Result<()> {
-    if path.is_file() {
-        Ok(())
-    } else {
-        Err(Error::Io {
-            context: format!("opening the {what}"),
-            message: format!("{} does not exist", path.display()),
-        })
-    }
-}
-
 /// The optimizer `args` asks for, over `model`'s parameters.
 fn optimizer<B: Backend>(args: &TrainArgs, model: &Sequential<B>) -> Result<Box<dyn Optimizer<B>>> {
     let params = model.parameters();
+    let lr = args.learning_rate();
     Ok(match args.optimizer {
         OptimizerKind::Sgd => Box::new(Sgd::new(
             params,
             SgdConfig {
-                lr: args.lr.unwrap_or(0.05),
+                lr,
                 momentum: 0.9,
                 nesterov: true,
                 ..Default::default()
@@ -113,14 +64,14 @@ fn optimizer<B: Backend>(args: &TrainArgs, model: &Sequential<B>) -> Result<Box<
         OptimizerKind::Adam => Box::new(Adam::new(
             params,
             AdamConfig {
-                lr: args.lr.unwrap_or(3e-3),
+                lr,
                 ..Default::default()
             },
         )?),
         OptimizerKind::Adamw => Box::new(Adam::new(
             params,
             AdamConfig {
-                lr: args.lr.unwrap_or(3e-3),
+                lr,
                 ..AdamConfig::adamw()
             },
         )?),
@@ -201,43 +152,9 @@ impl Job for Predict<'_> {
     }
 }
 
-/// `nabla train` on `backend` (the data is loaded on the CPU and moved batch by batch).
-fn train_on<B: Backend>(args: &TrainArgs, backend: &B) -> Result<()> {
-    let cpu = CpuBackend::new();
-    if args.batch_size == 0 || args.epochs == 0 {
-        return Err(Error::invalid(
-            "--batch-size, --epochs",
-            format!(
-                "must be at least 1, got --batch-size {} --epochs {}",
-                args.batch_size, args.epochs
-            ),
-        ));
-    }
-    if args.resume {
-        require_file(&args.checkpoint, "checkpoint to resume")?;
-    }
-    let splits = data::load(args.dataset, args.data_dir.as_deref(), &cpu)?;
-    let info = ModelInfo {
-        model: args.model,
-        dataset: args.dataset,
-        input_shape: splits.input_shape.clone(),
-        classes: splits.classes,
-    };
-    let model = build_model(
-        args.model,
-        &info.input_shape,
-        info.classes,
-        args.seed,
-        backend,
-    )?;
-    let n_params = parameter_count(&model);
-    let mut opt = optimizer(args, &model)?;
-    let (n_train, n_test) = (
-        splits.train.tensors()[1].shape()[0],
-        splits.test.tensors()[1].shape()[0],
-    );
-    let sched = scheduler(args, opt.as_mut(), n_train.div_ceil(args.batch_size))?;
-    let config = TrainerConfig {
+/// The trainer configuration of `args` for a model described by `info`.
+fn trainer_config(args: &TrainArgs, info: &ModelInfo) -> TrainerConfig {
+    TrainerConfig {
         epochs: args.epochs,
         progress: !args.quiet,
         print_epochs: !args.quiet,
@@ -254,41 +171,100 @@ fn train_on<B: Backend>(args: &TrainArgs, backend: &B) -> Result<()> {
         plot_title: format!("{} on {}", args.model.name(), args.dataset.name()),
         detect_anomaly: args.detect_anomaly,
         metadata: info.to_json(),
+    }
+}
+
+/// Checks that the run saved in `--checkpoint` can be continued by `args` (same model, data set and
+/// options; no fewer epochs than it has done) and restores it into `trainer`.
+fn resume_run<B: Backend>(
+    args: &TrainArgs,
+    info: &ModelInfo,
+    trainer: &mut Trainer<B, Sequential<B>>,
+    backend: &B,
+) -> Result<()> {
+    let path = &args.checkpoint;
+    let saved = ModelInfo::from_json(path, &checkpoint_metadata(path, &CpuBackend::new())?)?;
+    if saved.model != info.model || saved.dataset != info.dataset {
+        return Err(Error::invalid(
+            "--resume",
+            format!(
+                "{} holds a {} model trained on {}, but this run asks for {} on {}",
+                path.display(),
+                saved.model.name(),
+                saved.dataset.name(),
+                info.model.name(),
+                info.dataset.name()
+            ),
+        ));
+    }
+    if let (Some(saved), Some(now)) = (&saved.options, &info.options) {
+        now.check_resumable(saved, path)?;
+    }
+    let state = trainer.resume(path, backend)?;
+    if state.epoch > args.epochs {
+        return Err(Error::invalid(
+            "--resume",
+            format!(
+                "{} has already trained {} epochs, more than --epochs {}",
+                path.display(),
+                state.epoch,
+                args.epochs
+            ),
+        ));
+    }
+    if !args.quiet {
+        nabla_note!("resuming after epoch {} (step {})", state.epoch, state.step);
+    }
+    Ok(())
+}
+
+/// `nabla train` on `backend` (the data is loaded on the CPU and moved batch by batch). Every
+/// argument, output path and the data are checked before the first step, so a bad option never
+/// costs an epoch or touches an existing checkpoint; the per-epoch figures come from a validation
+/// split of the training data and the final result from the test set.
+fn train_on<B: Backend>(args: &TrainArgs, backend: &B) -> Result<()> {
+    let cpu = CpuBackend::new();
+    args.validate()?;
+    if args.resume {
+        check_input_file(&args.checkpoint, "checkpoint to resume")?;
+    }
+    let splits = data::load(args.dataset, args.data_dir.as_deref(), &cpu)?;
+    let info = ModelInfo {
+        model: args.model,
+        dataset: args.dataset,
+        input_shape: splits.input_shape.clone(),
+        classes: splits.classes,
+        options: Some(TrainOptions::of(args, args.learning_rate())),
     };
-    let mut trainer = Trainer::new(model, opt, config)?;
+    let model = build_model(
+        args.model,
+        &info.input_shape,
+        info.classes,
+        args.seed,
+        backend,
+    )?;
+    let n_params = parameter_count(&model);
+    let mut opt = optimizer(args, &model)?;
+    let [n_train, n_val, n_test] = splits.sizes();
+    let sched = scheduler(args, opt.as_mut(), n_train.div_ceil(args.batch_size))?;
+    let mut trainer = Trainer::new(model, opt, trainer_config(args, &info))?;
     if let Some((s, interval)) = sched {
         trainer = trainer.with_scheduler(s, interval);
     }
     if args.resume {
-        let saved = checkpoint_metadata(&args.checkpoint, &cpu)?;
-        let saved = ModelInfo::from_json(&args.checkpoint, &saved)?;
-        if saved.model != info.model || saved.dataset != info.dataset {
-            return Err(Error::invalid(
-                "--resume",
-                format!(
-                    "{} holds a {} model trained on {}, but this run asks for {} on {}",
-                    args.checkpoint.display(),
-                    saved.model.name(),
-                    saved.dataset.name(),
-                    info.model.name(),
-                    info.dataset.name()
-                ),
-            ));
-        }
-        let state = trainer.resume(&args.checkpoint, backend)?;
-        if !args.quiet {
-            nabla_note!("resuming after epoch {} (step {})", state.epoch, state.step);
-        }
+        resume_run(args, &info, &mut trainer, backend)?;
     }
     let loader = loader_on(splits.train, args.batch_size, backend)?
         .shuffle(true)
         .seed(args.seed)
         .num_workers(args.workers);
     let mut train_loader = trainer.restore_loader(loader);
-    let mut test_loader = loader_on(splits.test, 256, backend)?.num_workers(args.workers.min(1));
+    let workers = args.workers.min(1);
+    let mut val_loader = loader_on(splits.val, 256, backend)?.num_workers(workers);
+    let mut test_loader = loader_on(splits.test, 256, backend)?.num_workers(workers);
     if !args.quiet {
         nabla_note!(
-            "training {} ({n_params} parameters) on {}: {n_train} training and {n_test} test examples, {} epochs, {} backend",
+            "training {} ({n_params} parameters) on {}: {n_train} training, {n_val} validation and {n_test} test examples, {} epochs, {} backend",
             args.model.name(),
             args.dataset.name(),
             args.epochs,
@@ -296,37 +272,71 @@ fn train_on<B: Backend>(args: &TrainArgs, backend: &B) -> Result<()> {
         );
     }
     let t0 = Instant::now();
-    let history = trainer.fit(&mut train_loader, Some(&mut test_loader))?;
+    let epochs = trainer
+        .fit(&mut train_loader, Some(&mut val_loader))?
+        .epochs
+        .len();
     let seconds = t0.elapsed().as_secs_f64();
+    let test = evaluate_model(trainer.model(), &mut test_loader, 5, Some(info.classes))?;
     let mut out = String::new();
-    let _ = match history.last() {
-        Some(r) => writeln!(
-            out,
-            "test accuracy {:.2}% (loss {:.4}, top-5 {:.2}%) after {} epochs; trained in {seconds:.1}s",
-            100.0 * r.val_accuracy.unwrap_or(0.0),
-            r.val_loss.unwrap_or(f64::NAN),
-            100.0 * r.val_top_k_accuracy.unwrap_or(0.0),
-            r.epoch
-        ),
-        None => writeln!(
+    if epochs == 0 {
+        let _ = writeln!(
             out,
             "nothing to train: the run already has {} epochs",
             args.epochs
-        ),
-    };
+        );
+    }
+    let _ = writeln!(
+        out,
+        "test accuracy {:.2}% (loss {:.4}, top-5 {:.2}%) after {} epochs; trained in {seconds:.1}s",
+        100.0 * test.accuracy(),
+        test.loss(),
+        100.0 * test.top_k_accuracy(),
+        trainer.epoch()
+    );
     let _ = writeln!(out, "checkpoint: {}", args.checkpoint.display());
-    if !args.no_plot && !history.epochs.is_empty() {
+    if !args.no_plot && epochs > 0 {
         let _ = writeln!(out, "plot: {}", args.plot.display());
     }
     emit(&out)
 }
 
+/// The most bytes one weight of a model rebuilt from a checkpoint may take: twice the checkpoint
+/// file's size plus 1 MiB. The file holds every weight, so a larger request means a corrupt or hostile
+/// model description, refused before it is allocated.
+fn weight_bound(path: &Path) -> Result<usize> {
+    let len = std::fs::metadata(path)
+        .map_err(|e| Error::Io {
+            context: format!("reading checkpoint {}", path.display()),
+            message: e.to_string(),
+        })?
+        .len();
+    Ok(usize::try_from(len)
+        .unwrap_or(usize::MAX)
+        .saturating_mul(2)
+        .saturating_add(1 << 20))
+}
+
 /// Rebuilds the model saved in `path` on `backend` and loads its weights (in evaluation mode);
-/// a checkpoint written on one backend loads on any other.
+/// a checkpoint written on one backend loads on any other. The model description is checked
+/// ([`ModelInfo::from_json`]) and no weight may be larger than [`weight_bound`] allows.
 fn load_trained<B: Backend>(path: &Path, backend: &B) -> Result<(Sequential<B>, ModelInfo)> {
-    require_file(path, "checkpoint")?;
+    check_input_file(path, "checkpoint")?;
     let info = ModelInfo::from_json(path, &checkpoint_metadata(path, &CpuBackend::new())?)?;
-    let mut model = build_model(info.model, &info.input_shape, info.classes, 0, backend)?;
+    let bound = weight_bound(path)?;
+    let mut model = with_allocation_limit(bound, || {
+        build_model(info.model, &info.input_shape, info.classes, 0, backend)
+    })
+    .map_err(|e| Error::Io {
+        context: format!("reading checkpoint {}", path.display()),
+        message: format!(
+            "its model description ({} with input {:?} and {} classes) does not fit the weights \
+             the file holds: {e}",
+            info.model.name(),
+            info.input_shape,
+            info.classes
+        ),
+    })?;
     load_checkpoint(path, &model, None, backend)?;
     model.eval();
     Ok((model, info))

@@ -1,17 +1,20 @@
 //! The data sets of the command line and the reading of `predict`'s input files.
 
 use clap::ValueEnum;
-use nabla_core::{DType, Error, Result};
+use nabla_core::{DType, Error, Generator, Result};
 use nabla_cpu::CpuBackend;
-use nabla_data::{CsvOptions, Digits, Mnist, TensorDataset, read_csv, read_npy};
+use nabla_data::{
+    CsvOptions, Dataset, Digits, Mnist, TensorDataset, random_permutation, read_csv, read_npy,
+};
 use nabla_tensor::Tensor;
 use std::path::{Path, PathBuf};
 
 /// Where the Debian package `dataset-fashion-mnist` installs its IDX files.
 pub const FASHION_MNIST_DIR: &str = "/usr/share/datasets/fashion-mnist";
 
-/// The seed of the fixed 80/20 split of the embedded digits (so `eval` sees the same test set).
-pub const DIGITS_SPLIT_SEED: u64 = 0;
+/// The seed of the fixed splits: the embedded digits' 80/20 train/test split (so `eval` sees the same
+/// test set) and the validation split of every data set.
+pub const SPLIT_SEED: u64 = 0;
 
 /// The data sets `--dataset` offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -47,16 +50,32 @@ impl DatasetKind {
     }
 }
 
-/// A data set split into training and test examples.
+/// The share of the training examples held out for the per-epoch validation figures (the test set is
+/// kept apart for the final result, as in scikit-learn's and Keras's practice).
+pub const VALIDATION_FRACTION: f64 = 0.1;
+
+/// The number of classes of every data set the command line offers.
+pub const CLASSES: usize = 10;
+
+/// A data set split into training, validation and test examples.
 pub struct Splits {
     /// Training examples `(image [C, H, W], label)`.
     pub train: TensorDataset<CpuBackend>,
-    /// Test examples.
+    /// Validation examples, held out of the training split (the per-epoch figures).
+    pub val: TensorDataset<CpuBackend>,
+    /// Test examples (the final result only).
     pub test: TensorDataset<CpuBackend>,
     /// `[C, H, W]`.
     pub input_shape: Vec<usize>,
     /// The number of classes.
     pub classes: usize,
+}
+
+impl Splits {
+    /// The number of examples in each split: training, validation and test.
+    pub fn sizes(&self) -> [usize; 3] {
+        [&self.train, &self.val, &self.test].map(Dataset::len)
+    }
 }
 
 /// The directory of an IDX data set: `data_dir`, or the data set's default.
@@ -75,18 +94,66 @@ fn idx_dir(kind: DatasetKind, data_dir: Option<&Path>) -> Result<PathBuf> {
     }
 }
 
-/// Loads `kind` (IDX data sets from `data_dir`).
+/// The rows `indices` of every tensor of `data`.
+fn pick(data: &TensorDataset<CpuBackend>, indices: &[usize]) -> Result<TensorDataset<CpuBackend>> {
+    let cpu = data.tensors()[0].backend();
+    let idx: Vec<i64> = indices.iter().map(|&i| i as i64).collect();
+    let idx = Tensor::from_vec(idx, [indices.len()], cpu)?;
+    TensorDataset::new(
+        data.tensors()
+            .iter()
+            .map(|t| t.index_select(0, &idx))
+            .collect::<Result<_>>()?,
+    )
+}
+
+/// Splits a seeded (fixed, so every run and `eval` agree) [`VALIDATION_FRACTION`] of `train` off as a
+/// validation set; the training set must have at least two examples.
+fn split_validation(
+    train: TensorDataset<CpuBackend>,
+    what: &str,
+) -> Result<(TensorDataset<CpuBackend>, TensorDataset<CpuBackend>)> {
+    let n = train.len();
+    if n < 2 {
+        return Err(Error::invalid(
+            "dataset",
+            format!(
+                "{what} has {n} training examples; at least 2 are needed (one is held out for validation)"
+            ),
+        ));
+    }
+    let n_val = ((VALIDATION_FRACTION * n as f64).ceil() as usize).clamp(1, n - 1);
+    let perm = random_permutation(n, &mut Generator::new(SPLIT_SEED));
+    Ok((pick(&train, &perm[n_val..])?, pick(&train, &perm[..n_val])?))
+}
+
+/// Fails unless every label of `labels` (the `split` of data set `what`) lies in `0..CLASSES`.
+fn check_labels(labels: &Tensor<CpuBackend>, split: &str, what: &str) -> Result<()> {
+    let values = labels.to_vec::<i64>()?;
+    match values
+        .iter()
+        .position(|&l| !(0..CLASSES as i64).contains(&l))
+    {
+        None => Ok(()),
+        Some(i) => Err(Error::invalid(
+            "dataset",
+            format!(
+                "{what}: {split} label {} (example {i}) is outside the {CLASSES} classes 0..={}",
+                values[i],
+                CLASSES - 1
+            ),
+        )),
+    }
+}
+
+/// Loads `kind` (IDX data sets from `data_dir`) and checks it before any training: labels within
+/// the classes, test images of the training images' size, and at least one test example.
 pub fn load(kind: DatasetKind, data_dir: Option<&Path>, cpu: &CpuBackend) -> Result<Splits> {
-    match kind {
+    let (train, test, what) = match kind {
         DatasetKind::Digits => {
             let digits = Digits::load(cpu)?;
-            let (train, test) = digits.train_test_split(0.2, DIGITS_SPLIT_SEED)?;
-            Ok(Splits {
-                train,
-                test,
-                input_shape: vec![1, 8, 8],
-                classes: Digits::<CpuBackend>::CLASSES,
-            })
+            let (train, test) = digits.train_test_split(0.2, SPLIT_SEED)?;
+            (train, test, "the embedded digits".to_string())
         }
         DatasetKind::Mnist | DatasetKind::FashionMnist => {
             let dir = idx_dir(kind, data_dir)?;
@@ -96,23 +163,37 @@ pub fn load(kind: DatasetKind, data_dir: Option<&Path>, cpu: &CpuBackend) -> Res
                     message: format!("directory {} does not exist", dir.display()),
                 });
             }
-            let train = Mnist::load(&dir, true, cpu)?;
-            let test = Mnist::load(&dir, false, cpu)?;
-            let input_shape = train.images.shape()[1..].to_vec();
-            let classes = 1 + train
-                .labels
-                .max_all()?
-                .cast(DType::I64)?
-                .item::<i64>()?
-                .max(1) as usize;
-            Ok(Splits {
-                train: train.into_dataset()?,
-                test: test.into_dataset()?,
-                input_shape,
-                classes,
-            })
+            let train = Mnist::load(&dir, true, cpu)?.into_dataset()?;
+            let test = Mnist::load(&dir, false, cpu)?.into_dataset()?;
+            (train, test, format!("{} in {}", kind.name(), dir.display()))
         }
+    };
+    let input_shape = train.tensors()[0].shape()[1..].to_vec();
+    let test_shape = &test.tensors()[0].shape()[1..];
+    if test_shape != input_shape.as_slice() {
+        return Err(Error::invalid(
+            "dataset",
+            format!(
+                "{what}: the test images are {test_shape:?} but the training images are {input_shape:?}"
+            ),
+        ));
     }
+    if test.is_empty() {
+        return Err(Error::invalid(
+            "dataset",
+            format!("{what} has no test examples"),
+        ));
+    }
+    check_labels(&train.tensors()[1], "training", &what)?;
+    check_labels(&test.tensors()[1], "test", &what)?;
+    let (train, val) = split_validation(train, &what)?;
+    Ok(Splits {
+        train,
+        val,
+        test,
+        input_shape,
+        classes: CLASSES,
+    })
 }
 
 /// Reads `predict`'s input: a `.npy` array or a headerless (or one-header-row) `.csv` table whose
@@ -176,10 +257,33 @@ pub fn read_inputs(
             ));
         }
     };
+    check_pixels(&flat.to_vec::<f32>()?, features, path)?;
     let n = flat.shape()[0];
     let mut shape = vec![n];
     shape.extend_from_slice(input_shape);
     flat.reshape(shape)
+}
+
+/// Fails unless every value of `pixels` (examples of `features` values each, read from `path`) is a
+/// finite number in `[0, 1]`, the scale every model of the command line is trained on.
+fn check_pixels(pixels: &[f32], features: usize, path: &Path) -> Result<()> {
+    let Some(i) = pixels
+        .iter()
+        .position(|p| !p.is_finite() || !(0.0..=1.0).contains(p))
+    else {
+        return Ok(());
+    };
+    let (value, example) = (pixels[i], i / features.max(1));
+    let why = if value.is_finite() {
+        "pixels must be scaled to [0, 1] as in training (MNIST: divide bytes by 255; the digits: \
+         divide the 0..16 counts by 16)"
+    } else {
+        "inputs must be finite numbers"
+    };
+    Err(Error::invalid(
+        "predict",
+        format!("{}: example {example} holds {value}; {why}", path.display()),
+    ))
 }
 
 #[cfg(test)]

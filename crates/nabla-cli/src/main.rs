@@ -8,6 +8,7 @@ mod args;
 mod backend;
 mod commands;
 mod data;
+mod info;
 mod models;
 
 use args::{Cli, Command};

@@ -1,39 +1,10 @@
 //! Runs the `nabla` binary: argument errors, missing files, the backend choice (a CPU checkpoint
 //! evaluated on wgpu), and a quick train / eval / predict / resume cycle on the embedded digits.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod support;
 
-fn nabla(args: &[&str]) -> Output {
-    match Command::new(env!("CARGO_BIN_EXE_nabla"))
-        .args(args)
-        .output()
-    {
-        Ok(o) => o,
-        Err(e) => panic!("could not run nabla: {e}"),
-    }
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// Fails unless `o` failed with exactly one line on standard error containing `needle`, and no panic.
-fn assert_one_line_error(o: &Output, needle: &str) {
-    let err = stderr(o);
-    assert!(!o.status.success(), "expected failure, got {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err:?}");
-    assert!(err.contains(needle), "{needle:?} not in {err:?}");
-    assert!(!err.contains("panicked"), "{err}");
-}
-
-fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("nabla-cli-{}-{name}", std::process::id()))
-}
+use std::process::Output;
+use support::{assert_one_line_error, nabla, stderr, stdout, temp};
 
 #[test]
 fn bad_arguments_give_one_line_errors() {

@@ -32,7 +32,7 @@ mod thread_pool;
 
 pub use host_pool::{MAX_CACHED_BYTES, MIN_POOLED_BYTES, cached_bytes, release_cached_buffers};
 pub use storage::CpuStorage;
-pub use thread_pool::init_thread_pool;
+pub use thread_pool::{init_thread_pool, max_threads};
 
 use nabla_core::{
     ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution,

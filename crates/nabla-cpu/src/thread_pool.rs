@@ -2,6 +2,21 @@
 
 use nabla_core::{Error, Result};
 
+/// The most threads [`init_thread_pool`] accepts: eight per logical CPU. Past a few per core,
+/// threads only add switching (a thousand make an epoch minutes long).
+///
+/// ```
+/// assert!(nabla_cpu::max_threads() >= 8);
+/// ```
+pub fn max_threads() -> usize {
+    8 * logical_cpus()
+}
+
+/// The logical CPUs this process may use.
+fn logical_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// Sets up the thread pool that the CPU kernels split their work over (rayon's global pool) with
 /// `threads` threads (`None`: one per logical CPU, or `RAYON_NUM_THREADS`), and makes the calling
 /// thread one of them when there are two or more.
@@ -13,7 +28,7 @@ use nabla_core::{Error, Result};
 /// work sent from other threads (data-loader workers) still runs while the caller waits for it.
 ///
 /// Call it once, early in `main`, from the thread that runs the model; that thread must live as long
-/// as the program uses the pool (the main thread does). Fails if `threads` is zero or the pool is
+/// as the program uses the pool (the main thread does). Fails if `threads` is zero or over [`max_threads`], or the pool is
 /// already set up (by an earlier call, or by a first parallel op).
 ///
 /// ```no_run
@@ -29,6 +44,17 @@ pub fn init_thread_pool(threads: Option<usize>) -> Result<()> {
     if let Some(n) = threads {
         if n == 0 {
             return Err(Error::invalid(OP, "the pool needs at least 1 thread"));
+        }
+        if n > max_threads() {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "{n} threads is more than the limit of {}: eight per logical CPU ({} here); \
+                     more only add switching",
+                    max_threads(),
+                    logical_cpus()
+                ),
+            ));
         }
         builder = builder.num_threads(n);
     }
@@ -50,5 +76,5 @@ fn default_threads() -> usize {
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
         .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .unwrap_or_else(logical_cpus)
 }

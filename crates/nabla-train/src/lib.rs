@@ -13,11 +13,13 @@
 mod config;
 mod history;
 pub mod metrics;
+mod paths;
 mod plot;
 mod progress;
 mod trainer;
 
 pub use config::{ClassificationBatch, EarlyStopping, Monitor, SchedulerInterval, TrainerConfig};
 pub use history::{EpochRecord, History, LogFormat};
+pub use paths::{check_input_file, check_output_path};
 pub use plot::{nice_ticks, render_svg, write_svg};
 pub use trainer::{Trainer, checkpoint_metadata, evaluate_model};

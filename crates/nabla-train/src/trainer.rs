@@ -4,6 +4,7 @@
 use crate::config::{ClassificationBatch, EarlyState, Monitor, SchedulerInterval, TrainerConfig};
 use crate::history::{EpochRecord, History, LogFormat};
 use crate::metrics::MetricAccumulator;
+use crate::paths::check_output_path;
 use crate::plot::write_svg;
 use crate::progress::Progress;
 use nabla_core::{Backend, Error, Generator, Result};
@@ -76,6 +77,13 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
         }
         if let Some(log) = &config.log {
             LogFormat::from_path(log)?;
+            check_output_path(log, "log")?;
+        }
+        if let Some(plot) = &config.plot {
+            check_output_path(plot, "plot")?;
+        }
+        if let Some(checkpoint) = &config.checkpoint {
+            check_output_path(checkpoint, "checkpoint")?;
         }
         if config.checkpoint_every.is_some() && config.checkpoint.is_none() {
             return Err(Error::invalid(
