@@ -148,9 +148,11 @@ op_catalogue! {
         Sub => "sub",
         /// `a * b` (wrapping for integers; logical and for bool).
         Mul => "mul",
-        /// `a / b`; integers use floor division like NumPy's `//`, and division by zero gives 0.
+        /// `a / b`; integers use floor division like NumPy's `//`. The kernel gives 0 for an integer
+        /// division by zero; `Tensor::div` refuses one with an error, as PyTorch does.
         Div => "div",
-        /// Remainder with the sign of the divisor (NumPy's `%`); integer remainder by zero gives 0.
+        /// Remainder with the sign of the divisor (NumPy's `%`). The kernel gives 0 for an integer
+        /// remainder by zero; `Tensor::rem` refuses one with an error.
         Rem => "rem",
         /// `a ^ b`; integer powers with negative exponents give 0 (except bases 1 and -1).
         Pow => "pow",

@@ -194,11 +194,35 @@ impl<B: Backend> Tensor<B> {
         if !op.supports(a.dtype()) {
             return Err(Error::dtype(op.name(), a.dtype()));
         }
+        if matches!(op, BinaryOp::Div | BinaryOp::Rem) && a.dtype().is_int() {
+            b.check_no_zero_divisor(op.name())?;
+        }
         let storage =
             self.backend()
                 .binary(op, a.storage(), a.layout(), b.storage(), b.layout())?;
         Tensor::from_output_dims(storage, a.shape(), self.backend())
             .record_checked(|| Op::Binary(op), &[&a, &b])
+    }
+
+    /// Fails, as PyTorch does, when this integer divisor holds a zero: integer division and remainder
+    /// by zero have no value. Symbolic (traced) divisors cannot be read and are not checked; a
+    /// compiled program's integer division by zero gives 0.
+    fn check_no_zero_divisor(&self, op: &'static str) -> Result<()> {
+        if self.backend().is_symbolic() || self.numel() == 0 {
+            return Ok(());
+        }
+        let zeros = self.eq(0)?.cast(nabla_core::DType::I64)?.sum_all()?;
+        match zeros.item::<i64>()? {
+            0 => Ok(()),
+            _ => Err(Error::invalid(
+                op,
+                format!(
+                    "integer {op} by zero (the {} divisor holds a 0); cast to a float dtype for \
+                     inf/NaN results",
+                    self.dtype()
+                ),
+            )),
+        }
     }
 
     /// Applies a comparison with broadcasting; the result is bool.

@@ -286,16 +286,14 @@ fn checkpointing_cuts_the_peak_memory_of_a_deep_mlp() -> Result<()> {
         let params = mlp
             .blocks
             .iter()
-            .map(|block| {
-                let to_tracked = |t: &T| -> Result<Tensor<MemoryTracked<CpuBackend>>> {
-                    let host = t.to_host()?;
-                    Tensor::var("w", Tensor::from_host(host, t.shape().to_vec(), &mem)?)
+            .enumerate()
+            .map(|(i, block)| {
+                let to_tracked = |j: usize| -> Result<Tensor<MemoryTracked<CpuBackend>>> {
+                    let (t, host) = (&block[j], block[j].to_host()?);
+                    let value = Tensor::from_host(host, t.shape().to_vec(), &mem)?;
+                    Tensor::var(format!("w{i}.{j}"), value)
                 };
-                Ok([
-                    to_tracked(&block[0])?,
-                    to_tracked(&block[1])?,
-                    to_tracked(&block[2])?,
-                ])
+                Ok([to_tracked(0)?, to_tracked(1)?, to_tracked(2)?])
             })
             .collect::<Result<Vec<_>>>()?;
         let x = Tensor::ones([batch, width], DType::F64, &mem)?;

@@ -19,6 +19,7 @@ mod forward_mode;
 mod fused_kernels;
 mod jacobians;
 mod jax_fixtures;
+mod misuse;
 mod primitives;
 mod sizes;
 #[path = "autograd_rules/support.rs"]

@@ -138,7 +138,17 @@ impl<B: Backend> Tensor<B> {
         let mut names = HashMap::new();
         for (node, grad) in names_and_grads {
             if let NodeKind::Leaf { name: Some(name) } = &node.kind {
-                names.insert(name.clone(), node.id);
+                if let Some(other) = names.insert(name.clone(), node.id)
+                    && other != node.id
+                {
+                    return Err(Error::Autodiff {
+                        op: "backward",
+                        message: format!(
+                            "two different variables are named `{name}`, so Gradients::by_name \
+                             could not tell their gradients apart; give each Tensor::var its own name"
+                        ),
+                    });
+                }
             }
             by_node.insert(node.id, grad);
         }
@@ -568,11 +578,17 @@ pub(crate) fn not_one_element(op: &'static str, shape: &[usize]) -> Error {
     )
 }
 
+/// The error for a second reverse pass through a graph whose saved values (here `op`'s) the first
+/// pass freed: named after the user's call, not after the internal op.
 fn released(op: &'static str) -> Error {
     Error::autodiff(
-        op,
-        "the values saved for the reverse pass were already freed by an earlier backward; pass \
-         BackwardOptions { retain_graph: true, .. } to the first call to run backward twice",
+        "backward",
+        format!(
+            "this graph was already differentiated once (by backward or grad), which freed the \
+             values its ops saved for the reverse pass (first missing: `{op}`); to differentiate it \
+             again, pass BackwardOptions {{ retain_graph: true, .. }} to the first call, or recompute \
+             the output"
+        ),
     )
 }
 
