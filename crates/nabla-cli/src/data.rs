@@ -312,7 +312,7 @@ mod tests {
         let dir = std::env::temp_dir();
         let tag = std::process::id();
         let npy = dir.join(format!("nabla-cli-data-{tag}.npy"));
-        let values: Vec<f32> = (0..8).map(|i| i as f32).collect();
+        let values: Vec<f32> = (0..8).map(|i| i as f32 / 8.0).collect();
         let io = |e: std::io::Error| Error::invalid("test", e.to_string());
         std::fs::write(&npy, npy_bytes(&values, "(2, 1, 2, 2)")).map_err(io)?;
         let x = read_inputs(&npy, &[1, 2, 2], &cpu)?;
@@ -320,7 +320,7 @@ mod tests {
         assert_eq!(x.to_vec::<f32>()?, values);
         assert!(read_inputs(&npy, &[1, 3, 3], &cpu).is_err());
         let csv = dir.join(format!("nabla-cli-data-{tag}.csv"));
-        std::fs::write(&csv, "a,b,c,d\n0,1,2,3\n4,5,6,7\n").map_err(io)?;
+        std::fs::write(&csv, "a,b,c,d\n0,0.125,0.25,0.375\n0.5,0.625,0.75,0.875\n").map_err(io)?;
         assert_eq!(
             read_inputs(&csv, &[1, 2, 2], &cpu)?.to_vec::<f32>()?,
             values

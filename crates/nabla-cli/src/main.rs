@@ -5,6 +5,8 @@
 //! writes. `nabla --help` and `nabla <command> --help` describe every option.
 
 mod args;
+#[cfg(test)]
+mod args_fuzz;
 mod backend;
 mod commands;
 mod data;

@@ -88,6 +88,10 @@ impl CpuStorage {
         if layout.numel() == 0 {
             return Ok(());
         }
+        // Every kernel reads its inputs through views like this one and writes outputs no larger than
+        // them (ops whose outputs grow check their size where it is known), so refusing views beyond
+        // the allocation limit here keeps a broadcast view from becoming a huge buffer.
+        nabla_core::check_allocation(op, layout.shape(), self.dtype())?;
         if layout.min_offset() < 0 || layout.max_offset() >= self.len() as isize {
             return Err(Error::invalid(
                 op,

@@ -1,7 +1,7 @@
 //! A host-side n-dimensional array: what the file readers return before upload to a device.
 
 use crate::source::bad_input;
-use nabla_core::{Backend, DType, HostData, Result};
+use nabla_core::{Backend, DType, HostData, Result, check_allocation, max_allocation_bytes};
 use nabla_tensor::Tensor;
 
 /// An array read from a file: its shape and its elements in row-major (C) order.
@@ -81,25 +81,38 @@ impl Elem {
         }
     }
 
+    /// The dtype the elements decode to (`i8` and `i16` widen to `i32`).
+    pub(crate) fn dtype(self) -> DType {
+        match self {
+            Elem::U8 => DType::U8,
+            Elem::I8 | Elem::I16 | Elem::I32 => DType::I32,
+            Elem::I64 => DType::I64,
+            Elem::F32 => DType::F32,
+            Elem::F64 => DType::F64,
+            Elem::Bool => DType::Bool,
+        }
+    }
+
     /// Decodes `bytes` (a whole number of elements) that start at byte `offset` of the input `name`.
     pub(crate) fn decode(
         self,
-        bytes: &[u8],
+        bytes: Vec<u8>,
         big_endian: bool,
         name: &str,
         offset: usize,
     ) -> Result<HostData> {
         Ok(match self {
-            Elem::U8 => HostData::U8(bytes.to_vec()),
+            // Bytes are kept as they are, without a copy.
+            Elem::U8 => HostData::U8(bytes),
             Elem::I8 => HostData::I32(bytes.iter().map(|&b| b as i8 as i32).collect()),
             Elem::I16 => {
-                let v: Vec<i16> = decode_endian!(bytes, big_endian, i16);
+                let v: Vec<i16> = decode_endian!(&bytes, big_endian, i16);
                 HostData::I32(v.into_iter().map(i32::from).collect())
             }
-            Elem::I32 => HostData::I32(decode_endian!(bytes, big_endian, i32)),
-            Elem::I64 => HostData::I64(decode_endian!(bytes, big_endian, i64)),
-            Elem::F32 => HostData::F32(decode_endian!(bytes, big_endian, f32)),
-            Elem::F64 => HostData::F64(decode_endian!(bytes, big_endian, f64)),
+            Elem::I32 => HostData::I32(decode_endian!(&bytes, big_endian, i32)),
+            Elem::I64 => HostData::I64(decode_endian!(&bytes, big_endian, i64)),
+            Elem::F32 => HostData::F32(decode_endian!(&bytes, big_endian, f32)),
+            Elem::F64 => HostData::F64(decode_endian!(&bytes, big_endian, f64)),
             Elem::Bool => {
                 if let Some(i) = bytes.iter().position(|&b| b > 1) {
                     return Err(bad_input(
@@ -117,19 +130,56 @@ impl Elem {
     }
 }
 
-/// The number of elements of `shape` and their byte size, or an error for sizes that overflow.
+/// `shape` for an error message: in full up to rank 8, else its first and last dimensions and its rank.
+pub(crate) fn short_shape(shape: &[usize]) -> String {
+    if shape.len() <= 8 {
+        return format!("{shape:?}");
+    }
+    let head: Vec<String> = shape[..4].iter().map(usize::to_string).collect();
+    let tail: Vec<String> = shape[shape.len() - 2..]
+        .iter()
+        .map(usize::to_string)
+        .collect();
+    format!(
+        "[{}, …, {}] (rank {})",
+        head.join(", "),
+        tail.join(", "),
+        shape.len()
+    )
+}
+
+/// The byte size of the data of `shape`, read by `op` from the input `name` whose header ends at
+/// `offset`: an error naming the input when the element count overflows or the decoded array would
+/// exceed the allocation limit ([`nabla_core::check_allocation`]), so a header declaring a huge
+/// shape is refused before anything is read or allocated.
 pub(crate) fn checked_size(
     shape: &[usize],
     elem: Elem,
     name: &str,
     offset: usize,
-) -> Result<(usize, usize)> {
-    let numel = shape
+    op: &'static str,
+) -> Result<usize> {
+    let dtype = elem.dtype();
+    if let Ok(numel) = check_allocation(op, shape, dtype) {
+        // Cannot overflow: the decoded size, at least as large, was checked.
+        return Ok(numel * elem.size());
+    }
+    let bytes = shape
         .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| bad_input(name, offset, format!("shape {shape:?} overflows")))?;
-    let bytes = numel
-        .checked_mul(elem.size())
-        .ok_or_else(|| bad_input(name, offset, format!("shape {shape:?} overflows")))?;
-    Ok((numel, bytes))
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .and_then(|n| n.checked_mul(dtype.size_in_bytes()));
+    let needs = match bytes {
+        Some(bytes) => format!("needs {bytes} bytes"),
+        None => "needs more bytes than a usize can count".to_string(),
+    };
+    Err(bad_input(
+        name,
+        offset,
+        format!(
+            "the header declares shape {} of {dtype}, which {needs}, over the allocation limit of \
+             {} bytes (NABLA_MAX_ALLOC_BYTES or nabla_core::set_max_allocation_bytes raises it)",
+            short_shape(shape),
+            max_allocation_bytes()
+        ),
+    ))
 }

@@ -1,7 +1,7 @@
 //! Numeric CSV files.
 
-use crate::source::{bad_input, read_maybe_gzip};
-use nabla_core::{Backend, DType, Error, Result};
+use crate::source::{Input, bad_input, excerpt, is_gzip, over_limit};
+use nabla_core::{Backend, DType, Error, Result, check_allocation};
 use nabla_tensor::Tensor;
 use std::path::Path;
 
@@ -104,14 +104,20 @@ impl CsvTable {
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 pub fn parse_csv(bytes: &[u8], name: &str, options: &CsvOptions) -> Result<CsvTable> {
-    let raw = crate::source::decompress_if_gzip(bytes.to_vec(), name)?;
+    if !is_gzip(bytes) {
+        return parse_raw_csv(bytes, name, options);
+    }
+    let raw = Input::from_bytes(name, bytes).read_rest("the decompressed CSV text")?;
     parse_raw_csv(&raw, name, options)
 }
 
 /// Reads a CSV file of numbers (raw or gzip); see [`parse_csv`].
+///
+/// The file (decompressed, for gzip) and the table of `f64` features must each fit the allocation
+/// limit ([`nabla_core::max_allocation_bytes`]); a gzip file is decompressed only up to that limit.
 pub fn read_csv(path: impl AsRef<Path>, options: &CsvOptions) -> Result<CsvTable> {
     let path = path.as_ref();
-    let bytes = read_maybe_gzip(path)?;
+    let bytes = Input::open(path)?.read_rest("the CSV text")?;
     parse_raw_csv(&bytes, &path.display().to_string(), options)
 }
 
@@ -170,10 +176,10 @@ fn parse_raw_csv(bytes: &[u8], name: &str, options: &CsvOptions) -> Result<CsvTa
             Some(_) => {}
         }
         if options.has_header && table.header.is_none() && table.rows == 0 {
-            let text = String::from_utf8_lossy(line);
-            let mut names: Vec<String> = text
-                .split(options.delimiter as char)
-                .map(|s| s.trim().to_string())
+            // Split the bytes (not decoded text): a non-ASCII delimiter byte is no `char`.
+            let mut names: Vec<String> = line
+                .split(|&b| b == options.delimiter)
+                .map(|f| String::from_utf8_lossy(f).trim().to_string())
                 .collect();
             if let Some(l) = options.label_column {
                 table.label_name = Some(names.remove(l));
@@ -181,6 +187,8 @@ fn parse_raw_csv(bytes: &[u8], name: &str, options: &CsvOptions) -> Result<CsvTa
             table.header = Some(names);
             continue;
         }
+        check_allocation("read_csv", &[table.rows + 1, table.cols], DType::F64)
+            .map_err(|_| over_limit(name, start, "the table of f64 features"))?;
         for (col, (at, field)) in fields(line, start, options.delimiter).enumerate() {
             let value = std::str::from_utf8(field)
                 .ok()
@@ -190,9 +198,9 @@ fn parse_raw_csv(bytes: &[u8], name: &str, options: &CsvOptions) -> Result<CsvTa
                         name,
                         at,
                         format!(
-                            "line {}, column {col}: {:?} is not a number",
+                            "line {}, column {col}: {} is not a number",
                             line_no + 1,
-                            String::from_utf8_lossy(field)
+                            excerpt(&String::from_utf8_lossy(field))
                         ),
                     )
                 })?;

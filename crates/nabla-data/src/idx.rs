@@ -1,9 +1,9 @@
 //! The IDX format of MNIST and Fashion-MNIST, and the `Mnist` loader.
 
-use crate::array::{Elem, HostArray, checked_size};
+use crate::array::{Elem, HostArray, checked_size, short_shape};
 use crate::dataset::TensorDataset;
-use crate::source::{Cursor, decompress_if_gzip, read_maybe_gzip};
-use nabla_core::{Backend, Error, HostData, Result};
+use crate::source::Input;
+use nabla_core::{Backend, DType, Error, HostData, Result, check_allocation};
 use nabla_tensor::Tensor;
 use std::path::{Path, PathBuf};
 
@@ -26,20 +26,29 @@ use std::path::{Path, PathBuf};
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 pub fn parse_idx(bytes: &[u8], name: &str) -> Result<HostArray> {
-    let raw = decompress_if_gzip(bytes.to_vec(), name)?;
-    parse_raw_idx(&raw, name)
+    read_idx_from(Input::from_bytes(name, bytes))
 }
 
-/// Parses uncompressed IDX bytes.
-fn parse_raw_idx(bytes: &[u8], name: &str) -> Result<HostArray> {
-    let mut c = Cursor::new(name, bytes);
+/// Reads an IDX file (raw or gzip); errors name the file and the byte offset. See [`parse_idx`].
+///
+/// The header is read first; the data it declares is checked against the allocation limit
+/// ([`nabla_core::check_allocation`]) before it is read, and a gzip file is decompressed only as far
+/// as the header declares (one byte more shows trailing data, an error as in a raw file).
+pub fn read_idx(path: impl AsRef<Path>) -> Result<HostArray> {
+    read_idx_from(Input::open(path.as_ref())?)
+}
+
+/// Parses IDX from a stream of raw (decompressed) bytes.
+fn read_idx_from(mut c: Input<'_>) -> Result<HostArray> {
     let magic = c.array::<4>("the magic number")?;
     if magic[0] != 0 || magic[1] != 0 {
-        c.pos = 0;
-        return Err(c.error(format!(
-            "not an IDX file: magic number starts with {:#04x} {:#04x}, expected 0x00 0x00",
-            magic[0], magic[1]
-        )));
+        return Err(c.error_at(
+            0,
+            format!(
+                "not an IDX file: magic number starts with {:#04x} {:#04x}, expected 0x00 0x00",
+                magic[0], magic[1]
+            ),
+        ));
     }
     let elem = match magic[2] {
         0x08 => Elem::U8,
@@ -49,10 +58,13 @@ fn parse_raw_idx(bytes: &[u8], name: &str) -> Result<HostArray> {
         0x0D => Elem::F32,
         0x0E => Elem::F64,
         code => {
-            c.pos = 2;
-            return Err(c.error(format!(
-                "unknown IDX dtype code {code:#04x} (expected 0x08, 0x09, 0x0b, 0x0c, 0x0d or 0x0e)"
-            )));
+            return Err(c.error_at(
+                2,
+                format!(
+                    "unknown IDX dtype code {code:#04x} (expected 0x08, 0x09, 0x0b, 0x0c, 0x0d or \
+                     0x0e)"
+                ),
+            ));
         }
     };
     let rank = magic[3] as usize;
@@ -61,19 +73,12 @@ fn parse_raw_idx(bytes: &[u8], name: &str) -> Result<HostArray> {
         let d = c.array::<4>(&format!("dimension {i}"))?;
         shape.push(u32::from_be_bytes(d) as usize);
     }
-    let (_, size) = checked_size(&shape, elem, name, c.pos)?;
+    let size = checked_size(&shape, elem, &c.name, c.pos, "read_idx")?;
     let start = c.pos;
-    let data = c.take(size, &format!("the data of shape {shape:?}"))?;
+    let data = c.take(size, &format!("the data of shape {}", short_shape(&shape)))?;
     c.expect_end()?;
-    let data = elem.decode(data, true, name, start)?;
+    let data = elem.decode(data, true, &c.name, start)?;
     Ok(HostArray { shape, data })
-}
-
-/// Reads an IDX file (raw or gzip); errors name the file and the byte offset. See [`parse_idx`].
-pub fn read_idx(path: impl AsRef<Path>) -> Result<HostArray> {
-    let path = path.as_ref();
-    let bytes = read_maybe_gzip(path)?;
-    parse_raw_idx(&bytes, &path.display().to_string())
 }
 
 /// MNIST or Fashion-MNIST (same file layout): images `[N, 1, 28, 28]` `f32` scaled to `[0, 1]` and
@@ -160,6 +165,7 @@ impl<B: Backend> Mnist<B> {
             return Err(Error::shapes("Mnist", &images.shape, &labels.shape)
                 .with_hint("expected one label per image"));
         }
+        check_allocation("Mnist", &[*n, *h, *w], DType::F32)?;
         let scaled: Vec<f32> = pixels.iter().map(|&p| f32::from(p) / 255.0).collect();
         let images = Tensor::from_vec(scaled, [*n, 1, *h, *w], backend)?;
         let labels: Vec<i64> = label_bytes.iter().map(|&l| i64::from(l)).collect();

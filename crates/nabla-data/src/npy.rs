@@ -1,12 +1,16 @@
 //! NumPy `.npy` files.
 
-use crate::array::{Elem, HostArray, checked_size};
-use crate::source::{Cursor, bad_input, decompress_if_gzip, read_maybe_gzip};
+use crate::array::{Elem, HostArray, checked_size, short_shape};
+use crate::source::{Input, bad_input, excerpt};
 use nabla_core::{Element, Result, with_host_data};
 use std::path::Path;
 
 /// The six bytes every `.npy` file starts with.
 const MAGIC: &[u8; 6] = b"\x93NUMPY";
+
+/// The longest header accepted, in bytes. NumPy writes headers of a few hundred bytes (and by default
+/// refuses to read any over 10,000); the limit keeps a corrupt header length from costing memory.
+const MAX_HEADER_LEN: usize = 1 << 20;
 
 /// Parses a `.npy` file held in memory (format versions 1.0, 2.0 and 3.0; raw or gzip-compressed).
 ///
@@ -27,15 +31,16 @@ const MAGIC: &[u8; 6] = b"\x93NUMPY";
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 pub fn parse_npy(bytes: &[u8], name: &str) -> Result<HostArray> {
-    let raw = decompress_if_gzip(bytes.to_vec(), name)?;
-    parse_raw_npy(&raw, name)
+    read_npy_from(Input::from_bytes(name, bytes))
 }
 
 /// Reads a `.npy` file (raw or gzip); see [`parse_npy`].
+///
+/// The header is read first (at most 1 MiB); the data it declares is checked against the allocation
+/// limit ([`nabla_core::check_allocation`]) before it is read, and a gzip file is decompressed only as
+/// far as the header declares (one byte more shows trailing data, an error as in a raw file).
 pub fn read_npy(path: impl AsRef<Path>) -> Result<HostArray> {
-    let path = path.as_ref();
-    let bytes = read_maybe_gzip(path)?;
-    parse_raw_npy(&bytes, &path.display().to_string())
+    read_npy_from(Input::open(path.as_ref())?)
 }
 
 /// The parsed header dictionary.
@@ -46,37 +51,51 @@ struct Header {
     shape: Vec<usize>,
 }
 
-/// Parses uncompressed `.npy` bytes.
-fn parse_raw_npy(bytes: &[u8], name: &str) -> Result<HostArray> {
-    let mut c = Cursor::new(name, bytes);
+/// Parses `.npy` from a stream of raw (decompressed) bytes.
+fn read_npy_from(mut c: Input<'_>) -> Result<HostArray> {
     let magic = c.array::<6>("the magic string")?;
     if &magic != MAGIC {
-        c.pos = 0;
-        return Err(c.error("not a .npy file: the magic string \\x93NUMPY is missing"));
+        return Err(c.error_at(0, "not a .npy file: the magic string \\x93NUMPY is missing"));
     }
     let [major, minor] = c.array::<2>("the format version")?;
     let header_len = match major {
         1 => u16::from_le_bytes(c.array::<2>("the header length")?) as usize,
         2 | 3 => u32::from_le_bytes(c.array::<4>("the header length")?) as usize,
         _ => {
-            c.pos = 6;
-            return Err(c.error(format!(
-                "unsupported .npy format version {major}.{minor} (1.0, 2.0 and 3.0 are supported)"
-            )));
+            return Err(c.error_at(
+                6,
+                format!(
+                    "unsupported .npy format version {major}.{minor} (1.0, 2.0 and 3.0 are \
+                     supported)"
+                ),
+            ));
         }
     };
+    if header_len > MAX_HEADER_LEN {
+        return Err(c.error_at(
+            8,
+            format!("header length {header_len} is over the limit of {MAX_HEADER_LEN} bytes"),
+        ));
+    }
     let header_start = c.pos;
     let header = c.take(header_len, "the header")?;
-    let header = std::str::from_utf8(header)
-        .map_err(|e| bad_input(name, header_start + e.valid_up_to(), "header is not UTF-8"))?;
-    let header = parse_header(header, name, header_start)?;
-    let (_, size) = checked_size(&header.shape, header.elem, name, header_start)?;
+    let header = std::str::from_utf8(&header)
+        .map_err(|e| c.error_at(header_start + e.valid_up_to(), "header is not UTF-8"))?;
+    let header = parse_header(header, &c.name, header_start)?;
+    let size = checked_size(
+        &header.shape,
+        header.elem,
+        &c.name,
+        header_start,
+        "read_npy",
+    )?;
     let data_start = c.pos;
-    let data = c.take(size, &format!("the data of shape {:?}", header.shape))?;
+    let what = format!("the data of shape {}", short_shape(&header.shape));
+    let data = c.take(size, &what)?;
     c.expect_end()?;
     let mut data = header
         .elem
-        .decode(data, header.big_endian, name, data_start)?;
+        .decode(data, header.big_endian, &c.name, data_start)?;
     if header.fortran_order && header.shape.len() > 1 {
         data = with_host_data!(data, v => Element::into_host(fortran_to_c(&v, &header.shape)));
     }
@@ -129,7 +148,10 @@ impl HeaderParser<'_> {
         bad_input(
             self.name,
             self.base + self.pos,
-            format!("bad .npy header {:?}: {message}", self.text.trim_end()),
+            format!(
+                "bad .npy header {}: {message}",
+                excerpt(self.text.trim_end())
+            ),
         )
     }
 
@@ -213,13 +235,26 @@ fn parse_header(text: &str, name: &str, base: usize) -> Result<Header> {
     let (mut descr, mut fortran, mut shape) = (None, None, None);
     p.expect('{')?;
     while p.peek() != Some('}') {
+        let key_start = p.pos;
         let key = p.string()?;
+        let repeated = match key.as_str() {
+            "descr" => descr.is_some(),
+            "fortran_order" => fortran.is_some(),
+            "shape" => shape.is_some(),
+            _ => false,
+        };
+        if repeated {
+            p.pos = key_start;
+            return Err(p.error(format!("the key {key:?} appears twice")));
+        }
         p.expect(':')?;
         match (key.as_str(), p.value()?) {
             ("descr", Value::Str(s)) => descr = Some(s),
             ("fortran_order", Value::Bool(b)) => fortran = Some(b),
             ("shape", Value::Tuple(t)) => shape = Some(t),
-            (k, _) => return Err(p.error(format!("unexpected key or value type for {k:?}"))),
+            (k, _) => {
+                return Err(p.error(format!("unexpected key or value type for {}", excerpt(k))));
+            }
         }
         if p.peek() == Some(',') {
             p.pos += 1;
@@ -230,11 +265,32 @@ fn parse_header(text: &str, name: &str, base: usize) -> Result<Header> {
     let (Some(descr), Some(fortran_order), Some(shape)) = (descr, fortran, shape) else {
         return Err(p.error("the keys 'descr', 'fortran_order' and 'shape' are required"));
     };
-    let (order, kind) = descr.split_at(descr.len().min(1));
+    let (elem, big_endian) = parse_descr(&descr).map_err(|message| p.error(message))?;
+    Ok(Header {
+        elem,
+        big_endian,
+        fortran_order,
+        shape,
+    })
+}
+
+/// The element type and byte order of a `descr` such as `'<f4'`, or what is wrong with it.
+fn parse_descr(descr: &str) -> std::result::Result<(Elem, bool), String> {
+    // The byte-order character, if the first character is ASCII (slicing at 1 would split a
+    // multi-byte character).
+    let (order, kind) = match descr.as_bytes().first() {
+        Some(b) if b.is_ascii() => descr.split_at(1),
+        _ => ("", descr),
+    };
     let big_endian = match order {
         ">" => true,
         "<" | "|" | "=" => false,
-        _ => return Err(p.error(format!("descr {descr:?} has no byte-order character"))),
+        _ => {
+            return Err(format!(
+                "descr {} has no byte-order character",
+                excerpt(descr)
+            ));
+        }
     };
     let elem = match kind {
         "f4" => Elem::F32,
@@ -246,15 +302,11 @@ fn parse_header(text: &str, name: &str, base: usize) -> Result<Header> {
         "u1" => Elem::U8,
         "b1" => Elem::Bool,
         _ => {
-            return Err(p.error(format!(
-                "unsupported dtype {descr:?} (supported: f4, f8, i1, i2, i4, i8, u1, b1)"
-            )));
+            return Err(format!(
+                "unsupported dtype {} (supported: f4, f8, i1, i2, i4, i8, u1, b1)",
+                excerpt(descr)
+            ));
         }
     };
-    Ok(Header {
-        elem,
-        big_endian,
-        fortran_order,
-        shape,
-    })
+    Ok((elem, big_endian))
 }

@@ -175,12 +175,12 @@ pub fn load_checkpoint<B: Backend, M: Module<B> + ?Sized>(
     // The model is restored first (all or nothing); if the optimizer then refuses its state, the
     // model's previous values are put back.
     let previous = model.state_dict();
-    load_state_dict(model, &model_state, Strictness::Strict)?;
+    load_state_dict(model, &model_state, Strictness::Strict).map_err(|e| bad(e.to_string()))?;
     if let (Some(opt), Some(state)) = (optimizer, optimizer_state)
         && let Err(e) = opt.load_state_dict(&state)
     {
         load_state_dict(model, &previous, Strictness::Strict)?;
-        return Err(e);
+        return Err(bad(e.to_string()));
     }
     Ok(training)
 }

@@ -268,6 +268,7 @@ impl<B: Backend> Tensor<B> {
         t.check_same_dtype(OP, &f)?;
         let shape = Shape::broadcast(OP, self.shape(), t.shape())?;
         let shape = Shape::broadcast(OP, shape.dims(), f.shape())?;
+        nabla_core::check_allocation(OP, shape.dims(), t.dtype())?;
         let (c, t, f) = (
             self.broadcast_to(shape.dims())?,
             t.broadcast_to(shape.dims())?,

@@ -91,6 +91,9 @@ impl<B: Backend> Tensor<B> {
                 format!("the index must be 1-D, got shape {:?}", index.shape()),
             ));
         }
+        let mut out = self.shape().to_vec();
+        out[a] = index.numel();
+        nabla_core::check_allocation(OP, &out, self.dtype())?;
         let storage = self.backend().index_select(
             self.storage(),
             self.layout(),
@@ -166,6 +169,9 @@ impl<B: Backend> Tensor<B> {
     /// One-hot encodes integer class indices into a new last axis of size `classes`.
     pub fn one_hot(&self, classes: usize, dtype: DType) -> Result<Self> {
         let index = self.check_index("one_hot", self)?;
+        let mut out = self.shape().to_vec();
+        out.push(classes);
+        nabla_core::check_allocation("one_hot", &out, dtype)?;
         let storage = self
             .backend()
             .one_hot(index.storage(), index.layout(), classes, dtype)?;

@@ -52,6 +52,9 @@ impl<B: Backend> Tensor<B> {
                 ))
             })?
             .into_dims();
+        let mut out_shape = batch.clone();
+        out_shape.extend([m, n]);
+        nabla_core::check_allocation(OP, &out_shape, a.dtype())?;
         let mut a_shape = batch.clone();
         a_shape.extend([m, k]);
         let mut b_shape = batch.clone();
@@ -63,8 +66,6 @@ impl<B: Backend> Tensor<B> {
         let storage = self
             .backend()
             .matmul(a.storage(), a.layout(), b.storage(), b.layout())?;
-        let mut out_shape = batch;
-        out_shape.extend([m, n]);
         let mut out = Tensor::from_output(storage, out_shape, self.backend())
             .record_checked(|| Op::Matmul, &[&a, &b])?;
         // Drop the row axis first: for 1-D @ 1-D the result [1, 1] then still has a last axis to drop.
@@ -95,6 +96,7 @@ impl<B: Backend> Tensor<B> {
         self.check_device(OP, weight)?;
         self.check_same_dtype(OP, weight)?;
         let (n, c_out, oh, ow) = conv_output_shape(OP, self.shape(), weight.shape(), params)?;
+        nabla_core::check_allocation(OP, &[n, c_out, oh, ow], self.dtype())?;
         let storage = self.backend().conv2d(
             self.storage(),
             self.layout(),

@@ -370,12 +370,19 @@ impl<B: Backend> Tensor<B> {
                 ),
             ));
         }
-        let shape: Vec<usize> = self
+        let shape = self
             .shape()
             .iter()
             .zip(pads)
-            .map(|(d, (a, b))| d + a + b)
-            .collect();
+            .map(|(d, (a, b))| d.checked_add(*a)?.checked_add(*b))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| {
+                Error::invalid(
+                    "pad",
+                    format!("padding {pads:?} overflows the dimension sizes"),
+                )
+            })?;
+        nabla_core::check_allocation("pad", &shape, self.dtype())?;
         let storage = self
             .backend()
             .pad(self.storage(), self.layout(), pads, value.into())?;
@@ -418,8 +425,11 @@ impl<B: Backend> Tensor<B> {
                 return Err(Error::shapes("cat", first.shape(), t.shape())
                     .with_hint(format!("all dimensions except axis {axis} must match")));
             }
-            shape[a] += t.shape()[a];
+            shape[a] = shape[a]
+                .checked_add(t.shape()[a])
+                .ok_or_else(|| Error::invalid("cat", "the joined axis overflows usize"))?;
         }
+        nabla_core::check_allocation("cat", &shape, first.dtype())?;
         let parts: Vec<_> = tensors.iter().map(|t| (t.storage(), t.layout())).collect();
         let storage = first.backend().concat(&parts, a)?;
         Tensor::from_output(storage, shape, first.backend()).record_checked(

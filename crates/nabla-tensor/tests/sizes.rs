@@ -91,3 +91,49 @@ fn the_limit_is_configurable_for_a_scope() -> Result<()> {
     assert!(T::zeros([257], DType::F32, &cpu).is_ok());
     Ok(())
 }
+
+#[test]
+fn ops_whose_output_outgrows_their_inputs_check_its_size_first() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let limit = 1 << 20; // 1 MiB: every output below is larger, every input smaller
+    let big = 1 << 10;
+    let col = T::ones([big, 1], DType::F32, &cpu)?;
+    let row = T::ones([1, big], DType::F32, &cpu)?;
+    let idx = T::from_vec(vec![0i64; big * big / 4], [big * big / 4], &cpu)?;
+    let errors = nabla_core::with_allocation_limit(limit, || -> Result<Vec<String>> {
+        // Views cost nothing; computing on a view as large as the limit is refused.
+        let wide = col.broadcast_to([big, big])?;
+        let cond = T::ones([big, 1], DType::Bool, &cpu)?;
+        let x = T::ones([big, 1, 1, 1], DType::F32, &cpu)?;
+        let w = T::ones([1, 1, 1, 1], DType::F32, &cpu)?;
+        let params = nabla_core::Conv2dParams {
+            padding: (big / 2, big / 2),
+            ..Default::default()
+        };
+        Ok(vec![
+            message(col.matmul(&row)),
+            message(T::zeros([0, big], DType::F32, &cpu)?.t()?.matmul(&T::zeros(
+                [0, big],
+                DType::F32,
+                &cpu,
+            )?)),
+            message(cond.where_(&row, 0.0f32)),
+            message(col.pad(&[(0, 0), (0, big)], 0.0f32)),
+            message(col.pad(&[(0, 0), (usize::MAX, 1)], 0.0f32)),
+            message(T::cat(&vec![&row; 300], 0)),
+            message(wide.exp()),
+            message(wide.contiguous()),
+            message(idx.one_hot(8, DType::F32)),
+            message(row.index_select(1, &idx)),
+            message(x.conv2d(&w, &params)),
+        ])
+    })?;
+    for e in &errors {
+        assert!(
+            e.contains("allocation limit") || e.contains("overflow"),
+            "{errors:#?}"
+        );
+        assert_eq!(e.lines().count(), 1);
+    }
+    Ok(())
+}

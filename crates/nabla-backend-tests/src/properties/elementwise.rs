@@ -163,7 +163,9 @@ fn binary_domain(op: BinaryOp, dtype: DType, a: &Input, b: &Input) -> (Input, In
     match op {
         BinaryOp::Pow if dtype.is_float() => (a.map(|v| v.abs() + 0.1), b.clone()),
         BinaryOp::Pow => (a.clone(), b.map(|v| (v / 2.0).round().clamp(-3.0, 4.0))),
-        BinaryOp::Div | BinaryOp::Rem if dtype.is_float() => (
+        // Integer division by zero is refused by the tensor API (the kernel's 0 is checked by the
+        // NumPy fixtures); float divisors near 0 are moved away to keep the comparison well conditioned.
+        BinaryOp::Div | BinaryOp::Rem => (
             a.clone(),
             b.map(|v| if v.abs() < 0.5 { v + 1.0 } else { v }),
         ),

@@ -137,18 +137,17 @@ impl<B: Backend> Tensor<B> {
         let mut by_node = HashMap::with_capacity(names_and_grads.len());
         let mut names = HashMap::new();
         for (node, grad) in names_and_grads {
-            if let NodeKind::Leaf { name: Some(name) } = &node.kind {
-                if let Some(other) = names.insert(name.clone(), node.id)
-                    && other != node.id
-                {
-                    return Err(Error::Autodiff {
-                        op: "backward",
-                        message: format!(
-                            "two different variables are named `{name}`, so Gradients::by_name \
-                             could not tell their gradients apart; give each Tensor::var its own name"
-                        ),
-                    });
-                }
+            if let NodeKind::Leaf { name: Some(name) } = &node.kind
+                && let Some(other) = names.insert(name.clone(), node.id)
+                && other != node.id
+            {
+                return Err(Error::Autodiff {
+                    op: "backward",
+                    message: format!(
+                        "two different variables are named `{name}`, so Gradients::by_name could \
+                         not tell their gradients apart; give each Tensor::var its own name"
+                    ),
+                });
             }
             by_node.insert(node.id, grad);
         }

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Throws malformed arguments and files at the `nabla` binary and classifies what happens.
+
+Each run is one of: a clean error (exit 1 or 2 with one line on standard error), success, a panic
+(exit 101 or "panicked" on standard error), an abort (killed by a signal), or a hang (still running
+after the timeout). The peak resident memory of every run is measured (`/usr/bin/time`), and the
+worst one is reported. Only the standard library is used.
+
+Usage: python3 scripts/hardening_campaign.py [--nabla target/release/nabla] [--timeout 60]
+Build the binary first: cargo build --release -p nabla-cli
+"""
+
+import argparse
+import gzip
+import json
+import os
+import random
+import struct
+import subprocess
+import tempfile
+from collections import Counter
+
+
+def npy(shape, descr="<f4", values=None, header_pad=0):
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+    header += " " * header_pad
+    while (10 + len(header) + 1) % 64:
+        header += " "
+    header += "\n"
+    body = values if values is not None else b""
+    if len(header) < 65536:
+        return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + body
+    return b"\x93NUMPY\x02\x00" + struct.pack("<I", len(header)) + header.encode() + body
+
+
+def idx(dims, body):
+    return bytes([0, 0, 0x08, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims) + body
+
+
+def run(cmd, timeout):
+    """Runs `cmd` under /usr/bin/time; returns (outcome, peak KiB, stderr's first line)."""
+    timed = ["/usr/bin/time", "-f", "MAXRSS %M"] + cmd
+    try:
+        p = subprocess.run(timed, capture_output=True, timeout=timeout, text=True, errors="replace")
+    except subprocess.TimeoutExpired:
+        return "hang", 0, ""
+    lines = p.stderr.strip().splitlines()
+    rss = 0
+    if lines and lines[-1].startswith("MAXRSS"):
+        rss = int(lines[-1].split()[1])
+        lines = lines[:-1]
+    lines = [l for l in lines if not l.startswith("Command ")]
+    err = "\n".join(lines)
+    if "panicked" in err or p.returncode == 101:
+        return "panic", rss, err
+    if p.returncode < 0 or p.returncode > 128:
+        return "abort", rss, err
+    if p.returncode == 0:
+        return "ok", rss, err
+    if len(lines) == 1:
+        return "clean error", rss, err
+    return "multi-line error", rss, err
+
+
+def mutations(data, rng, count):
+    """Truncations, bit flips, insertions and deletions of `data`."""
+    out = [data[:n] for n in sorted(set([0, 1, 7, 8, 9, 16, 64, len(data) // 2, len(data) - 1]))]
+    for _ in range(count):
+        b = bytearray(data)
+        kind = rng.randrange(3)
+        pos = rng.randrange(max(1, min(len(b), 4096)))
+        if kind == 0 and b:
+            b[pos % len(b)] ^= 1 << rng.randrange(8)
+        elif kind == 1:
+            b[pos:pos] = bytes([rng.randrange(256)])
+        elif b:
+            del b[pos % len(b)]
+        out.append(bytes(b))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nabla", default="target/release/nabla")
+    ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--mutations", type=int, default=60)
+    args = ap.parse_args()
+    nabla = os.path.abspath(args.nabla)
+    rng = random.Random(0)
+    tmp = tempfile.mkdtemp(prefix="nabla-campaign-")
+    os.chdir(tmp)
+    cases = []  # (label, command)
+
+    def file(name, data):
+        path = os.path.join(tmp, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    ck = os.path.join(tmp, "good.safetensors")
+    subprocess.run([nabla, "train", "--model", "mlp", "--epochs", "1", "--checkpoint", ck,
+                    "--no-plot", "-q"], check=True, capture_output=True)
+
+    # Arguments.
+    for a in [["train", "--lr", "-0.1"], ["train", "--lr", "1e308", "--epochs", "1", "-q",
+              "--no-plot", "--checkpoint", os.path.join(tmp, "div.safetensors")],
+              ["train", "--epochs", str(2**63)], ["train", "--epochs", str(2**64)],
+              ["train", "--threads", "1000"], ["train", "--threads", "100000"],
+              ["train", "--workers", "100000"], ["train", "--batch-size", str(2**64 - 1)],
+              ["train", "--plot", "/nonexistent/p.svg"], ["train", "--checkpoint", tmp],
+              ["train", "--checkpoint", "/dev/null"], ["eval", "--checkpoint", tmp],
+              ["eval", "--checkpoint", "/dev/null"], ["train", "--log", "/proc/x.csv"],
+              ["train", "--resume", "--checkpoint", ck, "--epochs", "3", "--lr", "1"],
+              ["predict", "--checkpoint", ck, "--input", tmp],
+              ["predict", "--checkpoint", ck, "--input", "/dev/zero"],
+              ["train", "--dataset", "mnist", "--data-dir", "/dev/null"],
+              ["train", "--early-stopping", str(2**64)], ["train", "--checkpoint-every", "0"]]:
+        cases.append(("args " + " ".join(a[:3]), [nabla] + a))
+
+    # Checkpoints.
+    good = open(ck, "rb").read()
+    n = struct.unpack("<Q", good[:8])[0]
+    header = good[8:8 + n].decode()
+    edits = [('\\"classes\\":10', '\\"classes\\":100000000'),
+             ('\\"classes\\":10', '\\"classes\\":18446744073709551615'),
+             ('\\"classes\\":10', '\\"classes\\":10000000'),
+             ('\\"input_shape\\":[1,8,8]', '\\"input_shape\\":[1,100000,100000]'),
+             ('"dtype":"F32"', '"dtype":"F64"'), ('"dtype":"F32"', '"dtype":"C64"')]
+    for i, (a, b) in enumerate(edits):
+        h = header.replace(a, b, 1).encode()
+        cases.append(("checkpoint edit", [nabla, "eval", "--checkpoint",
+                      file(f"edit{i}.safetensors", struct.pack("<Q", len(h)) + h + good[8 + n:])]))
+    cases.append(("checkpoint huge header", [nabla, "eval", "--checkpoint",
+                  file("huge.safetensors", struct.pack("<Q", 2**62) + good[8:])]))
+    for i, m in enumerate(mutations(good, rng, args.mutations)):
+        cases.append(("checkpoint mutation", [nabla, "eval", "--checkpoint",
+                      file(f"mut{i}.safetensors", m)]))
+
+    # predict inputs.
+    pix = struct.pack("<64f", *([0.5] * 64))
+    for i, data in enumerate([npy("(1, 64)", values=pix), npy("(1, 64)", values=pix[:10]),
+                              npy("(1000000000, 64)", values=pix), npy(f"({2**63}, 64)"),
+                              npy("(1, 64)", descr="<c16", values=pix), npy("(1, 64)", header_pad=100_000, values=pix),
+                              gzip.compress(npy("(16000000, 64)") + bytes(64 * 4 * 16_000_000 // 64)),
+                              npy("(1, 64)", values=struct.pack("<64f", *([float("nan")] * 64))),
+                              npy("(1, 64)", values=struct.pack("<64f", *([16.0] * 64)))]):
+        cases.append(("predict npy", [nabla, "predict", "--checkpoint", ck, "--input",
+                      file(f"in{i}.npy", data)]))
+    for i, data in enumerate([b"", b"a,b\n", b"1," * 100000 + b"\n", (("0.5," * 63) + "x\n").encode()]):
+        cases.append(("predict csv", [nabla, "predict", "--checkpoint", ck, "--input",
+                      file(f"in{i}.csv", data)]))
+
+    # IDX directories.
+    labels = bytes(i % 10 for i in range(20))
+    images = idx([20, 4, 4], bytes(320))
+    variants = {
+        "huge-dims": (idx([2**31, 2**31, 2**31], b""), idx([20], labels)),
+        "truncated": (images[:100], idx([20], labels)),
+        "bomb": (gzip.compress(idx([20, 4, 4], bytes(320)) + bytes(200_000_000)), idx([20], labels)),
+        "bomb-declared": (gzip.compress(idx([2**20, 64, 64], bytes(16_000_000))), idx([20], labels)),
+        "label255": (images, idx([20], bytes([255]) + labels[1:])),
+        "mismatch": (images, idx([19], labels[:19])),
+    }
+    for name, (img, lab) in variants.items():
+        d = os.path.join(tmp, name)
+        os.mkdir(d)
+        for prefix in ["train", "t10k"]:
+            gz = name.startswith("bomb")
+            open(os.path.join(d, f"{prefix}-images-idx3-ubyte" + (".gz" if gz else "")), "wb").write(img)
+            open(os.path.join(d, f"{prefix}-labels-idx1-ubyte"), "wb").write(lab)
+        cases.append((f"idx {name}", [nabla, "train", "--dataset", "mnist", "--data-dir", d,
+                      "--epochs", "1", "--no-plot", "-q", "--checkpoint", os.path.join(d, "c.safetensors")]))
+
+    outcomes = Counter()
+    worst = (0, "")
+    for label, cmd in cases:
+        outcome, rss, err = run(cmd, args.timeout)
+        outcomes[outcome] += 1
+        if rss > worst[0]:
+            worst = (rss, label)
+        if outcome not in ("clean error", "ok"):
+            print(f"{outcome}: {label}: {err[:300]!r}")
+    print(json.dumps({"inputs": len(cases), "outcomes": outcomes,
+                      "worst_peak_rss_mib": round(worst[0] / 1024, 1), "worst_case": worst[1]}))
+
+
+if __name__ == "__main__":
+    main()
