@@ -172,14 +172,18 @@ def main():
                       "--epochs", "1", "--no-plot", "-q", "--checkpoint", os.path.join(d, "c.safetensors")]))
 
     outcomes = Counter()
+    by_label = Counter()
     worst = (0, "")
     for label, cmd in cases:
         outcome, rss, err = run(cmd, args.timeout)
         outcomes[outcome] += 1
+        by_label[(label.split(" ")[0], outcome)] += 1
         if rss > worst[0]:
             worst = (rss, label)
         if outcome not in ("clean error", "ok"):
             print(f"{outcome}: {label}: {err[:300]!r}")
+    for (kind, outcome), count in sorted(by_label.items()):
+        print(f"{kind:12} {outcome:16} {count}")
     print(json.dumps({"inputs": len(cases), "outcomes": outcomes,
                       "worst_peak_rss_mib": round(worst[0] / 1024, 1), "worst_case": worst[1]}))
 

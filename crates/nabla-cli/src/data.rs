@@ -257,8 +257,14 @@ pub fn read_inputs(
             ));
         }
     };
-    check_pixels(&flat.to_vec::<f32>()?, features, path)?;
     let n = flat.shape()[0];
+    if n == 0 {
+        return Err(Error::invalid(
+            "predict",
+            format!("{} holds no examples", path.display()),
+        ));
+    }
+    check_pixels(&flat.to_vec::<f32>()?, features, path)?;
     let mut shape = vec![n];
     shape.extend_from_slice(input_shape);
     flat.reshape(shape)

@@ -4,7 +4,7 @@
 mod support;
 
 use std::process::Output;
-use support::{assert_one_line_error, nabla, stderr, stdout, temp};
+use support::{assert_one_line_error, nabla, predict, stderr, stdout, temp};
 
 #[test]
 fn bad_arguments_give_one_line_errors() {
@@ -181,13 +181,7 @@ fn quick_train_then_eval_predict_and_resume() -> Result<(), Box<dyn std::error::
         .map(|r| r.iter().map(f32::to_string).collect::<Vec<_>>().join(","))
         .collect();
     std::fs::write(&input, rows.join("\n") + "\n")?;
-    let o = nabla(&[
-        "predict",
-        "--checkpoint",
-        &c,
-        "--input",
-        &input.to_string_lossy(),
-    ]);
+    let o = predict(&ckpt, &input);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     assert_eq!(text.lines().count(), 4, "{text}");

@@ -4,7 +4,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use support::{assert_one_line_error, nabla, stderr, stdout, temp};
+use support::{assert_one_line_error, nabla, predict, stderr, stdout, temp, train_mlp};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -77,54 +77,21 @@ fn output_paths_are_checked_before_training() -> TestResult {
 
 /// Trains the MLP for one quiet epoch into `ckpt`.
 fn train_one_epoch(ckpt: &Path) {
-    let c = ckpt.to_string_lossy();
-    let o = nabla(&[
-        "train",
-        "--model",
-        "mlp",
-        "--epochs",
-        "1",
-        "--checkpoint",
-        &c,
-        "--no-plot",
-        "-q",
-    ]);
+    let o = train_mlp(ckpt, &["--epochs", "1"]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
 #[test]
 fn a_diverged_or_mismatched_run_leaves_the_checkpoint_alone() -> TestResult {
     let ckpt = temp("diverge.safetensors");
-    let c = ckpt.to_string_lossy();
     train_one_epoch(&ckpt);
     let before = std::fs::read(&ckpt)?;
-    let o = nabla(&[
-        "train",
-        "--model",
-        "mlp",
-        "--epochs",
-        "1",
-        "--lr",
-        "1e308",
-        "--checkpoint",
-        &c,
-        "--no-plot",
-        "-q",
-    ]);
+    let o = train_mlp(&ckpt, &["--epochs", "1", "--lr", "1e308"]);
     assert_one_line_error(&o, "NaN");
     let resume = |extra: &[&str]| {
-        let mut args = vec![
-            "train",
-            "--model",
-            "mlp",
-            "--resume",
-            "--checkpoint",
-            &c,
-            "--no-plot",
-            "-q",
-        ];
+        let mut args = vec!["--resume"];
         args.extend_from_slice(extra);
-        nabla(&args)
+        train_mlp(&ckpt, &args)
     };
     assert_one_line_error(&resume(&["--epochs", "3", "--lr", "0.01"]), "--lr 0.003");
     assert_one_line_error(&resume(&["--epochs", "3", "--seed", "7"]), "--seed");
@@ -299,7 +266,6 @@ fn data_problems_surface_before_the_first_epoch() {
 fn predict_refuses_non_finite_and_unscaled_inputs() -> TestResult {
     let ckpt = temp("predict.safetensors");
     train_one_epoch(&ckpt);
-    let c = ckpt.to_string_lossy();
     let input = temp("rows.csv");
     let row = |v: &str| vec![v; 64].join(",");
     for (rows, needle) in [
@@ -312,23 +278,13 @@ fn predict_refuses_non_finite_and_unscaled_inputs() -> TestResult {
         (format!("{}\n", row("-0.5")), "[0, 1]"),
     ] {
         std::fs::write(&input, rows)?;
-        let o = nabla(&[
-            "predict",
-            "--checkpoint",
-            &c,
-            "--input",
-            &input.to_string_lossy(),
-        ]);
+        let o = predict(&ckpt, &input);
         assert_one_line_error(&o, needle);
     }
+    std::fs::write(&input, format!("{}\n", row("p")))?;
+    assert_one_line_error(&predict(&ckpt, &input), "no examples");
     std::fs::write(&input, format!("{}\n", row("0.25")))?;
-    let o = nabla(&[
-        "predict",
-        "--checkpoint",
-        &c,
-        "--input",
-        &input.to_string_lossy(),
-    ]);
+    let o = predict(&ckpt, &input);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o).lines().count(), 2);
     for f in [ckpt, input] {

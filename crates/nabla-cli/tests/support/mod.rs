@@ -38,3 +38,30 @@ pub fn assert_one_line_error(o: &Output, needle: &str) {
 pub fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("nabla-cli-{}-{name}", std::process::id()))
 }
+
+/// `nabla train --model mlp --checkpoint CKPT --no-plot -q` followed by `extra`.
+pub fn train_mlp(ckpt: &std::path::Path, extra: &[&str]) -> Output {
+    let c = ckpt.to_string_lossy();
+    let mut args = vec![
+        "train",
+        "--model",
+        "mlp",
+        "--checkpoint",
+        &c,
+        "--no-plot",
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    nabla(&args)
+}
+
+/// `nabla predict --checkpoint CKPT --input INPUT`.
+pub fn predict(ckpt: &std::path::Path, input: &std::path::Path) -> Output {
+    nabla(&[
+        "predict",
+        "--checkpoint",
+        &ckpt.to_string_lossy(),
+        "--input",
+        &input.to_string_lossy(),
+    ])
+}
