@@ -4,7 +4,7 @@
 mod support;
 
 use std::process::Output;
-use support::{assert_one_line_error, nabla, predict, stderr, stdout, temp};
+use support::{assert_one_line_error, nabla, predict, stderr, stdout, temp, train_mlp};
 
 #[test]
 fn bad_arguments_give_one_line_errors() {
@@ -55,17 +55,7 @@ fn metric(text: &str, label: &str) -> f64 {
 fn a_cpu_checkpoint_evaluates_on_wgpu_like_on_the_cpu() -> Result<(), Box<dyn std::error::Error>> {
     let ckpt = temp("backends.safetensors");
     let c = ckpt.to_string_lossy();
-    let o = nabla(&[
-        "train",
-        "--epochs",
-        "1",
-        "--model",
-        "mlp",
-        "--checkpoint",
-        &c,
-        "--no-plot",
-        "-q",
-    ]);
+    let o = train_mlp(&ckpt, &["--epochs", "1"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let on_cpu = nabla(&["eval", "--checkpoint", &c, "--backend", "cpu"]);
     assert!(on_cpu.status.success(), "{}", stderr(&on_cpu));

@@ -1,5 +1,5 @@
-//! Small valid IDX, `.npy` and CSV files (the seeds that the fuzz tests mutate), gzip bombs, and
-//! the checks every reader error must pass.
+//! Builders of IDX, `.npy` and gzip files for the reader tests, small valid files (the seeds that
+//! the fuzz tests mutate), gzip bombs, and the checks every reader error must pass.
 
 use flate2::Compression;
 use flate2::write::GzEncoder;

@@ -10,43 +10,15 @@
 use crate::corpus::{
     check_error, csv_seeds, gzip, idx, idx_seeds, npy, npy_header, npy_seeds, temp_dir,
 };
+use crate::mutation::{config, mutate, mutations, text_dim};
 use crate::peak::peak_bytes;
 use nabla_core::{Result, with_allocation_limit};
 use nabla_data::{CsvOptions, parse_csv, parse_idx, parse_npy, read_csv, read_idx, read_npy};
 use proptest::prelude::*;
-use proptest::sample::{Index, select};
+use proptest::sample::select;
 use std::path::Path;
 
-/// The proptest configuration: `NABLA_FUZZ_CASES` cases (default 256), no regression files (a
-/// failure becomes a named test in `hardening.rs`).
-pub fn config() -> ProptestConfig {
-    let cases = std::env::var("NABLA_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
-/// One edit of a byte string.
-#[derive(Debug, Clone)]
-pub enum Mutation {
-    /// Flips bit `1` of the byte at `0`.
-    Flip(Index, u8),
-    /// Inserts a byte.
-    Insert(Index, u8),
-    /// Deletes a byte.
-    Delete(Index),
-    /// Cuts the input.
-    Truncate(Index),
-    /// Overwrites bytes with an interesting value.
-    Overwrite(Index, &'static [u8]),
-}
-
-/// Values that break sizes and parsers when written over a header.
+/// Values that break sizes and parsers when written over a header (for [`mutations`]).
 const INTERESTING: &[&[u8]] = &[
     &[0xff, 0xff, 0xff, 0xff],
     &[0x7f, 0xff, 0xff, 0xff],
@@ -67,39 +39,6 @@ const INTERESTING: &[&[u8]] = &[
     b"nan",
     b"1e309",
 ];
-
-/// Any one mutation.
-pub fn mutation() -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        (any::<Index>(), 0u8..8).prop_map(|(i, b)| Mutation::Flip(i, b)),
-        (any::<Index>(), any::<u8>()).prop_map(|(i, b)| Mutation::Insert(i, b)),
-        any::<Index>().prop_map(Mutation::Delete),
-        any::<Index>().prop_map(Mutation::Truncate),
-        (any::<Index>(), select(INTERESTING)).prop_map(|(i, v)| Mutation::Overwrite(i, v)),
-    ]
-}
-
-/// `bytes` with `mutations` applied in order.
-pub fn mutate(mut bytes: Vec<u8>, mutations: &[Mutation]) -> Vec<u8> {
-    for m in mutations {
-        let len = bytes.len();
-        match *m {
-            Mutation::Flip(i, bit) if len > 0 => bytes[i.index(len)] ^= 1 << bit,
-            Mutation::Insert(i, b) => bytes.insert(i.index(len + 1), b),
-            Mutation::Delete(i) if len > 0 => {
-                bytes.remove(i.index(len));
-            }
-            Mutation::Truncate(i) => bytes.truncate(i.index(len + 1)),
-            Mutation::Overwrite(i, v) if len > 0 => {
-                let at = i.index(len);
-                let end = (at + v.len()).min(len);
-                bytes[at..end].copy_from_slice(&v[..end - at]);
-            }
-            _ => {}
-        }
-    }
-    bytes
-}
 
 /// The ways to feed `bytes` to a reader: in memory, gzip-compressed, and from a file.
 pub fn check_reader(
@@ -133,6 +72,14 @@ fn parse_npy_unit(b: &[u8], n: &str) -> Result<()> {
     parse_npy(b, n).map(drop)
 }
 
+fn read_idx_unit(p: &Path) -> Result<()> {
+    read_idx(p).map(drop)
+}
+
+fn read_npy_unit(p: &Path) -> Result<()> {
+    read_npy(p).map(drop)
+}
+
 /// Dimensions worth trying: small, zero, and large enough to overflow or exceed the limit.
 fn dim() -> impl Strategy<Value = u32> {
     prop_oneof![
@@ -144,23 +91,21 @@ fn dim() -> impl Strategy<Value = u32> {
 
 /// `.npy` dimensions as text: also negative, over `u64`, and malformed.
 fn npy_dim() -> impl Strategy<Value = String> {
+    let special = &[
+        "4294967296",
+        "18446744073709551615",
+        "18446744073709551616",
+        "9223372036854775807",
+        "-1",
+        "2**64",
+        "1.5",
+        "",
+        "0x10",
+    ];
+    // Small, special and any `u64`, a third of the time each.
     prop_oneof![
-        (0u64..4).prop_map(|d| d.to_string()),
-        select(
-            &[
-                "4294967296",
-                "18446744073709551615",
-                "18446744073709551616",
-                "9223372036854775807",
-                "-1",
-                "2**64",
-                "1.5",
-                "",
-                "0x10",
-            ][..]
-        )
-        .prop_map(str::to_string),
-        any::<u64>().prop_map(|d| d.to_string()),
+        2 => text_dim(special),
+        1 => any::<u64>().prop_map(|d| d.to_string()),
     ]
 }
 
@@ -194,11 +139,8 @@ proptest! {
     #![proptest_config(config())]
 
     #[test]
-    fn idx_mutations(
-        seed in select(idx_seeds()),
-        mutations in prop::collection::vec(mutation(), 1..4),
-    ) {
-        check_reader(&mutate(seed, &mutations), "m.idx", parse_idx_unit, |p| read_idx(p).map(drop));
+    fn idx_mutations(seed in select(idx_seeds()), mutations in mutations(INTERESTING)) {
+        check_reader(&mutate(seed, &mutations), "m.idx", parse_idx_unit, read_idx_unit);
     }
 
     #[test]
@@ -212,15 +154,12 @@ proptest! {
         if let Some(rank) = rank_lie {
             bytes[3] = rank;
         }
-        check_reader(&bytes, "h.idx", parse_idx_unit, |p| read_idx(p).map(drop));
+        check_reader(&bytes, "h.idx", parse_idx_unit, read_idx_unit);
     }
 
     #[test]
-    fn npy_mutations(
-        seed in select(npy_seeds()),
-        mutations in prop::collection::vec(mutation(), 1..4),
-    ) {
-        check_reader(&mutate(seed, &mutations), "m.npy", parse_npy_unit, |p| read_npy(p).map(drop));
+    fn npy_mutations(seed in select(npy_seeds()), mutations in mutations(INTERESTING)) {
+        check_reader(&mutate(seed, &mutations), "m.npy", parse_npy_unit, read_npy_unit);
     }
 
     #[test]
@@ -235,13 +174,13 @@ proptest! {
             let field = if version == 1 { 2 } else { 4 };
             bytes[8..8 + field].copy_from_slice(&len.to_le_bytes()[..field]);
         }
-        check_reader(&bytes, "h.npy", parse_npy_unit, |p| read_npy(p).map(drop));
+        check_reader(&bytes, "h.npy", parse_npy_unit, read_npy_unit);
     }
 
     #[test]
     fn csv_mutations(
         seed in select(csv_seeds()),
-        mutations in prop::collection::vec(mutation(), 1..4),
+        mutations in mutations(INTERESTING),
         has_header in any::<bool>(),
         label in prop::option::of(0usize..4),
         delimiter in select(&[b',', b';', b'\n', 0xff, b'"'][..]),

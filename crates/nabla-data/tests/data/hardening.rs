@@ -5,6 +5,7 @@ use crate::corpus::{check_error, gzip, gzip_bomb, idx, npy, npy_header, temp_dir
 use crate::peak::peak_bytes;
 use nabla_core::{HostData, with_allocation_limit};
 use nabla_data::{CsvOptions, parse_csv, parse_npy, read_csv, read_idx, read_npy};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 const MIB: usize = 1 << 20;
@@ -15,6 +16,26 @@ fn bounded<R>(f: impl FnOnce() -> R) -> (R, usize, Duration) {
     let start = Instant::now();
     let (r, peak) = with_allocation_limit(64 * MIB, || peak_bytes(f));
     (r, peak, start.elapsed())
+}
+
+/// Writes `bytes` to `name` in `dir` and reads it back with [`read_idx`] or [`read_npy`] (by the
+/// name) under [`bounded`], which must fail with an error naming the file and containing
+/// `expected`; returns the read's peak heap bytes and time.
+fn read_refused(dir: &Path, name: &str, bytes: &[u8], expected: &str) -> (usize, Duration) {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    let read = if name.contains("idx") {
+        read_idx
+    } else {
+        read_npy
+    };
+    let (result, peak, time) = bounded(|| read(&path));
+    let err = result.expect_err(&format!(
+        "{name} was read, expected an error with {expected:?}"
+    ));
+    check_error(&err, name);
+    assert!(err.to_string().contains(expected), "{err}");
+    (peak, time)
 }
 
 #[test]
@@ -36,17 +57,7 @@ fn gzip_bomb_after_a_small_declared_size_is_rejected_quickly() {
     ];
     for (name, bytes) in files {
         assert!(bytes.len() < 8 * MIB, "the bomb is {} bytes", bytes.len());
-        let path = dir.join(name);
-        std::fs::write(&path, &bytes).unwrap();
-        let read = if name.contains("idx") {
-            read_idx
-        } else {
-            read_npy
-        };
-        let (result, peak, time) = bounded(|| read(&path));
-        let err = result.expect_err("trailing data");
-        check_error(&err, name);
-        assert!(err.to_string().contains("trailing"), "{err}");
+        let (peak, time) = read_refused(&dir, name, &bytes, "trailing");
         assert!(peak < 2 * MIB, "{name}: peak {peak} bytes");
         assert!(time < Duration::from_secs(2), "{name}: {time:?}");
     }
@@ -71,17 +82,7 @@ fn gzip_bomb_declaring_a_huge_size_is_refused_by_the_allocation_limit() {
         ),
     ];
     for (name, bytes) in files {
-        let path = dir.join(name);
-        std::fs::write(&path, &bytes).unwrap();
-        let read = if name.contains("idx") {
-            read_idx
-        } else {
-            read_npy
-        };
-        let (result, peak, time) = bounded(|| read(&path));
-        let err = result.expect_err("over the limit");
-        check_error(&err, name);
-        assert!(err.to_string().contains("allocation limit"), "{err}");
+        let (peak, time) = read_refused(&dir, name, &bytes, "allocation limit");
         assert!(peak < MIB, "{name}: peak {peak} bytes");
         assert!(time < Duration::from_secs(1), "{name}: {time:?}");
     }
@@ -91,17 +92,9 @@ fn gzip_bomb_declaring_a_huge_size_is_refused_by_the_allocation_limit() {
 #[test]
 fn gzip_bomb_under_the_limit_is_decompressed_only_as_far_as_declared() {
     let dir = temp_dir("bomb-declared");
-    let path = dir.join("eight.idx.gz");
     // 8 MiB declared (and present, as zeros), then 248 MiB more zeros.
-    std::fs::write(
-        &path,
-        gzip_bomb(&idx(0x08, &[8 * MIB as u32], &[]), 256 * MIB),
-    )
-    .unwrap();
-    let (result, peak, time) = bounded(|| read_idx(&path));
-    let err = result.expect_err("trailing data");
-    check_error(&err, "eight.idx.gz");
-    assert!(err.to_string().contains("trailing"), "{err}");
+    let bomb = gzip_bomb(&idx(0x08, &[8 * MIB as u32], &[]), 256 * MIB);
+    let (peak, time) = read_refused(&dir, "eight.idx.gz", &bomb, "trailing");
     assert!(peak < 8 * MIB + MIB, "peak {peak} bytes");
     assert!(time < Duration::from_secs(2), "{time:?}");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -110,25 +103,15 @@ fn gzip_bomb_under_the_limit_is_decompressed_only_as_far_as_declared() {
 #[test]
 fn raw_file_declaring_more_than_it_holds_allocates_nothing() {
     let dir = temp_dir("raw-short");
-    let short = dir.join("short.idx");
     // 48 MiB declared (under the limit), 3 bytes present.
-    std::fs::write(&short, idx(0x08, &[48 * MIB as u32], &[1, 2, 3])).unwrap();
-    let (result, peak, _) = bounded(|| read_idx(&short));
-    let err = result.expect_err("truncated");
-    check_error(&err, "short.idx");
-    assert!(
-        err.to_string().contains("needs 50331648 bytes but only 3"),
-        "{err}"
-    );
+    let short = idx(0x08, &[48 * MIB as u32], &[1, 2, 3]);
+    let expected = "needs 50331648 bytes but only 3";
+    let (peak, _) = read_refused(&dir, "short.idx", &short, expected);
     assert!(peak < MIB, "peak {peak} bytes");
     // Over the limit: refused by the header, before looking at the data.
-    let huge = dir.join("huge.npy");
     let header = npy_header("<f4", false, "(4294967296, 4294967296)");
-    std::fs::write(&huge, npy(1, &header, &[0; 16])).unwrap();
-    let (result, peak, _) = bounded(|| read_npy(&huge));
-    let err = result.expect_err("over the limit");
-    check_error(&err, "huge.npy");
-    assert!(err.to_string().contains("allocation limit"), "{err}");
+    let huge = npy(1, &header, &[0; 16]);
+    let (peak, _) = read_refused(&dir, "huge.npy", &huge, "allocation limit");
     assert!(peak < MIB, "peak {peak} bytes");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -4,10 +4,7 @@ mod corpus;
 mod fuzz;
 mod hardening;
 mod loader;
+mod mutation;
 mod peak;
 mod readers;
 mod transforms_digits;
-
-/// Counts each thread's heap bytes, so the hardening and fuzz tests can bound a reader's memory.
-#[global_allocator]
-static ALLOCATOR: peak::Counting = peak::Counting;

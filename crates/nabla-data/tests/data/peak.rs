@@ -1,11 +1,19 @@
 //! The peak heap memory of a closure on the current thread: a global allocator that counts each
 //! thread's live bytes, so tests running in parallel do not see each other's allocations.
+//!
+//! Shared by the test binaries of nabla-data and nabla-nn (the latter includes this file with
+//! `#[path]`); declaring the module installs [`Counting`] as the binary's global allocator, so a
+//! binary that includes it must not declare another.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 /// The system allocator, counting the live and peak bytes of each thread.
-pub struct Counting;
+struct Counting;
+
+/// Counts each thread's heap bytes, so tests can bound what a reader or loader holds.
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
 
 thread_local! {
     static LIVE: Cell<isize> = const { Cell::new(0) };

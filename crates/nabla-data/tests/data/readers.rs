@@ -1,38 +1,11 @@
 //! IDX, CSV and .npy readers on small files written here, and on truncated or corrupted bytes.
 
-use flate2::Compression;
-use flate2::write::GzEncoder;
+use crate::corpus::{gzip, idx, npy, npy_header, temp_dir};
 use nabla_core::{HostData, Result};
 use nabla_cpu::CpuBackend;
 use nabla_data::{
     CsvOptions, HostArray, Mnist, parse_csv, parse_idx, parse_npy, read_csv, read_idx, read_npy,
 };
-use std::io::Write;
-use std::path::PathBuf;
-
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut e = GzEncoder::new(Vec::new(), Compression::default());
-    e.write_all(bytes).unwrap();
-    e.finish().unwrap()
-}
-
-/// A fresh directory for one test.
-fn temp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nabla-data-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// An IDX file: header for `dtype` and `dims`, then `payload`.
-fn idx(dtype: u8, dims: &[u32], payload: &[u8]) -> Vec<u8> {
-    let mut b = vec![0, 0, dtype, dims.len() as u8];
-    for d in dims {
-        b.extend_from_slice(&d.to_be_bytes());
-    }
-    b.extend_from_slice(payload);
-    b
-}
 
 /// Every strict prefix of `bytes` must fail with an error naming `name` and an offset; every one-byte
 /// corruption must return (Ok or Err) without panicking.
@@ -228,31 +201,6 @@ fn csv_header_label_and_errors() {
     }
 }
 
-/// A `.npy` file of format `version` with `header` (padded as NumPy does) and `payload`.
-fn npy(version: u8, header: &str, payload: &[u8]) -> Vec<u8> {
-    let prefix = if version == 1 { 10 } else { 12 };
-    let mut h = header.to_string();
-    while !(prefix + h.len() + 1).is_multiple_of(64) {
-        h.push(' ');
-    }
-    h.push('\n');
-    let mut b = b"\x93NUMPY".to_vec();
-    b.extend_from_slice(&[version, 0]);
-    if version == 1 {
-        b.extend_from_slice(&(h.len() as u16).to_le_bytes());
-    } else {
-        b.extend_from_slice(&(h.len() as u32).to_le_bytes());
-    }
-    b.extend_from_slice(h.as_bytes());
-    b.extend_from_slice(payload);
-    b
-}
-
-fn header(descr: &str, fortran: bool, shape: &str) -> String {
-    let f = if fortran { "True" } else { "False" };
-    format!("{{'descr': '{descr}', 'fortran_order': {f}, 'shape': {shape}, }}")
-}
-
 /// Encodes values with the given byte-order function.
 fn enc<T: Copy, const N: usize>(v: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {
     v.iter().flat_map(|&x| f(x)).collect()
@@ -271,7 +219,7 @@ fn npy_versions_dtypes_and_orders() {
         check(
             npy(
                 v,
-                &header("<f4", false, "(2, 3)"),
+                &npy_header("<f4", false, "(2, 3)"),
                 &enc(&f, f32::to_le_bytes),
             ),
             vec![2, 3],
@@ -279,29 +227,49 @@ fn npy_versions_dtypes_and_orders() {
         );
     }
     check(
-        npy(1, &header(">f4", false, "(6,)"), &enc(&f, f32::to_be_bytes)),
+        npy(
+            1,
+            &npy_header(">f4", false, "(6,)"),
+            &enc(&f, f32::to_be_bytes),
+        ),
         vec![6],
         HostData::F32(f.to_vec()),
     );
     let d = [1e300f64, -0.5];
     check(
-        npy(1, &header("<f8", false, "(2,)"), &enc(&d, f64::to_le_bytes)),
+        npy(
+            1,
+            &npy_header("<f8", false, "(2,)"),
+            &enc(&d, f64::to_le_bytes),
+        ),
         vec![2],
         HostData::F64(d.to_vec()),
     );
     check(
-        npy(1, &header(">f8", false, "(2,)"), &enc(&d, f64::to_be_bytes)),
+        npy(
+            1,
+            &npy_header(">f8", false, "(2,)"),
+            &enc(&d, f64::to_be_bytes),
+        ),
         vec![2],
         HostData::F64(d.to_vec()),
     );
     let i = [-5i32, 70000];
     check(
-        npy(1, &header("<i4", false, "(2,)"), &enc(&i, i32::to_le_bytes)),
+        npy(
+            1,
+            &npy_header("<i4", false, "(2,)"),
+            &enc(&i, i32::to_le_bytes),
+        ),
         vec![2],
         HostData::I32(i.to_vec()),
     );
     check(
-        npy(2, &header(">i4", false, "(2,)"), &enc(&i, i32::to_be_bytes)),
+        npy(
+            2,
+            &npy_header(">i4", false, "(2,)"),
+            &enc(&i, i32::to_be_bytes),
+        ),
         vec![2],
         HostData::I32(i.to_vec()),
     );
@@ -309,7 +277,7 @@ fn npy_versions_dtypes_and_orders() {
     check(
         npy(
             1,
-            &header("<i8", false, "(1, 2)"),
+            &npy_header("<i8", false, "(1, 2)"),
             &enc(&l, i64::to_le_bytes),
         ),
         vec![1, 2],
@@ -318,31 +286,31 @@ fn npy_versions_dtypes_and_orders() {
     check(
         npy(
             1,
-            &header(">i8", false, "(2, 1)"),
+            &npy_header(">i8", false, "(2, 1)"),
             &enc(&l, i64::to_be_bytes),
         ),
         vec![2, 1],
         HostData::I64(l.to_vec()),
     );
     check(
-        npy(1, &header("|u1", false, "(3,)"), &[0, 7, 255]),
+        npy(1, &npy_header("|u1", false, "(3,)"), &[0, 7, 255]),
         vec![3],
         HostData::U8(vec![0, 7, 255]),
     );
     check(
-        npy(1, &header("|b1", false, "(2,)"), &[1, 0]),
+        npy(1, &npy_header("|b1", false, "(2,)"), &[1, 0]),
         vec![2],
         HostData::Bool(vec![true, false]),
     );
     check(
-        npy(1, &header("|i1", false, "(1,)"), &[0xfe]),
+        npy(1, &npy_header("|i1", false, "(1,)"), &[0xfe]),
         vec![1],
         HostData::I32(vec![-2]),
     );
     check(
         npy(
             1,
-            &header("<f8", false, "()"),
+            &npy_header("<f8", false, "()"),
             &enc(&[7.0f64], f64::to_le_bytes),
         ),
         vec![],
@@ -353,7 +321,7 @@ fn npy_versions_dtypes_and_orders() {
     check(
         npy(
             1,
-            &header("<i8", true, "(2, 3)"),
+            &npy_header("<i8", true, "(2, 3)"),
             &enc(&col, i64::to_le_bytes),
         ),
         vec![2, 3],
@@ -365,14 +333,18 @@ fn npy_versions_dtypes_and_orders() {
         .map(|n| ((n >> 2) + 2 * ((n >> 1) & 1) + 4 * (n & 1)) as u8)
         .collect();
     check(
-        npy(1, &header("|u1", true, "(2, 2, 2)"), &f3),
+        npy(1, &npy_header("|u1", true, "(2, 2, 2)"), &f3),
         vec![2, 2, 2],
         HostData::U8(c3),
     );
     // Gzip and files on disk.
     let dir = temp_dir("npy");
     let path = dir.join("a.npy.gz");
-    std::fs::write(&path, gzip(&npy(1, &header("|u1", false, "(2,)"), &[3, 4]))).unwrap();
+    std::fs::write(
+        &path,
+        gzip(&npy(1, &npy_header("|u1", false, "(2,)"), &[3, 4])),
+    )
+    .unwrap();
     assert_eq!(read_npy(&path).unwrap().data, HostData::U8(vec![3, 4]));
     let t = read_npy(&path)
         .unwrap()
@@ -387,33 +359,37 @@ fn npy_errors_name_file_and_offset() {
     let err = |b: &[u8]| parse_npy(b, "e.npy").unwrap_err().to_string();
     let e = err(b"\x93NUMPX\x01\x00\x00\x00");
     assert!(e.contains("e.npy") && e.contains("offset 0"), "{e}");
-    let e = err(&npy(1, &header("<c8", false, "(1,)"), &[0; 8]));
+    let e = err(&npy(1, &npy_header("<c8", false, "(1,)"), &[0; 8]));
     assert!(
         e.contains("unsupported dtype") && e.contains("offset"),
         "{e}"
     );
-    let e = err(&npy(1, &header("<f4", false, "(3,)"), &[0; 8]));
-    let data_start = npy(1, &header("<f4", false, "(3,)"), &[]).len();
+    let e = err(&npy(1, &npy_header("<f4", false, "(3,)"), &[0; 8]));
+    let data_start = npy(1, &npy_header("<f4", false, "(3,)"), &[]).len();
     assert!(
         e.contains(&format!("offset {data_start}")) && e.contains("needs 12 bytes"),
         "{e}"
     );
-    let e = err(&npy(1, &header("|b1", false, "(2,)"), &[1, 2]));
+    let e = err(&npy(1, &npy_header("|b1", false, "(2,)"), &[1, 2]));
     assert!(
         e.contains(&format!("offset {}", data_start + 1)) && e.contains("boolean"),
         "{e}"
     );
     let e = err(&npy(1, "{'descr': '<f4', 'shape': (1,), }", &[0; 4]));
     assert!(e.contains("fortran_order"), "{e}");
-    let mut bad_version = npy(1, &header("<f4", false, "(1,)"), &[0; 4]);
+    let mut bad_version = npy(1, &npy_header("<f4", false, "(1,)"), &[0; 4]);
     bad_version[6] = 9;
     let e = err(&bad_version);
     assert!(e.contains("version 9.0") && e.contains("offset 6"), "{e}");
-    let good = npy(1, &header("<i4", true, "(2, 1)"), &[1, 0, 0, 0, 2, 0, 0, 0]);
+    let good = npy(
+        1,
+        &npy_header("<i4", true, "(2, 1)"),
+        &[1, 0, 0, 0, 2, 0, 0, 0],
+    );
     fuzz(&good, "f.npy", |b, n| parse_npy(b, n).map(drop));
     let good3 = npy(
         3,
-        &header(">f8", false, "(1,)"),
+        &npy_header(">f8", false, "(1,)"),
         &[0x3f, 0xf0, 0, 0, 0, 0, 0, 0],
     );
     fuzz(&good3, "g.npy", |b, n| parse_npy(b, n).map(drop));
