@@ -6,12 +6,15 @@
 //! ```
 //!
 //! Prints one line per measurement and, last, one JSON object `{"<op>_<dtype>_<n>_<value|grad>_s": seconds}`
-//! (medians of `--repeats` runs after two warm-up runs) read by `scripts/bench_linalg.py`.
+//! (medians of `--repeats` runs after three warm-up runs) read by `scripts/bench_linalg.py`.
+
+#[allow(dead_code)]
+#[path = "../../nabla/examples/bench_support/mod.rs"]
+mod bench_support;
 
 use nabla_core::{DType, Result};
 use nabla_cpu::CpuBackend;
 use nabla_tensor::{AdContext, Tensor};
-use std::time::Instant;
 
 type T = Tensor<CpuBackend>;
 
@@ -60,21 +63,6 @@ fn apply(op: &str, a: &T, b: &T) -> Result<T> {
     }
 }
 
-/// The median seconds of `repeats` runs of `f` after two warm-up runs.
-fn median_time(repeats: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    for _ in 0..2 {
-        f()?;
-    }
-    let mut times = Vec::with_capacity(repeats);
-    for _ in 0..repeats {
-        let start = Instant::now();
-        f()?;
-        times.push(start.elapsed().as_secs_f64());
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
-}
-
 fn usage() -> ! {
     eprintln!("usage: bench_linalg [--repeats N] [--ops solve,cholesky,eigh,svd]");
     std::process::exit(2)
@@ -107,7 +95,7 @@ fn main() -> Result<()> {
                 let a = input(op, n, dtype, &cpu)?;
                 let b = random(2, &[n, SOLVE_RHS], dtype, &cpu)?;
                 let w = random(3, apply(op, &a, &b)?.shape(), dtype, &cpu)?;
-                let value = median_time(repeats, || {
+                let value = bench_support::time(repeats, || {
                     apply(op, &a, &b)?
                         .mul(&w)?
                         .sum_all()?
@@ -115,7 +103,7 @@ fn main() -> Result<()> {
                         .item::<f64>()?;
                     Ok(())
                 })?;
-                let grad = median_time(repeats, || {
+                let grad = bench_support::time(repeats, || {
                     let x = Tensor::var("a", a.clone())?;
                     let loss = apply(op, &x, &b)?.mul(&w)?.sum_all()?;
                     ad.grad(&loss, &x)?

@@ -1,6 +1,7 @@
-//! Timing helpers shared by the benchmark examples (included with `#[path]`, not an example itself).
+//! Timing helpers shared by the benchmark examples of `nabla` and `nabla-linalg` (included with
+//! `#[path]`, not an example itself).
 
-use nabla::Result;
+use nabla_core::Result;
 use std::time::{Duration, Instant};
 
 /// The median of `runs`, in seconds.
