@@ -28,8 +28,8 @@ fn logical_cpus() -> usize {
 /// work sent from other threads (data-loader workers) still runs while the caller waits for it.
 ///
 /// Call it once, early in `main`, from the thread that runs the model; that thread must live as long
-/// as the program uses the pool (the main thread does). Fails if `threads` is zero or over [`max_threads`], or the pool is
-/// already set up (by an earlier call, or by a first parallel op).
+/// as the program uses the pool (the main thread does). Fails if `threads` is zero or over
+/// [`max_threads`], or the pool is already set up (by an earlier call, or by a first parallel op).
 ///
 /// ```no_run
 /// fn main() -> nabla_core::Result<()> {
