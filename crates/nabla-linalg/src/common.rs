@@ -102,6 +102,14 @@ pub(crate) fn h<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
     x.t()?.conj()
 }
 
+/// `(X + Xᴴ) / 2` for square matrices; any other shape unchanged (the op then names the shape error).
+pub(crate) fn hermitian_part<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    match x.shape() {
+        [.., m, n] if m == n => x.add(&h(x)?)?.mul(0.5),
+        _ => Ok(x.clone()),
+    }
+}
+
 /// `x` with each matrix entry `(i, j)` scaled by `weight(i, j)` (a constant mask).
 pub(crate) fn masked<B: Backend>(
     x: &Tensor<B>,

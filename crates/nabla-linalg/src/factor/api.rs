@@ -5,7 +5,7 @@ use super::ops::{
     Cholesky, Det, Lu, Qr, SlogDet, TriangularSolve, lu_packing, qr_packing, slogdet_packing,
 };
 use super::rules::{tri_solve, tri_solve_right};
-use crate::common::{Packing, h};
+use crate::common::{Packing, h, hermitian_part};
 use nabla_core::{Backend, Error, Result};
 use nabla_tensor::Tensor;
 use std::sync::Arc;
@@ -46,11 +46,8 @@ fn unpacked<B: Backend, const N: usize>(
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 pub fn cholesky<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
-    // Shape errors come from the op; the symmetrisation needs a square matrix.
-    let sym = match a.shape() {
-        [.., m, n] if m == n => a.add(&h(a)?)?.mul(0.5)?,
-        _ => a.clone(),
-    };
+    // Shape errors come from the op.
+    let sym = hermitian_part(a)?;
     Tensor::apply_family_op::<crate::Linalg>(Arc::new(Cholesky), &[&sym])
 }
 

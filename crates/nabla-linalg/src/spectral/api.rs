@@ -31,9 +31,9 @@ fn take<B: Backend, const N: usize>(
 /// Eigenvalues `w` (ascending, `[..., n]`, real) and eigenvectors `V` (columns, `[..., n, n]`) of
 /// Hermitian (real symmetric) matrices `a` `[..., n, n]`: `A = V diag(w) Vᴴ`.
 ///
-/// Only the **lower triangle** of `a` is read, like JAX (`lax.linalg.eigh`, `lower=True`); the
-/// derivatives are those of `eigh((A + Aᴴ)/2)`, as `jnp.linalg.eigh` (its `symmetrize_input=True`),
-/// so they agree with the lower-triangle function for Hermitian input and gradients are Hermitian.
+/// Like `jnp.linalg.eigh` (its default `symmetrize_input=True`) and [`crate::cholesky`], the input is
+/// symmetrised first: the result is that of `(A + Aᴴ)/2`, so value and derivatives describe the same
+/// function for any square input (for Hermitian input it is `A` itself), and gradients are Hermitian.
 /// Eigenvectors are defined up to sign (phase); derivatives of functions that do not depend on that
 /// choice are exact. With repeated eigenvalues (within `n·ε·max|w|`) the derivative is finite:
 /// those gaps are dropped, exact for losses invariant to the basis of a degenerate subspace.
@@ -48,7 +48,9 @@ fn take<B: Backend, const N: usize>(
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 pub fn eigh<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)> {
-    let packed = Tensor::apply_family_op::<crate::Linalg>(Arc::new(Eigh), &[a])?;
+    // Shape errors come from the op.
+    let sym = crate::common::hermitian_part(a)?;
+    let packed = Tensor::apply_family_op::<crate::Linalg>(Arc::new(Eigh), &[&sym])?;
     let [w, v] = take("linalg.eigh", eigh_packing(a.dim(-1)?).unpack(&packed)?)?;
     Ok((real_values(w)?, v))
 }
@@ -184,7 +186,12 @@ pub fn pinv<B: Backend>(a: &Tensor<B>, rcond: Option<f64>) -> Result<Tensor<B>> 
             format!("rcond must be finite and non-negative, got {rcond}"),
         ));
     }
-    let cutoff = s.max(&[-1], true)?.mul(rcond)?;
+    let cutoff = if s.dim(-1)? == 0 {
+        // No singular values (a zero-size matrix): the result is empty, any cutoff will do.
+        s.sum(&[-1], true)?
+    } else {
+        s.max(&[-1], true)?.mul(rcond)?
+    };
     let keep = s.gt(&cutoff)?;
     let s_inv = keep
         .where_(keep.where_(&s, 1.0)?.recip()?, 0.0)?

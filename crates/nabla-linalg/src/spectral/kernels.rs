@@ -102,17 +102,26 @@ fn dims(shape: &[usize]) -> (usize, usize, usize) {
 /// Fails when matrix `index` of the batch (`m x n`, row-major) holds a NaN or an infinity.
 fn check_finite<T: Field>(op: &'static str, a: &[T], n: usize, index: usize) -> Result<()> {
     match a.iter().position(|x| !is_finite(x)) {
-        Some(p) => Err(Error::invalid(
-            op,
-            format!(
-                "matrix {index} of the batch holds a non-finite value at ({}, {}): {:?}",
-                p / n.max(1),
-                p % n.max(1),
-                a[p]
-            ),
-        )),
+        Some(p) => Err(not_finite(op, index, (p / n.max(1), p % n.max(1)), &a[p])),
         None => Ok(()),
     }
+}
+
+/// [`check_finite`] on the lower triangle (diagonal included) of an `n x n` matrix: what eigh reads.
+fn check_finite_lower<T: Field>(op: &'static str, a: &[T], n: usize, index: usize) -> Result<()> {
+    for i in 0..n {
+        if let Some(j) = a[i * n..i * n + i + 1].iter().position(|x| !is_finite(x)) {
+            return Err(not_finite(op, index, (i, j), &a[i * n + j]));
+        }
+    }
+    Ok(())
+}
+
+fn not_finite<T: Field>(op: &'static str, index: usize, (r, c): (usize, usize), x: &T) -> Error {
+    Error::invalid(
+        op,
+        format!("matrix {index} of the batch holds a non-finite value at ({r}, {c}): {x:?}"),
+    )
 }
 
 fn no_convergence(op: &'static str, index: usize) -> Error {
@@ -144,7 +153,11 @@ fn eigh_typed<T: Field>(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<H
     let flops = 9.0 * (n as f64).powi(3);
     let out = per_matrix(alloc, batch, n + n * n, flops, |i, par, o| {
         let m = &ea[i * n * n..(i + 1) * n * n];
-        check_finite(OP, m, n, i)?;
+        check_finite_lower(OP, m, n, i)?;
+        if n == 0 {
+            // An empty matrix has no eigenvalues (faer's routine needs n > 0).
+            return Ok(());
+        }
         let mut s = Diag::<T>::zeros(n);
         let mut u = Mat::<T>::zeros(n, n);
         let mut mem = workspace(evd::self_adjoint_evd_scratch::<T>(
@@ -192,6 +205,17 @@ fn svd_one<T: Field>(
         ComputeSvdVectors::Thin => Some((Mat::<T>::zeros(m, k), Mat::<T>::zeros(n, k))),
         ComputeSvdVectors::Full => Some((Mat::<T>::zeros(m, m), Mat::<T>::zeros(n, n))),
     };
+    if k == 0 {
+        // No singular values (faer's routine needs m, n > 0); the full factors are identities.
+        if let Some((u, v)) = &mut uv {
+            for m in [u, v] {
+                for i in 0..m.nrows().min(m.ncols()) {
+                    m[(i, i)] = T::of_f64(1.0);
+                }
+            }
+        }
+        return Ok((s, uv));
+    }
     let mut mem = workspace(svd::svd_scratch::<T>(
         m,
         n,

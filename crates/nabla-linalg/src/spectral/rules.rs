@@ -16,7 +16,7 @@
 use super::ops::{
     EIGH, EIGVALS, MATRIX_EXP, SVD, SVDVALS, Svd, eigh_packing, split_shape, svd_packing,
 };
-use crate::common::{Packing, h};
+use crate::common::{Packing, h, hermitian_part};
 use nabla_core::{Backend, DType, Error, Result};
 use nabla_tensor::{ExtensionRules, RuleArgs, Tensor};
 
@@ -38,11 +38,6 @@ fn real_part<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
     } else {
         Ok(x.clone())
     }
-}
-
-/// `(X + Xᴴ) / 2`.
-fn hermitian_part<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
-    x.add(&h(x)?)?.mul(0.5)
 }
 
 fn eye_like<B: Backend>(n: usize, like: &Tensor<B>) -> Result<Tensor<B>> {
@@ -76,9 +71,13 @@ fn masked_recip<B: Backend>(mask: &Tensor<B>, x: &Tensor<B>) -> Result<Tensor<B>
 
 /// The degeneracy tolerance `n·ε·max|λ|` of a batch of spectra `[..., n]`, shaped `[..., 1]`.
 fn tolerance<B: Backend>(values: &Tensor<B>) -> Result<Tensor<B>> {
-    let n = values.dim(-1)?.max(1);
-    values
-        .abs()?
+    let n = values.dim(-1)?;
+    let magnitude = values.abs()?;
+    if n == 0 {
+        // An empty spectrum (a zero-size matrix) has nothing to compare: zeros of the right shape.
+        return magnitude.sum(&[-1], true);
+    }
+    magnitude
         .max(&[-1], true)?
         .mul(n as f64 * machine_eps(values.dtype()))
 }

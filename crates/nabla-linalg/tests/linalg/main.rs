@@ -11,3 +11,4 @@ mod spectral;
 mod spectral_cases;
 mod support;
 mod vmap;
+mod zero_size;
