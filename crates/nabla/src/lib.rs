@@ -25,6 +25,7 @@ pub use nabla_core::{
 pub use nabla_cpu as cpu;
 pub use nabla_cpu::CpuBackend;
 pub use nabla_data as data;
+pub use nabla_fft as fft;
 pub use nabla_linalg as linalg;
 pub use nabla_nn as nn;
 /// Scalar automatic differentiation (`nabla-scalar`): dual numbers, the reverse-mode tape, static-shape
