@@ -132,16 +132,6 @@ pub(crate) fn masked<B: Backend>(
     x.mul(&mask)
 }
 
-/// The entries on and below diagonal `k` of each matrix (`k = -1`: strictly below).
-pub(crate) fn tril<B: Backend>(x: &Tensor<B>, k: isize) -> Result<Tensor<B>> {
-    masked(x, |i, j| f64::from(u8::from(j as isize <= i as isize + k)))
-}
-
-/// The entries on and above diagonal `k` of each matrix (`k = 1`: strictly above).
-pub(crate) fn triu<B: Backend>(x: &Tensor<B>, k: isize) -> Result<Tensor<B>> {
-    masked(x, |i, j| f64::from(u8::from(j as isize >= i as isize + k)))
-}
-
 /// The batch shape of a `[..., m, n]` tensor.
 pub(crate) fn batch_shape<B: Backend>(x: &Tensor<B>) -> &[usize] {
     &x.shape()[..x.rank().saturating_sub(2)]

@@ -94,6 +94,7 @@ pub use autograd::{
     is_anomaly_detection_enabled, is_grad_enabled, jacfwd, jacfwd_n, jacrev, jacrev_n, jvp, jvp_n,
     linearize, linearize_n, no_grad, value_and_grad, value_and_grad_n, vjp, vjp_n,
 };
+pub use composite::{EinsumPath, einsum_path};
 pub use display::PrintOptions;
 pub use index::{IndexOp, Indexer, Slice, s};
 pub use nabla_core::{DType, Error, ExtensionCall, Primitive, PrimitiveKind, Result};

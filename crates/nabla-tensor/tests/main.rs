@@ -13,6 +13,8 @@ mod compiler_support;
 mod complex_autodiff;
 mod composites;
 mod custom_rules;
+mod diagonal;
+mod einsum;
 mod errors;
 mod extension_ops;
 mod forward_mode;

@@ -7,7 +7,7 @@ use super::ops::{Qr, TriangularSolve, lu_packing, qr_packing, slogdet_packing};
 
 const LOWER: TriangularSolve = TriangularSolve::LOWER;
 const UPPER: TriangularSolve = TriangularSolve::UPPER;
-use crate::common::{batch_shape, h, masked, tril, triu};
+use crate::common::{batch_shape, h, masked};
 use crate::rules::{add_opt, as_matrices};
 use crate::{inv, ops::square};
 use nabla_core::{Backend, Error, Result};
@@ -39,7 +39,7 @@ pub(crate) fn tri_solve_right<B: Backend>(
 /// The entries of a triangular solve's `A` that the op reads.
 fn read_part<B: Backend>(x: &Tensor<B>, lower: bool, unit: bool) -> Result<Tensor<B>> {
     let k = isize::from(unit);
-    if lower { tril(x, -k) } else { triu(x, k) }
+    if lower { x.tril(-k) } else { x.triu(k) }
 }
 
 /// `Φ(X)`: the lower triangle with the diagonal halved.
@@ -227,8 +227,8 @@ pub(crate) fn lu_forward<B: Backend>(
     // F = L⁻¹ Pᵀ dA U⁻¹; dL = L tril(F, -1), dU = triu(F) U.
     let y = tri_solve(&l, &p.t()?.matmul(da)?, LOWER.unit())?;
     let f = tri_solve_right(&u, &y, UPPER)?;
-    let dl = l.matmul(&tril(&f, -1)?)?;
-    let du = triu(&f, 0)?.matmul(&u)?;
+    let dl = l.matmul(&f.tril(-1)?)?;
+    let du = f.triu(0)?.matmul(&u)?;
     packing.pack(&[None, Some(dl), Some(du)], batch_shape(a))
 }
 
@@ -244,7 +244,11 @@ pub(crate) fn lu_reverse<B: Backend>(
     let gs = packing.unpack(g)?;
     let (p, l, u) = (&out[0], &out[1], &out[2]);
     // gA = P L⁻ᵀ (tril(Lᵀ G_L, -1) + triu(G_U Uᵀ)) U⁻ᵀ
-    let m = tril(&l.t()?.matmul(&gs[1])?, -1)?.add(&triu(&gs[2].matmul(&u.t()?)?, 0)?)?;
+    let m = l
+        .t()?
+        .matmul(&gs[1])?
+        .tril(-1)?
+        .add(&gs[2].matmul(&u.t()?)?.triu(0)?)?;
     let z = tri_solve(l, &m, LOWER.unit().transposed())?;
     let w = tri_solve_right(u, &z, UPPER.transposed())?;
     Ok(vec![Some(p.matmul(&w)?)])
@@ -280,14 +284,14 @@ fn with_imaginary_diagonal<B: Backend>(base: Tensor<B>, x: &Tensor<B>) -> Result
 
 /// `Ω(C) = tril(C, -1) - tril(C, -1)ᴴ + I ⊙ (C - Re C)` (the last term only for complex types).
 fn qr_omega<B: Backend>(c: &Tensor<B>) -> Result<Tensor<B>> {
-    let low = tril(c, -1)?;
+    let low = c.tril(-1)?;
     let skew = low.sub(&h(&low)?)?;
     with_imaginary_diagonal(skew, c)
 }
 
 /// The transpose of `Ω`: `tril(M - Mᴴ, -1) + I ⊙ (M - Re M)`.
 fn qr_omega_transpose<B: Backend>(m: &Tensor<B>) -> Result<Tensor<B>> {
-    let low = tril(&m.sub(&h(m)?)?, -1)?;
+    let low = m.sub(&h(m)?)?.tril(-1)?;
     with_imaginary_diagonal(low, m)
 }
 

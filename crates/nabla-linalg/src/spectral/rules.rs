@@ -40,20 +40,14 @@ fn real_part<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
     }
 }
 
-fn eye_like<B: Backend>(n: usize, like: &Tensor<B>) -> Result<Tensor<B>> {
-    Tensor::eye(n, like.dtype(), like.backend())
-}
-
 /// `diag(v)`: `[..., n]` to `[..., n, n]`.
-pub(super) fn diag_embed<B: Backend>(v: &Tensor<B>) -> Result<Tensor<B>> {
-    let n = v.dim(-1)?;
-    v.unsqueeze(-1)?.mul(&eye_like(n, v)?)
+fn diag_embed<B: Backend>(v: &Tensor<B>) -> Result<Tensor<B>> {
+    v.diag_embed(0)
 }
 
 /// The diagonal of a batch of square matrices: `[..., n, n]` to `[..., n]`.
 fn diagonal<B: Backend>(m: &Tensor<B>) -> Result<Tensor<B>> {
-    let n = m.dim(-1)?;
-    m.mul(&eye_like(n, m)?)?.sum(&[-1], false)
+    m.diagonal(0, -2, -1)
 }
 
 /// The machine epsilon of a (real or complex) float dtype.

@@ -9,8 +9,12 @@
 //! where a function is not differentiable.
 
 mod activations;
+mod diagonal;
+mod einsum;
 mod normalization;
 mod softmax;
+
+pub use einsum::{EinsumPath, einsum_path};
 
 use crate::Tensor;
 use nabla_core::{Backend, Error, Result, normalize_axes};
