@@ -7,6 +7,8 @@
 //!   [`lu`], [`qr`], [`qr_full`], [`lstsq`] (table of shapes and rules in the `factor` module);
 //! - spectral ops: [`eigh`], [`svd`], [`svdvals`], [`eigvals`], [`eig`], [`pinv`], [`matrix_norm`],
 //!   [`matrix_exp`] (table in the `spectral` module).
+//! - composed of those and core ops: [`vector_norm`], [`cross`], [`vecdot`], [`matrix_power`],
+//!   [`multi_dot`], [`cond`], [`eigvalsh`], [`cholesky_upper`], [`pinvh`], [`tensorsolve`], [`tensorinv`].
 //!
 //! Every op but `eig` has a forward and a reverse rule, correct for complex inputs under JAX's
 //! convention (see `nabla_tensor`'s docs on complex numbers). Ops with several results (QR, SVD, eigh,
@@ -54,6 +56,7 @@
 #![warn(missing_docs)]
 
 mod common;
+mod composite;
 mod factor;
 mod kernels;
 mod ops;
@@ -67,7 +70,9 @@ use nabla_core::{Backend, Result};
 use nabla_tensor::Tensor;
 use std::sync::Arc;
 
-/// `A⁻¹ B` for `a` of shape `[..., n, n]` and `b` of shape `[..., n, k]` with the same batch dims.
+/// `A⁻¹ B` for `a` of shape `[..., n, n]` and `b` of shape `[..., n, k]`, or vectors `[..., n]` (when
+/// `b` has one dimension, or one fewer than `a`, as `jnp.linalg.solve` decides); the batch dimensions
+/// broadcast against each other.
 ///
 /// ```
 /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
@@ -78,13 +83,15 @@ use std::sync::Arc;
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 pub fn solve<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>> {
+    let (a, b, vector) = composite::broadcast_rhs("linalg.solve", a, b)?;
     // The op validates the shapes; its output also holds A's factors, kept for the derivatives.
-    let packed = Tensor::apply_family_op::<crate::Linalg>(Arc::new(Solve), &[a, b])?;
-    ops::solve_packing(b.shape())
+    let packed = Tensor::apply_family_op::<crate::Linalg>(Arc::new(Solve), &[&a, &b])?;
+    let x = ops::solve_packing(b.shape())
         .unpack(&packed)?
         .into_iter()
         .next()
-        .ok_or_else(|| nabla_core::Error::invalid("linalg.solve", "expected X"))
+        .ok_or_else(|| nabla_core::Error::invalid("linalg.solve", "expected X"))?;
+    if vector { x.squeeze(-1) } else { Ok(x) }
 }
 
 /// `A⁻¹` for `a` of shape `[..., n, n]`.
@@ -96,6 +103,11 @@ pub fn inv<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
 pub fn logabsdet<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
     Tensor::apply_family_op::<crate::Linalg>(Arc::new(LogAbsDet), &[a])
 }
+
+pub use composite::{
+    cholesky_upper, cond, cross, eigvalsh, matrix_power, multi_dot, pinvh, tensorinv, tensorsolve,
+    vecdot, vector_norm,
+};
 
 // --- factor ops ---
 pub use factor::{

@@ -194,7 +194,7 @@ pub fn qr_full<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)> {
 }
 
 /// The least-squares solution `X = argmin ‖A X - B‖` for full-column-rank `a` `[..., m, n]`, `m >= n`,
-/// and `b` `[..., m, k]`, computed as `R⁻¹ Qᴴ B` from the reduced QR factorisation (so its
+/// and `b` `[..., m, k]` or vectors `[..., m]` (batch dimensions broadcast, as [`crate::solve`]), computed as `R⁻¹ Qᴴ B` from the reduced QR factorisation (so its
 /// derivatives come from those of [`qr`] and [`triangular_solve`]). A rank-deficient `A` (a zero on
 /// `R`'s diagonal) is an error; a nearly rank-deficient one gives large values.
 ///
@@ -209,6 +209,14 @@ pub fn qr_full<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)> {
 /// ```
 pub fn lstsq<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>> {
     const OP: &str = "linalg.lstsq";
+    let (a, b, vector) = crate::composite::broadcast_rhs(OP, a, b)?;
+    let x = lstsq_matrices(&a, &b)?;
+    if vector { x.squeeze(-1) } else { Ok(x) }
+}
+
+/// [`lstsq`] with matrices `b` and equal batch dimensions.
+fn lstsq_matrices<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>> {
+    const OP: &str = "linalg.lstsq";
     let (sa, sb) = (a.shape(), b.shape());
     let ok = match (sa, sb) {
         ([ba @ .., m, n], [bb @ .., mb, _]) => ba == bb && m == mb && m >= n,
@@ -216,8 +224,8 @@ pub fn lstsq<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>> {
     };
     if !ok {
         return Err(Error::shapes(OP, sa, sb).with_hint(
-            "A must be [..., m, n] with m >= n and B [..., m, k] with A's batch dims; for a vector \
-             b use b.unsqueeze(-1)",
+            "A must be [..., m, n] with m >= n and B [..., m, k] or [..., m] with broadcastable \
+             batch dims",
         ));
     }
     let (q, r) = qr(a)?;

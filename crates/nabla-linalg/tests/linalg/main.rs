@@ -2,6 +2,7 @@
 //! transform fixtures through them, every transform entry point with no rule setup, the factorisations
 //! and the spectral ops.
 
+mod composite;
 mod core_ops;
 mod entry_points;
 mod factor;
