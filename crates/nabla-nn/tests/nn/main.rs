@@ -13,4 +13,5 @@ mod optim_torch;
 mod recompute;
 mod sched_torch;
 mod sequence_torch;
+mod traced_losses;
 mod training;
