@@ -10,7 +10,7 @@
 //! - composed of those and core ops: [`vector_norm`], [`cross`], [`vecdot`], [`matrix_power`],
 //!   [`multi_dot`], [`cond`], [`eigvalsh`], [`cholesky_upper`], [`pinvh`], [`tensorsolve`], [`tensorinv`].
 //!
-//! Every op but `eig` has a forward and a reverse rule, correct for complex inputs under JAX's
+//! Every op has a forward and a reverse rule, correct for complex inputs under JAX's
 //! convention (see `nabla_tensor`'s docs on complex numbers). Ops with several results (QR, SVD, eigh,
 //! LU, slogdet) compute one packed tensor and return views of it, so their derivatives flow through
 //! one graph node; [`solve`] also keeps `A`'s LU factors in its packed output, so its derivatives

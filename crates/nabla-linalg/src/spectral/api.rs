@@ -116,48 +116,24 @@ pub fn matrix_exp<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
 /// Order: as faer's Schur decomposition produces them (not sorted, like NumPy and LAPACK's `geev`);
 /// for real input, complex conjugate pairs are adjacent. Sort them to compare with other libraries.
 /// Derivatives (forward `dλ = diag(V⁻¹ dA V)`, reverse `V⁻ᵀ diag(g) Vᵀ`, its real part for real
-/// input; `V` the right eigenvectors from [`eig`]) need distinct eigenvalues and autodiff that records
-/// complex results; where it does not, calling this on a tracked input is an error naming
-/// `linalg.eigvals` (never a silently zero derivative): pass `a.detach()` for values only.
+/// input; `V` the right eigenvectors from [`eig`]) exist to any order for distinct eigenvalues.
 pub fn eigvals<B: Backend>(a: &Tensor<B>) -> Result<Tensor<B>> {
-    untracked(
-        "linalg.eigvals",
-        a,
-        Tensor::apply_family_op::<crate::Linalg>(Arc::new(EigVals), &[a])?,
-    )
+    Tensor::apply_family_op::<crate::Linalg>(Arc::new(EigVals), &[a])
 }
 
 /// Eigenvalues `w` `[..., n]` and right eigenvectors `V` `[..., n, n]` (columns, unit 2-norm,
 /// arbitrary phase) of general matrices `a` `[..., n, n]`: `A V = V diag(w)`, both complex
 /// (`complex64` for `f32`/`complex64` input, `complex128` otherwise). The eigenvalues are in the
-/// order of [`eigvals`]. Derivatives are not available yet (the eigenvectors' derivative depends
-/// on their normalisation): differentiating is an error naming `linalg.eig`; use [`eigvals`] when
-/// only eigenvalue derivatives are needed.
+/// order of [`eigvals`].
+///
+/// Derivatives, to any order, are PyTorch's: with `M = V⁻¹ dA V` and `Fᵢⱼ = 1/(λⱼ − λᵢ)`,
+/// `dλ = diag(M)` and `dV = V (F ⊙ M)` corrected to keep the columns at unit norm. The phase of each
+/// column is arbitrary, so only functions that do not depend on it (`|V|`, `V diag(c) V⁻¹`, ...)
+/// have meaningful derivatives; repeated eigenvalues drop their `1/gap` terms.
 pub fn eig<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)> {
-    let packed = untracked(
-        "linalg.eig",
-        a,
-        Tensor::apply_family_op::<crate::Linalg>(Arc::new(Eig), &[a])?,
-    )?;
+    let packed = Tensor::apply_family_op::<crate::Linalg>(Arc::new(Eig), &[a])?;
     let [w, v] = take("linalg.eig", eigh_packing(a.dim(-1)?).unpack(&packed)?)?;
     Ok((w, v))
-}
-
-/// `out`, unless gradients flow to `a` and autodiff did not record `out` (a complex result, until
-/// complex autodiff exists): then an error naming `op` rather than a silently zero derivative.
-fn untracked<B: Backend>(op: &'static str, a: &Tensor<B>, out: Tensor<B>) -> Result<Tensor<B>> {
-    if a.requires_grad() && nabla_tensor::is_grad_enabled() && !out.requires_grad() {
-        return Err(Error::autodiff(
-            op,
-            format!(
-                "the input {:?} is tracked for autodiff, but derivatives of this complex-valued op \
-                 need complex autodiff, which is not available yet; pass a.detach() for the values \
-                 only",
-                a.shape()
-            ),
-        ));
-    }
-    Ok(out)
 }
 
 /// The pseudo-inverse `A⁺ = V diag(s⁺) Uᴴ` of `a` `[..., m, n]` (`[..., n, m]`), from the reduced

@@ -12,7 +12,7 @@
 //! | [`svdvals`](crate::svdvals) | `linalg.svdvals` | `S [..., k]` (real dtype) | `ds = real(diag(Uᴴ dA V))` / `Ū diag(g) V̄h` |
 //! | [`matrix_exp`](crate::matrix_exp) | `linalg.matrix_exp` | `exp(A) [..., n, n]` | `L(A, E)` = top-right block of `exp([[A, E], [0, A]])` / `L(Aᵀ, G)` |
 //! | [`eigvals`](crate::eigvals) | `linalg.eigvals` | `λ [..., n]` complex, Schur order | `dλ = diag(V⁻¹ dA V)` / `V⁻ᵀ diag(g) Vᵀ` (real part for real input) |
-//! | [`eig`](crate::eig) | `linalg.eig` | `w [..., n]`, `V [..., n, n]` complex, unit columns | none yet: an error naming the op and mode |
+//! | [`eig`](crate::eig) | `linalg.eig` | `w [..., n]`, `V [..., n, n]` complex, unit columns | `dλ = diag(M)`, `dV = V (F ⊙ M) − V diag(Re diag(VᴴV (F ⊙ M)))`, `M = V⁻¹ dA V`, `Fᵢⱼ = 1/(λⱼ − λᵢ)` / its linear transpose |
 //! | [`pinv`](crate::pinv) | composed | `A⁺ [..., n, m]`, cutoff `rcond·max(s)` | through `svd` |
 //! | [`matrix_norm`](crate::matrix_norm) | composed | `[...]`, ord fro, nuc, ±2, ±1, ±inf | through core ops and `svdvals` |
 //!

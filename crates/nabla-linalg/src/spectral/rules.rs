@@ -14,7 +14,7 @@
 //! not depend on the choice of basis inside a degenerate subspace.
 
 use super::ops::{
-    EIGH, EIGVALS, MATRIX_EXP, SVD, SVDVALS, Svd, eigh_packing, split_shape, svd_packing,
+    EIG, EIGH, EIGVALS, MATRIX_EXP, SVD, SVDVALS, Svd, eigh_packing, split_shape, svd_packing,
 };
 use crate::common::{Packing, h, hermitian_part};
 use nabla_core::{Backend, DType, Error, Result};
@@ -104,12 +104,20 @@ fn batch_of<'a, B: Backend>(args: &'a RuleArgs<'_, B>) -> &'a [usize] {
 
 /// `w`, `V` and the packing of an eigh node.
 fn eigh_parts<B: Backend>(args: &RuleArgs<'_, B>) -> Result<(Packing, Tensor<B>, Tensor<B>)> {
+    spectrum_parts(args, EIGH)
+}
+
+/// The packing and the eigenvalues and eigenvectors `[w, V]` of an eigh or eig node.
+fn spectrum_parts<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    op: &'static str,
+) -> Result<(Packing, Tensor<B>, Tensor<B>)> {
     let n = args.inputs[0].dim(-1)?;
     let packing = eigh_packing(n);
     let mut parts = packing.unpack(args.output)?.into_iter();
     match (parts.next(), parts.next()) {
         (Some(w), Some(v)) => Ok((packing, w, v)),
-        _ => Err(Error::invalid(EIGH, "the packed output lacks w or V")),
+        _ => Err(Error::invalid(op, "the packed output lacks w or V")),
     }
 }
 
@@ -344,8 +352,52 @@ fn eigvals_reverse<B: Backend>(args: &RuleArgs<'_, B>, g: &Tensor<B>, _needs: &[
     })])
 }
 
-/// Adds the rules of eigh, svd, svdvals, matrix_exp and eigvals to `rules`. `linalg.eig` has none
-/// yet (its eigenvector derivative depends on the normalisation).
+/// `Fᵢⱼ = 1 / (λⱼ − λᵢ)` of a complex spectrum, 0 on the diagonal and where `|λⱼ − λᵢ| ≤ tol`.
+fn complex_gaps<B: Backend>(w: &Tensor<B>) -> Result<Tensor<B>> {
+    let diff = w.unsqueeze(-2)?.sub(&w.unsqueeze(-1)?)?;
+    let tol = tolerance(w)?.unsqueeze(-1)?;
+    masked_recip(&diff.abs()?.gt(&tol)?, &diff)
+}
+
+/// `dλ = diag(M)`, `dV = V (F ⊙ M) − V diag(Re diag(Vᴴ V (F ⊙ M)))` with `M = V⁻¹ dA V`: the
+/// eigenvector tangent that keeps the columns at unit norm (their phase is not fixed, so only
+/// phase-invariant functions of `V` have meaningful derivatives, as in PyTorch).
+fn eig_forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let Some(da) = &t[0] else {
+        return Ok(None);
+    };
+    let (packing, w, v) = spectrum_parts(args, EIG)?;
+    let m = crate::solve(&v, &da.cast(v.dtype())?.matmul(&v)?)?;
+    let vy = v.matmul(&complex_gaps(&w)?.mul(&m)?)?;
+    let norm_fix = real_part(&diagonal(&h(&v)?.matmul(&vy)?)?)?;
+    let dv = vy.sub(&v.mul(&norm_fix.unsqueeze(-2)?)?)?;
+    packing.pack(&[Some(diagonal(&m)?), Some(dv)], batch_of(args))
+}
+
+/// The transpose of [`eig_forward`]: `G_Y = Vᵀ G_V − (VᴴV)ᵀ diag(Re diag(Vᵀ G_V))`,
+/// `G_M = diag(g_λ) + F ⊙ G_Y`, `gA = V⁻ᵀ G_M Vᵀ` (its real part for real input).
+fn eig_reverse<B: Backend>(args: &RuleArgs<'_, B>, g: &Tensor<B>, _needs: &[bool]) -> Grads<B> {
+    let a = &args.inputs[0];
+    let (packing, w, v) = spectrum_parts(args, EIG)?;
+    let gs = packing.unpack(&g.cast(v.dtype())?)?;
+    let vt = v.t()?;
+    let vt_gv = vt.matmul(&gs[1])?;
+    let g_norm = real_part(&diagonal(&vt_gv)?)?.neg()?;
+    let gram_t = h(&v)?.matmul(&v)?.t()?;
+    let gy = vt_gv.add(&gram_t.matmul(&diag_embed(&g_norm)?)?)?;
+    let gm = diag_embed(&gs[0])?.add(&complex_gaps(&w)?.mul(&gy)?)?;
+    let ga = crate::solve(&vt, &gm.matmul(&vt)?)?;
+    Ok(vec![Some(if a.dtype().is_complex() {
+        ga
+    } else {
+        ga.real()?
+    })])
+}
+
+/// Adds the rules of eigh, svd, svdvals, matrix_exp, eigvals and eig to `rules`.
 pub(super) fn register<B: Backend>(rules: ExtensionRules<B>) -> ExtensionRules<B> {
     rules
         .forward(EIGH, eigh_forward::<B>)
@@ -358,4 +410,6 @@ pub(super) fn register<B: Backend>(rules: ExtensionRules<B>) -> ExtensionRules<B
         .reverse(MATRIX_EXP, matrix_exp_reverse::<B>)
         .forward(EIGVALS, eigvals_forward::<B>)
         .reverse(EIGVALS, eigvals_reverse::<B>)
+        .forward(EIG, eig_forward::<B>)
+        .reverse(EIG, eig_reverse::<B>)
 }

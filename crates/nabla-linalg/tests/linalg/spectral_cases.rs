@@ -251,24 +251,6 @@ fn bad_inputs_are_errors_naming_the_op() {
     );
     let e = ad.jvp(&u, &x, &tensor(4, &[4, 3])).unwrap_err().to_string();
     mentions(&e, &["linalg.svd", "4x3"]);
-    // eig has no rules yet. Where autodiff records complex results, differentiating is the
-    // missing-rule error naming the op and the mode; where it does not, calling it on a tracked input
-    // is an error naming the op and the fix (never a silently zero derivative).
-    let x = Tensor::var("g", tensor(5, &[3, 3])).unwrap();
-    match nabla_linalg::eig(&x) {
-        Ok((lam, _)) => {
-            let loss = lam.abs().unwrap().sum_all().unwrap();
-            let e = ad.grad(&loss, &x).unwrap_err().to_string();
-            mentions(&e, &["'linalg.eig'", "reverse-mode"]);
-            let e = ad
-                .jvp(&lam, &x, &tensor(6, &[3, 3]))
-                .unwrap_err()
-                .to_string();
-            mentions(&e, &["'linalg.eig'", "forward-mode"]);
-        }
-        Err(e) => mentions(&e.to_string(), &["linalg.eig", "detach"]),
-    }
-    assert_eq!(nabla_linalg::eig(&x.detach()).unwrap().0.shape(), &[3]);
 }
 
 #[test]
@@ -374,6 +356,101 @@ fn complex_rules_satisfy_the_adjoint_identity() {
             (lhs.0[0] - rhs.0[0]).abs() < 1e-10
                 && (!holomorphic || (lhs.1[0] - rhs.1[0]).abs() < 1e-10),
             "{name}: <u, Jv> = {lhs:?} but <Jᵀu, v> = {rhs:?}"
+        );
+    }
+}
+
+/// `Re Σ W₁ ⊙ λ + Σ W₂ ⊙ |V|²`: a real function of eig's results that does not depend on the
+/// eigenvectors' phases.
+fn eig_loss(a: &T) -> Result<T> {
+    let (lam, v) = nabla_linalg::eig(a)?;
+    let w1 = complex_tensor(70, lam.shape()).cast(lam.dtype())?;
+    let w2 = tensor(71, v.shape()).cast(v.abs()?.dtype())?;
+    lam.mul(&w1)?
+        .sum_all()?
+        .real()?
+        .add(&v.abs()?.square()?.mul(&w2)?.sum_all()?)
+}
+
+#[test]
+fn eig_derivatives_match_central_differences_to_second_order() {
+    use nabla_tensor::{GradCheckOptions, check_gradients, check_second_order};
+    let opts = GradCheckOptions::default();
+    for input in [
+        tensor(72, &[3, 3]),
+        tensor(73, &[2, 4, 4]),
+        complex_tensor(74, &[3, 3]),
+    ] {
+        let f = |v: &[T]| eig_loss(&v[0]);
+        check_gradients(f, &[input.clone()], &opts)
+            .unwrap()
+            .assert_close(1e-7, 1e-5)
+            .unwrap();
+        check_second_order(f, &[input.clone()], &opts)
+            .unwrap()
+            .assert_close(1e-6, 1e-4)
+            .unwrap();
+        // Eigenvalues alone, to second order through eigvals (whose rules use eig).
+        let g = |v: &[T]| eigvals_loss(&v[0]);
+        check_second_order(g, &[input], &opts)
+            .unwrap()
+            .assert_close(1e-6, 1e-4)
+            .unwrap();
+    }
+}
+
+#[test]
+fn eig_forward_and_reverse_rules_are_adjoint() {
+    use crate::support::real_dot;
+    let ad = AdContext::new();
+    for input in [tensor(75, &[2, 3, 3]), complex_tensor(76, &[3, 3])] {
+        let x = Tensor::var("x", input.clone()).unwrap();
+        let (lam, v) = nabla_linalg::eig(&x).unwrap();
+        let y = flat_cat(&[lam, v]).unwrap();
+        let t = if input.dtype().is_complex() {
+            complex_tensor(77, x.shape())
+        } else {
+            tensor(77, x.shape())
+        };
+        let u = complex_tensor(78, y.shape());
+        let jv = ad.jvp(&y, &x, &t).unwrap();
+        let jtu = ad.vjp(&y, &x, &u).unwrap();
+        let lhs: f64 = real_dot(&[u], &[jv]).item().unwrap();
+        let rhs: f64 = real_dot(&[jtu], &[t]).item().unwrap();
+        assert!(
+            (lhs - rhs).abs() <= 1e-10 * (1.0 + lhs.abs()),
+            "<u, Jt> = {lhs}, <Jᵀu, t> = {rhs}"
+        );
+    }
+}
+
+#[test]
+fn eig_gradients_match_pytorch() {
+    use crate::support::{compare, fixture_tensor};
+    let fixture: serde_json::Value =
+        serde_json::from_str(include_str!("../fixtures/torch_eig.json")).unwrap();
+    for case in fixture["cases"].as_array().unwrap() {
+        let x = Tensor::var("a", fixture_tensor(&case["input"])).unwrap();
+        let (lam, v) = nabla_linalg::eig(&x).unwrap();
+        let loss = lam
+            .real()
+            .unwrap()
+            .pow(3.0)
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .add(&lam.imag().unwrap().square().unwrap().sum_all().unwrap())
+            .unwrap()
+            .add(&v.abs().unwrap().pow(4.0).unwrap().sum_all().unwrap())
+            .unwrap();
+        let want = case["loss"].as_f64().unwrap();
+        assert!((loss.item::<f64>().unwrap() - want).abs() < 1e-10 * (1.0 + want.abs()));
+        let g = AdContext::new().grad(&loss, &x).unwrap();
+        compare(
+            &[g],
+            &[fixture_tensor(&case["grad"])],
+            1e-9,
+            "eig gradient vs PyTorch",
         );
     }
 }

@@ -12,7 +12,9 @@ use nabla_tensor::{
 type T = Tensor<CpuBackend>;
 
 fn logits(cpu: &CpuBackend) -> T {
-    let v: Vec<f64> = (0..4 * 5).map(|i| ((i * 13 % 7) as f64 - 3.0) / 2.0).collect();
+    let v: Vec<f64> = (0..4 * 5)
+        .map(|i| ((i * 13 % 7) as f64 - 3.0) / 2.0)
+        .collect();
     Tensor::from_vec(v, [4, 5], cpu).unwrap()
 }
 
@@ -24,7 +26,10 @@ fn close(a: &T, b: &T, what: &str) {
     let (a, b) = (a.to_vec::<f64>().unwrap(), b.to_vec::<f64>().unwrap());
     assert_eq!(a.len(), b.len(), "{what}");
     for (x, y) in a.iter().zip(&b) {
-        assert!((x - y).abs() < 1e-12 * (1.0 + y.abs()), "{what}: {x} vs {y}");
+        assert!(
+            (x - y).abs() < 1e-12 * (1.0 + y.abs()),
+            "{what}: {x} vs {y}"
+        );
     }
 }
 
@@ -41,7 +46,11 @@ fn cross_entropy_with_class_indices_traces_compiles_and_differentiates() -> Resu
     let x = Tensor::var("x", logits(&cpu))?;
     let eager = cross_entropy(&x, &targets(&cpu), &options())?;
     let eager_grad = eager.grad(&x)?;
-    let eager_nll = nll_loss(&x.log_softmax(-1)?, &targets(&cpu), &NllLossOptions::default())?;
+    let eager_nll = nll_loss(
+        &x.log_softmax(-1)?,
+        &targets(&cpu),
+        &NllLossOptions::default(),
+    )?;
 
     let tb = TracingBackend::new();
     let px = tb.placeholder([4, 5], DType::F64)?;
@@ -62,7 +71,11 @@ fn cross_entropy_with_class_indices_traces_compiles_and_differentiates() -> Resu
     }
     // An out-of-range class in a program input is an error when the program runs.
     let bad = Tensor::from_vec(vec![1i64, 9, 0, 0], [4], &cpu)?;
-    assert!(GraphExecutor::new(&cpu).run(&compiled, &[logits(&cpu), bad]).is_err());
+    assert!(
+        GraphExecutor::new(&cpu)
+            .run(&compiled, &[logits(&cpu), bad])
+            .is_err()
+    );
     Ok(())
 }
 
@@ -84,8 +97,16 @@ fn per_example_gradients_of_cross_entropy_under_vmap() -> Result<()> {
     .call1(&[&x, &t])?;
     for b in 0..4 {
         let row = Tensor::var("row", x.select_index(0, b)?)?;
-        let loss = cross_entropy(&row.unsqueeze(0)?, &t.narrow(0, b as usize, 1)?, &CrossEntropyOptions::default())?;
-        close(&per_example.select_index(0, b)?, &loss.grad(&row)?, "vmap(grad(cross_entropy))");
+        let loss = cross_entropy(
+            &row.unsqueeze(0)?,
+            &t.narrow(0, b as usize, 1)?,
+            &CrossEntropyOptions::default(),
+        )?;
+        close(
+            &per_example.select_index(0, b)?,
+            &loss.grad(&row)?,
+            "vmap(grad(cross_entropy))",
+        );
     }
     Ok(())
 }
