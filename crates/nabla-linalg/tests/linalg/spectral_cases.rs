@@ -382,11 +382,11 @@ fn eig_derivatives_match_central_differences_to_second_order() {
         complex_tensor(74, &[3, 3]),
     ] {
         let f = |v: &[T]| eig_loss(&v[0]);
-        check_gradients(f, &[input.clone()], &opts)
+        check_gradients(f, std::slice::from_ref(&input), &opts)
             .unwrap()
             .assert_close(1e-7, 1e-5)
             .unwrap();
-        check_second_order(f, &[input.clone()], &opts)
+        check_second_order(f, std::slice::from_ref(&input), &opts)
             .unwrap()
             .assert_close(1e-6, 1e-4)
             .unwrap();
@@ -439,9 +439,9 @@ fn eig_gradients_match_pytorch() {
             .unwrap()
             .sum_all()
             .unwrap()
-            .add(&lam.imag().unwrap().square().unwrap().sum_all().unwrap())
+            .add(lam.imag().unwrap().square().unwrap().sum_all().unwrap())
             .unwrap()
-            .add(&v.abs().unwrap().pow(4.0).unwrap().sum_all().unwrap())
+            .add(v.abs().unwrap().pow(4.0).unwrap().sum_all().unwrap())
             .unwrap();
         let want = case["loss"].as_f64().unwrap();
         assert!((loss.item::<f64>().unwrap() - want).abs() < 1e-10 * (1.0 + want.abs()));
