@@ -1,0 +1,213 @@
+//! Special functions for nabla, as an **extension op family** (like `nabla-linalg` and `nabla-fft`):
+//! `scipy.special`'s and `torch.special`'s everyday functions over tensors of any backend,
+//! differentiable to any order in forward and reverse mode, eager, traced and under `vmap`.
+//!
+//! | function | definition | derivative |
+//! |---|---|---|
+//! | [`lgamma`] | `ln |Γ(x)|` | [`digamma`] |
+//! | [`digamma`] | `ψ(x) = Γ'(x)/Γ(x)` | `polygamma(1, x)` |
+//! | [`polygamma`] | `ψ⁽ⁿ⁾(x)` | `polygamma(n + 1, x)` |
+//! | [`erfinv`] | inverse of `erf` on `(−1, 1)` | `(√π/2) e^{erfinv(x)²}` |
+//! | [`i0`], [`i1`] | modified Bessel functions of the first kind | `i1`, `i0 − i1/x` |
+//! | [`i0e`], [`i1e`] | `e^{−|x|} I₀(x)`, `e^{−|x|} I₁(x)` (no overflow) | through `i1e`, `i0e` |
+//! | [`xlogy`] | `x ln y`, 0 where `x = 0` | composed |
+//! | [`logit`] | `ln(p / (1 − p))`, optionally clamped | composed |
+//! | [`log_sigmoid`] | `ln σ(x) = −softplus(−x)`, stable for large `|x|` | composed |
+//! | [`betaln`] | `ln |B(a, b)|` | composed of `lgamma` |
+//!
+//! The first eight run as one extension op ([`Special`]) computed in `f64` on the host by documented
+//! algorithms (see the `scalar` module: `libm`'s `lgamma`, series and asymptotic expansions with
+//! their truncation bounds, Halley steps for `erfinv`), checked against SciPy to 1e-13 relative. On
+//! the CPU backend they run on the tensors' memory; other backends (wgpu) run them through a host
+//! round trip. They take `f32` and `f64`; integers and half floats convert to `f32` (as PyTorch
+//! promotes them); complex input is an error. The rest are ordinary tensor code.
+//!
+//! ```
+//! use nabla_tensor::{Tensor, grad};
+//! use nabla_cpu::CpuBackend;
+//! let x = Tensor::from_vec(vec![0.5f64, 1.0, 4.0], [3], &CpuBackend::new())?;
+//! let lg = nabla_special::lgamma(&x)?.to_vec::<f64>()?;
+//! assert!((lg[0] - std::f64::consts::PI.sqrt().ln()).abs() < 1e-15 && lg[1] == 0.0);
+//! // d/dx ln Γ(x) = ψ(x); ψ(1) = −γ.
+//! let g = grad(|x: &Tensor<CpuBackend>| nabla_special::lgamma(x)?.sum_all())(&x)?.to_vec::<f64>()?;
+//! assert!((g[1] + 0.5772156649015329).abs() < 1e-15);
+//! # Ok::<(), nabla_core::Error>(())
+//! ```
+#![warn(missing_docs)]
+
+mod ops;
+mod rules;
+mod scalar;
+
+pub use ops::{Special, SpecialFn};
+pub use rules::{SpecialFamily, rules};
+
+use nabla_core::{Backend, DType, Error, Result};
+use nabla_tensor::Tensor;
+
+/// `x` as `f32` or `f64`: those as they are, integers, bool and half floats as `f32`; complex input
+/// is an error naming `op`.
+fn float_input<B: Backend>(op: &'static str, x: &Tensor<B>) -> Result<Tensor<B>> {
+    match x.dtype() {
+        DType::F32 | DType::F64 => Ok(x.clone()),
+        DType::F16 | DType::BF16 | DType::I32 | DType::I64 | DType::U8 | DType::Bool => {
+            x.cast(DType::F32)
+        }
+        DType::C64 | DType::C128 => Err(Error::UnsupportedDType {
+            op,
+            dtype: x.dtype(),
+            hint: Some(format!("{op} is defined for real input only")),
+        }),
+    }
+}
+
+fn unary<B: Backend>(f: SpecialFn, x: &Tensor<B>) -> Result<Tensor<B>> {
+    rules::apply(f, &float_input(f.name(), x)?)
+}
+
+/// `ln |Γ(x)|` elementwise (`torch.lgamma`, `scipy.special.gammaln`); `+∞` at the poles.
+pub fn lgamma<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    unary(SpecialFn::Lgamma, x)
+}
+
+/// The digamma function `ψ(x) = d/dx ln Γ(x)` elementwise; `−∞` at 0, NaN at the negative integers
+/// (as SciPy).
+///
+/// ```
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// let x = Tensor::from_vec(vec![1.0f64, 0.5], [2], &CpuBackend::new())?;
+/// let v = nabla_special::digamma(&x)?.to_vec::<f64>()?;
+/// assert!((v[0] + 0.5772156649015329).abs() < 1e-15);
+/// assert!((v[1] + 0.5772156649015329 + 2.0 * 2f64.ln()).abs() < 1e-14);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn digamma<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    unary(SpecialFn::Digamma, x)
+}
+
+/// `ψ⁽ⁿ⁾(x)`, the `n`-th derivative of [`digamma`] (`n = 0` is digamma itself), elementwise.
+///
+/// ```
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// let x = Tensor::from_vec(vec![1.0f64], [1], &CpuBackend::new())?;
+/// // ψ'(1) = π²/6.
+/// let v = nabla_special::polygamma(1, &x)?.item::<f64>()?;
+/// assert!((v - std::f64::consts::PI.powi(2) / 6.0).abs() < 1e-14);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn polygamma<B: Backend>(n: u32, x: &Tensor<B>) -> Result<Tensor<B>> {
+    if n == 0 {
+        digamma(x)
+    } else {
+        unary(SpecialFn::Polygamma(n), x)
+    }
+}
+
+/// The inverse error function elementwise: `erf(erfinv(y)) = y` on `(−1, 1)`, `±∞` at `±1`, NaN
+/// outside.
+///
+/// ```
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// let y = Tensor::from_vec(vec![0.5f64], [1], &CpuBackend::new())?;
+/// assert!((nabla_special::erfinv(&y)?.item::<f64>()? - 0.4769362762044699).abs() < 1e-15);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn erfinv<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    unary(SpecialFn::Erfinv, x)
+}
+
+/// The modified Bessel function of the first kind of order 0, `I₀(x)`, elementwise.
+pub fn i0<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    unary(SpecialFn::I0, x)
+}
+
+/// The exponentially scaled `e^{−|x|} I₀(x)`, finite for every finite `x`.
+pub fn i0e<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    unary(SpecialFn::I0e, x)
+}
+
+/// The modified Bessel function of the first kind of order 1, `I₁(x)`, elementwise.
+pub fn i1<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    unary(SpecialFn::I1, x)
+}
+
+/// The exponentially scaled `e^{−|x|} I₁(x)`.
+pub fn i1e<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    unary(SpecialFn::I1e, x)
+}
+
+/// `x ln y`, with 0 wherever `x = 0` (even where `y` is 0, negative or infinite), broadcasting
+/// (`scipy.special.xlogy`, `torch.xlogy`). Derivatives are JAX's, `∂x = ln y` and `∂y = x / y`,
+/// except where `x = 0` and `ln y` is not finite: there both are 0 (JAX gives `−∞` and NaN).
+///
+/// ```
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// let cpu = CpuBackend::new();
+/// let x = Tensor::from_vec(vec![0.0f64, 2.0], [2], &cpu)?;
+/// let y = Tensor::from_vec(vec![0.0f64, 1.0], [2], &cpu)?;
+/// assert_eq!(nabla_special::xlogy(&x, &y)?.to_vec::<f64>()?, vec![0.0, 0.0]);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn xlogy<B: Backend>(x: &Tensor<B>, y: &Tensor<B>) -> Result<Tensor<B>> {
+    // Where x = 0 and ln y is not finite, y is replaced by 1: the product is then 0 with finite
+    // derivatives; everywhere else x ln y is computed as it is.
+    let non_positive = y.le(0.0)?;
+    let infinite_log = non_positive.where_(&non_positive, &y.eq(f64::INFINITY)?)?; // y ≤ 0 or y = ∞
+    let x_zero = x.eq(0.0)?;
+    let replace = x_zero.where_(&infinite_log, &x_zero)?; // x = 0 and the above
+    x.mul(&replace.where_(1.0, y)?.log()?)
+}
+
+/// `ln(p / (1 − p))`; with `eps`, `p` is first clamped to `[eps, 1 − eps]` (`torch.logit`).
+///
+/// ```
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// let p = Tensor::from_vec(vec![0.5f64, 0.0], [2], &CpuBackend::new())?;
+/// let v = nabla_special::logit(&p, Some(1e-6))?.to_vec::<f64>()?;
+/// assert_eq!(v[0], 0.0);
+/// assert!((v[1] - (1e-6f64 / (1.0 - 1e-6)).ln()).abs() < 1e-9);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn logit<B: Backend>(p: &Tensor<B>, eps: Option<f64>) -> Result<Tensor<B>> {
+    let p = match eps {
+        Some(e) if (0.0..=0.5).contains(&e) => p.clamp(e, 1.0 - e)?,
+        Some(e) => {
+            return Err(Error::invalid(
+                "special.logit",
+                format!("eps must be in [0, 0.5], got {e}"),
+            ));
+        }
+        None => p.clone(),
+    };
+    p.div(&p.neg()?.add(1.0)?)?.log()
+}
+
+/// `ln σ(x) = −softplus(−x)` (`torch.nn.functional.logsigmoid`, `jax.nn.log_sigmoid`), finite and
+/// accurate for large `|x|`.
+///
+/// ```
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// let x = Tensor::from_vec(vec![-1000.0f64, 0.0, 1000.0], [3], &CpuBackend::new())?;
+/// let v = nabla_special::log_sigmoid(&x)?.to_vec::<f64>()?;
+/// assert_eq!(v[0], -1000.0);
+/// assert!((v[1] + 2f64.ln()).abs() < 1e-15 && v[2] == 0.0);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn log_sigmoid<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    x.neg()?.softplus()?.neg()
+}
+
+/// `ln |B(a, b)| = lgamma(a) + lgamma(b) − lgamma(a + b)`, broadcasting (`scipy.special.betaln`).
+///
+/// ```
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// let cpu = CpuBackend::new();
+/// let a = Tensor::from_vec(vec![2.0f64], [1], &cpu)?;
+/// let b = Tensor::from_vec(vec![3.0f64], [1], &cpu)?;
+/// // B(2, 3) = 1/12.
+/// assert!((nabla_special::betaln(&a, &b)?.item::<f64>()? + 12f64.ln()).abs() < 1e-14);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn betaln<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>> {
+    lgamma(a)?.add(&lgamma(b)?)?.sub(&lgamma(&a.add(b)?)?)
+}

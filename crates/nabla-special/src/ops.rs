@@ -1,0 +1,138 @@
+//! The family's one op type: an elementwise special function of an `f32` or `f64` tensor, computed in
+//! `f64` on the host (split across the thread pool for large inputs).
+
+use crate::scalar;
+use nabla_core::{
+    DType, Error, ExtensionOp, HostAllocator, HostData, HostView, OutputSpec, Result,
+};
+use rayon::prelude::*;
+
+/// Which special function an op computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SpecialFn {
+    /// `ln |Γ(x)|`.
+    Lgamma,
+    /// `ψ(x)`, the derivative of `ln Γ`.
+    Digamma,
+    /// `ψ⁽ⁿ⁾(x)` for `n ≥ 1`.
+    Polygamma(u32),
+    /// The inverse error function.
+    Erfinv,
+    /// The modified Bessel function `I₀`.
+    I0,
+    /// `e^{−|x|} I₀(x)`.
+    I0e,
+    /// The modified Bessel function `I₁`.
+    I1,
+    /// `e^{−|x|} I₁(x)`.
+    I1e,
+}
+
+impl SpecialFn {
+    /// One value of every function (`Polygamma` once: its order is a parameter, not a new op).
+    pub const ALL: [SpecialFn; 8] = [
+        SpecialFn::Lgamma,
+        SpecialFn::Digamma,
+        SpecialFn::Polygamma(1),
+        SpecialFn::Erfinv,
+        SpecialFn::I0,
+        SpecialFn::I0e,
+        SpecialFn::I1,
+        SpecialFn::I1e,
+    ];
+
+    /// The op's name, namespaced by the family (`"special.lgamma"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SpecialFn::Lgamma => "special.lgamma",
+            SpecialFn::Digamma => "special.digamma",
+            SpecialFn::Polygamma(_) => "special.polygamma",
+            SpecialFn::Erfinv => "special.erfinv",
+            SpecialFn::I0 => "special.i0",
+            SpecialFn::I0e => "special.i0e",
+            SpecialFn::I1 => "special.i1",
+            SpecialFn::I1e => "special.i1e",
+        }
+    }
+
+    /// The function at one point.
+    pub fn eval(self, x: f64) -> f64 {
+        match self {
+            SpecialFn::Lgamma => scalar::lgamma(x),
+            SpecialFn::Digamma => scalar::digamma(x),
+            SpecialFn::Polygamma(n) => scalar::polygamma(n, x),
+            SpecialFn::Erfinv => scalar::erfinv(x),
+            SpecialFn::I0 => scalar::bessel_i(0, x, false),
+            SpecialFn::I0e => scalar::bessel_i(0, x, true),
+            SpecialFn::I1 => scalar::bessel_i(1, x, false),
+            SpecialFn::I1e => scalar::bessel_i(1, x, true),
+        }
+    }
+}
+
+/// An elementwise special function ([`SpecialFn`]) of an `f32` or `f64` tensor, of its shape and dtype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Special(pub SpecialFn);
+
+/// Elements per parallel task.
+const CHUNK: usize = 1 << 12;
+
+fn map<T: Copy + Send + Sync>(
+    x: &[T],
+    alloc: &dyn HostAllocator,
+    f: impl Fn(T) -> T + Sync,
+) -> Vec<T> {
+    let mut out: Vec<T> = alloc.vec(x.len());
+    if x.len() <= CHUNK {
+        out.extend(x.iter().map(|&v| f(v)));
+    } else {
+        out.extend_from_slice(x);
+        out.par_chunks_mut(CHUNK)
+            .for_each(|c| c.iter_mut().for_each(|v| *v = f(*v)));
+    }
+    out
+}
+
+impl ExtensionOp for Special {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
+        let op = self.0.name();
+        match inputs {
+            [(dtype @ (DType::F32 | DType::F64), shape)] => Ok(OutputSpec {
+                dtype: *dtype,
+                shape: shape.to_vec(),
+            }),
+            [(dtype, _)] => Err(Error::UnsupportedDType {
+                op: self.0.name(),
+                dtype: *dtype,
+                hint: Some(format!("{op} takes f32 or f64 input")),
+            }),
+            _ => Err(Error::invalid(
+                self.0.name(),
+                format!("takes one input, got {}", inputs.len()),
+            )),
+        }
+    }
+
+    fn host_kernel(&self, views: &[HostView<'_>], alloc: &dyn HostAllocator) -> Result<HostData> {
+        let f = self.0;
+        match views[0].data {
+            HostData::F64(x) => Ok(HostData::F64(map(x, alloc, |v| f.eval(v)))),
+            HostData::F32(x) => Ok(HostData::F32(map(x, alloc, |v| {
+                f.eval(f64::from(v)) as f32
+            }))),
+            other => Err(Error::dtype(self.0.name(), other.dtype())),
+        }
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn maps_leading_dims(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,90 @@
+//! The derivatives of the family's functions, written with the family's own ops so that every order
+//! exists:
+//!
+//! | function | derivative |
+//! |---|---|
+//! | `lgamma` | `digamma` |
+//! | `digamma`, `polygamma(n)` | `polygamma(1)`, `polygamma(n + 1)` |
+//! | `erfinv` | `(√π / 2) e^{y²}` with `y = erfinv(x)` |
+//! | `i0`, `i0e` | `i1`, `i1e − sign(x) i0e` |
+//! | `i1`, `i1e` | `i0 − i1/x`, `i0e − i1e (sign(x) + 1/x)` (both `1/2` at 0) |
+//!
+//! Forward rules multiply the tangent by the derivative, reverse rules the cotangent.
+
+use crate::ops::{Special, SpecialFn};
+use nabla_core::{Backend, Error, Result};
+use nabla_tensor::{ExtensionFamily, ExtensionRules, RuleArgs, Tensor};
+use std::sync::Arc;
+
+/// The special-function extension family: its ops are recorded with these rules bound, so every
+/// transform differentiates them with no setup.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SpecialFamily;
+
+impl ExtensionFamily for SpecialFamily {
+    fn rules<B: Backend>() -> ExtensionRules<B> {
+        rules()
+    }
+}
+
+/// `f(x)` recorded with the family's rules.
+pub(crate) fn apply<B: Backend>(f: SpecialFn, x: &Tensor<B>) -> Result<Tensor<B>> {
+    Tensor::apply_family_op::<SpecialFamily>(Arc::new(Special(f)), &[x])
+}
+
+/// `num / x` where `x ≠ 0`, `at_zero` where `x = 0` (no infinity on either branch).
+fn over_x<B: Backend>(num: &Tensor<B>, x: &Tensor<B>, at_zero: f64) -> Result<Tensor<B>> {
+    let zero = x.eq(0.0)?;
+    let safe = zero.where_(1.0, x)?;
+    zero.where_(at_zero, num.div(&safe)?)
+}
+
+/// The derivative of the node's function at its input.
+fn derivative<B: Backend>(args: &RuleArgs<'_, B>) -> Result<Tensor<B>> {
+    let Some(Special(f)) = args.op.as_any().downcast_ref::<Special>().copied() else {
+        return Err(Error::invalid("special", "rule called with another op"));
+    };
+    let (x, y) = (&args.inputs[0], args.output);
+    match f {
+        SpecialFn::Lgamma => apply(SpecialFn::Digamma, x),
+        SpecialFn::Digamma => apply(SpecialFn::Polygamma(1), x),
+        SpecialFn::Polygamma(n) => apply(SpecialFn::Polygamma(n + 1), x),
+        SpecialFn::Erfinv => y.square()?.exp()?.mul(std::f64::consts::PI.sqrt() / 2.0),
+        SpecialFn::I0 => apply(SpecialFn::I1, x),
+        SpecialFn::I0e => apply(SpecialFn::I1e, x)?.sub(&x.sign()?.mul(y)?),
+        SpecialFn::I1 => {
+            let i0 = apply(SpecialFn::I0, x)?;
+            let ratio = over_x(y, x, 0.0)?;
+            x.eq(0.0)?.where_(0.5, i0.sub(&ratio)?)
+        }
+        SpecialFn::I1e => {
+            let i0e = apply(SpecialFn::I0e, x)?;
+            let ratio = over_x(y, x, 0.0)?;
+            let d = i0e.sub(&y.mul(&x.sign()?)?)?.sub(&ratio)?;
+            x.eq(0.0)?.where_(0.5, d)
+        }
+    }
+}
+
+fn forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    t[0].as_ref().map(|t| t.mul(&derivative(args)?)).transpose()
+}
+
+fn reverse<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    g: &Tensor<B>,
+    _needs: &[bool],
+) -> Result<Vec<Option<Tensor<B>>>> {
+    Ok(vec![Some(g.mul(&derivative(args)?)?)])
+}
+
+/// The forward and reverse rules of every op of the family.
+pub fn rules<B: Backend>() -> ExtensionRules<B> {
+    SpecialFn::ALL.iter().fold(ExtensionRules::new(), |r, f| {
+        r.forward(f.name(), forward::<B>)
+            .reverse(f.name(), reverse::<B>)
+    })
+}
