@@ -164,6 +164,73 @@ impl DType {
             _ => None,
         }
     }
+
+    /// The kind of a dtype in the promotion lattice: bool (0) < integer (1) < float (2) < complex (3).
+    pub fn category(self) -> u8 {
+        match self {
+            DType::Bool => 0,
+            DType::U8 | DType::I32 | DType::I64 => 1,
+            DType::F16 | DType::BF16 | DType::F32 | DType::F64 => 2,
+            DType::C64 | DType::C128 => 3,
+        }
+    }
+
+    /// The order of a dtype within its category (wider is larger; `f16` and `bf16` tie).
+    fn width(self) -> u8 {
+        match self {
+            DType::Bool => 0,
+            DType::U8 => 1,
+            DType::I32 => 2,
+            DType::I64 => 3,
+            DType::F16 | DType::BF16 => 4,
+            DType::F32 | DType::C64 => 5,
+            DType::F64 | DType::C128 => 6,
+        }
+    }
+
+    /// The dtype two tensors of these dtypes combine to, PyTorch's promotion (`torch.promote_types`;
+    /// JAX's lattice agrees on every pair nabla has): the higher category wins (bool < integer <
+    /// float < complex), then the wider type; `f16` with `bf16` gives `f32`; a float with a complex
+    /// type gives the complex type wide enough for both (`f64` with `complex64` is `complex128`).
+    ///
+    /// | | bool | u8 | i32 | i64 | f16 | bf16 | f32 | f64 | c64 | c128 |
+    /// |---|---|---|---|---|---|---|---|---|---|---|
+    /// | **u8** | u8 | u8 | i32 | i64 | f16 | bf16 | f32 | f64 | c64 | c128 |
+    /// | **i64** | i64 | i64 | i64 | i64 | f16 | bf16 | f32 | f64 | c64 | c128 |
+    /// | **f16** | f16 | f16 | f16 | f16 | f16 | f32 | f32 | f64 | c64 | c128 |
+    /// | **f32** | f32 | f32 | f32 | f32 | f32 | f32 | f32 | f64 | c64 | c128 |
+    /// | **f64** | f64 | f64 | f64 | f64 | f64 | f64 | f64 | f64 | c128 | c128 |
+    /// | **c64** | c64 | c64 | c64 | c64 | c64 | c64 | c64 | c128 | c64 | c128 |
+    ///
+    /// ```
+    /// use nabla_core::DType;
+    /// assert_eq!(DType::F32.promote(DType::F64), DType::F64);
+    /// assert_eq!(DType::I64.promote(DType::F32), DType::F32);
+    /// assert_eq!(DType::F64.promote(DType::C64), DType::C128);
+    /// assert_eq!(DType::F16.promote(DType::BF16), DType::F32);
+    /// assert_eq!(DType::Bool.promote(DType::U8), DType::U8);
+    /// ```
+    pub fn promote(self, other: DType) -> DType {
+        if self == other {
+            return self;
+        }
+        if matches!(
+            (self, other),
+            (DType::F16, DType::BF16) | (DType::BF16, DType::F16)
+        ) {
+            return DType::F32;
+        }
+        let (high, low) = if (self.category(), self.width()) >= (other.category(), other.width()) {
+            (self, other)
+        } else {
+            (other, self)
+        };
+        if high.category() == 3 && low.category() == 2 && low.width() > high.width() {
+            // A float wider than the complex type's parts: the wider complex type.
+            return DType::C128;
+        }
+        high
+    }
 }
 
 impl fmt::Display for DType {

@@ -26,6 +26,39 @@ pub enum Scalar {
 }
 
 impl Scalar {
+    /// The dtype a tensor of `dtype` combined with this number gives: numbers are "weak", as in
+    /// PyTorch and JAX, so the tensor's dtype is kept unless the number is of a higher category
+    /// (bool < integer < float < complex). Then it is that category's default: `i64` for an integer
+    /// with a bool tensor, `f32` for a float with a bool or integer tensor, and the complex type of the
+    /// tensor's precision for a complex number (`complex64` for integer, half and `f32` tensors,
+    /// `complex128` for `f64`).
+    ///
+    /// ```
+    /// use nabla_core::{DType, Scalar};
+    /// assert_eq!(Scalar::F64(2.5).result_type(DType::F16), DType::F16);
+    /// assert_eq!(Scalar::F64(2.5).result_type(DType::I64), DType::F32);
+    /// assert_eq!(Scalar::I64(3).result_type(DType::Bool), DType::I64);
+    /// let j = Scalar::C128(nabla_core::num_complex::Complex64::new(0.0, 1.0));
+    /// assert_eq!(j.result_type(DType::F64), DType::C128);
+    /// ```
+    pub fn result_type(self, dtype: DType) -> DType {
+        let category = match self {
+            Scalar::Bool(_) => 0,
+            Scalar::I64(_) => 1,
+            Scalar::F64(_) => 2,
+            Scalar::C128(_) => 3,
+        };
+        if category <= dtype.category() {
+            return dtype;
+        }
+        match (category, dtype) {
+            (1, _) => DType::I64,
+            (2, _) => DType::F32,
+            (_, DType::F64) => DType::C128,
+            _ => DType::C64,
+        }
+    }
+
     /// The value as `f64` (real part for complex, 0/1 for bool).
     pub fn to_f64(self) -> f64 {
         match self {

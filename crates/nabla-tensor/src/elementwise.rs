@@ -178,17 +178,38 @@ impl<B: Backend> Tensor<B> {
     }
 
     fn prepare_pair(&self, op: &'static str, rhs: impl Operand<B>) -> Result<(Self, Self)> {
-        let rhs = rhs.into_operand(self.dtype(), self.backend())?;
+        let dtype = rhs.result_dtype(self.dtype());
+        let mut rhs = rhs.into_operand(dtype, self.backend())?;
         self.check_device(op, &rhs)?;
-        self.check_same_dtype(op, &rhs)?;
+        if rhs.dtype() != dtype {
+            rhs = rhs.cast(dtype)?;
+        }
+        if self.dtype() != dtype {
+            return self.cast(dtype)?.pair_with(op, rhs);
+        }
+        self.pair_with(op, rhs)
+    }
+
+    /// `self` and `rhs` (of one dtype) broadcast to one shape.
+    fn pair_with(&self, op: &'static str, rhs: Self) -> Result<(Self, Self)> {
         if self.shape() == rhs.shape() {
             return Ok((self.clone(), rhs));
         }
         self.broadcast_pair(op, &rhs)
     }
 
-    /// Applies a binary primitive with broadcasting. Both operands must share a dtype (numbers adopt the
-    /// tensor's dtype).
+    /// `self` in `dtype`: itself when it already is, else a (differentiable) cast.
+    pub(crate) fn cast_to(&self, dtype: nabla_core::DType) -> Result<Self> {
+        if self.dtype() == dtype {
+            Ok(self.clone())
+        } else {
+            self.cast(dtype)
+        }
+    }
+
+    /// Applies a binary primitive with broadcasting. Operands of different dtypes are promoted first
+    /// ([`nabla_core::DType::promote`]; numbers are weak and keep the tensor's dtype within its
+    /// category, [`nabla_core::Scalar::result_type`]).
     pub fn binary(&self, op: BinaryOp, rhs: impl Operand<B>) -> Result<Self> {
         let (a, b) = self.prepare_pair(op.name(), rhs)?;
         if !op.supports(a.dtype()) {
@@ -256,16 +277,17 @@ impl<B: Backend> Tensor<B> {
                 hint: Some("the condition must be bool; compare first, e.g. x.gt(0)".into()),
             });
         }
-        // A number adopts the other branch's dtype (float32 when both are numbers).
-        let dtype = on_true
+        // The branches' promoted dtype; numbers are weak (float32 when both are real numbers).
+        let base = on_true
             .operand_dtype()
             .or(on_false.operand_dtype())
             .unwrap_or(nabla_core::DType::F32);
+        let dtype = on_false.result_dtype(on_true.result_dtype(base));
         let t = on_true.into_operand(dtype, self.backend())?;
         let f = on_false.into_operand(dtype, self.backend())?;
         self.check_device(OP, &t)?;
         self.check_device(OP, &f)?;
-        t.check_same_dtype(OP, &f)?;
+        let (t, f) = (t.cast_to(dtype)?, f.cast_to(dtype)?);
         let shape = Shape::broadcast(OP, self.shape(), t.shape())?;
         let shape = Shape::broadcast(OP, shape.dims(), f.shape())?;
         nabla_core::check_allocation(OP, shape.dims(), t.dtype())?;

@@ -22,7 +22,11 @@ impl<B: Backend> Tensor<B> {
     pub fn matmul(&self, rhs: &Tensor<B>) -> Result<Self> {
         const OP: &str = "matmul";
         self.check_device(OP, rhs)?;
-        self.check_same_dtype(OP, rhs)?;
+        let dtype = self.dtype().promote(rhs.dtype());
+        if self.dtype() != dtype || rhs.dtype() != dtype {
+            // Mixed dtypes multiply in their promoted dtype (`DType::promote`).
+            return self.cast_to(dtype)?.matmul(&rhs.cast_to(dtype)?);
+        }
         if self.rank() == 0 || rhs.rank() == 0 {
             return Err(Error::shapes(OP, self.shape(), rhs.shape())
                 .with_hint("matmul needs operands of rank >= 1"));

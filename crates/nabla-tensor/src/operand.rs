@@ -19,6 +19,10 @@ pub trait Operand<B: Backend> {
 
     /// The operand's own dtype, if it is a tensor (numbers have none and adapt).
     fn operand_dtype(&self) -> Option<DType>;
+
+    /// The dtype of combining this operand with a tensor of `dtype`: [`DType::promote`] for a
+    /// tensor, [`Scalar::result_type`] for a number (numbers are weak).
+    fn result_dtype(&self, dtype: DType) -> DType;
 }
 
 impl<B: Backend> Operand<B> for Tensor<B> {
@@ -28,6 +32,9 @@ impl<B: Backend> Operand<B> for Tensor<B> {
     fn operand_dtype(&self) -> Option<DType> {
         Some(self.dtype())
     }
+    fn result_dtype(&self, dtype: DType) -> DType {
+        dtype.promote(self.dtype())
+    }
 }
 
 impl<B: Backend> Operand<B> for &Tensor<B> {
@@ -36,6 +43,9 @@ impl<B: Backend> Operand<B> for &Tensor<B> {
     }
     fn operand_dtype(&self) -> Option<DType> {
         Some(self.dtype())
+    }
+    fn result_dtype(&self, dtype: DType) -> DType {
+        dtype.promote(self.dtype())
     }
 }
 
@@ -47,6 +57,9 @@ macro_rules! scalar_operand {
             }
             fn operand_dtype(&self) -> Option<DType> {
                 None
+            }
+            fn result_dtype(&self, dtype: DType) -> DType {
+                Scalar::from(*self).result_type(dtype)
             }
         }
     )*};

@@ -403,18 +403,31 @@ impl<B: Backend> Tensor<B> {
     /// let b = Tensor::ones([2, 2], DType::F32, &cpu)?;
     /// assert_eq!(Tensor::cat(&[&a, &b], 1)?.shape(), &[2, 3]);
     /// assert!(Tensor::cat(&[&a, &b], 0).is_err());
+    /// // Mixed dtypes are promoted.
+    /// let i = Tensor::zeros([2, 1], DType::I64, &cpu)?;
+    /// assert_eq!(Tensor::cat(&[&a, &i], 1)?.dtype(), DType::F32);
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub fn cat(tensors: &[&Tensor<B>], axis: isize) -> Result<Self> {
         let first = tensors
             .first()
             .ok_or_else(|| Error::invalid("cat", "needs at least one tensor"))?;
+        // Mixed dtypes join in their promoted dtype, as torch.cat does.
+        let dtype = tensors
+            .iter()
+            .fold(first.dtype(), |d, t| d.promote(t.dtype()));
+        if tensors.iter().any(|t| t.dtype() != dtype) {
+            let cast = tensors
+                .iter()
+                .map(|t| t.cast_to(dtype))
+                .collect::<Result<Vec<_>>>()?;
+            return Tensor::cat(&cast.iter().collect::<Vec<_>>(), axis);
+        }
         let a = normalize_axis("cat", axis, first.rank())?;
         let mut shape = first.shape().to_vec();
         shape[a] = 0;
         for t in tensors {
             first.check_device("cat", t)?;
-            first.check_same_dtype("cat", t)?;
             let same = t.rank() == first.rank()
                 && t.shape()
                     .iter()

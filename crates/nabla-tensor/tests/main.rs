@@ -23,6 +23,7 @@ mod jacobians;
 mod jax_fixtures;
 mod misuse;
 mod primitives;
+mod promotion;
 mod sizes;
 #[path = "autograd_rules/support.rs"]
 mod support;
