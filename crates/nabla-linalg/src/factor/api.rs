@@ -164,8 +164,10 @@ pub fn lu<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>, Tensor<B>)
 
 /// The reduced QR factorisation `A = Q R` of `a` `[..., m, n]`: `Q` `[..., m, k]` with orthonormal
 /// columns and upper triangular `R` `[..., k, n]`, `k = min(m, n)`. The signs of `R`'s diagonal are
-/// those of the Householder factorisation (not normalised). Derivatives need `m >= n`; otherwise they
-/// are an error.
+/// those of the Householder factorisation (not normalised). Derivatives exist for every shape: for a
+/// wide matrix (`m < n`) the factorisation is composed, as JAX's rule is, of the QR of the leading
+/// square block `X = Q R_X` and `R_Y = Qᴴ Y` for the remaining columns, so its derivatives come from
+/// the square rule and `matmul`.
 ///
 /// ```
 /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
@@ -177,16 +179,35 @@ pub fn lu<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>, Tensor<B>)
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 pub fn qr<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)> {
+    if let Some(wide) = wide_qr(a)? {
+        return Ok(wide);
+    }
     let [q, r] = unpacked(Arc::new(Qr { full: false }), a, |m, n| {
         qr_packing(m, n, false)
     })?;
     Ok((q, r))
 }
 
+/// The QR factorisation of a wide matrix `A = [X | Y]` (`0 < m < n`, where reduced and complete
+/// agree) as `Q R_X = X` and `R_Y = Qᴴ Y`; `None` for any other shape.
+fn wide_qr<B: Backend>(a: &Tensor<B>) -> Result<Option<(Tensor<B>, Tensor<B>)>> {
+    let (m, n) = match a.shape() {
+        [.., m, n] if 0 < *m && m < n => (*m, *n),
+        _ => return Ok(None),
+    };
+    let (x, y) = (a.narrow(-1, 0, m)?, a.narrow(-1, m, n - m)?);
+    let (q, rx) = qr(&x)?;
+    let ry = h(&q)?.matmul(&y)?;
+    Ok(Some((q.clone(), Tensor::cat(&[&rx, &ry], -1)?)))
+}
+
 /// The complete QR factorisation `A = Q R` of `a` `[..., m, n]`: unitary `Q` `[..., m, m]` and upper
-/// trapezoidal `R` `[..., m, n]`. Derivatives exist for square matrices only (the extra columns of
-/// `Q` are not unique otherwise); other shapes are an error under autodiff.
+/// trapezoidal `R` `[..., m, n]`. Derivatives exist for square and wide (`m < n`, the same as [`qr`])
+/// matrices; for tall ones the extra columns of `Q` are not unique and differentiating is an error.
 pub fn qr_full<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)> {
+    if let Some(wide) = wide_qr(a)? {
+        return Ok(wide);
+    }
     let [q, r] = unpacked(Arc::new(Qr { full: true }), a, |m, n| {
         qr_packing(m, n, true)
     })?;

@@ -10,7 +10,7 @@
 //! | [`det`](crate::det) | `linalg.det` | `[..., n, n] -> [...]` | singular: `0` (derivatives: error) |
 //! | [`slogdet`](crate::slogdet) | `linalg.slogdet` | `[..., n, n] -> sign, logabsdet [...]` | singular: `(0, -inf)` (derivatives: error) |
 //! | [`lu`](crate::lu) | `linalg.lu` | `[..., m, n] -> P [m, m], L [m, k], U [k, n]` | factored; derivatives need `m = n` and invertible `U` |
-//! | [`qr`](crate::qr), [`qr_full`](crate::qr_full) | `linalg.qr` | `[..., m, n] -> Q [m, k], R [k, n]` (full: `[m, m], [m, n]`) | derivatives need `m >= n` (reduced) and invertible `R` |
+//! | [`qr`](crate::qr), [`qr_full`](crate::qr_full) | `linalg.qr` | `[..., m, n] -> Q [m, k], R [k, n]` (full: `[m, m], [m, n]`) | derivatives of the op need `m >= n` (reduced) and invertible `R`; the user functions compose wide (`m < n`) QR from the square one, so it differentiates too |
 //! | [`lstsq`](crate::lstsq) | (qr + triangular_solve) | `A [..., m, n], B [..., m, k] -> X [..., n, k]` | rank deficient: error |
 //!
 //! Rules (`ᵀ` swaps the last two axes, `ᴴ` also conjugates, `Φ` keeps the lower triangle with the
