@@ -24,10 +24,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 
-from bench_support import median, median_time
+from bench_support import compare_rounds, median_time
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 N = 256
@@ -99,35 +98,18 @@ def main():
     args = ap.parse_args()
     if args.repeats < 1 or args.rounds < 1:
         ap.error("--repeats and --rounds must be at least 1")
-    peers = {}
-    for name, setup in [("jax", setup_jax), ("torch", setup_torch)]:
-        try:
-            peers[name] = setup()
-        except ImportError as e:
-            print(f"{name} not available ({e}); install it to compare")
-    rounds = {"nabla": [], **{p: [] for p in peers}}
-    for r in range(args.rounds):
-        rounds["nabla"].append(run_nabla(args.repeats, args.skip_build or r > 0))
-        for p, (_, measure) in peers.items():
-            rounds[p].append(measure(args.repeats))
-    versions = ", ".join(f"{p} {v}" for p, (v, _) in peers.items())
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cpus; {versions}")
-    print(f"rounds: {args.rounds} (times in ms: median over rounds; ratio: median of per-round other/nabla)")
-    print(f"{'workload':12} {'nabla':>10}" + "".join(f" {p:>10} {p + '/nabla':>12}" for p in peers))
-    table = {}
-    for key in rounds["nabla"][0]:
-        row = {"nabla_s": median([r[key] for r in rounds["nabla"]])}
-        line = f"{key.removesuffix('_s'):12} {row['nabla_s'] * 1e3:10.3f}"
-        for p in peers:
-            t = median([r[key] for r in rounds[p]])
-            ratio = median([o[key] / nb[key] for nb, o in zip(rounds["nabla"], rounds[p])])
-            row[f"{p}_s"], row[f"{p}_over_nabla"] = t, ratio
-            line += f" {t * 1e3:10.3f} {ratio:12.2f}"
-        table[key] = row
-        print(line)
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"versions": {p: v for p, (v, _) in peers.items()}, "results": table}, fh, indent=1)
+    compare_rounds(
+        lambda r: run_nabla(args.repeats, args.skip_build or r > 0),
+        {name: (lambda setup=setup: wrap(setup(), args.repeats)) for name, setup in {"jax": setup_jax, "torch": setup_torch}.items()},
+        args.rounds,
+        args.json,
+    )
+
+
+def wrap(setup_result, repeats):
+    """A peer's (version, measure(repeats)) as (version, measure())."""
+    version, measure = setup_result
+    return version, lambda: measure(repeats)
 
 
 if __name__ == "__main__":

@@ -22,10 +22,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 
-from bench_support import median, median_time
+from bench_support import compare_rounds, median_time
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 LOG2_SIZES = [10, 12, 14, 16, 18, 20]
@@ -97,39 +96,18 @@ def main():
     args = ap.parse_args()
     if args.repeats < 1 or args.rounds < 1:
         ap.error("--repeats and --rounds must be at least 1")
-    peers = {}
-    for name, setup in [("numpy", setup_numpy), ("jax", setup_jax)]:
-        try:
-            peers[name] = setup()
-        except ImportError as e:
-            print(f"{name} not available ({e}); `pip install {name}` to compare")
+    compare_rounds(
+        lambda r: run_nabla(args.repeats, args.skip_build or r > 0),
+        {name: (lambda setup=setup: wrap(setup(), args.repeats)) for name, setup in {"numpy": setup_numpy, "jax": setup_jax}.items()},
+        args.rounds,
+        args.json,
+    )
 
-    rounds = {"nabla": [], **{p: [] for p in peers}}
-    for r in range(args.rounds):
-        rounds["nabla"].append(run_nabla(args.repeats, args.skip_build or r > 0))
-        for p, (_, measure) in peers.items():
-            rounds[p].append(measure(args.repeats))
 
-    ms = lambda s: f"{s * 1e3:10.4f}"  # noqa: E731
-    versions = ", ".join(f"{p} {v}" for p, (v, _) in peers.items())
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cpus; {versions}")
-    print(f"rounds: {args.rounds} (times in ms: median over rounds; ratio: median of per-round other/nabla)")
-    header = f"{'workload':24} {'nabla':>10}" + "".join(f" {p:>10} {p + '/nabla':>12}" for p in peers)
-    print(header)
-    table = {}
-    for key in rounds["nabla"][0]:
-        row = {"nabla_s": median([r[key] for r in rounds["nabla"]])}
-        line = f"{key.removesuffix('_s'):24} {ms(row['nabla_s'])}"
-        for p in peers:
-            t = median([r[key] for r in rounds[p]])
-            ratio = median([o[key] / nb[key] for nb, o in zip(rounds["nabla"], rounds[p])])
-            row[f"{p}_s"], row[f"{p}_over_nabla"] = t, ratio
-            line += f" {ms(t)} {ratio:12.2f}"
-        table[key] = row
-        print(line)
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"versions": {p: v for p, (v, _) in peers.items()}, "results": table}, fh, indent=1)
+def wrap(setup_result, repeats):
+    """A peer's (version, measure(repeats)) as (version, measure())."""
+    version, measure = setup_result
+    return version, lambda: measure(repeats)
 
 
 if __name__ == "__main__":

@@ -22,3 +22,49 @@ def median_time(f, repeats: int, warmup: int = 3) -> float:
         f()
         runs.append(time.perf_counter() - start)
     return median(runs)
+
+
+def compare_rounds(run_nabla, setups: dict, rounds: int, json_path: str | None, width: int = 24) -> dict:
+    """Runs `rounds` alternating rounds of nabla and each available peer, prints the table and returns it.
+
+    `run_nabla(round_index)` returns {key: seconds}; `setups` maps a peer's name to a function returning
+    `(version, measure)`, where `measure()` returns {key: seconds} for the same keys (a peer whose setup
+    raises ImportError is left out, with a message). The table gives, per key, the median time over
+    rounds and the median of the per-round ratios peer / nabla (above 1: nabla is faster); with
+    `json_path` it is also written there as JSON.
+    """
+    import json
+    import os
+    import platform
+
+    peers = {}
+    for name, setup in setups.items():
+        try:
+            peers[name] = setup()
+        except ImportError as e:
+            print(f"{name} not available ({e}); install it to compare")
+    results = {"nabla": [], **{p: [] for p in peers}}
+    for r in range(rounds):
+        results["nabla"].append(run_nabla(r))
+        for p, (_, measure) in peers.items():
+            results[p].append(measure())
+    ms = lambda s: f"{s * 1e3:10.4f}"  # noqa: E731
+    versions = ", ".join(f"{p} {v}" for p, (v, _) in peers.items())
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cpus; {versions}")
+    print(f"rounds: {rounds} (times in ms: median over rounds; ratio: median of per-round other/nabla)")
+    print(f"{'workload':{width}} {'nabla':>10}" + "".join(f" {p:>10} {p + '/nabla':>12}" for p in peers))
+    table = {}
+    for key in results["nabla"][0]:
+        row = {"nabla_s": median([r[key] for r in results["nabla"]])}
+        line = f"{key.removesuffix('_s'):{width}} {ms(row['nabla_s'])}"
+        for p in peers:
+            t = median([r[key] for r in results[p]])
+            ratio = median([o[key] / nb[key] for nb, o in zip(results["nabla"], results[p])])
+            row[f"{p}_s"], row[f"{p}_over_nabla"] = t, ratio
+            line += f" {ms(t)} {ratio:12.2f}"
+        table[key] = row
+        print(line)
+    if json_path:
+        with open(json_path, "w") as fh:
+            json.dump({"versions": {p: v for p, (v, _) in peers.items()}, "results": table}, fh, indent=1)
+    return table

@@ -165,6 +165,30 @@ impl DType {
         }
     }
 
+    /// The float dtype that real-valued math (special functions, real FFTs) computes in for input of
+    /// this dtype, as PyTorch promotes: `f32` and `f64` as they are, `f16`, `bf16`, integers and bool
+    /// as `f32`; `None` for complex types.
+    ///
+    /// ```
+    /// use nabla_core::DType;
+    /// assert_eq!(DType::I64.real_float(), Some(DType::F32));
+    /// assert_eq!(DType::F64.real_float(), Some(DType::F64));
+    /// assert_eq!(DType::C64.real_float(), None);
+    /// ```
+    pub fn real_float(self) -> Option<DType> {
+        match self {
+            DType::F64 => Some(DType::F64),
+            DType::F16
+            | DType::BF16
+            | DType::F32
+            | DType::I32
+            | DType::I64
+            | DType::U8
+            | DType::Bool => Some(DType::F32),
+            DType::C64 | DType::C128 => None,
+        }
+    }
+
     /// The kind of a dtype in the promotion lattice: bool (0) < integer (1) < float (2) < complex (3).
     pub fn category(self) -> u8 {
         match self {

@@ -7,31 +7,22 @@ use crate::rules::apply;
 use nabla_core::{Backend, DType, Error, Result};
 use nabla_tensor::Tensor;
 
-/// `x` as a complex tensor: complex types as they are, `f64` as `complex128`, every other type (`f32`,
-/// `f16`, `bf16`, integers, bool) as `complex64`, like PyTorch.
+/// `x` as a complex tensor: complex types as they are, real ones as the complex type of
+/// [`DType::real_float`] (`f64` as `complex128`, other types as `complex64`, like PyTorch).
 fn complex_input<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
-    match x.dtype() {
-        DType::C64 | DType::C128 => Ok(x.clone()),
-        DType::F64 => x.cast(DType::C128),
-        DType::F32
-        | DType::F16
-        | DType::BF16
-        | DType::I32
-        | DType::I64
-        | DType::U8
-        | DType::Bool => x.cast(DType::C64),
+    match x.dtype().real_float().and_then(DType::complex) {
+        Some(dtype) => x.cast(dtype),
+        None => Ok(x.clone()),
     }
 }
 
-/// `x` as a real float tensor for the real transforms: `f32` and `f64` as they are, `f16`, `bf16`,
-/// integers and bool as `f32`; complex input is an error naming `op` (use the complex transform).
+/// `x` as a real float tensor for the real transforms ([`DType::real_float`]); complex input is an
+/// error naming `op` (use the complex transform).
 fn real_input<B: Backend>(op: &'static str, x: &Tensor<B>) -> Result<Tensor<B>> {
-    match x.dtype() {
-        DType::F32 | DType::F64 => Ok(x.clone()),
-        DType::F16 | DType::BF16 | DType::I32 | DType::I64 | DType::U8 | DType::Bool => {
-            x.cast(DType::F32)
-        }
-        DType::C64 | DType::C128 => Err(Error::UnsupportedDType {
+    match x.dtype().real_float() {
+        Some(dtype) if dtype == x.dtype() => Ok(x.clone()),
+        Some(dtype) => x.cast(dtype),
+        None => Err(Error::UnsupportedDType {
             op,
             dtype: x.dtype(),
             hint: Some(format!(

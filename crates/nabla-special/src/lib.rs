@@ -42,18 +42,15 @@ mod scalar;
 pub use ops::{Special, SpecialFn};
 pub use rules::{SpecialFamily, rules};
 
-use nabla_core::{Backend, DType, Error, Result};
+use nabla_core::{Backend, Error, Result};
 use nabla_tensor::Tensor;
 
-/// `x` as `f32` or `f64`: those as they are, integers, bool and half floats as `f32`; complex input
-/// is an error naming `op`.
+/// `x` as `f32` or `f64` ([`nabla_core::DType::real_float`]); complex input is an error naming `op`.
 fn float_input<B: Backend>(op: &'static str, x: &Tensor<B>) -> Result<Tensor<B>> {
-    match x.dtype() {
-        DType::F32 | DType::F64 => Ok(x.clone()),
-        DType::F16 | DType::BF16 | DType::I32 | DType::I64 | DType::U8 | DType::Bool => {
-            x.cast(DType::F32)
-        }
-        DType::C64 | DType::C128 => Err(Error::UnsupportedDType {
+    match x.dtype().real_float() {
+        Some(dtype) if dtype == x.dtype() => Ok(x.clone()),
+        Some(dtype) => x.cast(dtype),
+        None => Err(Error::UnsupportedDType {
             op,
             dtype: x.dtype(),
             hint: Some(format!("{op} is defined for real input only")),
