@@ -148,7 +148,8 @@ pub fn slogdet<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)> {
 /// The LU factorisation with partial pivoting `A = P L U` of `a` `[..., m, n]`, like
 /// `jax.scipy.linalg.lu`: the permutation matrix `P` `[..., m, m]` (in `a`'s dtype), unit lower `L`
 /// `[..., m, k]` and upper `U` `[..., k, n]`, `k = min(m, n)`. Singular matrices are factored too.
-/// Derivatives (for `L` and `U`; `P` is piecewise constant) are implemented for square matrices.
+/// Derivatives (for `L` and `U`; `P` is piecewise constant) exist for every shape: for non-square
+/// matrices the rules complete `L` and `U` to square triangular factors, as JAX's rule does.
 ///
 /// ```
 /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;

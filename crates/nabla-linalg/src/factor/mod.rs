@@ -9,7 +9,7 @@
 //! | [`triangular_solve`](crate::triangular_solve) | `linalg.triangular_solve` | `A [..., n, n], B [..., n, k] -> X [..., n, k]` | zero diagonal: error |
 //! | [`det`](crate::det) | `linalg.det` | `[..., n, n] -> [...]` | singular: `0` (derivatives: error) |
 //! | [`slogdet`](crate::slogdet) | `linalg.slogdet` | `[..., n, n] -> sign, logabsdet [...]` | singular: `(0, -inf)` (derivatives: error) |
-//! | [`lu`](crate::lu) | `linalg.lu` | `[..., m, n] -> P [m, m], L [m, k], U [k, n]` | factored; derivatives need `m = n` and invertible `U` |
+//! | [`lu`](crate::lu) | `linalg.lu` | `[..., m, n] -> P [m, m], L [m, k], U [k, n]` | factored; derivatives for any shape (`L`, `U` completed to square unit lower and upper factors, JAX's rule), with invertible leading `k x k` blocks |
 //! | [`qr`](crate::qr), [`qr_full`](crate::qr_full) | `linalg.qr` | `[..., m, n] -> Q [m, k], R [k, n]` (full: `[m, m], [m, n]`) | derivatives of the op need `m >= n` (reduced) and invertible `R`; the user functions compose wide (`m < n`) QR from the square one, so it differentiates too |
 //! | [`lstsq`](crate::lstsq) | (qr + triangular_solve) | `A [..., m, n], B [..., m, k] -> X [..., n, k]` | rank deficient: error |
 //!

@@ -8,8 +8,8 @@ use super::ops::{Qr, TriangularSolve, lu_packing, qr_packing, slogdet_packing};
 const LOWER: TriangularSolve = TriangularSolve::LOWER;
 const UPPER: TriangularSolve = TriangularSolve::UPPER;
 use crate::common::{batch_shape, h, masked};
+use crate::inv;
 use crate::rules::{add_opt, as_matrices};
-use crate::{inv, ops::square};
 use nabla_core::{Backend, Error, Result};
 use nabla_tensor::{RuleArgs, Tensor};
 use std::sync::Arc;
@@ -199,18 +199,54 @@ pub(crate) fn slogdet_reverse<B: Backend>(
     Ok(vec![Some(inv(a)?.t()?.mul(&as_matrices(&coeff)?)?)])
 }
 
-// --- lu: A = P L U (square) ---
+// --- lu: A = P L U (any shape) ---
 
-/// The rule's error for a non-square LU.
-fn lu_square<B: Backend>(a: &Tensor<B>) -> Result<usize> {
-    square("linalg.lu", a.shape()).map_err(|_| {
-        Error::invalid(
-            "linalg.lu",
-            format!(
-                "derivatives are implemented for square matrices only, got shape {:?}",
-                a.shape()
-            ),
-        )
+/// What the LU rules need of a node: the packing, `P`, and `L` and `U` completed to square unit
+/// lower `L̃` (`m x m`, identity columns appended) and upper `Ũ` (`n x n`, identity rows appended),
+/// as JAX's rule does for non-square matrices; for a square matrix they are `L` and `U`.
+struct LuParts<B: Backend> {
+    packing: crate::common::Packing,
+    p: Tensor<B>,
+    l: Tensor<B>,
+    u: Tensor<B>,
+    k: usize,
+}
+
+fn lu_parts<B: Backend>(args: &RuleArgs<'_, B>) -> Result<LuParts<B>> {
+    let a = &args.inputs[0];
+    let (m, n) = match a.shape() {
+        [.., m, n] => (*m, *n),
+        _ => return Err(Error::invalid("linalg.lu", "expects matrices")),
+    };
+    let k = m.min(n);
+    let packing = lu_packing(m, n);
+    let [p, l, u] = <[Tensor<B>; 3]>::try_from(packing.unpack(args.output)?)
+        .map_err(|_| Error::invalid("linalg.lu", "expected three results"))?;
+    let batch = batch_shape(a).to_vec();
+    let identity_part =
+        |rows: usize, cols: usize, axis: isize, start: usize| -> Result<Tensor<B>> {
+            let eye = Tensor::eye(rows.max(cols), a.dtype(), a.backend())?;
+            let part = eye.narrow(axis, start, if axis == -1 { cols } else { rows })?;
+            let mut shape = batch.clone();
+            shape.extend_from_slice(part.shape());
+            part.broadcast_to(shape)
+        };
+    let l = if m > k {
+        Tensor::cat(&[&l, &identity_part(m, m - k, -1, k)?], -1)?
+    } else {
+        l
+    };
+    let u = if n > k {
+        Tensor::cat(&[&u, &identity_part(n - k, n, -2, k)?], -2)?
+    } else {
+        u
+    };
+    Ok(LuParts {
+        packing,
+        p,
+        l,
+        u,
+        k,
     })
 }
 
@@ -219,17 +255,19 @@ pub(crate) fn lu_forward<B: Backend>(
     t: &[Option<Tensor<B>>],
 ) -> Result<Option<Tensor<B>>> {
     let Some(da) = &t[0] else { return Ok(None) };
-    let a = &args.inputs[0];
-    let n = lu_square(a)?;
-    let packing = lu_packing(n, n);
-    let [p, l, u] = <[Tensor<B>; 3]>::try_from(packing.unpack(args.output)?)
-        .map_err(|_| Error::invalid("linalg.lu", "expected three results"))?;
-    // F = L⁻¹ Pᵀ dA U⁻¹; dL = L tril(F, -1), dU = triu(F) U.
+    let LuParts {
+        packing,
+        p,
+        l,
+        u,
+        k,
+    } = lu_parts(args)?;
+    // F = L̃⁻¹ Pᵀ dA Ũ⁻¹ (m x n); dL = (L̃ tril(F, -1))[:, :k], dU = (triu(F) Ũ)[:k, :].
     let y = tri_solve(&l, &p.t()?.matmul(da)?, LOWER.unit())?;
     let f = tri_solve_right(&u, &y, UPPER)?;
-    let dl = l.matmul(&f.tril(-1)?)?;
-    let du = f.triu(0)?.matmul(&u)?;
-    packing.pack(&[None, Some(dl), Some(du)], batch_shape(a))
+    let dl = l.matmul(&f.tril(-1)?)?.narrow(-1, 0, k)?;
+    let du = f.triu(0)?.matmul(&u)?.narrow(-2, 0, k)?;
+    packing.pack(&[None, Some(dl), Some(du)], batch_shape(&args.inputs[0]))
 }
 
 pub(crate) fn lu_reverse<B: Backend>(
@@ -237,20 +275,31 @@ pub(crate) fn lu_reverse<B: Backend>(
     g: &Tensor<B>,
     _needs: &[bool],
 ) -> Grads<B> {
-    let a = &args.inputs[0];
-    let n = lu_square(a)?;
-    let packing = lu_packing(n, n);
-    let out = packing.unpack(args.output)?;
+    let LuParts {
+        packing,
+        p,
+        l,
+        u,
+        k,
+    } = lu_parts(args)?;
     let gs = packing.unpack(g)?;
-    let (p, l, u) = (&out[0], &out[1], &out[2]);
-    // gA = P L⁻ᵀ (tril(Lᵀ G_L, -1) + triu(G_U Uᵀ)) U⁻ᵀ
-    let m = l
+    let (m, n) = (l.dim(-1)?, u.dim(-1)?);
+    // The cotangents of the completed products: G_L padded with zero columns, G_U with zero rows.
+    let pad = |x: &Tensor<B>, axis: usize, extra: usize| -> Result<Tensor<B>> {
+        let mut pads = vec![(0, 0); x.rank()];
+        pads[x.rank() - axis] = (0, extra);
+        x.pad(&pads, 0.0)
+    };
+    let gl = pad(&gs[1], 1, n - k)?;
+    let gu = pad(&gs[2], 2, m - k)?;
+    // gA = P L̃⁻ᵀ (tril(L̃ᵀ G_L, -1) + triu(G_U Ũᵀ)) Ũ⁻ᵀ
+    let mid = l
         .t()?
-        .matmul(&gs[1])?
+        .matmul(&gl)?
         .tril(-1)?
-        .add(&gs[2].matmul(&u.t()?)?.triu(0)?)?;
-    let z = tri_solve(l, &m, LOWER.unit().transposed())?;
-    let w = tri_solve_right(u, &z, UPPER.transposed())?;
+        .add(&gu.matmul(&u.t()?)?.triu(0)?)?;
+    let z = tri_solve(&l, &mid, LOWER.unit().transposed())?;
+    let w = tri_solve_right(&u, &z, UPPER.transposed())?;
     Ok(vec![Some(p.matmul(&w)?)])
 }
 
