@@ -60,8 +60,9 @@ pub fn eigh<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)> {
 /// `[..., m, k]`, `Vh` `[..., k, n]`; full: `U` `[..., m, m]`, `Vh` `[..., n, n]`.
 ///
 /// Derivatives: those of the reduced SVD (and of the full one for square matrices, where both
-/// agree); for a non-square full SVD they are an error naming the op and the fix (use the reduced
-/// one). Singular vectors are defined up to sign (phase); repeated singular values (within
+/// agree). For a non-square full SVD, reverse mode follows PyTorch: the extra columns of `U` (rows
+/// of `Vh`) are an arbitrary basis of the complement, so their cotangents are ignored; forward mode
+/// is an error naming the op and the fix (use the reduced one). Singular vectors are defined up to sign (phase); repeated singular values (within
 /// `k·ε·max S`) drop their gaps and singular values below that tolerance get `1/s = 0`, so
 /// derivatives stay finite.
 ///

@@ -8,7 +8,7 @@
 //! | function | op | results | forward / reverse rule |
 //! |---|---|---|---|
 //! | [`eigh`](crate::eigh) | `linalg.eigh` | `w [..., n]` ascending (real), `V [..., n, n]`; the user function symmetrises the input, the op reads its lower triangle | `dw = diag(Vᴴ dA V)`, `dV = V (F ⊙ Vᴴ dA V)`, `Fᵢⱼ = 1/(wⱼ − wᵢ)`, on the Hermitian part of `dA` / its transpose |
-//! | [`svd`](crate::svd) | `linalg.svd` | `U [..., m, k]`, `S [..., k]` descending (real), `Vh [..., k, n]` (full: `m x m`, `n x n`) | JAX's SVD JVP with `Fᵢⱼ = 1/(sⱼ² − sᵢ²)` / its linear transpose; full non-square: an error |
+//! | [`svd`](crate::svd) | `linalg.svd` | `U [..., m, k]`, `S [..., k]` descending (real), `Vh [..., k, n]` (full: `m x m`, `n x n`) | JAX's SVD JVP with `Fᵢⱼ = 1/(sⱼ² − sᵢ²)` / its linear transpose; full non-square: reverse mode drops the extra vectors' cotangents (PyTorch), forward mode is an error |
 //! | [`svdvals`](crate::svdvals) | `linalg.svdvals` | `S [..., k]` (real dtype) | `ds = real(diag(Uᴴ dA V))` / `Ū diag(g) V̄h` |
 //! | [`matrix_exp`](crate::matrix_exp) | `linalg.matrix_exp` | `exp(A) [..., n, n]` | `L(A, E)` = top-right block of `exp([[A, E], [0, A]])` / `L(Aᵀ, G)` |
 //! | [`eigvals`](crate::eigvals) | `linalg.eigvals` | `λ [..., n]` complex, Schur order | `dλ = diag(V⁻¹ dA V)` / `V⁻ᵀ diag(g) Vᵀ` (real part for real input) |

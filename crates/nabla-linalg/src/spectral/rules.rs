@@ -159,20 +159,23 @@ struct SvdParts<B: Backend> {
     s_inv: Tensor<B>,
 }
 
-fn svd_parts<B: Backend>(args: &RuleArgs<'_, B>) -> Result<SvdParts<B>> {
+/// With `reverse`, the full SVD of a non-square matrix is reduced to its first `k` singular vectors
+/// (PyTorch's rule: the extra ones are an arbitrary basis, their cotangents are ignored); in forward
+/// mode it is an error, as in PyTorch.
+fn svd_parts<B: Backend>(args: &RuleArgs<'_, B>, reverse: bool) -> Result<SvdParts<B>> {
     let full = args
         .op
         .as_any()
         .downcast_ref::<Svd>()
         .is_some_and(|op| op.full_matrices);
     let (_, m, n) = split_shape(args.inputs[0].shape());
-    if full && m != n {
+    if full && m != n && !reverse {
         return Err(Error::autodiff(
             SVD,
             format!(
-                "derivatives of the full SVD of a non-square {m}x{n} matrix are not defined (the \
-                 extra columns of U or rows of Vh are not unique); use svd(a, false) (reduced), \
-                 whose derivatives exist"
+                "forward-mode derivatives of the full SVD of a non-square {m}x{n} matrix are not \
+                 defined (the extra columns of U or rows of Vh are not unique); use svd(a, false) \
+                 (reduced), whose derivatives exist"
             ),
         ));
     }
@@ -181,6 +184,8 @@ fn svd_parts<B: Backend>(args: &RuleArgs<'_, B>) -> Result<SvdParts<B>> {
     let (Some(u), Some(s), Some(vh)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(Error::invalid(SVD, "the packed output lacks U, S or Vh"));
     };
+    let k = m.min(n);
+    let (u, vh) = (u.narrow(-1, 0, k)?, vh.narrow(-2, 0, k)?);
     Ok(SvdParts {
         packing,
         m,
@@ -203,7 +208,7 @@ fn svd_forward<B: Backend>(
     let Some(da) = &t[0] else {
         return Ok(None);
     };
-    let p = svd_parts(args)?;
+    let p = svd_parts(args, false)?;
     let k = p.m.min(p.n);
     let (s_row, s_col) = (p.s.unsqueeze(-2)?, p.s.unsqueeze(-1)?);
     let (uh, v) = (h(&p.u)?, h(&p.vh)?);
@@ -237,10 +242,12 @@ fn svd_forward<B: Backend>(
 /// `gA = Ū (diag(g_s) + (P + Pᴴ) S + S (Q + Qᴴ)) Vᵀ` plus the terms of the complex diagonal and of the
 /// rectangular complements.
 fn svd_reverse<B: Backend>(args: &RuleArgs<'_, B>, g: &Tensor<B>, _needs: &[bool]) -> Grads<B> {
-    let p = svd_parts(args)?;
+    let p = svd_parts(args, true)?;
     let k = p.m.min(p.n);
     let gs = p.packing.unpack(g)?;
-    let (gu, gsv, gvh) = (&gs[0], real_part(&gs[1])?, &gs[2]);
+    // A full SVD's extra singular vectors get no derivative (their cotangents are dropped).
+    let (gu, gvh) = (gs[0].narrow(-1, 0, k)?, gs[2].narrow(-2, 0, k)?);
+    let (gu, gsv, gvh) = (&gu, real_part(&gs[1])?, &gvh);
     let (s_row, s_col) = (p.s.unsqueeze(-2)?, p.s.unsqueeze(-1)?);
     let (uc, ut, vt) = (conj(&p.u)?, p.u.t()?, conj(&p.vh)?);
     let ut_gu = ut.matmul(gu)?;
