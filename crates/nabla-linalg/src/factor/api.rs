@@ -189,13 +189,17 @@ pub fn qr<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)> {
     Ok((q, r))
 }
 
-/// The QR factorisation of a wide matrix `A = [X | Y]` (`0 < m < n`, where reduced and complete
-/// agree) as `Q R_X = X` and `R_Y = Qᴴ Y`; `None` for any other shape.
+/// The QR factorisation of a wide matrix `A = [X | Y]` (`m < n`, where reduced and complete agree)
+/// as `Q R_X = X` and `R_Y = Qᴴ Y`; `None` for any other shape.
 fn wide_qr<B: Backend>(a: &Tensor<B>) -> Result<Option<(Tensor<B>, Tensor<B>)>> {
     let (m, n) = match a.shape() {
-        [.., m, n] if 0 < *m && m < n => (*m, *n),
+        [.., m, n] if m < n => (*m, *n),
         _ => return Ok(None),
     };
+    if m == 0 {
+        // No rows: Q is 0 x 0 and R is A itself (both empty), as views that keep the graph.
+        return Ok(Some((a.narrow(-1, 0, 0)?, a.clone())));
+    }
     let (x, y) = (a.narrow(-1, 0, m)?, a.narrow(-1, m, n - m)?);
     let (q, rx) = qr(&x)?;
     let ry = h(&q)?.matmul(&y)?;

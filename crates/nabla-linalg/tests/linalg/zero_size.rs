@@ -171,3 +171,68 @@ fn full_svd_of_an_empty_matrix_has_identity_factors() -> Result<()> {
     assert_eq!((s.shape(), vh.shape()), (&[0usize][..], &[0usize, 0][..]));
     Ok(())
 }
+
+/// The factorisations, solves and the other matrix functions on zero-size input: each gives results
+/// of the expected empty shapes (`det` of a 0 x 0 matrix is 1, as in PyTorch and JAX) and a
+/// gradient of the input's shape.
+#[test]
+fn every_other_linear_algebra_op_takes_zero_size_input() {
+    type Op = (&'static str, fn(&T) -> Result<Vec<T>>);
+    let square: [Op; 12] = [
+        ("inv", |a| Ok(vec![nabla_linalg::inv(a)?])),
+        ("det", |a| Ok(vec![nabla_linalg::det(a)?])),
+        ("slogdet", |a| {
+            let (s, l) = nabla_linalg::slogdet(a)?;
+            Ok(vec![s, l])
+        }),
+        ("logabsdet", |a| Ok(vec![nabla_linalg::logabsdet(a)?])),
+        ("cholesky", |a| Ok(vec![nabla_linalg::cholesky(a)?])),
+        ("matrix_exp", |a| Ok(vec![nabla_linalg::matrix_exp(a)?])),
+        ("solve", |a| {
+            let b = a.narrow(-1, 0, 0)?.add(0.0)?;
+            Ok(vec![nabla_linalg::solve(a, &b)?])
+        }),
+        ("eigvalsh", |a| Ok(vec![nabla_linalg::eigvalsh(a)?])),
+        ("pinvh", |a| Ok(vec![nabla_linalg::pinvh(a, None)?])),
+        ("matrix_power", |a| {
+            Ok(vec![nabla_linalg::matrix_power(a, 3)?])
+        }),
+        ("lu", |a| {
+            let (p, l, u) = nabla_linalg::lu(a)?;
+            Ok(vec![p, l, u])
+        }),
+        ("qr", |a| {
+            let (q, r) = nabla_linalg::qr(a)?;
+            Ok(vec![q, r])
+        }),
+    ];
+    for shape in [&[0usize, 0][..], &[2, 0, 0], &[0, 3, 3]] {
+        for (name, op) in &square {
+            check(name, shape, DType::F64, op);
+        }
+    }
+    let det = nabla_linalg::det(&empty(&[2, 0, 0], DType::F64)).unwrap();
+    assert_eq!(values(&det), vec![1.0, 1.0], "det of 0 x 0 matrices");
+    let (_, logdet) = nabla_linalg::slogdet(&empty(&[0, 0], DType::F64)).unwrap();
+    assert_eq!(values(&logdet), vec![0.0]);
+    // Non-square empty matrices through LU, QR and least squares.
+    for shape in [&[3usize, 0][..], &[0, 3], &[2, 3, 0]] {
+        let r = shape.len();
+        let (m, n) = (shape[r - 2], shape[r - 1]);
+        let lu = check("lu", shape, DType::F64, &|a| {
+            let (p, l, u) = nabla_linalg::lu(a)?;
+            Ok(vec![p, l, u])
+        });
+        let k = m.min(n);
+        assert_eq!(lu[1][r - 2..], [m, k]);
+        let qr = check("qr", shape, DType::F64, &|a| {
+            let (q, r) = nabla_linalg::qr(a)?;
+            Ok(vec![q, r])
+        });
+        assert_eq!(qr[1][r - 2..], [k, n]);
+    }
+    let x = check("lstsq", &[3, 0], DType::F64, &|a| {
+        Ok(vec![nabla_linalg::lstsq(a, &empty(&[3, 2], DType::F64))?])
+    });
+    assert_eq!(x, vec![vec![0, 2]]);
+}
