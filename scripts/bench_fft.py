@@ -98,17 +98,11 @@ def main():
         ap.error("--repeats and --rounds must be at least 1")
     compare_rounds(
         lambda r: run_nabla(args.repeats, args.skip_build or r > 0),
-        {name: (lambda setup=setup: wrap(setup(), args.repeats)) for name, setup in {"numpy": setup_numpy, "jax": setup_jax}.items()},
+        {"numpy": setup_numpy, "jax": setup_jax},
         args.rounds,
+        args.repeats,
         args.json,
     )
-
-
-def wrap(setup_result, repeats):
-    """A peer's (version, measure(repeats)) as (version, measure())."""
-    version, measure = setup_result
-    return version, lambda: measure(repeats)
-
 
 if __name__ == "__main__":
     main()

@@ -24,11 +24,11 @@ def median_time(f, repeats: int, warmup: int = 3) -> float:
     return median(runs)
 
 
-def compare_rounds(run_nabla, setups: dict, rounds: int, json_path: str | None, width: int = 24) -> dict:
+def compare_rounds(run_nabla, setups: dict, rounds: int, repeats: int, json_path: str | None, width: int = 24) -> dict:
     """Runs `rounds` alternating rounds of nabla and each available peer, prints the table and returns it.
 
     `run_nabla(round_index)` returns {key: seconds}; `setups` maps a peer's name to a function returning
-    `(version, measure)`, where `measure()` returns {key: seconds} for the same keys (a peer whose setup
+    `(version, measure)`, where `measure(repeats)` returns {key: seconds} for the same keys (a peer whose setup
     raises ImportError is left out, with a message). The table gives, per key, the median time over
     rounds and the median of the per-round ratios peer / nabla (above 1: nabla is faster); with
     `json_path` it is also written there as JSON.
@@ -47,7 +47,7 @@ def compare_rounds(run_nabla, setups: dict, rounds: int, json_path: str | None, 
     for r in range(rounds):
         results["nabla"].append(run_nabla(r))
         for p, (_, measure) in peers.items():
-            results[p].append(measure())
+            results[p].append(measure(repeats))
     ms = lambda s: f"{s * 1e3:10.4f}"  # noqa: E731
     versions = ", ".join(f"{p} {v}" for p, (v, _) in peers.items())
     print(f"machine: {platform.machine()}, {os.cpu_count()} cpus; {versions}")
