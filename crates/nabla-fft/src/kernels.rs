@@ -175,8 +175,8 @@ fn zeroed<T: Copy + Default>(len: usize, alloc: &dyn HostAllocator) -> Vec<T> {
     v
 }
 
-/// Multiplies every element by `scale` (nothing when it is 1).
-fn rescale<T: FftFloat>(data: &mut [Complex<T>], scale: f64) {
+/// Multiplies every element (real or complex) by `scale`, nothing when it is 1.
+fn rescale<T: FftFloat, V: Copy + Send + std::ops::Mul<T, Output = V>>(data: &mut [V], scale: f64) {
     if scale != 1.0 {
         let s = T::of(scale);
         data.par_chunks_mut(1 << 15)
@@ -232,7 +232,7 @@ fn c2c_typed<T: FftFloat>(
 ) -> Result<Vec<Complex<T>>> {
     let axes = absolute_axes(crate::ops::FFT, &op.axes, shape)?;
     let mut out = c2c_axes(data, shape, &axes, op.inverse, alloc);
-    rescale(&mut out, op.norm.scale(points(shape, &axes), op.inverse));
+    rescale::<T, _>(&mut out, op.norm.scale(points(shape, &axes), op.inverse));
     Ok(out)
 }
 
@@ -282,7 +282,7 @@ fn r2c_typed<T: FftFloat>(
     } else {
         c2c_axes(&half, &half_shape, rest, false, alloc)
     };
-    rescale(&mut out, op.norm.scale(points(shape, &axes), false));
+    rescale::<T, _>(&mut out, op.norm.scale(points(shape, &axes), false));
     Ok(out)
 }
 
@@ -339,12 +339,7 @@ fn c2r_typed<T: FftFloat>(
     if let Some(e) = failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
         return Err(Error::invalid(crate::ops::IRFFT, e));
     }
-    let scale = op.norm.scale(points(&out_shape, &axes), true);
-    if scale != 1.0 {
-        let s = T::of(scale);
-        out.par_chunks_mut(1 << 15)
-            .for_each(|c| c.iter_mut().for_each(|x| *x = *x * s));
-    }
+    rescale::<T, T>(&mut out, op.norm.scale(points(&out_shape, &axes), true));
     Ok(out)
 }
 
