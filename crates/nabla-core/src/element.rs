@@ -28,6 +28,10 @@ pub trait Element: Copy + Send + Sync + Debug + PartialEq + Default + 'static {
     fn slice_of(host: &HostData) -> Option<&[Self]>;
     /// Takes the typed vector out of a [`HostData`], if its dtype matches.
     fn vec_of(host: HostData) -> Option<Vec<Self>>;
+    /// Wraps a typed slice into a [`HostSlice`].
+    fn view_of(data: &[Self]) -> HostSlice<'_>;
+    /// The typed slice inside a [`HostSlice`], if its dtype matches.
+    fn slice_of_view(view: HostSlice<'_>) -> Option<&[Self]>;
     /// The additive identity.
     fn zero() -> Self {
         Self::default()
@@ -120,6 +124,11 @@ impl HostData {
         with_host_data!(self, v => v.iter().map(|x| x.to_scalar().to_f64()).collect())
     }
 
+    /// A borrowed view of the values.
+    pub fn as_slice(&self) -> HostSlice<'_> {
+        with_host_data!(self, v => Element::view_of(v.as_slice()))
+    }
+
     /// A vector of `len` copies of `value` converted to `dtype`.
     pub fn filled(dtype: DType, len: usize, value: Scalar) -> HostData {
         fn fill<T: Element>(len: usize, value: Scalar) -> HostData {
@@ -127,6 +136,88 @@ impl HostData {
         }
         dispatch_dtype!(dtype, T => fill::<T>(len, value))
     }
+}
+
+/// Borrowed host-resident contiguous data of one dtype: a [`HostData`] without ownership of the
+/// elements, e.g. a view of a buffer that lives in memory owned by someone else.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HostSlice<'a> {
+    /// `f16` values.
+    F16(&'a [f16]),
+    /// `bf16` values.
+    BF16(&'a [bf16]),
+    /// `f32` values.
+    F32(&'a [f32]),
+    /// `f64` values.
+    F64(&'a [f64]),
+    /// `Complex<f32>` values.
+    C64(&'a [Complex32]),
+    /// `Complex<f64>` values.
+    C128(&'a [Complex64]),
+    /// `i32` values.
+    I32(&'a [i32]),
+    /// `i64` values.
+    I64(&'a [i64]),
+    /// `u8` values.
+    U8(&'a [u8]),
+    /// `bool` values.
+    Bool(&'a [bool]),
+}
+
+/// Runs `$body` with `$v` bound to the typed slice (`&[T]`) inside a [`HostSlice`].
+#[macro_export]
+macro_rules! with_host_slice {
+    ($slice:expr, $v:ident => $body:expr) => {
+        match $slice {
+            $crate::HostSlice::F16($v) => $body,
+            $crate::HostSlice::BF16($v) => $body,
+            $crate::HostSlice::F32($v) => $body,
+            $crate::HostSlice::F64($v) => $body,
+            $crate::HostSlice::C64($v) => $body,
+            $crate::HostSlice::C128($v) => $body,
+            $crate::HostSlice::I32($v) => $body,
+            $crate::HostSlice::I64($v) => $body,
+            $crate::HostSlice::U8($v) => $body,
+            $crate::HostSlice::Bool($v) => $body,
+        }
+    };
+}
+
+impl<'a> HostSlice<'a> {
+    /// The dtype of the values.
+    pub fn dtype(&self) -> DType {
+        with_host_slice!(*self, v => element_dtype(v))
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        with_host_slice!(*self, v => v.len())
+    }
+
+    /// `true` when there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The element at `i` as a scalar, or `None` when out of range.
+    pub fn get(&self, i: usize) -> Option<Scalar> {
+        with_host_slice!(*self, v => v.get(i).map(|x| x.to_scalar()))
+    }
+
+    /// Converts every element to `f64` (real part for complex, 0/1 for bool). Handy in tests.
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        with_host_slice!(*self, v => v.iter().map(|x| x.to_scalar().to_f64()).collect())
+    }
+
+    /// Copies the values into an owned [`HostData`].
+    pub fn to_owned(&self) -> HostData {
+        with_host_slice!(*self, v => Element::into_host(v.to_vec()))
+    }
+}
+
+/// The dtype of a slice's element type.
+fn element_dtype<T: Element>(_: &[T]) -> DType {
+    T::DTYPE
 }
 
 /// Runs `$body` with the type alias `$T` set to the element type of the runtime dtype `$dtype`.
@@ -195,6 +286,15 @@ macro_rules! element_common {
         fn vec_of(host: HostData) -> Option<Vec<Self>> {
             match host {
                 HostData::$variant(v) => Some(v),
+                _ => None,
+            }
+        }
+        fn view_of(data: &[Self]) -> HostSlice<'_> {
+            HostSlice::$variant(data)
+        }
+        fn slice_of_view(view: HostSlice<'_>) -> Option<&[Self]> {
+            match view {
+                HostSlice::$variant(v) => Some(v),
                 _ => None,
             }
         }
@@ -305,5 +405,22 @@ mod tests {
             HostData::filled(DType::I64, 3, Scalar::F64(2.0)),
             HostData::I64(vec![2, 2, 2])
         );
+    }
+
+    #[test]
+    fn host_slice_views_host_data() {
+        let h = HostData::C64(vec![Complex32::new(1.0, 2.0), Complex32::new(3.0, 0.0)]);
+        let v = h.as_slice();
+        assert_eq!((v.dtype(), v.len(), v.is_empty()), (DType::C64, 2, false));
+        assert_eq!(v.to_owned(), h);
+        assert_eq!(v.get(1), Some(Scalar::C128(Complex64::new(3.0, 0.0))));
+        assert_eq!(v.to_f64_vec(), h.to_f64_vec());
+        assert_eq!(Complex32::slice_of_view(v), Complex32::slice_of(&h));
+        assert_eq!(f32::slice_of_view(v), None);
+        assert_eq!(with_host_slice!(v, s => s.len()), 2);
+        let b = HostData::Bool(Vec::new());
+        assert_eq!(b.as_slice(), bool::view_of(&[]));
+        assert!(b.as_slice().is_empty());
+        assert_eq!(b.as_slice().dtype(), DType::Bool);
     }
 }

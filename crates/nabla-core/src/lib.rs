@@ -27,7 +27,7 @@ mod wrapper;
 pub use backend::{Backend, Device};
 pub use cast::CastFrom;
 pub use dtype::DType;
-pub use element::{Element, HostData};
+pub use element::{Element, HostData, HostSlice};
 pub use error::{Error, Result};
 pub use extension::{
     ExtensionOp, HostAllocator, HostView, OpIdentity, OutputSpec, SystemAllocator,

@@ -76,7 +76,7 @@ fn main() {
             })
         });
         let donated = best_of(reps, || {
-            let fresh = CpuStorage::new(ins[0].host().clone());
+            let fresh = CpuStorage::new(ins[0].host().to_owned());
             let owned = vec![(fresh, &l), (ins[1].clone(), &l), (ins[2].clone(), &l)];
             timed(|| {
                 cpu.fused(&kernel, owned, l.shape(), Some(0)).unwrap();

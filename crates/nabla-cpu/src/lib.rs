@@ -87,7 +87,7 @@ impl Backend for CpuBackend {
             && range.start == 0
             && range.end == storage.len()
         {
-            return Ok(storage.host().clone());
+            return Ok(storage.host().to_owned());
         }
         Ok(elementwise::copy(storage, layout)?.into_host())
     }
@@ -357,8 +357,8 @@ impl Backend for CpuBackend {
         conv::conv2d_weight_grad(x, lx, dy, ldy, kernel_hw, p)
     }
 
-    /// Runs the op's host kernel directly on the buffers of whole contiguous inputs (other views are
-    /// copied to contiguous memory first).
+    /// Runs the op's host kernel directly on the buffers of whole contiguous inputs (other views, and
+    /// buffers in foreign memory, are copied to owned contiguous memory first).
     fn extension(
         &self,
         op: &Arc<dyn ExtensionOp>,
@@ -369,21 +369,31 @@ impl Backend for CpuBackend {
             .map(|(s, l)| {
                 s.check_layout("extension", l)?;
                 let whole = l.contiguous_range() == Some(0..s.len());
-                Ok(if whole {
-                    None
-                } else {
+                Ok(if !whole {
                     Some(elementwise::copy(s, l)?)
+                } else if s.is_foreign() {
+                    // A `HostView` borrows a `HostData`.
+                    Some(CpuStorage::new(s.host().to_owned()))
+                } else {
+                    None
                 })
             })
             .collect::<Result<Vec<_>>>()?;
         let views: Vec<HostView<'_>> = inputs
             .iter()
             .zip(&copies)
-            .map(|((s, l), copy)| HostView {
-                data: copy.as_ref().unwrap_or(s).host(),
-                shape: l.shape(),
+            .map(|((s, l), copy)| {
+                Ok(HostView {
+                    data: copy.as_ref().unwrap_or(s).owned_host().ok_or_else(|| {
+                        nabla_core::Error::invalid(
+                            "extension",
+                            "an input was left in foreign memory",
+                        )
+                    })?,
+                    shape: l.shape(),
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         Ok(CpuStorage::new(
             op.host_kernel(&views, &host_pool::CachedAllocator)?,
         ))

@@ -15,7 +15,7 @@
 use crate::CpuStorage;
 use crate::movement::walk::{SharedOut, drop_axis, for_each_lane};
 use crate::movement::{build_pair, check_axis};
-use nabla_core::{DType, Element, Error, HostData, Layout, Primitive, Result};
+use nabla_core::{DType, Element, Error, HostSlice, Layout, Primitive, Result};
 
 /// Element types the sort kernels order, through an order-preserving map to unsigned integer keys.
 trait SortKey: Element {
@@ -95,12 +95,12 @@ packed!(u64, u128);
 macro_rules! with_sortable {
     ($op:expr, $host:expr, $v:ident => $body:expr) => {
         match $host {
-            HostData::F32($v) => $body,
-            HostData::F64($v) => $body,
-            HostData::I32($v) => $body,
-            HostData::I64($v) => $body,
-            HostData::U8($v) => $body,
-            HostData::Bool($v) => $body,
+            HostSlice::F32($v) => $body,
+            HostSlice::F64($v) => $body,
+            HostSlice::I32($v) => $body,
+            HostSlice::I64($v) => $body,
+            HostSlice::U8($v) => $body,
+            HostSlice::Bool($v) => $body,
             other => Err(unsortable($op, other.dtype())),
         }
     };

@@ -4,7 +4,7 @@
 use crate::{CpuBackend, CpuStorage};
 use nabla_core::{
     Backend, BinaryOp, CompareOp, DType, Element, FusedKernel, FusedOp, FusedStep, HostData,
-    Layout, Scalar, UnaryOp,
+    HostSlice, Layout, Scalar, UnaryOp,
 };
 
 /// Deterministic values in `[-2, 2)`.
@@ -30,7 +30,7 @@ fn buffer<T: Element>(n: usize, seed: u64) -> CpuStorage {
 }
 
 /// Equal element by element, NaN matching NaN.
-fn same(a: &HostData, b: &HostData) -> bool {
+fn same(a: HostSlice<'_>, b: HostSlice<'_>) -> bool {
     a.dtype() == b.dtype()
         && a.len() == b.len()
         && a.to_f64_vec()
@@ -52,7 +52,7 @@ fn check(kernel: &FusedKernel, inputs: &[(CpuStorage, Layout)], shape: &[usize])
         cpu.read(&want, &whole).unwrap(),
     );
     assert!(
-        same(&got, &want),
+        same(got.as_slice(), want.as_slice()),
         "{kernel}: fused {got:?} != op by op {want:?}"
     );
     got
@@ -259,14 +259,14 @@ fn donation_writes_in_place_only_when_unique() {
             // input 0 keeps it from being donated.
             let owned: Vec<(CpuStorage, &Layout)> = ins
                 .iter()
-                .map(|(s, l)| (CpuStorage::new(s.host().clone()), l))
+                .map(|(s, l)| (CpuStorage::new(s.host().to_owned()), l))
                 .collect();
             let ptr = owned[donor].0.typed::<f64>("test").unwrap().as_ptr();
             let extra = (donor == 0).then(|| owned[0].0.clone());
             let got = cpu.fused(&kernel, owned, &[n], Some(donor)).unwrap();
             let reused = got.typed::<f64>("test").unwrap().as_ptr() == ptr;
             assert_eq!(reused, extra.is_none(), "donor {donor}, n={n}");
-            assert!(same(got.host(), &want), "donor {donor}, n={n}");
+            assert!(same(got.host(), want.as_slice()), "donor {donor}, n={n}");
             if let Some(e) = extra {
                 assert!(same(e.host(), ins[0].0.host()));
             }
@@ -275,7 +275,7 @@ fn donation_writes_in_place_only_when_unique() {
         let keep = ins[1].0.clone();
         let owned: Vec<(CpuStorage, &Layout)> = ins.iter().map(|(s, l)| (s.clone(), l)).collect();
         let got = cpu.fused(&kernel, owned, &[n], Some(1)).unwrap();
-        assert!(same(got.host(), &want));
+        assert!(same(got.host(), want.as_slice()));
         assert!(same(keep.host(), ins[1].0.host()));
         assert_ne!(got, keep);
     }
@@ -289,7 +289,7 @@ fn donation_writes_in_place_only_when_unique() {
     let got = cpu
         .fused(&k, vec![(buffer::<f32>(10, 1), &l)], &[10], Some(0))
         .unwrap();
-    assert_eq!(got.host(), &HostData::Bool(vec![false; 10]));
+    assert_eq!(got.host(), HostSlice::Bool(&[false; 10]));
     let y = buffer::<f32>(20, 2);
     let half = Layout::contiguous([20]).slice(0, 0, 10, 2).unwrap();
     let ins = [
@@ -302,7 +302,7 @@ fn donation_writes_in_place_only_when_unique() {
     let got = cpu
         .fused(&chain(DType::F32), owned, &[10], Some(0))
         .unwrap();
-    assert!(same(got.host(), &want));
+    assert!(same(got.host(), want.as_slice()));
 }
 
 #[test]
@@ -340,12 +340,12 @@ fn check_many(
     let want = kernel.evaluate_outputs_by_ops(&cpu, &refs, shape).unwrap();
     let owned: Vec<(CpuStorage, &Layout)> = inputs
         .iter()
-        .map(|(s, l)| (CpuStorage::new(s.host().clone()), l))
+        .map(|(s, l)| (CpuStorage::new(s.host().to_owned()), l))
         .collect();
     let addr = |s: &CpuStorage| match s.host() {
-        HostData::F32(v) => v.as_ptr() as usize,
-        HostData::F64(v) => v.as_ptr() as usize,
-        HostData::Bool(v) => v.as_ptr() as usize,
+        HostSlice::F32(v) => v.as_ptr() as usize,
+        HostSlice::F64(v) => v.as_ptr() as usize,
+        HostSlice::Bool(v) => v.as_ptr() as usize,
         _ => 0,
     };
     let donated: Vec<Option<usize>> = donate
@@ -357,7 +357,10 @@ fn check_many(
     let whole = Layout::contiguous(shape);
     for (j, (g, w)) in got.iter().zip(&want).enumerate() {
         let (g, w) = (cpu.read(g, &whole).unwrap(), cpu.read(w, &whole).unwrap());
-        assert!(same(&g, &w), "{kernel}: result {j}: fused {g:?} != {w:?}");
+        assert!(
+            same(g.as_slice(), w.as_slice()),
+            "{kernel}: result {j}: fused {g:?} != {w:?}"
+        );
     }
     got.iter()
         .enumerate()

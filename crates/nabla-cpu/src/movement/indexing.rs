@@ -11,8 +11,8 @@ use crate::strided::{CHUNK, RowPlan, gather_view};
 use crate::{CpuStorage, PARALLEL_THRESHOLD};
 use nabla_core::num_complex::{Complex32, Complex64};
 use nabla_core::{
-    DType, Element, Error, HostData, Layout, Result, contiguous_strides, dispatch_dtype,
-    with_host_data,
+    DType, Element, Error, HostSlice, Layout, Result, contiguous_strides, dispatch_dtype,
+    with_host_slice,
 };
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -23,7 +23,7 @@ const MIN_BLOCK: usize = 8;
 /// The `I64` elements of an index buffer, or an error naming `op`.
 fn index_data<'a>(op: &'static str, index: &'a CpuStorage) -> Result<&'a [i64]> {
     match index.host() {
-        HostData::I64(v) => Ok(v),
+        HostSlice::I64(v) => Ok(v),
         other => Err(Error::dtype(op, other.dtype()).with_hint("indices must be int64")),
     }
 }
@@ -95,7 +95,7 @@ pub(crate) fn gather(
     check_axis(OP, axis, lx.rank())?;
     check_index_shape(OP, lx.shape(), li.shape(), axis)?;
     check_signed(OP, idx, li, lx.shape()[axis])?;
-    with_host_data!(x.host(), v => gather_checked(v, lx, axis, idx, li).map(CpuStorage::from_vec))
+    with_host_slice!(x.host(), v => gather_checked(v, lx, axis, idx, li).map(CpuStorage::from_vec))
 }
 
 /// Gathers with indices already validated; `li` has `lx`'s shape except on `axis`.
@@ -147,7 +147,7 @@ pub(crate) fn index_select(
         ));
     }
     check_signed(OP, idx, li, lx.shape()[axis])?;
-    with_host_data!(x.host(), v => select_checked(v, lx, axis, idx, li).map(CpuStorage::from_vec))
+    with_host_slice!(x.host(), v => select_checked(v, lx, axis, idx, li).map(CpuStorage::from_vec))
 }
 
 /// `true` if dimensions `shape` with `strides` are row-major dense.
@@ -294,13 +294,13 @@ pub(crate) fn scatter_add(
         };
     }
     match dst.host() {
-        HostData::F32(v) => go!(v),
-        HostData::F64(v) => go!(v),
-        HostData::C64(v) => go!(v),
-        HostData::C128(v) => go!(v),
-        HostData::I32(v) => go!(v),
-        HostData::I64(v) => go!(v),
-        HostData::U8(v) => go!(v),
+        HostSlice::F32(v) => go!(v),
+        HostSlice::F64(v) => go!(v),
+        HostSlice::C64(v) => go!(v),
+        HostSlice::C128(v) => go!(v),
+        HostSlice::I32(v) => go!(v),
+        HostSlice::I64(v) => go!(v),
+        HostSlice::U8(v) => go!(v),
         other => Err(Error::dtype(OP, other.dtype())),
     }
 }

@@ -17,7 +17,7 @@ pub(crate) use indexing::{gather, index_select, one_hot, scatter_add};
 use crate::strided::CHUNK;
 use crate::{CpuStorage, PARALLEL_THRESHOLD};
 use nabla_core::{
-    Element, Error, Layout, Result, Scalar, contiguous_strides, dispatch_dtype, with_host_data,
+    Element, Error, Layout, Result, Scalar, contiguous_strides, dispatch_dtype, with_host_slice,
 };
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
@@ -104,7 +104,7 @@ pub(crate) fn pad(
         .map(|(p, s)| p.0 as isize * s)
         .sum();
     let interior = Layout::from_parts(layout.shape().to_vec(), strides, start as usize)?;
-    Ok(with_host_data!(x.host(), v => {
+    Ok(with_host_slice!(x.host(), v => {
         CpuStorage::from_vec(pad_typed(v, layout, &interior, n, value))
     }))
 }

@@ -92,7 +92,7 @@ pub(crate) fn indices(len: usize, lo: i64, hi: i64, seed: u64) -> Vec<i64> {
 }
 
 pub(crate) fn typed<T: Element>(s: &CpuStorage) -> Vec<T> {
-    T::vec_of(s.host().clone()).expect("dtype of the result")
+    T::vec_of(s.host().to_owned()).expect("dtype of the result")
 }
 
 /// Every multi-index of `shape` in row-major order.

@@ -454,7 +454,7 @@ mod tests {
                         let before = native_runs();
                         let owned = ins
                             .iter()
-                            .map(|s| (CpuStorage::new(s.host().clone()), &layout))
+                            .map(|s| (CpuStorage::new(s.host().to_owned()), &layout))
                             .collect();
                         let got = cpu.fused_many(&kernel, owned, &[n], donate).unwrap();
                         assert_eq!(native_runs(), before + 1, "{dt} {step:?} n={n}");
