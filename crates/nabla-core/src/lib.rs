@@ -37,7 +37,8 @@ pub use fused_builder::{FusedBuilder, KernelValue};
 pub use host_loop::HostLoop;
 pub use layout::{Layout, Offsets};
 pub use limits::{
-    check_allocation, max_allocation_bytes, set_max_allocation_bytes, with_allocation_limit,
+    check_allocation, is_allocation_limit_error, max_allocation_bytes, set_max_allocation_bytes,
+    with_allocation_limit,
 };
 pub use memory::{MemoryCounter, MemoryStats, MemoryTracked, TrackedStorage};
 pub use ops::{

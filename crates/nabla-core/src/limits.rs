@@ -87,6 +87,20 @@ pub fn with_allocation_limit<R>(bytes: usize, f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// The words every allocation-limit error contains ([`is_allocation_limit_error`] looks for them).
+const OVER_LIMIT: &str = "over the allocation limit";
+
+/// `true` for the error [`check_allocation`] gives: a buffer over the allocation limit (bindings
+/// report it as out of memory, as Python's `MemoryError`).
+///
+/// ```
+/// let err = nabla_core::check_allocation("zeros", &[1 << 20, 1 << 20, 1 << 10], nabla_core::DType::F32);
+/// assert!(nabla_core::is_allocation_limit_error(&err.unwrap_err()));
+/// ```
+pub fn is_allocation_limit_error(err: &Error) -> bool {
+    matches!(err, Error::InvalidArgument { message, .. } if message.contains(OVER_LIMIT))
+}
+
 /// The number of elements of `dims`, or an error naming `op`, the size and the limit when a buffer of
 /// that many `dtype` elements would exceed [`max_allocation_bytes`].
 pub fn check_allocation(op: &'static str, dims: &[usize], dtype: DType) -> Result<usize> {
@@ -97,7 +111,7 @@ pub fn check_allocation(op: &'static str, dims: &[usize], dtype: DType) -> Resul
         bytes => Err(Error::invalid(
             op,
             format!(
-                "shape {dims:?} of {dtype} needs {} bytes, over the allocation limit of {limit} \
+                "shape {dims:?} of {dtype} needs {} bytes, {OVER_LIMIT} of {limit} \
                  bytes (NABLA_MAX_ALLOC_BYTES or nabla_core::set_max_allocation_bytes raises it)",
                 bytes.map_or_else(|| "more than usize::MAX".to_string(), |b| b.to_string())
             ),

@@ -57,6 +57,20 @@ impl<B: Backend> Gradients<B> {
         self.names.keys().map(|k| k.as_ref())
     }
 
+    /// Every gradient with the identity of its variable ([`Tensor::var_id`]), in no particular order.
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+    /// let x = Tensor::from_vec(vec![3.0f64], [1], &CpuBackend::new())?.leaf()?;
+    /// let grads = x.square()?.sum_all()?.backward()?;
+    /// let all: Vec<_> = grads.iter().map(|(id, g)| (id, g.to_vec::<f64>().unwrap())).collect();
+    /// assert_eq!(all, vec![(x.var_id().unwrap(), vec![6.0])]);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn iter(&self) -> impl Iterator<Item = (VarId, &Tensor<B>)> {
+        self.by_node.iter().map(|(id, g)| (VarId(*id), g))
+    }
+
     /// Number of variables that received a gradient.
     pub fn len(&self) -> usize {
         self.by_node.len()

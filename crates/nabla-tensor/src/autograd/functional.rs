@@ -197,3 +197,91 @@ where
 {
     pullback("vjp", f, xs, Some(cotangent))
 }
+
+/// The pullback of a function at a point, from [`vjp_fn_n`]: maps an output cotangent to one
+/// gradient per input, as many times as needed (the recorded graph is kept).
+pub struct Pullback<B: Backend> {
+    run: MarkedRun<B>,
+    /// The inputs, detached: zero gradients take their shapes.
+    inputs: Vec<Tensor<B>>,
+    /// `true` when an input is tracked by an outer transform (the pass is then recorded).
+    inputs_tracked: bool,
+}
+
+impl<B: Backend> Pullback<B> {
+    /// `cotangentᵀ J` for each input (`None` seeds a one-element output with 1, as `grad`).
+    pub fn apply(&self, cotangent: Option<&Tensor<B>>) -> Result<Vec<Tensor<B>>> {
+        const OP: &str = "vjp";
+        let y = &self.run.output;
+        let nested = self.run.captures_outer
+            || self.inputs_tracked
+            || cotangent.is_some_and(Tensor::requires_grad);
+        let found = if y.requires_grad() {
+            let seed = y.checked_seed(OP, cotangent)?;
+            let opts = BackwardOptions {
+                create_graph: nested,
+                retain_graph: true,
+            };
+            run_backward(y, seed, Targets::Nodes(&self.run.ids), opts, None)?
+        } else {
+            if let Some(s) = cotangent {
+                y.check_matches(OP, s, "the cotangent must have the output's shape")?;
+            }
+            if cotangent.is_none() && y.numel() != 1 {
+                return Err(not_one_element(OP, y.shape()));
+            }
+            Vec::new()
+        };
+        self.run
+            .marks
+            .iter()
+            .zip(&self.inputs)
+            .map(|(m, x)| {
+                let id = m.node_id();
+                match found.iter().find(|(n, _)| Some(n.id) == id) {
+                    Some((_, g)) => Ok(g.clone()),
+                    None => x.zeros_like(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// `f`'s value at `xs` and its [`Pullback`], which can be applied to many cotangents without running
+/// `f` again: JAX's `y, vjp_fn = jax.vjp(f, *xs)`. Nests like [`vjp_n`] (the value is tracked when an
+/// input is).
+///
+/// ```
+/// # use nabla_tensor::{Tensor, vjp_fn_n}; use nabla_cpu::CpuBackend;
+/// let cpu = CpuBackend::new();
+/// let x = Tensor::from_vec(vec![1.0f64, 2.0], [2], &cpu)?;
+/// let (y, pullback) = vjp_fn_n(|v: &[Tensor<CpuBackend>]| v[0].square(), &[x])?;
+/// assert_eq!(y.to_vec::<f64>()?, vec![1.0, 4.0]);
+/// for (u, want) in [(vec![1.0, 0.0], vec![2.0, 0.0]), (vec![0.0, 1.0], vec![0.0, 4.0])] {
+///     let g = pullback.apply(Some(&Tensor::from_vec(u, [2], &cpu)?))?;
+///     assert_eq!(g[0].to_vec::<f64>()?, want);
+/// }
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn vjp_fn_n<B, F>(f: F, xs: &[Tensor<B>]) -> Result<(Tensor<B>, Pullback<B>)>
+where
+    B: Backend,
+    F: FnOnce(&[Tensor<B>]) -> Result<Tensor<B>>,
+{
+    let run = run_marked("vjp", f, xs)?;
+    let inputs_tracked = xs.iter().any(Tensor::requires_grad);
+    let y = if run.captures_outer || inputs_tracked {
+        run.output.clone()
+    } else {
+        run.output.detach()
+    };
+    let inputs = xs.iter().map(Tensor::detach).collect();
+    Ok((
+        y,
+        Pullback {
+            run,
+            inputs,
+            inputs_tracked,
+        },
+    ))
+}

@@ -32,7 +32,9 @@ pub use context::{AdContext, AdContextBuilder};
 pub use custom::{CustomArgs, CustomFn, CustomForwardRule, CustomReverseRule, checkpoint};
 pub use extension::{ExtensionFamily, ExtensionRules, ForwardRule, ReverseRule, RuleArgs};
 pub use forward::{hessian, hvp, jacfwd, jacrev, jvp, jvp_n};
-pub use functional::{grad, grad_n, value_and_grad, value_and_grad_n, vjp, vjp_n};
+pub use functional::{
+    Pullback, grad, grad_n, value_and_grad, value_and_grad_n, vjp, vjp_fn_n, vjp_n,
+};
 pub use grad_mode::{NoGradGuard, is_grad_enabled, no_grad};
 pub use gradcheck::{
     ElementCheck, GradCheckOptions, GradCheckReport, InputCheck, check_gradients,

@@ -197,6 +197,19 @@ impl<B: Backend> Tensor<B> {
         data.as_leaf("var", Some(name.into()))
     }
 
+    /// An unnamed tracked variable holding the values of `self` (PyTorch's `requires_grad_()`): a new
+    /// leaf, cut from any graph `self` was in. Read its gradient by handle (`Gradients::get`).
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+    /// let x = Tensor::from_vec(vec![2.0f32], [1], &CpuBackend::new())?.leaf()?;
+    /// assert!(x.is_leaf() && x.requires_grad());
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn leaf(&self) -> Result<Tensor<B>> {
+        self.as_leaf("requires_grad", None)
+    }
+
     /// An untracked tensor: the values of `data` as a constant that gradients do not flow into.
     pub fn constant(data: Tensor<B>) -> Tensor<B> {
         data.detach()

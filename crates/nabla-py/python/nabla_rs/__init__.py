@@ -1,0 +1,134 @@
+"""nabla from Python: tensors with NumPy-style ops and indexing, PyTorch-style autograd
+(``requires_grad``, ``backward``, ``.grad``) and JAX-style transforms (``grad``, ``vjp``, ``jvp``,
+``jacfwd``, ``jacrev``, ``hessian``, ``hvp``, ``vmap``, ``jit``) to any order, on nabla's Rust core.
+
+>>> import nabla_rs as nb
+>>> x = nb.tensor([1.0, 2.0, 3.0])
+>>> nb.grad(lambda x: (x * x).sum())(x)
+tensor([2., 4., 6.])
+"""
+
+from __future__ import annotations
+
+import functools as _functools
+
+from . import _nabla
+from ._nabla import (  # noqa: F401
+    Tensor,
+    arange,
+    concatenate,
+    einsum,
+    eye,
+    from_dlpack,
+    from_numpy,
+    full,
+    is_grad_enabled,
+    linspace,
+    manual_seed,
+    matmul,
+    ones,
+    ones_like,
+    rand,
+    randn,
+    stack,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from ._nabla import dtype  # noqa: F401
+from ._pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten  # noqa: F401
+from ._transforms import (  # noqa: F401
+    grad,
+    hessian,
+    hvp,
+    jacfwd,
+    jacrev,
+    jit,
+    jvp,
+    value_and_grad,
+    vjp,
+    vmap,
+)
+
+__version__ = "0.1.0"
+
+# The dtypes, as module attributes: nabla_rs.float32, nabla_rs.int64, ...
+float16 = _nabla.float16
+bfloat16 = _nabla.bfloat16
+float32 = _nabla.float32
+float64 = _nabla.float64
+complex64 = _nabla.complex64
+complex128 = _nabla.complex128
+int32 = _nabla.int32
+int64 = _nabla.int64
+uint8 = _nabla.uint8
+bool_ = getattr(_nabla, "bool")
+
+# Elementwise functions from nabla's op catalogue, one per op under the op's name (exp, sin,
+# maximum, logical_and, lt, ...); every one is also a Tensor method unless the class has its own.
+for _name in _nabla._unary_ops + _nabla._binary_ops + _nabla._compare_ops:
+    globals()[_name] = getattr(_nabla, _name)
+
+
+def _method(fn):
+    @_functools.wraps(fn)
+    def method(self, *args):
+        return fn(self, *args)
+
+    return method
+
+
+for _name in _nabla._unary_ops + _nabla._binary_ops + _nabla._compare_ops:
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _method(getattr(_nabla, _name)))
+del _name
+
+# NumPy defers `array @ tensor`, `array + tensor`, ... to the tensor's reflected operators, so
+# gradients flow through mixed expressions (as for PyTorch's and JAX's arrays).
+Tensor.__array_priority__ = 1000
+
+# NumPy's names for the same functions.
+where = getattr(_nabla, "where")
+cat = concatenate
+equal, not_equal, less, less_equal, greater, greater_equal = (
+    _nabla.eq,
+    _nabla.ne,
+    _nabla.lt,
+    _nabla.le,
+    _nabla.gt,
+    _nabla.ge,
+)
+add, subtract, multiply, divide, power = _nabla.add, _nabla.sub, _nabla.mul, _nabla.div, _nabla.pow
+negative, absolute, reciprocal = _nabla.neg, _nabla.abs, _nabla.recip
+asarray = tensor
+
+
+class no_grad:
+    """Records nothing for autodiff inside ``with nabla_rs.no_grad():``, or in a decorated function."""
+
+    def __enter__(self):
+        self._inner = _nabla.NoGrad()
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._inner.__exit__(*exc)
+        return False
+
+    def __call__(self, f):
+        @_functools.wraps(f)
+        def wrapped(*args, **kwargs):
+            with no_grad():
+                return f(*args, **kwargs)
+
+        return wrapped
+
+
+def sum(x, axis=None, keepdims=False):
+    """Sum over ``axis`` (every axis when ``None``)."""
+    return tensor(x).sum(axis, keepdims)
+
+
+def mean(x, axis=None, keepdims=False):
+    """Mean over ``axis`` (every axis when ``None``)."""
+    return tensor(x).mean(axis, keepdims)

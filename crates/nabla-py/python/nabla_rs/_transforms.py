@@ -1,0 +1,278 @@
+"""JAX-style transforms over Python callables whose arguments and results are pytrees of tensors.
+
+The Rust core differentiates, batches and compiles functions of flat lists of tensors; this module
+flattens and rebuilds the pytrees, applies ``argnums`` and ``has_aux``, and packs several outputs
+into one where the core needs one. Every transform runs eagerly or, inside ``jit`` and ``vmap``, on
+traced values, so they compose in any order: ``jit(vmap(grad(f)))``, ``grad(grad(f))``, ...
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence, Tuple, Union
+
+from . import _nabla
+from ._pytree import tree_flatten, tree_unflatten
+
+Tensor = _nabla.Tensor
+
+
+def _as_tensor(x: Any) -> Tensor:
+    return x if isinstance(x, Tensor) else _nabla.tensor(x)
+
+
+def _argnums(argnums: Union[int, Sequence[int]], nargs: int) -> Tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for i in nums:
+        if not -nargs <= i < nargs:
+            raise ValueError(f"argnums {argnums} out of range for {nargs} positional arguments")
+    return tuple(i % nargs for i in nums)
+
+
+def _split_args(args: tuple, nums: Tuple[int, ...]):
+    """The differentiated arguments' leaves and a function rebuilding the call's arguments."""
+    leaves, treedef = tree_flatten(tuple(args[i] for i in nums))
+    leaves = [_as_tensor(x) for x in leaves]
+
+    def rebuild(xs):
+        chosen = tree_unflatten(treedef, list(xs))
+        full = list(args)
+        for k, i in enumerate(nums):
+            full[i] = chosen[k]
+        return full
+
+    return leaves, treedef, rebuild
+
+
+def _pack(outputs: list) -> Tensor:
+    """Several outputs as one vector (a single output stays as it is)."""
+    if len(outputs) == 1:
+        return outputs[0]
+    return _nabla.concatenate([o.reshape(-1) for o in outputs])
+
+
+def _unpack(packed: Tensor, shapes: list) -> list:
+    if len(shapes) == 1:
+        return [packed]
+    out, start = [], 0
+    for shape in shapes:
+        n = 1
+        for d in shape:
+            n *= d
+        out.append(packed[start : start + n].reshape(shape))
+        start += n
+    return out
+
+
+def vjp(f: Callable, *primals: Any, has_aux: bool = False):
+    """``(f(*primals), vjp_fn)`` where ``vjp_fn(cotangent)`` gives one cotangent per primal, as
+    ``jax.vjp``; with ``has_aux``, ``f`` returns ``(out, aux)`` and this returns ``(out, vjp_fn, aux)``."""
+    leaves, in_def, rebuild = _split_args(primals, tuple(range(len(primals))))
+    state = {}
+
+    def flat_f(xs):
+        out = f(*rebuild(xs))
+        if has_aux:
+            out, state["aux"] = out
+        outs, out_def = tree_flatten(out)
+        outs = [_as_tensor(o) for o in outs]
+        state["out_def"], state["shapes"] = out_def, [tuple(o.shape) for o in outs]
+        return _pack(outs)
+
+    packed, pullback = _nabla._vjp(flat_f, leaves)
+    out = tree_unflatten(state["out_def"], _unpack(packed, state["shapes"]))
+
+    def vjp_fn(cotangent: Any):
+        cts, ct_def = tree_flatten(cotangent)
+        if ct_def != state["out_def"]:
+            raise ValueError(f"cotangent structure {ct_def!r} differs from the output's {state['out_def']!r}")
+        cts = [_as_tensor(c) for c in cts]
+        grads = pullback(_pack(cts))
+        return tuple(tree_unflatten(in_def, grads))
+
+    return (out, vjp_fn, state["aux"]) if has_aux else (out, vjp_fn)
+
+
+def value_and_grad(f: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
+    """The function returning ``(f(*args), gradient)`` (``((value, aux), gradient)`` with
+    ``has_aux``), as ``jax.value_and_grad``; ``f`` must return a one-element tensor."""
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        nums = _argnums(argnums, len(args))
+        leaves, in_def, rebuild = _split_args(args, nums)
+        state = {}
+
+        def flat_f(xs):
+            out = f(*rebuild(xs), **kwargs)
+            if has_aux:
+                out, state["aux"] = out
+            return _as_tensor(out)
+
+        value, pullback = _nabla._vjp(flat_f, leaves)
+        grads = tree_unflatten(in_def, pullback(None))
+        g = grads[0] if isinstance(argnums, int) else tuple(grads)
+        return ((value, state["aux"]) if has_aux else value), g
+
+    return wrapped
+
+
+def grad(f: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
+    """The gradient function of a scalar function, as ``jax.grad``: nests to any order
+    (``grad(grad(f))``) and composes with ``vmap``, ``jvp`` and ``jit``."""
+    vg = value_and_grad(f, argnums, has_aux)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        (value, g) = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    return wrapped
+
+
+def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
+    """``(f(*primals), J·tangents)`` by forward mode, as ``jax.jvp``."""
+    leaves, in_def, rebuild = _split_args(tuple(primals), tuple(range(len(primals))))
+    t_leaves, t_def = tree_flatten(tuple(tangents))
+    if t_def != in_def:
+        raise ValueError(f"tangent structure {t_def!r} differs from the primals' {in_def!r}")
+    state = {}
+
+    def flat_f(xs):
+        outs, out_def = tree_flatten(f(*rebuild(xs)))
+        outs = [_as_tensor(o) for o in outs]
+        state["out_def"], state["shapes"] = out_def, [tuple(o.shape) for o in outs]
+        return _pack(outs)
+
+    y, t = _nabla._jvp(flat_f, leaves, [_as_tensor(x) for x in t_leaves])
+    rebuild_out = lambda packed: tree_unflatten(state["out_def"], _unpack(packed, state["shapes"]))
+    return rebuild_out(y), rebuild_out(t)
+
+
+def _jacobian(f: Callable, argnums, forward: bool):
+    @functools.wraps(f)
+    def wrapped(*args):
+        nums = _argnums(argnums, len(args))
+        leaves, in_def, rebuild = _split_args(args, nums)
+        state = {}
+
+        def flat_f(xs):
+            outs, state["out_def"] = tree_flatten(f(*rebuild(xs)))
+            return [_as_tensor(o) for o in outs]
+
+        blocks = _nabla._jacobian(flat_f, leaves, forward)
+        per_output = []
+        for row in blocks:
+            by_arg = tree_unflatten(in_def, row)
+            per_output.append(by_arg[0] if isinstance(argnums, int) else tuple(by_arg))
+        return tree_unflatten(state["out_def"], per_output)
+
+    return wrapped
+
+
+def jacfwd(f: Callable, argnums: Union[int, Sequence[int]] = 0):
+    """The Jacobian by forward mode (one JVP per input element), as ``jax.jacfwd``: each output
+    leaf's block has shape ``out.shape + in.shape``."""
+    return _jacobian(f, argnums, forward=True)
+
+
+def jacrev(f: Callable, argnums: Union[int, Sequence[int]] = 0):
+    """The Jacobian by reverse mode (one VJP per output element), as ``jax.jacrev``."""
+    return _jacobian(f, argnums, forward=False)
+
+
+def hessian(f: Callable, argnums: Union[int, Sequence[int]] = 0):
+    """The Hessian of a scalar function, ``jacfwd(jacrev(f))`` as ``jax.hessian``."""
+    return jacfwd(jacrev(f, argnums), argnums)
+
+
+def hvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
+    """The Hessian-vector product of a scalar function by forward-over-reverse mode:
+    ``jvp(grad(f), primals, tangents)[1]`` (without forming the Hessian)."""
+    g = grad(f, argnums=tuple(range(len(primals))))
+    out = jvp(lambda *xs: g(*xs), tuple(primals), tuple(tangents))[1]
+    return out[0] if len(primals) == 1 else out
+
+
+def _expand_axes(axes: Any, args: tuple, what: str) -> list:
+    """One axis (or None) per leaf of ``args``, from an int/None or a per-argument prefix tree."""
+    if axes is None or isinstance(axes, int):
+        return [axes] * len(tree_flatten(args)[0])
+    axes = tuple(axes)
+    if len(axes) != len(args):
+        raise ValueError(f"{what} has {len(axes)} entries for {len(args)} arguments")
+    out = []
+    for a, arg in zip(axes, args):
+        n = len(tree_flatten(arg)[0])
+        if a is None or isinstance(a, int):
+            out.extend([a] * n)
+        else:
+            sub, _ = tree_flatten(a)
+            if len(sub) != n:
+                raise ValueError(f"{what} entry {a!r} does not match its argument's structure")
+            out.extend(sub)
+    return out
+
+
+def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0):
+    """``f`` mapped over a batch axis of its arguments, computed in one pass, as ``jax.vmap``:
+    ``in_axes`` per argument (``None``: shared by every example), ``out_axes`` for the outputs.
+    Tensors ``f`` closes over are constants; pass what should be differentiated as arguments."""
+
+    @functools.wraps(f)
+    def wrapped(*args):
+        leaves, in_def = tree_flatten(args)
+        leaves = [_as_tensor(x) for x in leaves]
+        axes = _expand_axes(in_axes, args, "in_axes")
+        state = {}
+
+        def flat_f(xs):
+            outs, state["out_def"] = tree_flatten(f(*tree_unflatten(in_def, list(xs))))
+            return [_as_tensor(o) for o in outs]
+
+        if isinstance(out_axes, int) or out_axes is None:
+            o_axes = [out_axes]
+        else:
+            o_axes = list(tree_flatten(out_axes)[0])
+        outs = _nabla._vmap(flat_f, leaves, axes, o_axes)
+        return tree_unflatten(state["out_def"], list(outs))
+
+    return wrapped
+
+
+class jit:
+    """``f`` traced once per argument signature (pytree structure, shapes, dtypes) into a compiled
+    program that later calls run without Python, as ``jax.jit``. Tensors ``f`` closes over are
+    baked in as constants. When an argument requires gradients or is itself being traced, ``f``
+    runs as it is, so gradients flow through and outer transforms see it."""
+
+    def __init__(self, f: Callable):
+        functools.update_wrapper(self, f)
+        self._f = f
+        self._cache = {}
+
+    def __call__(self, *args):
+        leaves, in_def = tree_flatten(args)
+        tensors = [_as_tensor(x) for x in leaves]
+        if any(t.requires_grad or t.device == "traced" for t in tensors):
+            return self._f(*args)
+        key = (in_def, tuple((tuple(t.shape), t.dtype) for t in tensors))
+        entry = self._cache.get(key)
+        if entry is None:
+            state = {}
+
+            def flat_f(xs):
+                outs, state["out_def"] = tree_flatten(self._f(*tree_unflatten(in_def, list(xs))))
+                return [_as_tensor(o) for o in outs]
+
+            program = _nabla._compile(flat_f, [(tuple(t.shape), t.dtype) for t in tensors])
+            entry = self._cache[key] = (program, state["out_def"])
+        program, out_def = entry
+        return tree_unflatten(out_def, list(program.run(tensors)))
+
+    def lower(self, *args):
+        """The compiled program for these arguments' signature (its text with ``str``)."""
+        self(*args)
+        leaves, in_def = tree_flatten(args)
+        tensors = [_as_tensor(x) for x in leaves]
+        return self._cache[(in_def, tuple((tuple(t.shape), t.dtype) for t in tensors))][0]

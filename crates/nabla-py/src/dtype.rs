@@ -1,0 +1,113 @@
+//! Dtypes from Python: `nabla_rs.float32` objects, names, NumPy dtypes and Python's number types.
+
+use crate::error::IntoPyResult;
+use nabla_core::{DType, Error};
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyType};
+
+/// A dtype as Python sees it: `nabla_rs.float32`, ... Equal to its name and to NumPy's dtype.
+#[pyclass(name = "dtype", module = "nabla_rs", frozen, eq, hash, from_py_object)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PyDType {
+    pub(crate) dtype: DType,
+}
+
+#[pymethods]
+impl PyDType {
+    #[new]
+    fn py_new(spec: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(PyDType {
+            dtype: parse_dtype(spec)?,
+        })
+    }
+
+    /// NumPy's name: `float32`, `complex64`, `bool`, ...
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.dtype.name()
+    }
+
+    /// Bytes per element.
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.dtype.size_in_bytes()
+    }
+
+    /// `True` for floating-point dtypes (half precision included).
+    #[getter]
+    fn is_floating_point(&self) -> bool {
+        self.dtype.is_float()
+    }
+
+    /// `True` for complex dtypes.
+    #[getter]
+    fn is_complex(&self) -> bool {
+        self.dtype.is_complex()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("nabla_rs.{}", self.dtype.name())
+    }
+
+    fn __str__(&self) -> &'static str {
+        self.dtype.name()
+    }
+}
+
+/// Every dtype, for the module's `float32`, `int64`, ... attributes.
+pub fn all_dtypes() -> impl Iterator<Item = PyDType> {
+    DType::ALL.into_iter().map(|dtype| PyDType { dtype })
+}
+
+/// Reads a dtype from a `nabla_rs.dtype`, a name (`"float32"`, `"f32"`), a NumPy dtype or scalar type
+/// (`np.float32`), or Python's `bool`, `int`, `float` and `complex` (as NumPy reads them: int64,
+/// float64, complex128).
+pub fn parse_dtype(spec: &Bound<'_, PyAny>) -> PyResult<DType> {
+    if let Ok(d) = spec.extract::<PyDType>() {
+        return Ok(d.dtype);
+    }
+    if let Ok(name) = spec.cast::<PyString>() {
+        return dtype_named(&name.to_cow()?);
+    }
+    if let Ok(ty) = spec.cast::<PyType>() {
+        let py = spec.py();
+        let builtins = py.import("builtins")?;
+        for (name, dtype) in [
+            ("bool", DType::Bool),
+            ("int", DType::I64),
+            ("float", DType::F64),
+            ("complex", DType::C128),
+        ] {
+            if ty.is(&builtins.getattr(name)?) {
+                return Ok(dtype);
+            }
+        }
+    }
+    // NumPy dtypes and scalar types (np.float32, np.dtype("f4")) and anything else with a name.
+    let numpy_name = spec
+        .py()
+        .import("numpy")
+        .and_then(|np| np.getattr("dtype")?.call1((spec,)))
+        .and_then(|d| d.getattr("name")?.extract::<String>());
+    match numpy_name {
+        Ok(name) => dtype_named(&name),
+        Err(_) => Err(Error::invalid(
+            "dtype",
+            format!(
+                "cannot read a dtype from {}; give a nabla_rs dtype, a name such as \"float32\" \
+                 or a NumPy dtype",
+                spec.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+            ),
+        ))
+        .py(),
+    }
+}
+
+fn dtype_named(name: &str) -> PyResult<DType> {
+    DType::from_name(name).ok_or_else(|| {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "unknown dtype {name:?}; nabla has {}",
+            DType::ALL.map(DType::name).join(", ")
+        ))
+    })
+}

@@ -1,0 +1,444 @@
+//! Module-level functions: creation, random numbers, the op catalogue's elementwise functions (one
+//! callable per `UnaryOp`, `BinaryOp` and `CompareOp`, so no op is listed here), joins and selection.
+
+use crate::convert::{cpu, default_dtype, opt_dtype, python_scalar, to_value};
+use crate::error::IntoPyResult;
+use crate::methods::{binary, operand, shape_args};
+use crate::tensor::{PyTensor, compute};
+use crate::value::{Group, Value, pair, unify};
+use crate::{map_pair, map_value};
+use nabla_core::{BinaryOp, CompareOp, DType, Generator, Scalar, UnaryOp};
+use nabla_tensor::{NoGradGuard, Tensor};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use std::sync::{LazyLock, Mutex};
+
+/// An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...).
+#[pyclass(module = "nabla_rs", frozen)]
+pub struct UnaryFn {
+    op: UnaryOp,
+}
+
+#[pymethods]
+impl UnaryFn {
+    fn __call__(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let v = to_value(x, None)?;
+        let op = self.op;
+        compute(py, move || map_value!(&v, t => t.unary(op)))
+    }
+
+    #[getter]
+    fn __name__(&self) -> &'static str {
+        self.op.name()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<nabla_rs function {}>", self.op.name())
+    }
+}
+
+/// An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...).
+#[pyclass(module = "nabla_rs", frozen)]
+pub struct BinaryFn {
+    op: BinaryOp,
+}
+
+#[pymethods]
+impl BinaryFn {
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        a: &Bound<'_, PyAny>,
+        b: &Bound<'_, PyAny>,
+    ) -> PyResult<PyTensor> {
+        match operand(a)? {
+            crate::methods::Operand::Tensor(v) => binary(py, &v, self.op, operand(b)?, false),
+            crate::methods::Operand::Number(_) => {
+                let rhs = to_value(b, None)?;
+                binary(py, &rhs, self.op, operand(a)?, true)
+            }
+        }
+    }
+
+    #[getter]
+    fn __name__(&self) -> &'static str {
+        self.op.name()
+    }
+}
+
+/// An elementwise comparison from the op catalogue (`nabla_rs.lt`, ...).
+#[pyclass(module = "nabla_rs", frozen)]
+pub struct CompareFn {
+    op: CompareOp,
+}
+
+#[pymethods]
+impl CompareFn {
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        a: &Bound<'_, PyAny>,
+        b: &Bound<'_, PyAny>,
+    ) -> PyResult<PyTensor> {
+        let (x, y) = (to_value(a, None)?, to_value(b, None)?);
+        let op = self.op;
+        compute(
+            py,
+            move || map_pair!(pair(&x, &y)?, l, r => l.compare(op, &r)),
+        )
+    }
+
+    #[getter]
+    fn __name__(&self) -> &'static str {
+        self.op.name()
+    }
+}
+
+/// Adds one function per catalogue op to the module, under the op's own name.
+pub fn add_catalogue(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    for op in UnaryOp::ALL {
+        m.add(op.name(), UnaryFn { op })?;
+    }
+    for op in BinaryOp::ALL {
+        m.add(op.name(), BinaryFn { op })?;
+    }
+    for op in CompareOp::ALL {
+        m.add(op.name(), CompareFn { op })?;
+    }
+    let names = |it: &mut dyn Iterator<Item = &'static str>| it.collect::<Vec<_>>();
+    m.add(
+        "_unary_ops",
+        names(&mut UnaryOp::ALL.iter().map(|o| o.name())),
+    )?;
+    m.add(
+        "_binary_ops",
+        names(&mut BinaryOp::ALL.iter().map(|o| o.name())),
+    )?;
+    m.add(
+        "_compare_ops",
+        names(&mut CompareOp::ALL.iter().map(|o| o.name())),
+    )?;
+    Ok(())
+}
+
+/// `tensor(data, dtype=None, requires_grad=False)`: a tensor from a NumPy array (sharing its
+/// memory), a nested sequence or a number (Python floats become float32, as in PyTorch).
+#[pyfunction]
+#[pyo3(signature = (data, dtype = None, requires_grad = false))]
+pub fn tensor(
+    data: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<PyTensor> {
+    let value = to_value(data, opt_dtype(dtype)?)?;
+    let value = if requires_grad {
+        map_value!(&value, t => t.detach().leaf()).py()?
+    } else {
+        value
+    };
+    Ok(PyTensor::new(value))
+}
+
+/// `from_numpy(array)`: a CPU tensor sharing the array's memory (the tensor keeps the array alive).
+#[pyfunction]
+pub fn from_numpy(array: &Bound<'_, numpy::PyUntypedArray>) -> PyResult<PyTensor> {
+    crate::convert::from_numpy(array).map(PyTensor::eager)
+}
+
+/// `from_dlpack(obj)`: a tensor sharing the memory of any DLPack producer (CPU memory).
+#[pyfunction]
+pub fn from_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    crate::dlpack::from_dlpack(obj).map(PyTensor::eager)
+}
+
+fn dtype_or(dtype: Option<&Bound<'_, PyAny>>, default: DType) -> PyResult<DType> {
+    Ok(opt_dtype(dtype)?.unwrap_or(default))
+}
+
+fn dims(shape: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
+    shape_args(shape)?
+        .into_iter()
+        .map(|d| {
+            usize::try_from(d).map_err(|_| {
+                pyo3::exceptions::PyValueError::new_err(format!("negative dimension {d}"))
+            })
+        })
+        .collect()
+}
+
+/// `zeros(*shape, dtype=float32)`.
+#[pyfunction]
+#[pyo3(signature = (*shape, dtype = None))]
+pub fn zeros(
+    py: Python<'_>,
+    shape: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let (d, dt) = (dims(shape)?, dtype_or(dtype, DType::F32)?);
+    compute(py, move || Tensor::zeros(d, dt, cpu()).map(Value::Eager))
+}
+
+/// `ones(*shape, dtype=float32)`.
+#[pyfunction]
+#[pyo3(signature = (*shape, dtype = None))]
+pub fn ones(
+    py: Python<'_>,
+    shape: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let (d, dt) = (dims(shape)?, dtype_or(dtype, DType::F32)?);
+    compute(py, move || Tensor::ones(d, dt, cpu()).map(Value::Eager))
+}
+
+/// `full(shape, value, dtype=None)`: the dtype defaults to the value's (float32 for a float).
+#[pyfunction]
+#[pyo3(signature = (shape, value, dtype = None))]
+pub fn full(
+    py: Python<'_>,
+    shape: &Bound<'_, PyAny>,
+    value: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let d: Vec<usize> = match shape.extract::<usize>() {
+        Ok(n) => vec![n],
+        Err(_) => shape.extract()?,
+    };
+    let s = number(value)?;
+    let dt = dtype_or(dtype, default_dtype(s))?;
+    compute(py, move || Tensor::full(d, s, dt, cpu()).map(Value::Eager))
+}
+
+fn number(obj: &Bound<'_, PyAny>) -> PyResult<Scalar> {
+    python_scalar(obj)?.ok_or_else(|| {
+        pyo3::exceptions::PyTypeError::new_err(format!("expected a number, got {obj}"))
+    })
+}
+
+/// `zeros_like(x, dtype=None)`.
+#[pyfunction]
+#[pyo3(signature = (x, dtype = None))]
+pub fn zeros_like(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    like(py, x, dtype, 0.0)
+}
+
+/// `ones_like(x, dtype=None)`.
+#[pyfunction]
+#[pyo3(signature = (x, dtype = None))]
+pub fn ones_like(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    like(py, x, dtype, 1.0)
+}
+
+fn like(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    fill: f64,
+) -> PyResult<PyTensor> {
+    let v = to_value(x, None)?;
+    let dt = dtype_or(dtype, v.dtype())?;
+    compute(
+        py,
+        move || map_value!(&v, t => Tensor::full(t.shape().to_vec(), fill, dt, t.backend())),
+    )
+}
+
+/// `arange(start, stop=None, step=1, dtype=None)`, as NumPy (int64 for integer arguments).
+#[pyfunction]
+#[pyo3(signature = (start, stop = None, step = None, dtype = None))]
+pub fn arange(
+    py: Python<'_>,
+    start: &Bound<'_, PyAny>,
+    stop: Option<&Bound<'_, PyAny>>,
+    step: Option<&Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let (lo, hi) = match stop {
+        Some(s) if !s.is_none() => (number(start)?, number(s)?),
+        _ => (Scalar::I64(0), number(start)?),
+    };
+    let st = match step {
+        Some(s) if !s.is_none() => number(s)?,
+        _ => Scalar::I64(1),
+    };
+    let all_int = [lo, hi, st].iter().all(|s| matches!(s, Scalar::I64(_)));
+    let dt = dtype_or(dtype, if all_int { DType::I64 } else { DType::F32 })?;
+    compute(py, move || {
+        Tensor::arange(lo, hi, st, dt, cpu()).map(Value::Eager)
+    })
+}
+
+/// `linspace(start, stop, num=50, dtype=float32)`.
+#[pyfunction]
+#[pyo3(signature = (start, stop, num = 50, dtype = None))]
+pub fn linspace(
+    py: Python<'_>,
+    start: f64,
+    stop: f64,
+    num: usize,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let dt = dtype_or(dtype, DType::F32)?;
+    compute(py, move || {
+        Tensor::linspace(start, stop, num, dt, cpu()).map(Value::Eager)
+    })
+}
+
+/// `eye(n, dtype=float32)`: the identity matrix.
+#[pyfunction]
+#[pyo3(signature = (n, dtype = None))]
+pub fn eye(py: Python<'_>, n: usize, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+    let dt = dtype_or(dtype, DType::F32)?;
+    compute(py, move || Tensor::eye(n, dt, cpu()).map(Value::Eager))
+}
+
+static GENERATOR: LazyLock<Mutex<Generator>> = LazyLock::new(|| Mutex::new(Generator::new(0)));
+
+fn with_generator<R>(f: impl FnOnce(&mut Generator) -> R) -> R {
+    let mut g = GENERATOR.lock().unwrap_or_else(|p| p.into_inner());
+    f(&mut g)
+}
+
+/// `manual_seed(seed)`: reseeds the global generator `rand` and `randn` draw from.
+#[pyfunction]
+pub fn manual_seed(seed: u64) {
+    with_generator(|g| *g = Generator::new(seed));
+}
+
+/// `rand(*shape, dtype=float32)`: uniform samples on [0, 1).
+#[pyfunction]
+#[pyo3(signature = (*shape, dtype = None))]
+pub fn rand(
+    py: Python<'_>,
+    shape: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let (d, dt) = (dims(shape)?, dtype_or(dtype, DType::F32)?);
+    compute(py, move || {
+        with_generator(|g| Tensor::rand(d, dt, g, cpu())).map(Value::Eager)
+    })
+}
+
+/// `randn(*shape, dtype=float32)`: standard normal samples.
+#[pyfunction]
+#[pyo3(signature = (*shape, dtype = None))]
+pub fn randn(
+    py: Python<'_>,
+    shape: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let (d, dt) = (dims(shape)?, dtype_or(dtype, DType::F32)?);
+    compute(py, move || {
+        with_generator(|g| Tensor::randn(d, dt, g, cpu())).map(Value::Eager)
+    })
+}
+
+fn values(tensors: &Bound<'_, PyAny>) -> PyResult<Vec<Value>> {
+    tensors.try_iter()?.map(|t| to_value(&t?, None)).collect()
+}
+
+/// `concatenate(tensors, axis=0)` (also `cat`).
+#[pyfunction]
+#[pyo3(signature = (tensors, axis = 0))]
+pub fn concatenate(py: Python<'_>, tensors: &Bound<'_, PyAny>, axis: isize) -> PyResult<PyTensor> {
+    let vs = values(tensors)?;
+    compute(py, move || match unify(&vs)? {
+        Group::Eager(ts) => Tensor::cat(&ts.iter().collect::<Vec<_>>(), axis).map(Value::Eager),
+        Group::Traced(ts) => Tensor::cat(&ts.iter().collect::<Vec<_>>(), axis).map(Value::Traced),
+    })
+}
+
+/// `stack(tensors, axis=0)`.
+#[pyfunction]
+#[pyo3(signature = (tensors, axis = 0))]
+pub fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, axis: isize) -> PyResult<PyTensor> {
+    let vs = values(tensors)?;
+    compute(py, move || match unify(&vs)? {
+        Group::Eager(ts) => Tensor::stack(&ts.iter().collect::<Vec<_>>(), axis).map(Value::Eager),
+        Group::Traced(ts) => Tensor::stack(&ts.iter().collect::<Vec<_>>(), axis).map(Value::Traced),
+    })
+}
+
+/// `where(condition, x, y)`: `x` where the condition holds, `y` elsewhere (broadcast, promoted).
+#[pyfunction]
+#[pyo3(name = "where")]
+pub fn where_(
+    py: Python<'_>,
+    condition: &Bound<'_, PyAny>,
+    x: &Bound<'_, PyAny>,
+    y: &Bound<'_, PyAny>,
+) -> PyResult<PyTensor> {
+    let vs = vec![
+        to_value(condition, None)?,
+        to_value(x, None)?,
+        to_value(y, None)?,
+    ];
+    compute(py, move || match unify(&vs)? {
+        Group::Eager(t) => t[0].where_(&t[1], &t[2]).map(Value::Eager),
+        Group::Traced(t) => t[0].where_(&t[1], &t[2]).map(Value::Traced),
+    })
+}
+
+/// `matmul(a, b)`, as NumPy's `@` (batched, broadcast).
+#[pyfunction]
+pub fn matmul(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    let (x, y) = (to_value(a, None)?, to_value(b, None)?);
+    compute(py, move || map_pair!(pair(&x, &y)?, l, r => l.matmul(&r)))
+}
+
+/// `einsum(equation, *operands)`, NumPy's subscripts with ellipses; the contraction order is
+/// planned as `np.einsum_path` with `optimize=True`.
+#[pyfunction]
+#[pyo3(signature = (equation, *operands))]
+pub fn einsum(
+    py: Python<'_>,
+    equation: String,
+    operands: &Bound<'_, PyTuple>,
+) -> PyResult<PyTensor> {
+    let vs = values(operands.as_any())?;
+    compute(py, move || match unify(&vs)? {
+        Group::Eager(ts) => {
+            Tensor::einsum(&equation, &ts.iter().collect::<Vec<_>>()).map(Value::Eager)
+        }
+        Group::Traced(ts) => {
+            Tensor::einsum(&equation, &ts.iter().collect::<Vec<_>>()).map(Value::Traced)
+        }
+    })
+}
+
+/// `with nabla_rs.no_grad():` records nothing for autodiff inside the block.
+#[pyclass(module = "nabla_rs", unsendable)]
+pub struct NoGrad {
+    guards: Vec<NoGradGuard>,
+}
+
+#[pymethods]
+impl NoGrad {
+    #[new]
+    fn py_new() -> Self {
+        NoGrad { guards: Vec::new() }
+    }
+
+    fn __enter__(&mut self) {
+        self.guards.push(NoGradGuard::new());
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, _args: &Bound<'_, PyTuple>) -> bool {
+        self.guards.pop();
+        false
+    }
+}
+
+/// `is_grad_enabled()`: `False` inside `no_grad`.
+#[pyfunction]
+pub fn is_grad_enabled() -> bool {
+    nabla_tensor::is_grad_enabled()
+}

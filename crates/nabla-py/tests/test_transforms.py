@@ -1,0 +1,150 @@
+"""JAX-style transforms against JAX itself: values and derivatives, pytrees, nesting, vmap, jit."""
+
+import numpy as np
+import pytest
+
+import nabla_rs as nb
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+jnp = jax.numpy
+
+
+def close(a, b, tol=1e-10):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+
+
+def f_nb(w, x):
+    return (nb.tanh(x @ w) ** 2).sum() + (w * w).sum()
+
+
+def f_jax(w, x):
+    return (jnp.tanh(x @ w) ** 2).sum() + (w * w).sum()
+
+
+@pytest.fixture
+def data():
+    r = np.random.default_rng(1)
+    return r.normal(size=(3, 2)), r.normal(size=(4, 3))
+
+
+def test_grad_argnums_and_value(data):
+    w, x = data
+    close(nb.grad(f_nb)(nb.tensor(w), nb.tensor(x)), jax.grad(f_jax)(w, x))
+    gw, gx = nb.grad(f_nb, argnums=(0, 1))(nb.tensor(w), nb.tensor(x))
+    jw, jx = jax.grad(f_jax, argnums=(0, 1))(w, x)
+    close(gw, jw)
+    close(gx, jx)
+    v, g = nb.value_and_grad(f_nb)(nb.tensor(w), nb.tensor(x))
+    close(v, f_jax(w, x))
+    close(g, jw)
+
+
+def test_grad_of_pytrees_and_aux(data):
+    w, x = data
+    params = {"w": nb.tensor(w), "b": [nb.tensor(np.ones(2))]}
+
+    def loss(p, x):
+        out = x @ p["w"] + p["b"][0]
+        return (out**2).sum(), out.shape
+
+    g, aux = nb.grad(loss, has_aux=True)(params, nb.tensor(x))
+    jg = jax.grad(lambda p, x: ((x @ p["w"] + p["b"][0]) ** 2).sum())({"w": w, "b": [np.ones(2)]}, x)
+    close(g["w"], jg["w"])
+    close(g["b"][0], jg["b"][0])
+    assert aux == (4, 2)
+
+
+def test_higher_order_grads(data):
+    f = lambda x: nb.sin(x) * x**3
+    fj = lambda x: jnp.sin(x) * x**3
+    x = 0.7
+    d = nb.tensor(x, dtype=nb.float64)
+    for order in range(1, 5):
+        g, gj = f, fj
+        for _ in range(order):
+            g, gj = nb.grad(g), jax.grad(gj)
+        close(g(d), gj(x))
+
+
+def test_vjp_and_jvp_with_several_outputs(data):
+    w, x = data
+    f = lambda w, x: (nb.tanh(x @ w), (w**2).sum())
+    fj = lambda w, x: (jnp.tanh(x @ w), (w**2).sum())
+    out, vjp_fn = nb.vjp(f, nb.tensor(w), nb.tensor(x))
+    jout, jvp_fn = jax.vjp(fj, w, x)
+    close(out[0], jout[0])
+    ct = (np.ones((4, 2)) * 0.5, 2.0)
+    for a, b in zip(vjp_fn((nb.tensor(ct[0]), nb.tensor(ct[1], dtype=nb.float64))), jvp_fn(ct)):
+        close(a, b)
+    tw, tx = np.ones_like(w), np.zeros_like(x)
+    (y, dy) = nb.jvp(f, (nb.tensor(w), nb.tensor(x)), (nb.tensor(tw), nb.tensor(tx)))
+    (jy, jdy) = jax.jvp(fj, (w, x), (tw, tx))
+    close(dy[0], jdy[0])
+    close(dy[1], jdy[1])
+
+
+def test_jacobians_hessian_and_hvp(data):
+    w, x = data
+    g = lambda w: nb.tanh(x @ w)
+    gj = lambda w: jnp.tanh(x @ w)
+    close(nb.jacfwd(g)(nb.tensor(w)), jax.jacfwd(gj)(w))
+    close(nb.jacrev(g)(nb.tensor(w)), jax.jacrev(gj)(w))
+    h = nb.hessian(lambda w: f_nb(w, nb.tensor(x)))(nb.tensor(w))
+    close(h, jax.hessian(lambda w: f_jax(w, x))(w))
+    v = np.arange(6.0).reshape(3, 2)
+    hv = nb.hvp(lambda w: f_nb(w, nb.tensor(x)), (nb.tensor(w),), (nb.tensor(v),))
+    close(hv, jax.jvp(jax.grad(lambda w: f_jax(w, x)), (w,), (v,))[1])
+
+
+def test_vmap_per_example_gradients(data):
+    w, x = data
+    per_example = nb.vmap(nb.grad(lambda w, xi: (nb.tanh(xi @ w) ** 2).sum()), in_axes=(None, 0))
+    ref = jax.vmap(jax.grad(lambda w, xi: (jnp.tanh(xi @ w) ** 2).sum()), in_axes=(None, 0))
+    close(per_example(nb.tensor(w), nb.tensor(x)), ref(w, x))
+    # Out axes and several outputs.
+    f = nb.vmap(lambda a: (a * 2, a.sum()), in_axes=1, out_axes=0)
+    a, s = f(nb.tensor(x))
+    close(a, (x * 2).T)
+    close(s, x.sum(0))
+
+
+def test_jit_compiles_once_and_matches_eager(data):
+    w, x = data
+    step = nb.jit(nb.grad(f_nb))
+    for _ in range(3):
+        close(step(nb.tensor(w), nb.tensor(x)), jax.grad(f_jax)(w, x))
+    assert len(step._cache) == 1
+    step(nb.tensor(w[:2]), nb.tensor(x[:, :2]))
+    assert len(step._cache) == 2
+    program = step.lower(nb.tensor(w), nb.tensor(x))
+    assert program.nodes[1] <= program.nodes[0] and "tanh" in str(program)
+    # Gradients flow through jit when an argument requires them.
+    wt = nb.tensor(w, requires_grad=True)
+    nb.jit(f_nb)(wt, nb.tensor(x)).backward()
+    close(wt.grad, jax.grad(f_jax)(w, x))
+
+
+def test_jit_of_vmap_and_vmap_of_jit(data):
+    w, x = data
+    per = lambda w, xi: (nb.tanh(xi @ w) ** 2).sum()
+    ref = jax.vmap(jax.grad(lambda w, xi: (jnp.tanh(xi @ w) ** 2).sum()), in_axes=(None, 0))(w, x)
+    close(nb.jit(nb.vmap(nb.grad(per), in_axes=(None, 0)))(nb.tensor(w), nb.tensor(x)), ref)
+    close(nb.vmap(nb.jit(nb.grad(per)), in_axes=(None, 0))(nb.tensor(w), nb.tensor(x)), ref)
+
+
+def test_python_exceptions_pass_through_transforms():
+    class Boom(Exception):
+        pass
+
+    def bad(x):
+        raise Boom("inside")
+
+    with pytest.raises(Boom, match="inside"):
+        nb.grad(bad)(nb.tensor(1.0))
+    with pytest.raises(Boom):
+        nb.vmap(bad)(nb.tensor([1.0, 2.0]))
+    with pytest.raises(Boom):
+        nb.jit(bad)(nb.tensor([1.0]))
+    with pytest.raises(RuntimeError, match="one element"):
+        nb.grad(lambda x: x * 2)(nb.tensor([1.0, 2.0]))  # not a scalar, as PyTorch's RuntimeError
