@@ -11,6 +11,7 @@ tensor([2., 4., 6.])
 from __future__ import annotations
 
 import functools as _functools
+import sys as _sys
 
 from . import _nabla
 from ._nabla import (  # noqa: F401
@@ -35,7 +36,7 @@ from ._nabla import (  # noqa: F401
     zeros,
     zeros_like,
 )
-from ._nabla import dtype  # noqa: F401
+from ._nabla import dtype, fft, linalg  # noqa: F401
 from ._pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten  # noqa: F401
 from ._transforms import (  # noqa: F401
     grad,
@@ -51,6 +52,26 @@ from ._transforms import (  # noqa: F401
 )
 
 __version__ = "0.1.0"
+
+# `import nabla_rs.linalg` and `from nabla_rs.fft import rfft` work as for packages.
+_sys.modules[__name__ + ".linalg"] = linalg
+_sys.modules[__name__ + ".fft"] = fft
+
+
+def _over_last_two(name):
+    nd = getattr(fft, name + "n")
+
+    def transform(a, s=None, axes=(-2, -1), norm=None):
+        return nd(a, s, axes, norm)
+
+    transform.__name__ = name + "2"
+    transform.__doc__ = f"The 2-D {name} over ``axes`` (the last two), as ``np.fft.{name}2``."
+    return transform
+
+
+for _kind in ("fft", "ifft", "rfft", "irfft"):
+    setattr(fft, _kind + "2", _over_last_two(_kind))
+del _kind
 
 # The dtypes, as module attributes: nabla_rs.float32, nabla_rs.int64, ...
 float16 = _nabla.float16
