@@ -49,6 +49,13 @@ pub fn slot_for(t: &Eager) -> Option<Arc<GradSlot>> {
     Some(slot)
 }
 
+/// Makes `slot` the slot of the leaf `t` (a parameter whose values were replaced keeps its `.grad`).
+pub fn rebind(t: &Eager, slot: &Arc<GradSlot>) {
+    if let Some(id) = t.var_id() {
+        lock(&SLOTS).insert(id, Arc::downgrade(slot));
+    }
+}
+
 /// Adds each gradient of `grads` to its leaf's slot (leaves no Python object holds are skipped),
 /// and forgets slots whose leaves are gone.
 pub fn accumulate(grads: &Gradients<nabla_any::AnyBackend>) -> Result<()> {

@@ -11,6 +11,7 @@ mod grads;
 mod index;
 mod linalg;
 mod methods;
+mod nn;
 mod ops;
 mod tensor;
 mod transforms;
@@ -57,5 +58,6 @@ fn _nabla(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(transforms::_compile, m)?)?;
     m.add_submodule(&linalg::linalg_module(m.py())?)?;
     m.add_submodule(&linalg::fft_module(m.py())?)?;
+    m.add_submodule(&nn::nn_module(m.py())?)?;
     Ok(())
 }

@@ -301,7 +301,7 @@ pub fn eye(py: Python<'_>, n: usize, dtype: Option<&Bound<'_, PyAny>>) -> PyResu
 
 static GENERATOR: LazyLock<Mutex<Generator>> = LazyLock::new(|| Mutex::new(Generator::new(0)));
 
-fn with_generator<R>(f: impl FnOnce(&mut Generator) -> R) -> R {
+pub fn with_generator<R>(f: impl FnOnce(&mut Generator) -> R) -> R {
     let mut g = GENERATOR.lock().unwrap_or_else(|p| p.into_inner());
     f(&mut g)
 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 /// A tensor: an n-dimensional array of one dtype on a device, tracked for gradients when it
 /// requires them.
-#[pyclass(name = "Tensor", module = "nabla_rs", weakref)]
+#[pyclass(name = "Tensor", module = "nabla_rs", weakref, subclass)]
 pub struct PyTensor {
     pub(crate) value: Value,
     /// Where `.grad` accumulates, for a leaf that requires gradients.
@@ -173,6 +173,38 @@ impl PyTensor {
             _ => None,
         };
         slot.set(value);
+        Ok(())
+    }
+
+    /// The values without gradient tracking (PyTorch's `.data`).
+    #[getter]
+    fn data(&self) -> PyResult<PyTensor> {
+        self.detach()
+    }
+
+    /// Replaces the values in place, as PyTorch's `p.data = values` (the optimizers use it): a leaf
+    /// that requires gradients stays one and keeps its accumulated `.grad`. The shape must match.
+    #[setter(data)]
+    fn set_data(&mut self, values: &Bound<'_, PyAny>) -> PyResult<()> {
+        let fresh = to_value(values, Some(self.value.dtype()))?
+            .eager("data")
+            .py()?
+            .detach();
+        if fresh.shape() != self.value.shape() {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "data of shape {:?} cannot replace a tensor of shape {:?}",
+                fresh.shape(),
+                self.value.shape()
+            )));
+        }
+        self.value = match &self.slot {
+            Some(slot) => {
+                let leaf = fresh.leaf().py()?;
+                grads::rebind(&leaf, slot);
+                Value::Eager(leaf)
+            }
+            None => Value::Eager(fresh),
+        };
         Ok(())
     }
 

@@ -37,6 +37,7 @@ from ._nabla import (  # noqa: F401
     zeros_like,
 )
 from ._nabla import dtype, fft, linalg  # noqa: F401
+from . import data, nn, optim  # noqa: F401
 from ._pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten  # noqa: F401
 from ._transforms import (  # noqa: F401
     grad,
@@ -52,6 +53,9 @@ from ._transforms import (  # noqa: F401
 )
 
 __version__ = "0.1.0"
+
+save_safetensors = _nabla.nn.save_safetensors
+load_safetensors = _nabla.nn.load_safetensors
 
 # `import nabla_rs.linalg` and `from nabla_rs.fft import rfft` work as for packages.
 _sys.modules[__name__ + ".linalg"] = linalg

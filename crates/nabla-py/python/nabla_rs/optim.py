@@ -1,0 +1,190 @@
+"""``nabla_rs.optim``: SGD, Adam and AdamW with PyTorch's arguments, defaults and update rules, and
+learning-rate schedulers (``optim.lr_scheduler``).
+
+An optimizer reads each parameter's ``.grad`` (filled by ``loss.backward()``) and replaces the
+parameter's values in place (``p.data = ...``), so modules see the update.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, Iterable, List
+
+from . import _nabla
+
+
+class Optimizer:
+    """The base class: ``param_groups`` (each a dict with ``params`` and hyper-parameters) and a
+    per-parameter ``state``."""
+
+    def __init__(self, params: Iterable[Any], defaults: Dict[str, Any]):
+        params = list(params)
+        if not params:
+            raise ValueError("optimizer got an empty parameter list")
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        self.defaults = defaults
+        self.param_groups: List[Dict[str, Any]] = []
+        for g in groups:
+            group = {**defaults, **g, "params": list(g["params"])}
+            for p in group["params"]:
+                if not p.requires_grad:
+                    raise ValueError("an optimizer can only update tensors that require grad")
+            self.param_groups.append(group)
+        self.state: Dict[int, Dict[str, Any]] = {}
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.grad = None if set_to_none or p.grad is None else _nabla.zeros_like(p.grad)
+
+    def step(self) -> None:
+        with _nabla.NoGrad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        self._update(p, p.grad, group, self.state.setdefault(id(p), {}))
+
+    def _update(self, p, g, group, state) -> None:
+        raise NotImplementedError
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with optional momentum (PyTorch's form), dampening, Nesterov
+    momentum and L2 weight decay."""
+
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False, maximize: bool = False):
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov, maximize=maximize))
+
+    def _update(self, p, g, group, state):
+        if group["maximize"]:
+            g = -g
+        if group["weight_decay"]:
+            g = g + group["weight_decay"] * p.data
+        m = group["momentum"]
+        if m:
+            buf = state.get("momentum_buffer")
+            buf = g if buf is None else buf * m + (1 - group["dampening"]) * g
+            state["momentum_buffer"] = buf
+            g = g + m * buf if group["nesterov"] else buf
+        p.data = p.data - group["lr"] * g
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba) with bias correction, as ``torch.optim.Adam``; ``weight_decay`` adds an L2
+    term to the gradient (see ``AdamW`` for decoupled decay)."""
+
+    decoupled = False
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False, maximize: bool = False):
+        if not 0.0 <= betas[0] < 1.0 or not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"betas must be in [0, 1), got {betas}")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      amsgrad=amsgrad, maximize=maximize))
+
+    def _update(self, p, g, group, state):
+        b1, b2 = group["betas"]
+        lr, wd = group["lr"], group["weight_decay"]
+        if group["maximize"]:
+            g = -g
+        data = p.data
+        if wd and self.decoupled:
+            data = data * (1 - lr * wd)
+        elif wd:
+            g = g + wd * data
+        t = state.get("step", 0) + 1
+        m = state.get("exp_avg")
+        v = state.get("exp_avg_sq")
+        m = (1 - b1) * g if m is None else m * b1 + (1 - b1) * g
+        v = (1 - b2) * g * g if v is None else v * b2 + (1 - b2) * g * g
+        state.update(step=t, exp_avg=m, exp_avg_sq=v)
+        if group["amsgrad"]:
+            vmax = state.get("max_exp_avg_sq")
+            vmax = v if vmax is None else _nabla.maximum(vmax, v)
+            state["max_exp_avg_sq"] = vmax
+            v = vmax
+        step_size = lr / (1 - b1**t)
+        denom = (v / (1 - b2**t)).sqrt() + group["eps"]
+        p.data = data - step_size * m / denom
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter), as ``torch.optim.AdamW``
+    (``weight_decay`` defaults to 0.01)."""
+
+    decoupled = True
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, maximize: bool = False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize)
+
+
+class _Scheduler:
+    """Sets each group's ``lr`` from the epoch count on every ``step()``."""
+
+    def __init__(self, optimizer: Optimizer):
+        self.optimizer = optimizer
+        self.base_lrs = [g["lr"] for g in optimizer.param_groups]
+        self.last_epoch = 0
+
+    def _lr(self, base: float, epoch: int) -> float:
+        raise NotImplementedError
+
+    def step(self) -> None:
+        self.last_epoch += 1
+        for g, base in zip(self.optimizer.param_groups, self.base_lrs):
+            g["lr"] = self._lr(base, self.last_epoch)
+
+    def get_last_lr(self) -> List[float]:
+        return [g["lr"] for g in self.optimizer.param_groups]
+
+
+class _LrScheduler:
+    """``optim.lr_scheduler``: StepLR, ExponentialLR, CosineAnnealingLR and LambdaLR."""
+
+    class StepLR(_Scheduler):
+        """``lr = base · gamma^(epoch // step_size)``."""
+
+        def __init__(self, optimizer, step_size: int, gamma: float = 0.1):
+            super().__init__(optimizer)
+            self.step_size, self.gamma = step_size, gamma
+
+        def _lr(self, base, epoch):
+            return base * self.gamma ** (epoch // self.step_size)
+
+    class ExponentialLR(_Scheduler):
+        """``lr = base · gamma^epoch``."""
+
+        def __init__(self, optimizer, gamma: float):
+            super().__init__(optimizer)
+            self.gamma = gamma
+
+        def _lr(self, base, epoch):
+            return base * self.gamma**epoch
+
+    class CosineAnnealingLR(_Scheduler):
+        """``lr = eta_min + (base - eta_min)(1 + cos(π epoch / T_max)) / 2``."""
+
+        def __init__(self, optimizer, T_max: int, eta_min: float = 0.0):
+            super().__init__(optimizer)
+            self.T_max, self.eta_min = T_max, eta_min
+
+        def _lr(self, base, epoch):
+            return self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * epoch / self.T_max)) / 2
+
+    class LambdaLR(_Scheduler):
+        """``lr = base · lr_lambda(epoch)``."""
+
+        def __init__(self, optimizer, lr_lambda):
+            super().__init__(optimizer)
+            self.lr_lambda = lr_lambda
+
+        def _lr(self, base, epoch):
+            return base * self.lr_lambda(epoch)
+
+
+lr_scheduler = _LrScheduler

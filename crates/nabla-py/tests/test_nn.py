@@ -1,0 +1,159 @@
+"""nn modules, losses, optimizers, state dicts and the data loader against PyTorch's numbers
+(fixtures/torch_nn.json, written by scripts/gen_torch_py_fixtures.py)."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import nabla_rs as nb
+from nabla_rs import nn, optim
+from nabla_rs.nn import functional as F
+
+HERE = os.path.dirname(__file__)
+with open(os.path.join(HERE, "fixtures", "torch_nn.json")) as fh:
+    REF = json.load(fh)
+
+
+def close(a, b, tol=1e-10):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+
+
+def small_cnn():
+    m = nn.Sequential(
+        nn.Conv2d(1, 3, 3, padding=1, dtype=nb.float64),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(3 * 2 * 2, 4, dtype=nb.float64),
+    )
+    m.load_state_dict({k: np.array(v) for k, v in REF["init"].items()})
+    return m
+
+
+def test_state_dict_names_match_pytorch():
+    m = small_cnn()
+    assert list(m.state_dict()) == list(REF["init"])
+    assert [n for n, _ in m.named_parameters()] == list(REF["init"])
+    assert all(p.requires_grad and p.is_leaf for p in m.parameters())
+
+
+def test_functional_ops_match_pytorch():
+    ops = REF["ops"]
+    x = nb.tensor(np.array(REF["x"]), requires_grad=True)
+    w = nb.tensor(np.array(ops["w"]), requires_grad=True)
+    conv = F.conv2d(x, w, stride=1, padding=1)
+    pool = F.max_pool2d(conv, 2)
+    close(conv, ops["conv"])
+    close(pool, ops["pool"])
+    loss = F.cross_entropy(pool.flatten(1)[:, :4], nb.tensor(REF["y"]), label_smoothing=0.1)
+    close(loss, ops["loss"])
+    loss.backward()
+    close(x.grad, ops["grad_x"])
+    close(w.grad, ops["grad_w"])
+
+
+@pytest.mark.parametrize("name", ["sgd_momentum", "sgd_nesterov", "adam", "adamw"])
+def test_optimizers_follow_pytorch(name):
+    m = small_cnn()
+    make = {
+        "sgd_momentum": lambda p: optim.SGD(p, lr=0.1, momentum=0.9, weight_decay=0.01),
+        "sgd_nesterov": lambda p: optim.SGD(p, lr=0.05, momentum=0.8, nesterov=True),
+        "adam": lambda p: optim.Adam(p, lr=0.01, weight_decay=0.1),
+        "adamw": lambda p: optim.AdamW(p, lr=0.01),
+    }[name]
+    opt = make(m.parameters())
+    x, y = nb.tensor(np.array(REF["x"])), nb.tensor(REF["y"])
+    losses = []
+    for _ in range(3):
+        loss = F.cross_entropy(m(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    run = REF["runs"][name]
+    close(losses, run["losses"])
+    for k, v in m.state_dict().items():
+        close(v, run["final"][k])
+
+
+def test_schedulers():
+    p = nn.Parameter(nb.zeros(2))
+    opt = optim.SGD([p], lr=1.0)
+    sched = optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    lrs = []
+    for _ in range(5):
+        sched.step()
+        lrs.append(sched.get_last_lr()[0])
+    assert lrs == [1.0, 0.5, 0.5, 0.25, 0.25]
+    cos = optim.lr_scheduler.CosineAnnealingLR(optim.SGD([p], lr=2.0), T_max=4)
+    for _ in range(4):
+        cos.step()
+    assert cos.get_last_lr()[0] == pytest.approx(0.0)
+
+
+def test_safetensors_interchange_with_pytorch(tmp_path):
+    torch_state = nb.load_safetensors(os.path.join(HERE, "fixtures", "torch_state.safetensors"))
+    assert set(torch_state) == set(REF["init"])
+    for k, v in torch_state.items():
+        close(v, np.array(REF["init"][k], dtype=np.float32).astype(np.float64), tol=1e-6)
+    m = small_cnn()
+    path = tmp_path / "model.safetensors"
+    nb.save_safetensors(m.state_dict(), str(path), metadata={"format": "pt"})
+    m2 = small_cnn()
+    for p in m2.parameters():
+        p.data = nb.zeros_like(p)
+    m2.load_state_dict(nb.load_safetensors(str(path)))
+    for (k, a), (_, b) in zip(m.state_dict().items(), m2.state_dict().items()):
+        close(a, b, tol=0)
+    with pytest.raises(OSError):
+        nb.load_safetensors(str(tmp_path / "missing.safetensors"))
+    with pytest.raises(KeyError):
+        m.load_state_dict({"nope": nb.zeros(1)})
+
+
+def test_data_loader_batches_and_shuffles():
+    x = np.arange(10.0)
+    y = np.arange(10) * 2
+    batches = list(nb.data.DataLoader(x, y, batch_size=4))
+    assert [len(b[0]) for b in batches] == [4, 4, 2]
+    assert batches[2][1].tolist() == [16, 18]
+    dl = nb.data.DataLoader(x, y, batch_size=4, shuffle=True, drop_last=True, seed=3)
+    assert len(dl) == 2
+    first = [b[0].tolist() for b in dl]
+    seen = sorted(v for b in first for v in b)
+    assert len(seen) == 8 and len(set(seen)) == 8
+    again = [b[0].tolist() for b in nb.data.DataLoader(x, y, batch_size=4, shuffle=True, drop_last=True, seed=3)]
+    assert first == again
+    with pytest.raises(ValueError):
+        nb.data.DataLoader(x, y[:3])
+
+
+def test_training_the_digits_cnn_learns():
+    nb.manual_seed(0)
+    images, labels = nb.data.load_digits()
+    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(128, 10))
+    opt = optim.Adam(model.parameters(), lr=1e-2)
+    for xb, yb in nb.data.DataLoader(images, labels, batch_size=64, shuffle=True):
+        loss = F.cross_entropy(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    with nb.no_grad():
+        accuracy = (model(nb.tensor(images)).argmax(1) == nb.tensor(labels)).astype(nb.float32).mean().item()
+    assert accuracy > 0.8
+
+
+def test_dropout_and_layer_norm():
+    x = nb.ones(1000)
+    d = F.dropout(x, 0.25)
+    kept = (d != 0).astype(nb.float32).mean().item()
+    assert 0.65 < kept < 0.85
+    values = d.numpy()
+    assert np.all(np.isclose(values, 0.0) | np.isclose(values, 1 / 0.75))
+    assert F.dropout(x, 0.25, training=False).tolist() == x.tolist()
+    ln = nn.LayerNorm(4)
+    y = ln(nb.tensor(np.arange(8.0, dtype=np.float32).reshape(2, 4)))
+    close(y.mean(-1), [0, 0], tol=1e-6)

@@ -1,0 +1,75 @@
+"""Reference values for the Python package's nn tests, from PyTorch (run once; the tests need no torch).
+
+Writes crates/nabla-py/tests/fixtures/torch_nn.json: a small CNN's initial weights, a fixed batch,
+and for SGD (momentum, Nesterov, weight decay), Adam and AdamW the losses and final weights after
+three steps; plus conv2d / max_pool2d / cross-entropy values and gradients. Also writes
+torch_state.safetensors, a state dict saved by `safetensors.torch.save_file`.
+
+    /tmp/jaxenv/bin/python scripts/gen_torch_py_fixtures.py
+"""
+
+import json
+import os
+
+import torch
+from safetensors.torch import save_file
+
+torch.manual_seed(0)
+OUT = os.path.join(os.path.dirname(__file__), "..", "crates", "nabla-py", "tests", "fixtures")
+
+
+def model():
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(1, 3, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(),
+        torch.nn.Linear(3 * 2 * 2, 4),
+    ).double()
+
+
+base = model()
+init = {k: v.tolist() for k, v in base.state_dict().items()}
+x = torch.randn(5, 1, 4, 4, dtype=torch.float64)
+y = torch.tensor([0, 3, 1, 2, 3])
+
+optimizers = {
+    "sgd_momentum": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, weight_decay=0.01),
+    "sgd_nesterov": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.8, nesterov=True),
+    "adam": lambda p: torch.optim.Adam(p, lr=0.01, weight_decay=0.1),
+    "adamw": lambda p: torch.optim.AdamW(p, lr=0.01),
+}
+runs = {}
+for name, make in optimizers.items():
+    m = model()
+    m.load_state_dict(base.state_dict())
+    opt = make(m.parameters())
+    losses = []
+    for _ in range(3):
+        loss = torch.nn.functional.cross_entropy(m(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    runs[name] = {"losses": losses, "final": {k: v.tolist() for k, v in m.state_dict().items()}}
+
+xg = x.clone().requires_grad_()
+w = torch.randn(2, 1, 3, 3, dtype=torch.float64, requires_grad=True)
+conv = torch.nn.functional.conv2d(xg, w, stride=1, padding=1)
+pool = torch.nn.functional.max_pool2d(conv, 2)
+logits = pool.flatten(1)[:, :4]
+loss = torch.nn.functional.cross_entropy(logits, y, label_smoothing=0.1)
+loss.backward()
+ops = {
+    "w": w.tolist(),
+    "conv": conv.tolist(),
+    "pool": pool.tolist(),
+    "loss": loss.item(),
+    "grad_x": xg.grad.tolist(),
+    "grad_w": w.grad.tolist(),
+}
+
+with open(os.path.join(OUT, "torch_nn.json"), "w") as f:
+    json.dump({"init": init, "x": x.tolist(), "y": y.tolist(), "runs": runs, "ops": ops}, f)
+save_file({k: v.float().contiguous() for k, v in base.state_dict().items()}, os.path.join(OUT, "torch_state.safetensors"))
+print("wrote", OUT)
