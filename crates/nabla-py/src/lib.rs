@@ -4,6 +4,7 @@
 //! and the PyTorch- and JAX-style front ends.
 
 mod convert;
+mod custom;
 mod dlpack;
 mod dtype;
 mod error;
@@ -56,6 +57,8 @@ fn _nabla(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(transforms::_jacobian, m)?)?;
     m.add_function(wrap_pyfunction!(transforms::_vmap, m)?)?;
     m.add_function(wrap_pyfunction!(transforms::_compile, m)?)?;
+    m.add_function(wrap_pyfunction!(custom::_custom_call, m)?)?;
+    m.add_function(wrap_pyfunction!(custom::_checkpoint, m)?)?;
     m.add_submodule(&linalg::linalg_module(m.py())?)?;
     m.add_submodule(&linalg::fft_module(m.py())?)?;
     m.add_submodule(&nn::nn_module(m.py())?)?;

@@ -51,13 +51,13 @@ impl Kind for TracingBackend {
     }
 }
 
-fn tensors_of<'py, B: Kind>(py: Python<'py>, xs: &[Tensor<B>]) -> PyResult<Bound<'py, PyList>> {
+pub fn tensors_of<'py, B: Kind>(py: Python<'py>, xs: &[Tensor<B>]) -> PyResult<Bound<'py, PyList>> {
     PyList::new(py, xs.iter().map(|x| PyTensor::new(B::wrap(x.clone()))))
 }
 
 /// Calls Python's `f(list_of_tensors)` and reads back a list of tensors (a single tensor is a
 /// list of one). Python exceptions travel through Rust stashed and come out unchanged.
-fn call_many<B: Kind>(
+pub fn call_many<B: Kind>(
     py: Python<'_>,
     f: &Bound<'_, PyAny>,
     xs: &[Tensor<B>],
@@ -100,13 +100,13 @@ fn call_one<B: Kind>(
     Ok(out.remove(0))
 }
 
-fn anchor_of<B: Backend>(xs: &[Tensor<B>]) -> Result<Tensor<B>> {
+pub fn anchor_of<B: Backend>(xs: &[Tensor<B>]) -> Result<Tensor<B>> {
     xs.first()
         .cloned()
         .ok_or_else(|| Error::invalid("transform", "the function needs at least one input"))
 }
 
-fn read_values(xs: &Bound<'_, PyAny>) -> PyResult<Vec<Value>> {
+pub fn read_values(xs: &Bound<'_, PyAny>) -> PyResult<Vec<Value>> {
     xs.try_iter()?
         .map(|x| crate::convert::to_value(&x?, None))
         .collect()

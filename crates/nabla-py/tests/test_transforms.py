@@ -148,3 +148,62 @@ def test_python_exceptions_pass_through_transforms():
         nb.jit(bad)(nb.tensor([1.0]))
     with pytest.raises(RuntimeError, match="one element"):
         nb.grad(lambda x: x * 2)(nb.tensor([1.0, 2.0]))  # not a scalar, as PyTorch's RuntimeError
+
+
+def test_custom_vjp_rule_is_used_everywhere():
+    @nb.custom_vjp
+    def clip_gradient(x):
+        return x * 1.0
+
+    def fwd(x):
+        return x * 1.0, None
+
+    def bwd(_, g):
+        return (nb.where(g > 1.0, 1.0, g),)
+
+    clip_gradient.defvjp(fwd, bwd)
+
+    @jax.custom_vjp
+    def clip_j(x):
+        return x
+
+    clip_j.defvjp(lambda x: (x, None), lambda _, g: (jnp.minimum(g, 1.0),))
+
+    x = np.array([0.5, 2.0, -1.0])
+    f = lambda x: (clip_gradient(x) * 3.0).sum()
+    fj = lambda x: (clip_j(x) * 3.0).sum()
+    close(nb.grad(f)(nb.tensor(x)), jax.grad(fj)(x))
+    close(nb.vmap(nb.grad(lambda v: (clip_gradient(v) * 3.0).sum()))(nb.tensor(x)), jax.vmap(jax.grad(lambda v: (clip_j(v) * 3.0).sum()))(x))
+    close(nb.jit(nb.grad(f))(nb.tensor(x)), jax.grad(fj)(x))
+    t = nb.tensor(x, requires_grad=True)
+    f(t).backward()
+    close(t.grad, [1.0, 1.0, 1.0])
+
+
+def test_custom_vjp_with_residuals_and_two_arguments():
+    @nb.custom_vjp
+    def mul(a, b):
+        return a * b
+
+    mul.defvjp(lambda a, b: (a * b, (a, b)), lambda res, g: (g * res[1] * 2.0, None))
+    ga, gb = nb.grad(lambda a, b: mul(a, b).sum(), argnums=(0, 1))(nb.tensor([1.0, 2.0]), nb.tensor([3.0, 4.0]))
+    close(ga, [6.0, 8.0])  # the rule's (doubled) value, not the true derivative
+    close(gb, [0.0, 0.0])
+
+
+def test_checkpoint_gives_the_same_gradients(data):
+    w, x = data
+    layer = nb.nn.Linear(3, 3, dtype=nb.float64)
+    block = lambda h: nb.tanh(layer(h)) * 2.0
+    loss_plain = lambda w: (block(nb.tensor(x) @ nb.eye(3, dtype=nb.float64) * w[0, 0]) ** 2).sum()
+    loss_ckpt = lambda w: (nb.checkpoint(block, captured=list(layer.parameters()))(nb.tensor(x) @ nb.eye(3, dtype=nb.float64) * w[0, 0]) ** 2).sum()
+    close(nb.grad(loss_ckpt)(nb.tensor(w)), nb.grad(loss_plain)(nb.tensor(w)), tol=0)
+    for p in layer.parameters():
+        p.grad = None
+    loss_ckpt(nb.tensor(w)).backward()
+    ckpt_grads = [p.grad.numpy().copy() for p in layer.parameters()]
+    for p in layer.parameters():
+        p.grad = None
+    loss_plain(nb.tensor(w)).backward()
+    for a, p in zip(ckpt_grads, layer.parameters()):
+        close(a, p.grad, tol=0)

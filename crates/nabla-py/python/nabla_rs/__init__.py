@@ -40,6 +40,8 @@ from ._nabla import dtype, fft, linalg  # noqa: F401
 from . import data, nn, optim  # noqa: F401
 from ._pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten  # noqa: F401
 from ._transforms import (  # noqa: F401
+    checkpoint,
+    custom_vjp,
     grad,
     hessian,
     hvp,

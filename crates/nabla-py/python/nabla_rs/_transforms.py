@@ -276,3 +276,67 @@ class jit:
         leaves, in_def = tree_flatten(args)
         tensors = [_as_tensor(x) for x in leaves]
         return self._cache[(in_def, tuple((tuple(t.shape), t.dtype) for t in tensors))][0]
+
+
+class custom_vjp:
+    """A function with its own reverse-mode rule, as ``jax.custom_vjp``: ``fwd(*args)`` returns
+    ``(output, residuals)`` and ``bwd(residuals, cotangent)`` one cotangent (or ``None``) per
+    argument. Every reverse transform (``grad``, ``vjp``, ``backward``, ``jacrev``, nested, under
+    ``vmap`` and ``jit``) uses the rule; forward mode differentiates the function itself. The
+    output is one tensor."""
+
+    def __init__(self, fun: Callable):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.fwd = self.bwd = None
+
+    def defvjp(self, fwd: Callable, bwd: Callable) -> "custom_vjp":
+        self.fwd, self.bwd = fwd, bwd
+        return self
+
+    def __call__(self, *args):
+        if self.fwd is None:
+            raise TypeError(f"{self.fun.__name__}: call defvjp(fwd, bwd) before using a custom_vjp function")
+        leaves, in_def = tree_flatten(args)
+        leaves = [_as_tensor(x) for x in leaves]
+        counts = [len(tree_flatten(a)[0]) for a in args]
+        cell = {}
+
+        def body(xs):
+            out, cell["res"] = self.fwd(*tree_unflatten(in_def, list(xs)))
+            return _as_tensor(out)
+
+        def reverse(inputs, output, g):
+            if "res" not in cell:
+                _, cell["res"] = self.fwd(*tree_unflatten(in_def, list(inputs)))
+            cts = self.bwd(cell["res"], g)
+            if not isinstance(cts, tuple) or len(cts) != len(args):
+                raise ValueError(f"{self.fun.__name__}: bwd must return a tuple of {len(args)} cotangents")
+            flat = []
+            for ct, n in zip(cts, counts):
+                flat.extend([None] * n if ct is None else tree_flatten(ct)[0])
+            return flat
+
+        return _nabla._custom_call(getattr(self.fun, "__name__", "custom_vjp"), body, reverse, None, leaves)
+
+
+def checkpoint(f: Callable, captured: Any = None):
+    """``f`` recomputed in the backward pass instead of keeping its intermediate values, as
+    ``jax.checkpoint`` / ``torch.utils.checkpoint``: same gradients, less memory. Tensors ``f`` reads
+    besides its arguments must be listed in ``captured`` to receive gradients (for an ``nn.Module``,
+    its parameters are taken by default)."""
+
+    @functools.wraps(f)
+    def wrapped(*args):
+        leaves, in_def = tree_flatten(args)
+        leaves = [_as_tensor(x) for x in leaves]
+        caps = captured
+        if caps is None:
+            caps = list(f.parameters()) if hasattr(f, "parameters") else []
+
+        def body(xs):
+            return _as_tensor(f(*tree_unflatten(in_def, list(xs))))
+
+        return _nabla._checkpoint(body, leaves, list(caps))
+
+    return wrapped
