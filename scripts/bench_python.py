@@ -4,6 +4,11 @@ Workloads:
 - `chain_10k`: per-op overhead from Python: a 10,000-op eager chain on a 16-element tensor
   (`y = y * a + b`, 5,000 times) followed by backward (forward + backward time / 10,000 ops).
 - `chain_10k_fwd`: the same chain without gradients.
+- `mlp_step`: a training step (zero_grad, forward, cross-entropy, backward, Adam) of the MLP
+  784-512-512-10 on a batch of 128, written with `nabla_rs.nn` / `torch.nn` (JAX is not compared
+  here: scripts/bench_training.py measures its jitted step against nabla's Rust step).
+- `cnn_step`: the same for conv3x3(1->32)-relu-maxpool2-conv3x3(32->64)-relu-maxpool2-
+  linear(1600->128)-relu-linear(128->10) on a batch of 64 1x28x28 images.
 
 Run with the package installed (`bash scripts/test_python.sh` builds it into target/py-venv, or
 `maturin develop --release` in crates/nabla-py); PyTorch and JAX are compared when installed:
@@ -23,8 +28,44 @@ from bench_support import compare_rounds, median_time  # noqa: E402
 N_PAIRS = 5_000  # two ops each
 
 
+def _models(nn):
+    mlp = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    cnn = nn.Sequential(
+        nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(), nn.Linear(128, 10),
+    )
+    return mlp, cnn
+
+
+def _batches():
+    import numpy as np
+
+    r = np.random.default_rng(0)
+    return (
+        (r.normal(size=(128, 784)).astype(np.float32), r.integers(0, 10, 128)),
+        (r.normal(size=(64, 1, 28, 28)).astype(np.float32), r.integers(0, 10, 64)),
+    )
+
+
+def _step(model, opt, loss_fn, x, y):
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
 def nabla_measure(repeats: int) -> dict:
     import nabla_rs as nb
+
+    mlp, cnn = _models(nb.nn)
+    (xm, ym), (xc, yc) = _batches()
+    ce = nb.nn.functional.cross_entropy
+    mlp_step = _step(mlp, nb.optim.Adam(mlp.parameters()), ce, nb.tensor(xm), nb.tensor(ym))
+    cnn_step = _step(cnn, nb.optim.Adam(cnn.parameters()), ce, nb.tensor(xc), nb.tensor(yc))
 
     a, b = nb.tensor([1.0001] * 16), nb.tensor([1e-4] * 16)
 
@@ -43,6 +84,8 @@ def nabla_measure(repeats: int) -> dict:
     return {
         "chain_10k_s": median_time(chain_grad, repeats, warmup=1),
         "chain_10k_fwd_s": median_time(chain_fwd, repeats, warmup=1),
+        "mlp_step_s": median_time(mlp_step, 4 * repeats),
+        "cnn_step_s": median_time(cnn_step, 4 * repeats),
     }
 
 
@@ -65,10 +108,18 @@ def torch_setup():
             for _ in range(N_PAIRS):
                 y = y * a + b
 
+    mlp, cnn = _models(torch.nn)
+    (xm, ym), (xc, yc) = _batches()
+    ce = torch.nn.functional.cross_entropy
+    mlp_step = _step(mlp, torch.optim.Adam(mlp.parameters()), ce, torch.from_numpy(xm), torch.from_numpy(ym))
+    cnn_step = _step(cnn, torch.optim.Adam(cnn.parameters()), ce, torch.from_numpy(xc), torch.from_numpy(yc))
+
     def measure(repeats):
         return {
             "chain_10k_s": median_time(chain_grad, repeats, warmup=1),
             "chain_10k_fwd_s": median_time(chain_fwd, repeats, warmup=1),
+            "mlp_step_s": median_time(mlp_step, 4 * repeats),
+            "cnn_step_s": median_time(cnn_step, 4 * repeats),
         }
 
     return torch.__version__, measure
@@ -111,7 +162,7 @@ def main() -> None:
         args.repeats,
         args.json,
     )
-    per_op = {k: v["nabla_s"] / (2 * N_PAIRS) * 1e6 for k, v in table.items()}
+    per_op = {k: v["nabla_s"] / (2 * N_PAIRS) * 1e6 for k, v in table.items() if k.startswith("chain")}
     print("nabla per op (µs): " + ", ".join(f"{k.removesuffix('_s')} {v:.2f}" for k, v in per_op.items()))
 
 

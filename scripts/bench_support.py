@@ -28,7 +28,7 @@ def compare_rounds(run_nabla, setups: dict, rounds: int, repeats: int, json_path
     """Runs `rounds` alternating rounds of nabla and each available peer, prints the table and returns it.
 
     `run_nabla(round_index)` returns {key: seconds}; `setups` maps a peer's name to a function returning
-    `(version, measure)`, where `measure(repeats)` returns {key: seconds} for the same keys (a peer whose setup
+    `(version, measure)`, where `measure(repeats)` returns {key: seconds} for the same keys (or some of them) (a peer whose setup
     raises ImportError is left out, with a message). The table gives, per key, the median time over
     rounds and the median of the per-round ratios peer / nabla (above 1: nabla is faster); with
     `json_path` it is also written there as JSON.
@@ -58,6 +58,9 @@ def compare_rounds(run_nabla, setups: dict, rounds: int, repeats: int, json_path
         row = {"nabla_s": median([r[key] for r in results["nabla"]])}
         line = f"{key.removesuffix('_s'):{width}} {ms(row['nabla_s'])}"
         for p in peers:
+            if key not in results[p][0]:  # a peer may measure only some workloads
+                line += f" {'-':>10} {'-':>12}"
+                continue
             t = median([r[key] for r in results[p]])
             ratio = median([o[key] / nb[key] for nb, o in zip(results["nabla"], results[p])])
             row[f"{p}_s"], row[f"{p}_over_nabla"] = t, ratio

@@ -87,29 +87,19 @@ class Adam(Optimizer):
                                       amsgrad=amsgrad, maximize=maximize))
 
     def _update(self, p, g, group, state):
-        b1, b2 = group["betas"]
-        lr, wd = group["lr"], group["weight_decay"]
+        # One fused pass per parameter (nabla's Adam kernel, PyTorch's formulas and roundings).
         if group["maximize"]:
             g = -g
-        data = p.data
-        if wd and self.decoupled:
-            data = data * (1 - lr * wd)
-        elif wd:
-            g = g + wd * data
         t = state.get("step", 0) + 1
-        m = state.get("exp_avg")
-        v = state.get("exp_avg_sq")
-        m = (1 - b1) * g if m is None else m * b1 + (1 - b1) * g
-        v = (1 - b2) * g * g if v is None else v * b2 + (1 - b2) * g * g
-        state.update(step=t, exp_avg=m, exp_avg_sq=v)
-        if group["amsgrad"]:
-            vmax = state.get("max_exp_avg_sq")
-            vmax = v if vmax is None else _nabla.maximum(vmax, v)
-            state["max_exp_avg_sq"] = vmax
-            v = vmax
-        step_size = lr / (1 - b1**t)
-        denom = (v / (1 - b2**t)).sqrt() + group["eps"]
-        p.data = data - step_size * m / denom
+        names = ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if group["amsgrad"] else [])
+        moments = [state.get(n) for n in names]
+        if moments[0] is None:
+            moments = [_nabla.zeros_like(p.data) for _ in names]
+        out = _nabla.nn._adam_step(p.data, g, moments, t, group["lr"], group["betas"], group["eps"],
+                                   group["weight_decay"], self.decoupled, group["amsgrad"])
+        state["step"] = t
+        state.update(zip(names, out[:-1]))
+        p.data = out[-1]
 
 
 class AdamW(Adam):
