@@ -14,6 +14,7 @@ mod linalg;
 mod methods;
 mod nn;
 mod ops;
+mod select;
 mod tensor;
 mod transforms;
 mod value;

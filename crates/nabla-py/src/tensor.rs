@@ -382,7 +382,7 @@ impl PyTensor {
     }
 
     /// The tensor converted to `dtype`.
-    fn astype(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    pub(crate) fn astype(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         let d = crate::dtype::parse_dtype(dtype)?;
         let v = self.value.clone();
         compute(py, move || map_value!(&v, t => t.cast(d)))

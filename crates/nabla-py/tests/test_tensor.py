@@ -146,3 +146,32 @@ def test_softmax_and_logsumexp(rng, close):
     e = np.exp(a - a.max(1, keepdims=True))
     close(nb.tensor(a).softmax(), e / e.sum(1, keepdims=True), rtol=1e-12)
     close(nb.tensor(a).logsumexp(1), np.log(np.exp(a).sum(1)), rtol=1e-12)
+
+
+def test_sorting_selection_splitting_and_padding(close):
+    a = np.array([[3.0, 1.0, 2.0], [0.5, 9.0, -1.0]])
+    t = nb.tensor(a)
+    close(t.sort(), np.sort(a))
+    close(t.sort(axis=0, descending=True), -np.sort(-a, axis=0))
+    close(t.argsort(), np.argsort(a, kind="stable"))
+    values, indices = t.topk(2)
+    close(values, [[3.0, 2.0], [9.0, 0.5]])
+    close(indices, [[0, 2], [1, 0]])
+    close(t.gather(1, nb.tensor([[2], [0]])), [[2.0], [0.5]])
+    parts = nb.arange(7).split(3)
+    assert [p.tolist() for p in parts] == [[0, 1, 2], [3, 4, 5], [6]]
+    assert [p.shape for p in t.chunk(3, axis=1)] == [(2, 1)] * 3
+    close(nb.tensor([0, 2]).one_hot(3), np.eye(3)[[0, 2]])
+    close(t.pad([(1, 0), (0, 2)], value=-1.0), np.pad(a, [(1, 0), (0, 2)], constant_values=-1.0))
+
+
+def test_devices():
+    t = nb.tensor([1.0, 2.0], requires_grad=True)
+    assert t.device == "cpu"
+    moved = t.to("cpu")
+    (moved * moved).sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), [2.0, 4.0])  # moves are differentiable
+    assert t.to("float64").dtype == nb.float64
+    assert t.to(nb.float16).dtype == nb.float16
+    with pytest.raises(ValueError, match="tpu"):
+        t.to("tpu")
