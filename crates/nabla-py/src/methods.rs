@@ -272,21 +272,6 @@ impl PyTensor {
         Ok(Py::new(py, compare(py, &self.value, cmp, rhs)?)?.into_any())
     }
 
-    /// Sum over `axis` (every axis when `None`).
-    #[pyo3(signature = (axis = None, keepdims = false))]
-    fn sum(
-        &self,
-        py: Python<'_>,
-        axis: Option<&Bound<'_, PyAny>>,
-        keepdims: bool,
-    ) -> PyResult<PyTensor> {
-        self.reduce_with(
-            py,
-            axis,
-            move |v, axes| map_value!(v, t => t.sum(axes, keepdims)),
-        )
-    }
-
     /// Mean over `axis`.
     #[pyo3(signature = (axis = None, keepdims = false))]
     fn mean(
@@ -299,51 +284,6 @@ impl PyTensor {
             py,
             axis,
             move |v, axes| map_value!(v, t => t.mean(axes, keepdims)),
-        )
-    }
-
-    /// Product over `axis`.
-    #[pyo3(signature = (axis = None, keepdims = false))]
-    fn prod(
-        &self,
-        py: Python<'_>,
-        axis: Option<&Bound<'_, PyAny>>,
-        keepdims: bool,
-    ) -> PyResult<PyTensor> {
-        self.reduce_with(
-            py,
-            axis,
-            move |v, axes| map_value!(v, t => t.prod(axes, keepdims)),
-        )
-    }
-
-    /// Maximum over `axis`.
-    #[pyo3(signature = (axis = None, keepdims = false))]
-    fn max(
-        &self,
-        py: Python<'_>,
-        axis: Option<&Bound<'_, PyAny>>,
-        keepdims: bool,
-    ) -> PyResult<PyTensor> {
-        self.reduce_with(
-            py,
-            axis,
-            move |v, axes| map_value!(v, t => t.max(axes, keepdims)),
-        )
-    }
-
-    /// Minimum over `axis`.
-    #[pyo3(signature = (axis = None, keepdims = false))]
-    fn min(
-        &self,
-        py: Python<'_>,
-        axis: Option<&Bound<'_, PyAny>>,
-        keepdims: bool,
-    ) -> PyResult<PyTensor> {
-        self.reduce_with(
-            py,
-            axis,
-            move |v, axes| map_value!(v, t => t.min(axes, keepdims)),
         )
     }
 

@@ -2,12 +2,11 @@
 //! callable per `UnaryOp`, `BinaryOp` and `CompareOp`, so no op is listed here), joins and selection.
 
 use crate::convert::{cpu, default_dtype, opt_dtype, python_scalar, to_value};
-use crate::error::IntoPyResult;
 use crate::methods::{binary, operand, shape_args};
 use crate::tensor::{PyTensor, compute};
 use crate::value::{Group, Value, pair, unify};
 use crate::{map_pair, map_value};
-use nabla_core::{BinaryOp, CompareOp, DType, Generator, Scalar, UnaryOp};
+use nabla_core::{BinaryOp, CompareOp, DType, Generator, ReduceOp, Scalar, UnaryOp};
 use nabla_tensor::{NoGradGuard, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -94,6 +93,37 @@ impl CompareFn {
     }
 }
 
+/// A reduction from the op catalogue (`nabla_rs.sum`, ...): over `axis` (every axis when `None`).
+#[pyclass(module = "nabla_rs", frozen)]
+pub struct ReduceFn {
+    op: ReduceOp,
+}
+
+#[pymethods]
+impl ReduceFn {
+    #[pyo3(signature = (x, axis = None, keepdims = false))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        axis: Option<&Bound<'_, PyAny>>,
+        keepdims: bool,
+    ) -> PyResult<PyTensor> {
+        let v = to_value(x, None)?;
+        let axes = crate::methods::axes_of(axis, v.shape().len())?;
+        let op = self.op;
+        compute(
+            py,
+            move || map_value!(&v, t => t.reduce(op, &axes, keepdims)),
+        )
+    }
+
+    #[getter]
+    fn __name__(&self) -> &'static str {
+        self.op.name()
+    }
+}
+
 /// Adds one function per catalogue op to the module, under the op's own name.
 pub fn add_catalogue(m: &Bound<'_, PyModule>) -> PyResult<()> {
     for op in UnaryOp::ALL {
@@ -104,6 +134,9 @@ pub fn add_catalogue(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     for op in CompareOp::ALL {
         m.add(op.name(), CompareFn { op })?;
+    }
+    for op in ReduceOp::ALL {
+        m.add(op.name(), ReduceFn { op })?;
     }
     let names = |it: &mut dyn Iterator<Item = &'static str>| it.collect::<Vec<_>>();
     m.add(
@@ -118,6 +151,10 @@ pub fn add_catalogue(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "_compare_ops",
         names(&mut CompareOp::ALL.iter().map(|o| o.name())),
     )?;
+    m.add(
+        "_reduce_ops",
+        names(&mut ReduceOp::ALL.iter().map(|o| o.name())),
+    )?;
     Ok(())
 }
 
@@ -130,13 +167,7 @@ pub fn tensor(
     dtype: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
 ) -> PyResult<PyTensor> {
-    let value = to_value(data, opt_dtype(dtype)?)?;
-    let value = if requires_grad {
-        map_value!(&value, t => t.detach().leaf()).py()?
-    } else {
-        value
-    };
-    Ok(PyTensor::new(value))
+    PyTensor::from_data(data, dtype, requires_grad)
 }
 
 /// `from_numpy(array)`: a CPU tensor sharing the array's memory (the tensor keeps the array alive).
@@ -174,8 +205,7 @@ pub fn zeros(
     shape: &Bound<'_, PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let (d, dt) = (dims(shape)?, dtype_or(dtype, DType::F32)?);
-    compute(py, move || Tensor::zeros(d, dt, cpu()).map(Value::Eager))
+    filled(py, shape, dtype, 0.0)
 }
 
 /// `ones(*shape, dtype=float32)`.
@@ -186,8 +216,19 @@ pub fn ones(
     shape: &Bound<'_, PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
+    filled(py, shape, dtype, 1.0)
+}
+
+fn filled(
+    py: Python<'_>,
+    shape: &Bound<'_, PyTuple>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    value: f64,
+) -> PyResult<PyTensor> {
     let (d, dt) = (dims(shape)?, dtype_or(dtype, DType::F32)?);
-    compute(py, move || Tensor::ones(d, dt, cpu()).map(Value::Eager))
+    compute(py, move || {
+        Tensor::full(d, value, dt, cpu()).map(Value::Eager)
+    })
 }
 
 /// `full(shape, value, dtype=None)`: the dtype defaults to the value's (float32 for a float).

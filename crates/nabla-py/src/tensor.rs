@@ -49,7 +49,7 @@ impl PyTensor {
     /// `Tensor(data, dtype=None, requires_grad=False)`: as `nabla_rs.tensor`.
     #[new]
     #[pyo3(signature = (data, dtype = None, requires_grad = false))]
-    fn py_new(
+    pub(crate) fn from_data(
         data: &Bound<'_, PyAny>,
         dtype: Option<&Bound<'_, PyAny>>,
         requires_grad: bool,

@@ -93,19 +93,19 @@ bool_ = getattr(_nabla, "bool")
 
 # Elementwise functions from nabla's op catalogue, one per op under the op's name (exp, sin,
 # maximum, logical_and, lt, ...); every one is also a Tensor method unless the class has its own.
-for _name in _nabla._unary_ops + _nabla._binary_ops + _nabla._compare_ops:
+for _name in _nabla._unary_ops + _nabla._binary_ops + _nabla._compare_ops + _nabla._reduce_ops:
     globals()[_name] = getattr(_nabla, _name)
 
 
 def _method(fn):
     @_functools.wraps(fn)
-    def method(self, *args):
-        return fn(self, *args)
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
 
     return method
 
 
-for _name in _nabla._unary_ops + _nabla._binary_ops + _nabla._compare_ops:
+for _name in _nabla._unary_ops + _nabla._binary_ops + _nabla._compare_ops + _nabla._reduce_ops:
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, _method(getattr(_nabla, _name)))
 del _name
@@ -149,11 +149,6 @@ class no_grad:
                 return f(*args, **kwargs)
 
         return wrapped
-
-
-def sum(x, axis=None, keepdims=False):
-    """Sum over ``axis`` (every axis when ``None``)."""
-    return tensor(x).sum(axis, keepdims)
 
 
 def mean(x, axis=None, keepdims=False):

@@ -311,8 +311,8 @@ variables made with `requires_grad`."""
     def mT(self) -> Any:
         """The last two axes swapped (a batch of transposed matrices)."""
         ...
-    def max(self, axis=None, keepdims=False) -> Any:
-        """Maximum over `axis`."""
+    def max(self, *args: Any, **kwargs: Any) -> Any:
+        """A reduction from the op catalogue (`nabla_rs.sum`, ...): over `axis` (every axis when `None`)."""
         ...
     def maximum(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
@@ -320,8 +320,8 @@ variables made with `requires_grad`."""
     def mean(self, axis=None, keepdims=False) -> Any:
         """Mean over `axis`."""
         ...
-    def min(self, axis=None, keepdims=False) -> Any:
-        """Minimum over `axis`."""
+    def min(self, *args: Any, **kwargs: Any) -> Any:
+        """A reduction from the op catalogue (`nabla_rs.sum`, ...): over `axis` (every axis when `None`)."""
         ...
     def minimum(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
@@ -357,8 +357,8 @@ variables made with `requires_grad`."""
     def pow(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
         ...
-    def prod(self, axis=None, keepdims=False) -> Any:
-        """Product over `axis`."""
+    def prod(self, *args: Any, **kwargs: Any) -> Any:
+        """A reduction from the op catalogue (`nabla_rs.sum`, ...): over `axis` (every axis when `None`)."""
         ...
     def real(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
@@ -429,8 +429,8 @@ variables made with `requires_grad`."""
     def sub(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
         ...
-    def sum(self, axis=None, keepdims=False) -> Any:
-        """Sum over `axis` (every axis when `None`)."""
+    def sum(self, *args: Any, **kwargs: Any) -> Any:
+        """A reduction from the op catalogue (`nabla_rs.sum`, ...): over `axis` (every axis when `None`)."""
         ...
     def swapaxes(self, a, b) -> Any:
         """Axes `a` and `b` swapped."""
@@ -533,6 +533,8 @@ list of tensors, by forward mode (one JVP per input element) or reverse mode."""
 def _jvp(f, primals, tangents) -> Any:
     """`_jvp(f, primals, tangents) -> (output, tangent_out)`: forward mode, `f` gives one tensor."""
     ...
+
+_reduce_ops: list[str]
 
 _unary_ops: list[str]
 
@@ -829,7 +831,15 @@ def matmul(a, b) -> Any:
     """`matmul(a, b)`, as NumPy's `@` (batched, broadcast)."""
     ...
 
+def max(*args: Any, **kwargs: Any) -> Any:
+    """A reduction from the op catalogue (`nabla_rs.sum`, ...): over `axis` (every axis when `None`)."""
+    ...
+
 def maximum(a: ArrayLike, b: ArrayLike) -> Tensor: ...
+
+def min(*args: Any, **kwargs: Any) -> Any:
+    """A reduction from the op catalogue (`nabla_rs.sum`, ...): over `axis` (every axis when `None`)."""
+    ...
 
 def minimum(a: ArrayLike, b: ArrayLike) -> Tensor: ...
 
@@ -955,6 +965,10 @@ def ones_like(x, dtype=None) -> Any:
 
 def pow(a: ArrayLike, b: ArrayLike) -> Tensor: ...
 
+def prod(*args: Any, **kwargs: Any) -> Any:
+    """A reduction from the op catalogue (`nabla_rs.sum`, ...): over `axis` (every axis when `None`)."""
+    ...
+
 def rand(*shape, dtype=None) -> Any:
     """`rand(*shape, dtype=float32)`: uniform samples on [0, 1)."""
     ...
@@ -990,6 +1004,10 @@ def stack(tensors, axis=0) -> Any:
     ...
 
 def sub(a: ArrayLike, b: ArrayLike) -> Tensor: ...
+
+def sum(*args: Any, **kwargs: Any) -> Any:
+    """A reduction from the op catalogue (`nabla_rs.sum`, ...): over `axis` (every axis when `None`)."""
+    ...
 
 def tan(x: ArrayLike) -> Tensor: ...
 
