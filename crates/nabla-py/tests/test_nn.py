@@ -130,22 +130,6 @@ def test_data_loader_batches_and_shuffles():
         nb.data.DataLoader(x, y[:3])
 
 
-def test_training_the_digits_cnn_learns():
-    nb.manual_seed(0)
-    images, labels = nb.data.load_digits()
-    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(128, 10))
-    opt = optim.Adam(model.parameters(), lr=1e-2)
-    for xb, yb in nb.data.DataLoader(images, labels, batch_size=64, shuffle=True):
-        loss = F.cross_entropy(model(xb), yb)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    model.eval()
-    with nb.no_grad():
-        accuracy = (model(nb.tensor(images)).argmax(1) == nb.tensor(labels)).astype(nb.float32).mean().item()
-    assert accuracy > 0.8
-
-
 def test_dropout_and_layer_norm():
     x = nb.ones(1000)
     d = F.dropout(x, 0.25)
