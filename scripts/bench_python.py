@@ -125,7 +125,8 @@ def torch_setup():
     return torch.__version__, measure
 
 
-def jax_setup():
+def jax_measure(repeats: int) -> dict:
+    """JAX's chain timings (run in a worker process, see `jax_setup`)."""
     import jax
     import jax.numpy as jnp
 
@@ -139,25 +140,45 @@ def jax_setup():
 
     g = jax.grad(f)
     x0 = jnp.full((16,), 0.5)
+    return {
+        "chain_10k_s": median_time(lambda: g(x0).block_until_ready(), repeats, warmup=1),
+        "chain_10k_fwd_s": median_time(lambda: f(x0).block_until_ready(), repeats, warmup=1),
+    }
+
+
+def jax_setup():
+    """JAX runs in a fresh worker process each round: its runtime's threads otherwise keep the CPU
+    busy and slow the measurements that follow in this process."""
+    import json
+    import subprocess
+
+    import jax  # noqa: F401 (fails here, as ImportError, when JAX is missing)
 
     def measure(repeats):
-        return {
-            "chain_10k_s": median_time(lambda: g(x0).block_until_ready(), repeats, warmup=1),
-            "chain_10k_fwd_s": median_time(lambda: f(x0).block_until_ready(), repeats, warmup=1),
-        }
+        out = subprocess.run(
+            [sys.executable, __file__, "--jax-worker", str(repeats)], check=True, capture_output=True, text=True
+        )
+        return json.loads(out.stdout.strip().splitlines()[-1])
 
     return jax.__version__, measure
 
 
 def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--jax-worker":
+        import json
+
+        print(json.dumps(jax_measure(int(sys.argv[2]))))
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json")
+    parser.add_argument("--peers", default="torch,jax", help="comma-separated peers to compare")
     args = parser.parse_args()
+    setups = {"torch": torch_setup, "jax": jax_setup}
     table = compare_rounds(
         lambda _: nabla_measure(args.repeats),
-        {"torch": torch_setup, "jax": jax_setup},
+        {p: setups[p] for p in args.peers.split(",") if p},
         args.rounds,
         args.repeats,
         args.json,
