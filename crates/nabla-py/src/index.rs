@@ -333,10 +333,16 @@ impl PyTensor {
         })
     }
 
-    fn __setitem__(&self, _key: &Bound<'_, PyAny>, _value: &Bound<'_, PyAny>) -> PyResult<()> {
-        Err(PyTypeError::new_err(
-            "nabla tensors are immutable (their buffers are shared and saved for gradients); \
-             build a new tensor, e.g. with nabla_rs.where(mask, value, t)",
-        ))
+    /// Makes this Python object stand for `other`'s value (the last step of `t[key] = value`, which
+    /// builds the updated tensor functionally). A leaf that requires gradients cannot be assigned.
+    fn _rebind(&mut self, other: PyRef<'_, PyTensor>) -> PyResult<()> {
+        if self.value.requires_grad() && self.is_leaf_var() {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "a leaf tensor that requires grad cannot be assigned in place; assign to \
+                 `t.data[...]` under no_grad, or index a copy",
+            ));
+        }
+        *self = PyTensor::new(other.value.clone());
+        Ok(())
     }
 }

@@ -86,6 +86,26 @@ impl PyTensor {
         )
     }
 
+    /// `self` with `source`'s slices added at positions `index` (1-D) along `axis`, as
+    /// `torch.index_add` (repeated indices accumulate).
+    fn index_add(
+        &self,
+        py: Python<'_>,
+        axis: isize,
+        index: &Bound<'_, PyAny>,
+        source: &Bound<'_, PyAny>,
+    ) -> PyResult<PyTensor> {
+        let vs = vec![
+            self.value.clone(),
+            to_value(index, None)?,
+            to_value(source, None)?,
+        ];
+        compute(py, move || match crate::value::unify(&vs)? {
+            crate::value::Group::Eager(t) => t[0].index_add(axis, &t[1], &t[2]).map(Value::Eager),
+            crate::value::Group::Traced(t) => t[0].index_add(axis, &t[1], &t[2]).map(Value::Traced),
+        })
+    }
+
     /// Pieces of `size` entries along `axis` (the last may be shorter).
     #[pyo3(signature = (size, axis = 0))]
     fn split<'py>(

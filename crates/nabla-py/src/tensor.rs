@@ -33,6 +33,11 @@ impl PyTensor {
         PyTensor { value, slot }
     }
 
+    /// `true` for a leaf variable (made with `requires_grad`), whose `.grad` accumulates.
+    pub fn is_leaf_var(&self) -> bool {
+        self.slot.is_some()
+    }
+
     /// Wraps an eager tensor.
     pub fn eager(t: Eager) -> Self {
         PyTensor::new(Value::Eager(t))

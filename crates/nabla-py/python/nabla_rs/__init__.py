@@ -154,3 +154,27 @@ class no_grad:
 def mean(x, axis=None, keepdims=False):
     """Mean over ``axis`` (every axis when ``None``)."""
     return tensor(x).mean(axis, keepdims)
+
+
+def _setitem(self, key, value):
+    """``t[key] = value`` as in NumPy and PyTorch, for every kind of key: the updated tensor is built
+    functionally (differentiable with respect to both ``t`` and ``value``) and ``t`` then stands for
+    it. NumPy views taken earlier keep the old values (nabla's buffers are immutable)."""
+    shape = tuple(self.shape)
+    count = 1
+    for d in shape:
+        count *= d
+    target = _nabla.arange(count).reshape(shape)[key]
+    positions = target.reshape(-1)
+    if positions.device != "traced" and len(set(positions.tolist())) != positions.size:
+        raise IndexError("an assignment cannot write one element twice (repeated indices)")
+    dtype = self.dtype
+    work = self if dtype != bool_ else self.astype(int64)
+    value = tensor(value, dtype=work.dtype) if not isinstance(value, Tensor) else value.astype(work.dtype)
+    flat = work.reshape(-1)
+    value = value.broadcast_to(*target.shape).reshape(-1)
+    updated = flat.index_add(0, positions, value - flat[positions]).reshape(shape)
+    self._rebind(updated if dtype != bool_ else updated.astype(bool_))
+
+
+Tensor.__setitem__ = _setitem
