@@ -38,6 +38,8 @@ optimizers = {
     "sgd_nesterov": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.8, nesterov=True),
     "adam": lambda p: torch.optim.Adam(p, lr=0.01, weight_decay=0.1),
     "adamw": lambda p: torch.optim.AdamW(p, lr=0.01),
+    "rmsprop": lambda p: torch.optim.RMSprop(p, lr=0.01, momentum=0.5, centered=True, weight_decay=0.01),
+    "adagrad": lambda p: torch.optim.Adagrad(p, lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1),
 }
 runs = {}
 for name, make in optimizers.items():
@@ -69,7 +71,25 @@ ops = {
     "grad_w": w.grad.tolist(),
 }
 
+bn = torch.nn.BatchNorm2d(3).double()
+with torch.no_grad():
+    bn.weight.copy_(torch.tensor([1.0, 2.0, 0.5]))
+    bn.bias.copy_(torch.tensor([0.0, -1.0, 1.0]))
+xb = torch.randn(4, 3, 2, 2, dtype=torch.float64, requires_grad=True)
+train_out = bn(xb)
+(train_out * torch.arange(48.0, dtype=torch.float64).reshape(4, 3, 2, 2)).sum().backward()
+bn.eval()
+eval_out = bn(xb.detach())
+batch_norm = {
+    "x": xb.tolist(),
+    "train_out": train_out.tolist(),
+    "grad_x": xb.grad.tolist(),
+    "running_mean": bn.running_mean.tolist(),
+    "running_var": bn.running_var.tolist(),
+    "eval_out": eval_out.tolist(),
+}
+
 with open(os.path.join(OUT, "torch_nn.json"), "w") as f:
-    json.dump({"init": init, "x": x.tolist(), "y": y.tolist(), "runs": runs, "ops": ops}, f)
+    json.dump({"init": init, "x": x.tolist(), "y": y.tolist(), "runs": runs, "ops": ops, "batch_norm": batch_norm}, f)
 save_file({k: v.float().contiguous() for k, v in base.state_dict().items()}, os.path.join(OUT, "torch_state.safetensors"))
 print("wrote", OUT)

@@ -54,7 +54,7 @@ def test_functional_ops_match_pytorch():
     close(w.grad, ops["grad_w"])
 
 
-@pytest.mark.parametrize("name", ["sgd_momentum", "sgd_nesterov", "adam", "adamw"])
+@pytest.mark.parametrize("name", ["sgd_momentum", "sgd_nesterov", "adam", "adamw", "rmsprop", "adagrad"])
 def test_optimizers_follow_pytorch(name):
     m = small_cnn()
     make = {
@@ -62,6 +62,8 @@ def test_optimizers_follow_pytorch(name):
         "sgd_nesterov": lambda p: optim.SGD(p, lr=0.05, momentum=0.8, nesterov=True),
         "adam": lambda p: optim.Adam(p, lr=0.01, weight_decay=0.1),
         "adamw": lambda p: optim.AdamW(p, lr=0.01),
+        "rmsprop": lambda p: optim.RMSprop(p, lr=0.01, momentum=0.5, centered=True, weight_decay=0.01),
+        "adagrad": lambda p: optim.Adagrad(p, lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1),
     }[name]
     opt = make(m.parameters())
     x, y = nb.tensor(np.array(REF["x"])), nb.tensor(REF["y"])
@@ -141,3 +143,20 @@ def test_dropout_and_layer_norm():
     ln = nn.LayerNorm(4)
     y = ln(nb.tensor(np.arange(8.0, dtype=np.float32).reshape(2, 4)))
     close(y.mean(-1), [0, 0], tol=1e-6)
+
+
+def test_batch_norm_matches_pytorch():
+    ref = REF["batch_norm"]
+    bn = nn.BatchNorm2d(3, dtype=nb.float64)
+    bn.weight.data = nb.tensor([1.0, 2.0, 0.5])
+    bn.bias.data = nb.tensor([0.0, -1.0, 1.0])
+    x = nb.tensor(np.array(ref["x"]), requires_grad=True)
+    out = bn(x)
+    close(out, ref["train_out"])
+    (out * nb.arange(48.0, dtype=nb.float64).reshape(4, 3, 2, 2)).sum().backward()
+    close(x.grad, ref["grad_x"])
+    close(bn.running_mean, ref["running_mean"])
+    close(bn.running_var, ref["running_var"])
+    assert "running_var" in bn.state_dict() and bn.num_batches_tracked.item() == 1
+    bn.eval()
+    close(bn(nb.tensor(np.array(ref["x"]))), ref["eval_out"])

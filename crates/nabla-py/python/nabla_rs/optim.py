@@ -113,6 +113,59 @@ class AdamW(Adam):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize)
 
 
+class RMSprop(Optimizer):
+    """RMSprop with PyTorch's arguments and update (``alpha``, ``eps`` outside the square root,
+    optional momentum, centering and L2 weight decay)."""
+
+    def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False):
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                                      momentum=momentum, centered=centered))
+
+    def _update(self, p, g, group, state):
+        a = group["alpha"]
+        if group["weight_decay"]:
+            g = g + group["weight_decay"] * p.data
+        sq = state.get("square_avg")
+        sq = (1 - a) * g * g if sq is None else sq * a + (1 - a) * g * g
+        state["square_avg"] = sq
+        if group["centered"]:
+            ga = state.get("grad_avg")
+            ga = (1 - a) * g if ga is None else ga * a + (1 - a) * g
+            state["grad_avg"] = ga
+            avg = (sq - ga * ga).sqrt() + group["eps"]
+        else:
+            avg = sq.sqrt() + group["eps"]
+        if group["momentum"]:
+            buf = state.get("momentum_buffer")
+            buf = g / avg if buf is None else buf * group["momentum"] + g / avg
+            state["momentum_buffer"] = buf
+            p.data = p.data - group["lr"] * buf
+        else:
+            p.data = p.data - group["lr"] * g / avg
+
+
+class Adagrad(Optimizer):
+    """Adagrad with PyTorch's arguments and update (``lr_decay``, ``initial_accumulator_value``)."""
+
+    def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
+                 initial_accumulator_value: float = 0.0, eps: float = 1e-10):
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value, eps=eps))
+
+    def _update(self, p, g, group, state):
+        t = state.get("step", 0) + 1
+        if group["weight_decay"]:
+            g = g + group["weight_decay"] * p.data
+        acc = state.get("sum")
+        if acc is None:
+            acc = _nabla.full(tuple(p.shape), group["initial_accumulator_value"], dtype=p.dtype)
+        acc = acc + g * g
+        state.update(step=t, sum=acc)
+        clr = group["lr"] / (1 + (t - 1) * group["lr_decay"])
+        p.data = p.data - clr * g / (acc.sqrt() + group["eps"])
+
+
 class _Scheduler:
     """Sets each group's ``lr`` from the epoch count on every ``step()``."""
 

@@ -230,6 +230,55 @@ class Dropout(Module):
         return functional.dropout(x, self.p, self.training)
 
 
+class _BatchNorm(Module):
+    """Batch normalisation over every axis but the channels (axis 1), as PyTorch's: batch statistics
+    (biased variance) while training, updating the running mean and the unbiased running variance
+    with ``momentum``; the running statistics in evaluation."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, dtype=None):
+        super().__init__()
+        dtype = dtype or _nabla.float32
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.weight = Parameter(_nabla.ones(num_features, dtype=dtype)) if affine else None
+        self.bias = Parameter(_nabla.zeros(num_features, dtype=dtype)) if affine else None
+        self.track_running_stats = track_running_stats
+        if track_running_stats:
+            self.register_buffer("running_mean", _nabla.zeros(num_features, dtype=dtype))
+            self.register_buffer("running_var", _nabla.ones(num_features, dtype=dtype))
+            self.register_buffer("num_batches_tracked", _nabla.tensor(0))
+
+    def forward(self, x):
+        axes = tuple(a for a in range(x.ndim) if a != 1)
+        shape = [1] * x.ndim
+        shape[1] = self.num_features
+        if self.training or not self.track_running_stats:
+            mean = x.mean(axes)
+            var = x.var(axes)
+            if self.training and self.track_running_stats:
+                count = x.size // self.num_features
+                with _nabla.NoGrad():
+                    m = self.momentum
+                    unbiased = var.detach() * (count / max(count - 1, 1))
+                    self._buffers["running_mean"] = self.running_mean * (1 - m) + mean.detach() * m
+                    self._buffers["running_var"] = self.running_var * (1 - m) + unbiased * m
+                    self._buffers["num_batches_tracked"] = self.num_batches_tracked + 1
+        else:
+            mean, var = self.running_mean, self.running_var
+        y = (x - mean.reshape(shape)) / (var.reshape(shape) + self.eps).sqrt()
+        if self.weight is not None:
+            y = y * self.weight.reshape(shape) + self.bias.reshape(shape)
+        return y
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation of ``[N, C]`` or ``[N, C, L]`` inputs."""
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation of ``[N, C, H, W]`` inputs."""
+
+
 class LayerNorm(Module):
     """Layer normalisation over the trailing ``normalized_shape`` with learned scale and shift."""
 
