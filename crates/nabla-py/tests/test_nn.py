@@ -160,3 +160,27 @@ def test_batch_norm_matches_pytorch():
     assert "running_var" in bn.state_dict() and bn.num_batches_tracked.item() == 1
     bn.eval()
     close(bn(nb.tensor(np.array(ref["x"]))), ref["eval_out"])
+
+
+def test_optimizer_state_resumes_training():
+    def run(steps, opt_state=None, params=None):
+        m = small_cnn()
+        if params is not None:
+            m.load_state_dict(params)
+        opt = optim.Adam(m.parameters(), lr=0.01)
+        if opt_state is not None:
+            opt.load_state_dict(opt_state)
+        x, y = nb.tensor(np.array(REF["x"])), nb.tensor(REF["y"])
+        for _ in range(steps):
+            opt.zero_grad()
+            F.cross_entropy(m(x), y).backward()
+            opt.step()
+        return m, opt
+
+    straight, _ = run(3)
+    first, opt = run(2)
+    saved = opt.state_dict()
+    assert sorted(saved["state"]) == list(range(4)) and saved["state"][0]["step"] == 2
+    resumed, _ = run(1, saved, first.state_dict())
+    for (k, a), (_, b) in zip(straight.state_dict().items(), resumed.state_dict().items()):
+        close(a, b, tol=1e-14)

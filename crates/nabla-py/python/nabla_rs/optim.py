@@ -37,6 +37,33 @@ class Optimizer:
             for p in group["params"]:
                 p.grad = None if set_to_none or p.grad is None else _nabla.zeros_like(p.grad)
 
+    def state_dict(self) -> Dict[str, Any]:
+        """PyTorch's layout: ``state`` by parameter index (in ``param_groups`` order) and the groups'
+        hyper-parameters with ``params`` as indices."""
+        index, groups = 0, []
+        state = {}
+        for group in self.param_groups:
+            ids = []
+            for p in group["params"]:
+                if id(p) in self.state:
+                    state[index] = dict(self.state[id(p)])
+                ids.append(index)
+                index += 1
+            groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": ids})
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        """Restores what ``state_dict`` saved, onto this optimizer's parameters in the same order."""
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups) or any(
+            len(g["params"]) != len(own["params"]) for g, own in zip(groups, self.param_groups)
+        ):
+            raise ValueError("the saved optimizer state has other parameter groups than this optimizer")
+        params = [p for group in self.param_groups for p in group["params"]]
+        for group, saved in zip(self.param_groups, groups):
+            group.update({k: v for k, v in saved.items() if k != "params"})
+        self.state = {id(params[int(i)]): dict(s) for i, s in state_dict["state"].items()}
+
     def step(self) -> None:
         with _nabla.NoGrad():
             for group in self.param_groups:
