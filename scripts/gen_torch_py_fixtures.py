@@ -89,7 +89,30 @@ batch_norm = {
     "eval_out": eval_out.tolist(),
 }
 
+def recurrent(layer, *inputs):
+    """A layer's parameters, its outputs on `inputs` and the gradients of a weighted sum of them."""
+    layer = layer.double()
+    inputs = [t.double().requires_grad_() for t in inputs]
+    out = layer(*inputs)
+    flat = [out[0]] + (list(out[1]) if isinstance(out[1], tuple) else [out[1]])
+    total = sum((t * torch.linspace(-1, 1, t.numel(), dtype=torch.float64).reshape(t.shape)).sum() for t in flat)
+    total.backward()
+    return {
+        "params": {k: v.tolist() for k, v in layer.state_dict().items()},
+        "inputs": [t.tolist() for t in inputs],
+        "outputs": [t.tolist() for t in flat],
+        "grads": {k: p.grad.tolist() for k, p in layer.named_parameters()},
+        "input_grads": [t.grad.tolist() for t in inputs],
+    }
+
+
+layers = {
+    "lstm": recurrent(torch.nn.LSTM(3, 4, num_layers=2), torch.randn(5, 2, 3)),
+    "gru": recurrent(torch.nn.GRU(3, 4, batch_first=True), torch.randn(2, 5, 3)),
+    "attention": recurrent(torch.nn.MultiheadAttention(8, 2), torch.randn(4, 2, 8), torch.randn(6, 2, 8), torch.randn(6, 2, 8)),
+}
+
 with open(os.path.join(OUT, "torch_nn.json"), "w") as f:
-    json.dump({"init": init, "x": x.tolist(), "y": y.tolist(), "runs": runs, "ops": ops, "batch_norm": batch_norm}, f)
+    json.dump({"init": init, "x": x.tolist(), "y": y.tolist(), "runs": runs, "ops": ops, "batch_norm": batch_norm, "layers": layers}, f)
 save_file({k: v.float().contiguous() for k, v in base.state_dict().items()}, os.path.join(OUT, "torch_state.safetensors"))
 print("wrote", OUT)

@@ -184,3 +184,26 @@ def test_optimizer_state_resumes_training():
     resumed, _ = run(1, saved, first.state_dict())
     for (k, a), (_, b) in zip(straight.state_dict().items(), resumed.state_dict().items()):
         close(a, b, tol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["lstm", "gru", "attention"])
+def test_recurrent_layers_and_attention_match_pytorch(name):
+    ref = REF["layers"][name]
+    layer = {
+        "lstm": lambda: nn.LSTM(3, 4, num_layers=2, dtype=nb.float64),
+        "gru": lambda: nn.GRU(3, 4, batch_first=True, dtype=nb.float64),
+        "attention": lambda: nn.MultiheadAttention(8, 2, dtype=nb.float64),
+    }[name]()
+    assert sorted(layer.state_dict()) == sorted(ref["params"])
+    layer.load_state_dict({k: np.array(v) for k, v in ref["params"].items()})
+    inputs = [nb.tensor(np.array(t), requires_grad=True) for t in ref["inputs"]]
+    out = layer(*inputs)
+    flat = [out[0]] + (list(out[1]) if isinstance(out[1], tuple) else [out[1]])
+    for ours, theirs in zip(flat, ref["outputs"]):
+        close(ours, theirs)
+    total = sum((t * nb.linspace(-1, 1, t.size, dtype=nb.float64).reshape(t.shape)).sum() for t in flat)
+    total.backward()
+    for k, p in layer.named_parameters():
+        close(p.grad, ref["grads"][k])
+    for t, g in zip(inputs, ref["input_grads"]):
+        close(t.grad, g)

@@ -361,3 +361,6 @@ class MSELoss(Module):
 
     def forward(self, input, target):
         return functional.mse_loss(input, target, self.reduction)
+
+
+from ._recurrent import GRU, LSTM, MultiheadAttention  # noqa: E402,F401
