@@ -43,6 +43,23 @@ class _RNNBase(Module):
     def _zeros(self, batch, dtype):
         return _nabla.zeros(self.num_layers, batch, self.hidden_size, dtype=dtype)
 
+    def _run(self, x, states, cell):
+        """Runs `cell(x_t, state, weights) -> state` (the state's first entry is the output) over
+        time and layers; returns the last layer's outputs and each layer's final state."""
+        if self.batch_first:
+            x = x.swapaxes(0, 1)
+        layer_input = [x[t] for t in range(x.shape[0])]
+        finals = []
+        for k in range(self.num_layers):
+            weights, state, outputs = self._layer(k), states[k], []
+            for xt in layer_input:
+                state = cell(xt, state, weights)
+                outputs.append(state[0])
+            finals.append(state)
+            layer_input = outputs
+        out = _nabla.stack(layer_input)
+        return (out.swapaxes(0, 1) if self.batch_first else out), finals
+
 
 class LSTM(_RNNBase):
     """A multi-layer LSTM: input ``[T, N, input_size]`` (``[N, T, ...]`` with ``batch_first``);
@@ -50,30 +67,18 @@ class LSTM(_RNNBase):
 
     gates = 4
 
+    @staticmethod
+    def _cell(xt, state, weights):
+        (h, c), (w_ih, w_hh, b_ih, b_hh) = state, weights
+        i, f, g, o = (functional.linear(xt, w_ih, b_ih) + functional.linear(h, w_hh, b_hh)).chunk(4, axis=1)
+        c = _nabla.sigmoid(f) * c + _nabla.sigmoid(i) * _nabla.tanh(g)
+        return _nabla.sigmoid(o) * _nabla.tanh(c), c
+
     def forward(self, x, state=None):
-        if self.batch_first:
-            x = x.swapaxes(0, 1)
-        steps, batch = x.shape[0], x.shape[1]
+        batch = x.shape[0 if self.batch_first else 1]
         h0, c0 = state if state is not None else (self._zeros(batch, x.dtype), self._zeros(batch, x.dtype))
-        hs, cs = [], []
-        layer_input = [x[t] for t in range(steps)]
-        for k in range(self.num_layers):
-            w_ih, w_hh, b_ih, b_hh = self._layer(k)
-            h, c = h0[k], c0[k]
-            outputs = []
-            for xt in layer_input:
-                z = functional.linear(xt, w_ih, b_ih) + functional.linear(h, w_hh, b_hh)
-                i, f, g, o = z.chunk(4, axis=1)
-                c = _nabla.sigmoid(f) * c + _nabla.sigmoid(i) * _nabla.tanh(g)
-                h = _nabla.sigmoid(o) * _nabla.tanh(c)
-                outputs.append(h)
-            hs.append(h)
-            cs.append(c)
-            layer_input = outputs
-        out = _nabla.stack(layer_input)
-        if self.batch_first:
-            out = out.swapaxes(0, 1)
-        return out, (_nabla.stack(hs), _nabla.stack(cs))
+        out, finals = self._run(x, [(h0[k], c0[k]) for k in range(self.num_layers)], self._cell)
+        return out, (_nabla.stack([s[0] for s in finals]), _nabla.stack([s[1] for s in finals]))
 
 
 class GRU(_RNNBase):
@@ -82,31 +87,21 @@ class GRU(_RNNBase):
 
     gates = 3
 
+    @staticmethod
+    def _cell(xt, state, weights):
+        (h,), (w_ih, w_hh, b_ih, b_hh) = state, weights
+        gi = functional.linear(xt, w_ih, b_ih).chunk(3, axis=1)
+        gh = functional.linear(h, w_hh, b_hh).chunk(3, axis=1)
+        r = _nabla.sigmoid(gi[0] + gh[0])
+        z = _nabla.sigmoid(gi[1] + gh[1])
+        n = _nabla.tanh(gi[2] + r * gh[2])
+        return ((1 - z) * n + z * h,)
+
     def forward(self, x, h0=None):
-        if self.batch_first:
-            x = x.swapaxes(0, 1)
-        steps, batch = x.shape[0], x.shape[1]
+        batch = x.shape[0 if self.batch_first else 1]
         h0 = h0 if h0 is not None else self._zeros(batch, x.dtype)
-        hs = []
-        layer_input = [x[t] for t in range(steps)]
-        for k in range(self.num_layers):
-            w_ih, w_hh, b_ih, b_hh = self._layer(k)
-            h = h0[k]
-            outputs = []
-            for xt in layer_input:
-                gi = functional.linear(xt, w_ih, b_ih).chunk(3, axis=1)
-                gh = functional.linear(h, w_hh, b_hh).chunk(3, axis=1)
-                r = _nabla.sigmoid(gi[0] + gh[0])
-                z = _nabla.sigmoid(gi[1] + gh[1])
-                n = _nabla.tanh(gi[2] + r * gh[2])
-                h = (1 - z) * n + z * h
-                outputs.append(h)
-            hs.append(h)
-            layer_input = outputs
-        out = _nabla.stack(layer_input)
-        if self.batch_first:
-            out = out.swapaxes(0, 1)
-        return out, _nabla.stack(hs)
+        out, finals = self._run(x, [(h0[k],) for k in range(self.num_layers)], self._cell)
+        return out, _nabla.stack([s[0] for s in finals])
 
 
 class MultiheadAttention(Module):
