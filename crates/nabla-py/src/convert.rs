@@ -55,8 +55,8 @@ pub fn default_dtype(s: Scalar) -> DType {
     }
 }
 
-/// Any Python value as a tensor value: a `Tensor` as it is, a NumPy array without a copy (as
-/// `torch.from_numpy`), and numbers and nested sequences as `torch.tensor` reads them (Python
+/// Any Python value as a tensor value: a `Tensor` as it is, a NumPy array copied unless it is
+/// read-only (then shared), and numbers and nested sequences as `torch.tensor` reads them (Python
 /// floats become float32 and complex numbers complex64 unless `dtype` says otherwise).
 pub fn to_value(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Value> {
     if let Ok(t) = obj.cast::<PyTensor>() {
@@ -81,6 +81,13 @@ pub fn to_value(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Value>
         np.call_method1("asarray", (obj,))?
     };
     let array = array.cast_into::<PyUntypedArray>()?;
+    // Like `torch.tensor`, a writable array is copied: nabla's buffers must not change under a
+    // tensor. `from_numpy` shares memory on request, as `torch.from_numpy`.
+    let array = if from_array && array.getattr("flags")?.getattr("writeable")?.is_truthy()? {
+        np.call_method1("array", (&array,))?.cast_into::<PyUntypedArray>()?
+    } else {
+        array
+    };
     let mut t = from_numpy(&array)?;
     let target = match dtype {
         Some(d) => Some(d),
@@ -115,7 +122,8 @@ fn dtype_of_descr(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
 
 /// A NumPy array as a CPU tensor sharing its memory (the tensor holds the array alive). Arrays
 /// that are misaligned, byte-swapped or strided by a non-multiple of the item size are copied
-/// first, and bool arrays are normalised to 0 and 1.
+/// first, and bool arrays are normalised to 0 and 1. As with `torch.from_numpy`, writing to the
+/// array while the tensor is in use is a data race: the tensor's values would change under it.
 pub fn from_numpy(array: &Bound<'_, PyUntypedArray>) -> PyResult<Eager> {
     let py = array.py();
     let np = py.import("numpy")?;
@@ -161,22 +169,30 @@ pub unsafe fn strided_foreign(
     owner: Box<dyn std::any::Any + Send + Sync>,
 ) -> nabla_core::Result<Eager> {
     let empty = shape.contains(&0);
+    let overflow = || Error::invalid("from_numpy", format!("the view of shape {shape:?} and strides {strides:?} overflows"));
     let (mut low, mut high) = (0isize, 0isize);
     if !empty {
         for (&d, &s) in shape.iter().zip(&strides) {
-            let reach = s * (d as isize - 1);
+            let last = isize::try_from(d - 1).map_err(|_| overflow())?;
+            let reach = s.checked_mul(last).ok_or_else(overflow)?;
             if reach < 0 {
-                low += reach;
+                low = low.checked_add(reach).ok_or_else(overflow)?;
             } else {
-                high += reach;
+                high = high.checked_add(reach).ok_or_else(overflow)?;
             }
         }
     }
-    let len = if empty { 0 } else { (high - low + 1) as usize };
+    let len = if empty {
+        0
+    } else {
+        let span = high.checked_sub(low).and_then(|v| v.checked_add(1)).ok_or_else(overflow)?;
+        usize::try_from(span).map_err(|_| overflow())?
+    };
     let base = if empty {
         std::ptr::null()
     } else {
-        data.wrapping_offset(low * dtype.size_in_bytes() as isize)
+        let bytes = low.checked_mul(dtype.size_in_bytes() as isize).ok_or_else(overflow)?;
+        data.wrapping_offset(bytes)
     };
     // SAFETY: forwarded from the caller; `base` is the lowest element the view reaches.
     let storage = unsafe { CpuStorage::from_foreign(dtype, base, len, owner) }?;

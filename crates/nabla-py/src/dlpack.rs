@@ -171,7 +171,8 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
 }
 
 /// The capsule `__dlpack__` returns: DLPack 1.0 (`dltensor_versioned`, marked read-only since
-/// nabla's buffers are immutable) when the consumer asks for version 1, the legacy one otherwise.
+/// nabla's buffers are immutable) when the consumer asks for version 1, the legacy one otherwise
+/// (the caller passes a copy then, since the legacy format cannot say read-only).
 pub fn to_capsule<'py>(py: Python<'py>, t: &Eager, versioned: bool) -> PyResult<Bound<'py, PyAny>> {
     let (export, dl_tensor) = describe(t)?;
     let ctx = Box::into_raw(export) as *mut c_void;
@@ -294,6 +295,12 @@ pub fn from_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<Eager> {
             return Err(PyErr::fetch(obj.py()));
         }
         let owner = Box::new(Imported { managed, versioned });
+        if view.dtype == DType::Bool {
+            // A producer's bool bytes may hold values other than 0 and 1: read them as bytes and
+            // normalise (a copy).
+            let bytes = strided_foreign(DType::U8, view.data, view.shape, view.strides, owner).py()?;
+            return bytes.compare(nabla_core::CompareOp::Ne, 0i64).py();
+        }
         strided_foreign(view.dtype, view.data, view.shape, view.strides, owner).py()
     }
 }
@@ -320,14 +327,17 @@ unsafe fn read_tensor(t: &DLTensor) -> PyResult<View> {
     let dtype = dtype_of(t.dtype)?;
     let ndim = usize::try_from(t.ndim)
         .map_err(|_| PyValueError::new_err(format!("from_dlpack: ndim {} < 0", t.ndim)))?;
-    // SAFETY: forwarded from the caller.
-    let shape_i64 = unsafe { std::slice::from_raw_parts(t.shape, ndim) };
+    if ndim > 0 && t.shape.is_null() {
+        return Err(PyValueError::new_err("from_dlpack: null shape pointer"));
+    }
+    // SAFETY: forwarded from the caller; a 0-d tensor may have a null shape.
+    let shape_i64: &[i64] = if ndim == 0 { &[] } else { unsafe { std::slice::from_raw_parts(t.shape, ndim) } };
     let shape = shape_i64
         .iter()
         .map(|&d| usize::try_from(d))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| PyValueError::new_err(format!("from_dlpack: bad shape {shape_i64:?}")))?;
-    let strides = if t.strides.is_null() {
+    let strides = if t.strides.is_null() || ndim == 0 {
         nabla_core::Layout::contiguous(shape.clone())
             .strides()
             .to_vec()

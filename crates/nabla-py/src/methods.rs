@@ -467,7 +467,20 @@ impl PyTensor {
     /// The tensor broadcast to `shape` (a view).
     #[pyo3(signature = (*shape))]
     fn broadcast_to(&self, py: Python<'_>, shape: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
-        let dims: Vec<usize> = shape_args(shape)?.into_iter().map(|d| d as usize).collect();
+        // -1 keeps a dimension, as PyTorch's `expand`.
+        let current = self.value.shape().to_vec();
+        let wanted = shape_args(shape)?;
+        let lead = wanted.len().saturating_sub(current.len());
+        let dims = wanted
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| match (d, i.checked_sub(lead).and_then(|j| current.get(j))) {
+                (-1, Some(&c)) => Ok(c),
+                _ => usize::try_from(d).map_err(|_| {
+                    pyo3::exceptions::PyValueError::new_err(format!("invalid size {d} in broadcast_to({wanted:?})"))
+                }),
+            })
+            .collect::<PyResult<Vec<usize>>>()?;
         let v = self.value.clone();
         compute(
             py,

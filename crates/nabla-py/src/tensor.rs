@@ -371,13 +371,14 @@ impl PyTensor {
             ));
         }
         let t = self.value.eager("__dlpack__").py()?;
-        let t = if copy == Some(true) {
+        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
+        // The legacy capsule has no read-only flag: its consumers get a copy they may write.
+        let t = if copy == Some(true) || !versioned {
             nabla_tensor::Tensor::from_host(t.to_host().py()?, t.shape().to_vec(), t.backend())
                 .py()?
         } else {
             t.clone()
         };
-        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
         crate::dlpack::to_capsule(py, &t, versioned)
     }
 

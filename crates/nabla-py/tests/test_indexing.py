@@ -87,6 +87,10 @@ def test_assignment_matches_numpy():
     m = nb.zeros(4, dtype=nb.bool_)
     m[1:3] = True
     assert m.tolist() == [False, True, True, False]
+    inf = nb.tensor([np.inf, 1e20, np.nan])
+    inf[0] = 0.0
+    inf[1] = 1.0
+    assert inf[:2].tolist() == [0.0, 1.0] and np.isnan(inf[2].item())
     with pytest.raises(IndexError, match="twice"):
         t[[0, 0]] = 1.0
     with pytest.raises(ValueError):

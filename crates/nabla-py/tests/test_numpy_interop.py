@@ -19,6 +19,11 @@ def test_from_numpy_shares_memory():
     assert address(t.numpy()) == address(a)
     a[0, 0] = 100.0  # shared, as torch.from_numpy
     assert t[0, 0].item() == 100.0
+    copied = nb.tensor(a)  # a writable array is copied, as torch.tensor
+    assert address(copied.numpy()) != address(a)
+    a[0, 0] = 5.0
+    assert copied[0, 0].item() == 100.0
+    a.flags.writeable = False  # a read-only array is shared
     assert address(nb.tensor(a).numpy()) == address(a)
 
 
@@ -110,3 +115,13 @@ def test_dlpack_with_jax():
     np.testing.assert_array_equal(t.numpy(), np.asarray(x))
     y = jax.numpy.from_dlpack(nb.tensor([1.0, 2.0]))
     np.testing.assert_array_equal(np.asarray(y), [1.0, 2.0])
+
+
+def test_dlpack_bools_are_normalised_and_legacy_capsules_copy():
+    weird = np.array([0, 2, 1, 0], dtype=np.uint8).view(np.bool_)
+    assert nb.from_dlpack(weird).tolist() == [False, True, True, False]
+    t = nb.tensor([1.0, 2.0])
+    legacy = nb.from_dlpack(t.__dlpack__())
+    assert address(legacy.numpy()) != address(t.numpy())
+    versioned = nb.from_dlpack(t)
+    assert address(versioned.numpy()) == address(t.numpy())

@@ -131,6 +131,9 @@ def test_shape_methods_match_numpy(close):
     close(t.unsqueeze(0).squeeze(), a)
     close(t.flip(1), np.flip(a, 1))
     close(nb.tensor([1.0, 2.0]).broadcast_to(3, 2), np.broadcast_to([1.0, 2.0], (3, 2)))
+    assert nb.zeros(3, 1).expand(-1, 4).shape == (3, 4)
+    with pytest.raises(ValueError, match="invalid size"):
+        nb.zeros(3, 1).expand(-2, 4)
     close(nb.concatenate([t, t], axis=1), np.concatenate([a, a], axis=1))
     close(nb.stack([t, t]), np.stack([a, a]))
     close(nb.einsum("ijk,ikl->ijl", t, t.transpose(0, 2, 1)), np.einsum("ijk,ikl->ijl", a, a.transpose(0, 2, 1)))

@@ -103,6 +103,9 @@ def test_vmap_per_example_gradients(data):
     ref = jax.vmap(jax.grad(lambda w, xi: (jnp.tanh(xi @ w) ** 2).sum()), in_axes=(None, 0))
     close(per_example(nb.tensor(w), nb.tensor(x)), ref(w, x))
     # Out axes and several outputs.
+    g = nb.vmap(lambda a, w: (a * w, w * 2.0), in_axes=(0, None), out_axes=(0, None))
+    batched, shared = g(nb.tensor(x), nb.tensor(2.0, dtype=nb.float64))
+    assert tuple(batched.shape) == x.shape and tuple(shared.shape) == ()
     f = nb.vmap(lambda a: (a * 2, a.sum()), in_axes=1, out_axes=0)
     a, s = f(nb.tensor(x))
     close(a, (x * 2).T)

@@ -194,6 +194,16 @@ def hvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
     return out[0] if len(primals) == 1 else out
 
 
+def _axis_leaves(axes: Any) -> list:
+    """The entries of an axes pytree in order, ``None`` entries included (``tree_flatten`` drops
+    ``None`` as an empty subtree)."""
+    if isinstance(axes, (tuple, list)):
+        return [a for sub in axes for a in _axis_leaves(sub)]
+    if isinstance(axes, dict):
+        return [a for k in sorted(axes, key=repr) for a in _axis_leaves(axes[k])]
+    return [axes]
+
+
 def _expand_axes(axes: Any, args: tuple, what: str) -> list:
     """One axis (or None) per leaf of ``args``, from an int/None or a per-argument prefix tree."""
     if axes is None or isinstance(axes, int):
@@ -207,7 +217,7 @@ def _expand_axes(axes: Any, args: tuple, what: str) -> list:
         if a is None or isinstance(a, int):
             out.extend([a] * n)
         else:
-            sub, _ = tree_flatten(a)
+            sub = _axis_leaves(a)
             if len(sub) != n:
                 raise ValueError(f"{what} entry {a!r} does not match its argument's structure")
             out.extend(sub)
@@ -233,7 +243,7 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0):
         if isinstance(out_axes, int) or out_axes is None:
             o_axes = [out_axes]
         else:
-            o_axes = list(tree_flatten(out_axes)[0])
+            o_axes = _axis_leaves(out_axes)
         outs = _nabla._vmap(flat_f, leaves, axes, o_axes)
         return tree_unflatten(state["out_def"], list(outs))
 
@@ -313,8 +323,11 @@ class custom_vjp:
             if not isinstance(cts, tuple) or len(cts) != len(args):
                 raise ValueError(f"{self.fun.__name__}: bwd must return a tuple of {len(args)} cotangents")
             flat = []
-            for ct, n in zip(cts, counts):
-                flat.extend([None] * n if ct is None else tree_flatten(ct)[0])
+            for i, (ct, n) in enumerate(zip(cts, counts)):
+                leaves = [None] * n if ct is None else tree_flatten(ct)[0]
+                if len(leaves) != n:
+                    raise ValueError(f"{self.fun.__name__}: bwd's cotangent {i} has {len(leaves)} leaves, its argument {n}")
+                flat.extend(leaves)
             return flat
 
         return _nabla._custom_call(getattr(self.fun, "__name__", "custom_vjp"), body, reverse, None, leaves)
