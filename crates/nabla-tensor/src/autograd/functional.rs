@@ -51,44 +51,13 @@ fn pullback<B: Backend>(
     xs: &[Tensor<B>],
     seed: Option<&Tensor<B>>,
 ) -> Result<ValueAndGrads<B>> {
-    let run = run_marked(op, f, xs)?;
-    let nested = run.captures_outer
-        || xs.iter().any(Tensor::requires_grad)
-        || seed.is_some_and(Tensor::requires_grad);
-    let MarkedRun {
-        marks: marked,
-        output: y,
-        ids,
-        ..
-    } = run;
-    let found = if y.requires_grad() {
-        let seed = y.checked_seed(op, seed)?;
-        let opts = BackwardOptions {
-            create_graph: nested,
-            retain_graph: nested,
-        };
-        run_backward(&y, seed, Targets::Nodes(&ids), opts, None)?
+    let p = Pullback::record(op, f, xs, false)?;
+    let grads = p.grads(seed)?;
+    let y = if p.nested(seed) {
+        p.run.output
     } else {
-        if let Some(s) = seed {
-            y.check_matches(op, s, "the cotangent must have the output's shape")?;
-        }
-        if seed.is_none() && y.numel() != 1 {
-            return Err(not_one_element(op, y.shape()));
-        }
-        Vec::new()
+        p.run.output.detach()
     };
-    let grads = marked
-        .iter()
-        .zip(xs)
-        .map(|(m, x)| {
-            let id = m.node_id();
-            match found.iter().find(|(n, _)| Some(n.id) == id) {
-                Some((_, g)) => Ok(g.clone()),
-                None => x.detach().zeros_like(),
-            }
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let y = if nested { y } else { y.detach() };
     Ok((y, grads))
 }
 
@@ -201,34 +170,56 @@ where
 /// The pullback of a function at a point, from [`vjp_fn_n`]: maps an output cotangent to one
 /// gradient per input, as many times as needed (the recorded graph is kept).
 pub struct Pullback<B: Backend> {
+    /// The transform, for error messages.
+    op: &'static str,
     run: MarkedRun<B>,
     /// The inputs, detached: zero gradients take their shapes.
     inputs: Vec<Tensor<B>>,
     /// `true` when an input is tracked by an outer transform (the pass is then recorded).
     inputs_tracked: bool,
+    /// Keep the graph after a pass, so that the pullback can be applied again.
+    reusable: bool,
 }
 
 impl<B: Backend> Pullback<B> {
-    /// `cotangentᵀ J` for each input (`None` seeds a one-element output with 1, as `grad`).
-    pub fn apply(&self, cotangent: Option<&Tensor<B>>) -> Result<Vec<Tensor<B>>> {
-        const OP: &str = "vjp";
-        let y = &self.run.output;
-        let nested = self.run.captures_outer
-            || self.inputs_tracked
-            || cotangent.is_some_and(Tensor::requires_grad);
+    /// Runs `f` on marked copies of `xs`, ready to pull cotangents back.
+    fn record(
+        op: &'static str,
+        f: impl FnOnce(&[Tensor<B>]) -> Result<Tensor<B>>,
+        xs: &[Tensor<B>],
+        reusable: bool,
+    ) -> Result<Self> {
+        Ok(Pullback {
+            op,
+            run: run_marked(op, f, xs)?,
+            inputs: xs.iter().map(Tensor::detach).collect(),
+            inputs_tracked: xs.iter().any(Tensor::requires_grad),
+            reusable,
+        })
+    }
+
+    /// `true` when the pass must be recorded: something outside the transform is tracked.
+    fn nested(&self, seed: Option<&Tensor<B>>) -> bool {
+        self.run.captures_outer || self.inputs_tracked || seed.is_some_and(Tensor::requires_grad)
+    }
+
+    /// One gradient per input for the output cotangent `seed` (1 for a one-element output).
+    fn grads(&self, seed: Option<&Tensor<B>>) -> Result<Vec<Tensor<B>>> {
+        let (op, y) = (self.op, &self.run.output);
+        let nested = self.nested(seed);
         let found = if y.requires_grad() {
-            let seed = y.checked_seed(OP, cotangent)?;
+            let seed = y.checked_seed(op, seed)?;
             let opts = BackwardOptions {
                 create_graph: nested,
-                retain_graph: true,
+                retain_graph: nested || self.reusable,
             };
             run_backward(y, seed, Targets::Nodes(&self.run.ids), opts, None)?
         } else {
-            if let Some(s) = cotangent {
-                y.check_matches(OP, s, "the cotangent must have the output's shape")?;
+            if let Some(s) = seed {
+                y.check_matches(op, s, "the cotangent must have the output's shape")?;
             }
-            if cotangent.is_none() && y.numel() != 1 {
-                return Err(not_one_element(OP, y.shape()));
+            if seed.is_none() && y.numel() != 1 {
+                return Err(not_one_element(op, y.shape()));
             }
             Vec::new()
         };
@@ -244,6 +235,11 @@ impl<B: Backend> Pullback<B> {
                 }
             })
             .collect()
+    }
+
+    /// `cotangentᵀ J` for each input (`None` seeds a one-element output with 1, as `grad`).
+    pub fn apply(&self, cotangent: Option<&Tensor<B>>) -> Result<Vec<Tensor<B>>> {
+        self.grads(cotangent)
     }
 }
 
@@ -268,20 +264,11 @@ where
     B: Backend,
     F: FnOnce(&[Tensor<B>]) -> Result<Tensor<B>>,
 {
-    let run = run_marked("vjp", f, xs)?;
-    let inputs_tracked = xs.iter().any(Tensor::requires_grad);
-    let y = if run.captures_outer || inputs_tracked {
-        run.output.clone()
+    let p = Pullback::record("vjp", f, xs, true)?;
+    let y = if p.run.captures_outer || p.inputs_tracked {
+        p.run.output.clone()
     } else {
-        run.output.detach()
+        p.run.output.detach()
     };
-    let inputs = xs.iter().map(Tensor::detach).collect();
-    Ok((
-        y,
-        Pullback {
-            run,
-            inputs,
-            inputs_tracked,
-        },
-    ))
+    Ok((y, p))
 }
