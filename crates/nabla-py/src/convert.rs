@@ -84,7 +84,8 @@ pub fn to_value(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Value>
     // Like `torch.tensor`, a writable array is copied: nabla's buffers must not change under a
     // tensor. `from_numpy` shares memory on request, as `torch.from_numpy`.
     let array = if from_array && array.getattr("flags")?.getattr("writeable")?.is_truthy()? {
-        np.call_method1("array", (&array,))?.cast_into::<PyUntypedArray>()?
+        np.call_method1("array", (&array,))?
+            .cast_into::<PyUntypedArray>()?
     } else {
         array
     };
@@ -169,7 +170,12 @@ pub unsafe fn strided_foreign(
     owner: Box<dyn std::any::Any + Send + Sync>,
 ) -> nabla_core::Result<Eager> {
     let empty = shape.contains(&0);
-    let overflow = || Error::invalid("from_numpy", format!("the view of shape {shape:?} and strides {strides:?} overflows"));
+    let overflow = || {
+        Error::invalid(
+            "from_numpy",
+            format!("the view of shape {shape:?} and strides {strides:?} overflows"),
+        )
+    };
     let (mut low, mut high) = (0isize, 0isize);
     if !empty {
         for (&d, &s) in shape.iter().zip(&strides) {
@@ -185,13 +191,18 @@ pub unsafe fn strided_foreign(
     let len = if empty {
         0
     } else {
-        let span = high.checked_sub(low).and_then(|v| v.checked_add(1)).ok_or_else(overflow)?;
+        let span = high
+            .checked_sub(low)
+            .and_then(|v| v.checked_add(1))
+            .ok_or_else(overflow)?;
         usize::try_from(span).map_err(|_| overflow())?
     };
     let base = if empty {
         std::ptr::null()
     } else {
-        let bytes = low.checked_mul(dtype.size_in_bytes() as isize).ok_or_else(overflow)?;
+        let bytes = low
+            .checked_mul(dtype.size_in_bytes() as isize)
+            .ok_or_else(overflow)?;
         data.wrapping_offset(bytes)
     };
     // SAFETY: forwarded from the caller; `base` is the lowest element the view reaches.

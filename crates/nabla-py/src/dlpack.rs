@@ -298,7 +298,8 @@ pub fn from_dlpack(obj: &Bound<'_, PyAny>) -> PyResult<Eager> {
         if view.dtype == DType::Bool {
             // A producer's bool bytes may hold values other than 0 and 1: read them as bytes and
             // normalise (a copy).
-            let bytes = strided_foreign(DType::U8, view.data, view.shape, view.strides, owner).py()?;
+            let bytes =
+                strided_foreign(DType::U8, view.data, view.shape, view.strides, owner).py()?;
             return bytes.compare(nabla_core::CompareOp::Ne, 0i64).py();
         }
         strided_foreign(view.dtype, view.data, view.shape, view.strides, owner).py()
@@ -331,7 +332,11 @@ unsafe fn read_tensor(t: &DLTensor) -> PyResult<View> {
         return Err(PyValueError::new_err("from_dlpack: null shape pointer"));
     }
     // SAFETY: forwarded from the caller; a 0-d tensor may have a null shape.
-    let shape_i64: &[i64] = if ndim == 0 { &[] } else { unsafe { std::slice::from_raw_parts(t.shape, ndim) } };
+    let shape_i64: &[i64] = if ndim == 0 {
+        &[]
+    } else {
+        unsafe { std::slice::from_raw_parts(t.shape, ndim) }
+    };
     let shape = shape_i64
         .iter()
         .map(|&d| usize::try_from(d))

@@ -474,12 +474,16 @@ impl PyTensor {
         let dims = wanted
             .iter()
             .enumerate()
-            .map(|(i, &d)| match (d, i.checked_sub(lead).and_then(|j| current.get(j))) {
-                (-1, Some(&c)) => Ok(c),
-                _ => usize::try_from(d).map_err(|_| {
-                    pyo3::exceptions::PyValueError::new_err(format!("invalid size {d} in broadcast_to({wanted:?})"))
-                }),
-            })
+            .map(
+                |(i, &d)| match (d, i.checked_sub(lead).and_then(|j| current.get(j))) {
+                    (-1, Some(&c)) => Ok(c),
+                    _ => usize::try_from(d).map_err(|_| {
+                        pyo3::exceptions::PyValueError::new_err(format!(
+                            "invalid size {d} in broadcast_to({wanted:?})"
+                        ))
+                    }),
+                },
+            )
             .collect::<PyResult<Vec<usize>>>()?;
         let v = self.value.clone();
         compute(
