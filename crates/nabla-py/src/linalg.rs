@@ -4,8 +4,8 @@
 use crate::convert::to_value;
 use crate::error::IntoPyResult;
 use crate::tensor::{PyTensor, compute};
-use crate::value::{Group, Value, pair, unify};
-use crate::{map_pair, map_value};
+use crate::value::{Value, pair, unify};
+use crate::{map_pair, map_value, on_group};
 use nabla_core::{Error, Result};
 use nabla_fft::Norm;
 use nabla_linalg::NormOrd;
@@ -294,14 +294,10 @@ fn multi_dot(py: Python<'_>, arrays: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         .try_iter()?
         .map(|a| to_value(&a?, None))
         .collect::<PyResult<Vec<_>>>()?;
-    compute(py, move || match unify(&vs)? {
-        Group::Eager(ts) => {
-            nabla_linalg::multi_dot(&ts.iter().collect::<Vec<_>>()).map(Value::Eager)
-        }
-        Group::Traced(ts) => {
-            nabla_linalg::multi_dot(&ts.iter().collect::<Vec<_>>()).map(Value::Traced)
-        }
-    })
+    compute(
+        py,
+        move || on_group!(unify(&vs)?, ts => nabla_linalg::multi_dot(&ts.iter().collect::<Vec<_>>())),
+    )
 }
 
 fn fft_norm(norm: Option<&str>) -> PyResult<Norm> {

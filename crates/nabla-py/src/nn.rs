@@ -3,10 +3,10 @@
 
 use crate::convert::{cpu, to_value};
 use crate::error::IntoPyResult;
-use crate::map_value;
 use crate::ops::with_generator;
 use crate::tensor::{PyTensor, compute};
 use crate::value::{Group, Value, unify};
+use crate::{map_value, on_group};
 use nabla_core::{Conv2dParams, Error, Pool2dParams, Result};
 use nabla_nn::loss::{BceWithLogitsOptions, CrossEntropyOptions, NllLossOptions, Reduction};
 use nabla_tensor::Tensor;
@@ -39,16 +39,6 @@ fn group(values: Vec<Option<Value>>) -> Result<(Group, Vec<bool>)> {
     let present: Vec<bool> = values.iter().map(Option::is_some).collect();
     let vs: Vec<Value> = values.into_iter().flatten().collect();
     Ok((unify(&vs)?, present))
-}
-
-/// Runs `$body` with `$ts` bound to the grouped tensors (`Vec<Tensor<B>>`), for either kind.
-macro_rules! on_group {
-    ($group:expr, $ts:ident => $body:expr) => {
-        match $group {
-            Group::Eager($ts) => $body.map(Value::Eager),
-            Group::Traced($ts) => $body.map(Value::Traced),
-        }
-    };
 }
 
 fn opt_value(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Value>> {

@@ -4,8 +4,8 @@
 use crate::convert::{cpu, default_dtype, opt_dtype, python_scalar, to_value};
 use crate::methods::{binary, operand, shape_args};
 use crate::tensor::{PyTensor, compute};
-use crate::value::{Group, Value, pair, unify};
-use crate::{map_pair, map_value};
+use crate::value::{Value, pair, unify};
+use crate::{map_pair, map_value, on_group};
 use nabla_core::{BinaryOp, CompareOp, DType, Generator, ReduceOp, Scalar, UnaryOp};
 use nabla_tensor::{NoGradGuard, Tensor};
 use pyo3::prelude::*;
@@ -390,10 +390,10 @@ fn values(tensors: &Bound<'_, PyAny>) -> PyResult<Vec<Value>> {
 #[pyo3(signature = (tensors, axis = 0))]
 pub fn concatenate(py: Python<'_>, tensors: &Bound<'_, PyAny>, axis: isize) -> PyResult<PyTensor> {
     let vs = values(tensors)?;
-    compute(py, move || match unify(&vs)? {
-        Group::Eager(ts) => Tensor::cat(&ts.iter().collect::<Vec<_>>(), axis).map(Value::Eager),
-        Group::Traced(ts) => Tensor::cat(&ts.iter().collect::<Vec<_>>(), axis).map(Value::Traced),
-    })
+    compute(
+        py,
+        move || on_group!(unify(&vs)?, ts => Tensor::cat(&ts.iter().collect::<Vec<_>>(), axis)),
+    )
 }
 
 /// `stack(tensors, axis=0)`.
@@ -401,10 +401,10 @@ pub fn concatenate(py: Python<'_>, tensors: &Bound<'_, PyAny>, axis: isize) -> P
 #[pyo3(signature = (tensors, axis = 0))]
 pub fn stack(py: Python<'_>, tensors: &Bound<'_, PyAny>, axis: isize) -> PyResult<PyTensor> {
     let vs = values(tensors)?;
-    compute(py, move || match unify(&vs)? {
-        Group::Eager(ts) => Tensor::stack(&ts.iter().collect::<Vec<_>>(), axis).map(Value::Eager),
-        Group::Traced(ts) => Tensor::stack(&ts.iter().collect::<Vec<_>>(), axis).map(Value::Traced),
-    })
+    compute(
+        py,
+        move || on_group!(unify(&vs)?, ts => Tensor::stack(&ts.iter().collect::<Vec<_>>(), axis)),
+    )
 }
 
 /// `where(condition, x, y)`: `x` where the condition holds, `y` elsewhere (broadcast, promoted).
@@ -421,10 +421,10 @@ pub fn where_(
         to_value(x, None)?,
         to_value(y, None)?,
     ];
-    compute(py, move || match unify(&vs)? {
-        Group::Eager(t) => t[0].where_(&t[1], &t[2]).map(Value::Eager),
-        Group::Traced(t) => t[0].where_(&t[1], &t[2]).map(Value::Traced),
-    })
+    compute(
+        py,
+        move || on_group!(unify(&vs)?, t => t[0].where_(&t[1], &t[2])),
+    )
 }
 
 /// `matmul(a, b)`, as NumPy's `@` (batched, broadcast).
@@ -444,14 +444,10 @@ pub fn einsum(
     operands: &Bound<'_, PyTuple>,
 ) -> PyResult<PyTensor> {
     let vs = values(operands.as_any())?;
-    compute(py, move || match unify(&vs)? {
-        Group::Eager(ts) => {
-            Tensor::einsum(&equation, &ts.iter().collect::<Vec<_>>()).map(Value::Eager)
-        }
-        Group::Traced(ts) => {
-            Tensor::einsum(&equation, &ts.iter().collect::<Vec<_>>()).map(Value::Traced)
-        }
-    })
+    compute(
+        py,
+        move || on_group!(unify(&vs)?, ts => Tensor::einsum(&equation, &ts.iter().collect::<Vec<_>>())),
+    )
 }
 
 /// `with nabla_rs.no_grad():` records nothing for autodiff inside the block.

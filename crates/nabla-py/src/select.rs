@@ -3,8 +3,8 @@
 use crate::convert::to_value;
 use crate::error::IntoPyResult;
 use crate::tensor::{PyTensor, compute, tensor_list};
-use crate::value::{Value, pair};
-use crate::{map_pair, map_value};
+use crate::value::{Value, pair, unify};
+use crate::{map_pair, map_value, on_group};
 use nabla_any::AnyBackend;
 use nabla_core::{DType, Result};
 use pyo3::prelude::*;
@@ -100,10 +100,10 @@ impl PyTensor {
             to_value(index, None)?,
             to_value(source, None)?,
         ];
-        compute(py, move || match crate::value::unify(&vs)? {
-            crate::value::Group::Eager(t) => t[0].index_add(axis, &t[1], &t[2]).map(Value::Eager),
-            crate::value::Group::Traced(t) => t[0].index_add(axis, &t[1], &t[2]).map(Value::Traced),
-        })
+        compute(
+            py,
+            move || on_group!(unify(&vs)?, t => t[0].index_add(axis, &t[1], &t[2])),
+        )
     }
 
     /// Pieces of `size` entries along `axis` (the last may be shorter).

@@ -78,6 +78,18 @@ pub enum Group {
     Traced(Vec<TracedTensor>),
 }
 
+/// Runs `$body` with `$ts` bound to a [`Group`]'s tensors (`Vec<Tensor<_>>`) for either kind; `$body`
+/// gives a `Result<Tensor<_>>` and the macro a `Result<Value>` of the same kind.
+#[macro_export]
+macro_rules! on_group {
+    ($group:expr, $ts:ident => $body:expr) => {
+        match $group {
+            $crate::value::Group::Eager($ts) => $body.map($crate::value::Value::Eager),
+            $crate::value::Group::Traced($ts) => $body.map($crate::value::Value::Traced),
+        }
+    };
+}
+
 /// `values` as one kind (traced when any is), for ops of many operands.
 pub fn unify(values: &[Value]) -> Result<Group> {
     let eager: Option<Vec<Eager>> = values
