@@ -113,9 +113,18 @@ pub struct TrainArgs {
     /// Total number of epochs, 1 to 1,000,000 (a resumed run continues up to this number).
     #[arg(long, default_value_t = 15, value_name = "N")]
     pub epochs: u64,
-    /// Examples per batch.
+    /// Examples per batch. Under `mpirun` this is the global batch, split evenly across the ranks
+    /// (it must be a multiple of their number).
     #[arg(long, default_value_t = 32, value_name = "N")]
     pub batch_size: usize,
+    /// Stop after N optimizer steps in all (a run stopped inside an epoch saves a mid-epoch
+    /// checkpoint, which --resume continues).
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u64>,
+    /// Under `mpirun`: the size in MiB of the buckets in which gradients are all-reduced while the
+    /// backward pass runs (PyTorch DDP's default, 25).
+    #[arg(long, default_value_t = 25.0, value_name = "MIB")]
+    pub bucket_mib: f64,
     /// The optimizer.
     #[arg(long, value_enum, default_value_t = OptimizerKind::Adam)]
     pub optimizer: OptimizerKind,
@@ -233,8 +242,20 @@ impl TrainArgs {
                 format!("the learning rate must be a positive finite number, got {lr}"),
             ));
         }
-        if self.checkpoint_every == Some(0) {
-            return Err(Error::invalid("--checkpoint-every", "must be at least 1"));
+        if self.checkpoint_every == Some(0) || self.max_steps == Some(0) {
+            return Err(Error::invalid(
+                "--checkpoint-every, --max-steps",
+                "must be at least 1",
+            ));
+        }
+        if !(self.bucket_mib.is_finite() && self.bucket_mib > 0.0 && self.bucket_mib <= 65536.0) {
+            return Err(Error::invalid(
+                "--bucket-mib",
+                format!(
+                    "expected a size in MiB in (0, 65536], got {}",
+                    self.bucket_mib
+                ),
+            ));
         }
         let max = nabla_cpu::max_threads();
         if self.workers > max {

@@ -8,6 +8,8 @@ use crate::info::{ModelInfo, TrainOptions};
 use crate::models::{build_model, parameter_count};
 use nabla_core::{Backend, Error, Result, with_allocation_limit};
 use nabla_cpu::CpuBackend;
+use nabla_data::DistributedSampler;
+use nabla_distributed::{Communicator, DataParallel};
 use nabla_nn::optim::{Adam, AdamConfig, Optimizer, Sgd, SgdConfig};
 use nabla_nn::sched::{CosineAnnealingLR, LrScheduler, MultiStepLR, OneCycle, OneCycleLR};
 use nabla_nn::{Forward, Module, Sequential, load_checkpoint};
@@ -20,6 +22,7 @@ use nabla_train::{
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// A scheduler and when it steps.
@@ -110,9 +113,10 @@ fn scheduler<B: Backend>(
     })
 }
 
-/// `nabla train` on the backend of `--backend`.
-pub fn train(args: &TrainArgs) -> Result<()> {
-    dispatch(&args.common, Train(args))
+/// `nabla train` on the backend of `--backend`, as one rank of the data-parallel job `comm` (a
+/// world of one when not started by `mpirun`).
+pub fn train(args: &TrainArgs, comm: Arc<dyn Communicator>) -> Result<()> {
+    dispatch(&args.common, Train(args, comm))
 }
 
 /// `nabla eval` on the backend of `--backend`.
@@ -125,8 +129,8 @@ pub fn predict(args: &PredictArgs) -> Result<()> {
     dispatch(&args.common, Predict(args))
 }
 
-/// The `train` job.
-struct Train<'a>(&'a TrainArgs);
+/// The `train` job, on its communicator.
+struct Train<'a>(&'a TrainArgs, Arc<dyn Communicator>);
 
 /// The `eval` job.
 struct Eval<'a>(&'a EvalArgs);
@@ -136,7 +140,7 @@ struct Predict<'a>(&'a PredictArgs);
 
 impl Job for Train<'_> {
     fn run<B: Backend>(self, backend: &B) -> Result<()> {
-        train_on(self.0, backend)
+        train_on(self.0, &self.1, backend)
     }
 }
 
@@ -152,12 +156,13 @@ impl Job for Predict<'_> {
     }
 }
 
-/// The trainer configuration of `args` for a model described by `info`.
-fn trainer_config(args: &TrainArgs, info: &ModelInfo) -> TrainerConfig {
+/// The trainer configuration of `args` for a model described by `info`; `speaks` is whether this
+/// process prints progress (rank 0 does).
+fn trainer_config(args: &TrainArgs, info: &ModelInfo, speaks: bool) -> TrainerConfig {
     TrainerConfig {
         epochs: args.epochs,
-        progress: !args.quiet,
-        print_epochs: !args.quiet,
+        progress: !args.quiet && speaks,
+        print_epochs: !args.quiet && speaks,
         top_k: 5,
         early_stopping: args.early_stopping.map(|patience| EarlyStopping {
             monitor: Monitor::ValLoss,
@@ -170,6 +175,7 @@ fn trainer_config(args: &TrainArgs, info: &ModelInfo) -> TrainerConfig {
         plot: (!args.no_plot).then(|| args.plot.clone()),
         plot_title: format!("{} on {}", args.model.name(), args.dataset.name()),
         detect_anomaly: args.detect_anomaly,
+        max_steps: args.max_steps,
         metadata: info.to_json(),
     }
 }
@@ -201,6 +207,7 @@ fn resume_run<B: Backend>(
         now.check_resumable(saved, path)?;
     }
     let state = trainer.resume(path, backend)?;
+    let speaks = trainer.config().print_epochs || trainer.config().progress;
     if state.epoch > args.epochs {
         return Err(Error::invalid(
             "--resume",
@@ -212,19 +219,41 @@ fn resume_run<B: Backend>(
             ),
         ));
     }
-    if !args.quiet {
+    if speaks {
         nabla_note!("resuming after epoch {} (step {})", state.epoch, state.step);
     }
     Ok(())
 }
 
-/// `nabla train` on `backend` (the data is loaded on the CPU and moved batch by batch). Every
-/// argument, output path and the data are checked before the first step, so a bad option never
-/// costs an epoch or touches an existing checkpoint; the per-epoch figures come from a validation
-/// split of the training data and the final result from the test set.
-fn train_on<B: Backend>(args: &TrainArgs, backend: &B) -> Result<()> {
+/// The share of a global batch of `batch_size` examples that each of `comm`'s ranks takes.
+fn per_rank_batch(batch_size: usize, comm: &dyn Communicator) -> Result<usize> {
+    let world = comm.world_size();
+    if batch_size % world != 0 {
+        return Err(Error::invalid(
+            "--batch-size",
+            format!(
+                "--batch-size {batch_size} is the global batch, split evenly across the {world} \
+                 ranks: it must be a multiple of {world}"
+            ),
+        ));
+    }
+    Ok(batch_size / world)
+}
+
+/// `nabla train` on `backend` (the data is loaded on the CPU and moved batch by batch), as one rank
+/// of `comm`. Every argument, output path and the data are checked before the first step, so a bad
+/// option never costs an epoch or touches an existing checkpoint; the per-epoch figures come from a
+/// validation split of the training data and the final result from the test set.
+///
+/// With several ranks each takes its share of every global batch and of the validation set
+/// ([`DistributedSampler`]), the optimizer averages gradients across them ([`DataParallel`]), and
+/// only rank 0 prints, writes files and evaluates on the test set.
+fn train_on<B: Backend>(args: &TrainArgs, comm: &Arc<dyn Communicator>, backend: &B) -> Result<()> {
     let cpu = CpuBackend::new();
     args.validate()?;
+    let local_batch = per_rank_batch(args.batch_size, comm.as_ref())?;
+    let (rank, world) = (comm.rank(), comm.world_size());
+    let speaks = rank == 0;
     if args.resume {
         check_input_file(&args.checkpoint, "checkpoint to resume")?;
     }
@@ -244,27 +273,49 @@ fn train_on<B: Backend>(args: &TrainArgs, backend: &B) -> Result<()> {
         backend,
     )?;
     let n_params = parameter_count(&model);
-    let mut opt = optimizer(args, &model)?;
     let [n_train, n_val, n_test] = splits.sizes();
-    let sched = scheduler(args, opt.as_mut(), n_train.div_ceil(args.batch_size))?;
-    let mut trainer = Trainer::new(model, opt, trainer_config(args, &info))?;
+    let sampler = DistributedSampler::new(rank, world)?;
+    let loader = loader_on(splits.train, local_batch, backend)?
+        .shuffle(true)
+        .seed(args.seed)
+        .num_workers(args.workers)
+        .distributed(sampler);
+    let workers = args.workers.min(1);
+    let mut val_loader = loader_on(splits.val, 256, backend)?
+        .num_workers(workers)
+        .distributed(sampler.pad(false));
+    let mut opt = optimizer(args, &model)?;
+    if world > 1 {
+        let buffers: Vec<_> = model.named_buffers().into_iter().map(|(_, b)| b).collect();
+        let bucket_bytes = (args.bucket_mib * (1u64 << 20) as f64) as usize;
+        opt = Box::new(DataParallel::new(
+            opt,
+            Arc::clone(comm),
+            &buffers,
+            bucket_bytes,
+        )?);
+    }
+    let sched = scheduler(args, opt.as_mut(), loader.len())?;
+    let mut trainer = Trainer::new(model, opt, trainer_config(args, &info, speaks))?
+        .distributed(Arc::clone(comm));
     if let Some((s, interval)) = sched {
         trainer = trainer.with_scheduler(s, interval);
     }
     if args.resume {
         resume_run(args, &info, &mut trainer, backend)?;
     }
-    let loader = loader_on(splits.train, args.batch_size, backend)?
-        .shuffle(true)
-        .seed(args.seed)
-        .num_workers(args.workers);
     let mut train_loader = trainer.restore_loader(loader);
-    let workers = args.workers.min(1);
-    let mut val_loader = loader_on(splits.val, 256, backend)?.num_workers(workers);
-    let mut test_loader = loader_on(splits.test, 256, backend)?.num_workers(workers);
-    if !args.quiet {
+    if !args.quiet && speaks {
+        let ranks = if world > 1 {
+            format!(
+                " on {world} ranks ({} examples per rank and batch)",
+                local_batch
+            )
+        } else {
+            String::new()
+        };
         nabla_note!(
-            "training {} ({n_params} parameters) on {}: {n_train} training, {n_val} validation and {n_test} test examples, {} epochs, {} backend",
+            "training {} ({n_params} parameters) on {}: {n_train} training, {n_val} validation and {n_test} test examples, {} epochs, {} backend{ranks}",
             args.model.name(),
             args.dataset.name(),
             args.epochs,
@@ -277,14 +328,21 @@ fn train_on<B: Backend>(args: &TrainArgs, backend: &B) -> Result<()> {
         .epochs
         .len();
     let seconds = t0.elapsed().as_secs_f64();
+    if !speaks {
+        return Ok(());
+    }
+    let mut test_loader = loader_on(splits.test, 256, backend)?.num_workers(workers);
     let test = evaluate_model(trainer.model(), &mut test_loader, 5, Some(info.classes))?;
     let mut out = String::new();
-    if epochs == 0 {
+    if epochs == 0 && args.max_steps.is_none_or(|m| trainer.step() < m) {
         let _ = writeln!(
             out,
             "nothing to train: the run already has {} epochs",
             args.epochs
         );
+    }
+    if let Some(max) = args.max_steps.filter(|&m| trainer.step() >= m) {
+        let _ = writeln!(out, "stopped after --max-steps {max} steps");
     }
     let _ = writeln!(
         out,

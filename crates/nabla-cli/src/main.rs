@@ -59,15 +59,40 @@ fn main() -> ExitCode {
         }
     };
     let result = match &cli.command {
-        Command::Train(a) => commands::train(a),
+        Command::Train(a) => return train(a),
         Command::Eval(a) => commands::eval(a),
         Command::Predict(a) => commands::predict(a),
     };
+    finish(result)
+}
+
+/// The exit code of a command's `result`, after printing its error.
+fn finish(result: nabla_core::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             fail(&format!("error: {}", one_line(&e.to_string())));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `nabla train`, as one rank of a data-parallel job when an MPI launcher started this process.
+/// A rank that fails prints its error, naming the rank, and exits at once without finalizing MPI:
+/// the launcher then ends the whole job, instead of the other ranks waiting for ever in their next
+/// collective.
+fn train(args: &args::TrainArgs) -> ExitCode {
+    let comm = match nabla_distributed::from_environment() {
+        Ok(comm) => comm,
+        Err(e) => return finish(Err(e)),
+    };
+    match commands::train(args, std::sync::Arc::clone(&comm)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if comm.world_size() > 1 => {
+            let e = nabla_distributed::rank_error(comm.as_ref(), e);
+            fail(&format!("error: {}", one_line(&e.to_string())));
+            std::process::exit(1)
+        }
+        Err(e) => finish(Err(e)),
     }
 }

@@ -32,6 +32,7 @@ mod digits;
 mod idx;
 mod loader;
 mod npy;
+mod sampler;
 mod source;
 pub mod transforms;
 
@@ -44,4 +45,5 @@ pub use digits::Digits;
 pub use idx::{Mnist, parse_idx, read_idx};
 pub use loader::{DataLoader, DataLoaderIter};
 pub use npy::{parse_npy, read_npy};
+pub use sampler::DistributedSampler;
 pub use source::decompress_if_gzip;

@@ -1,6 +1,7 @@
 //! `DataLoader`: batching, seeded shuffling and background prefetching.
 
 use crate::dataset::{Collate, Dataset, random_permutation};
+use crate::sampler::DistributedSampler;
 use nabla_core::{Error, Generator, Result};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -46,6 +47,7 @@ pub struct DataLoader<D: Dataset, O> {
     prefetch_factor: usize,
     generator: Generator,
     epoch: u64,
+    sampler: Option<DistributedSampler>,
 }
 
 impl<D> DataLoader<D, <D::Item as Collate>::Batch>
@@ -72,6 +74,7 @@ where
             prefetch_factor: 2,
             generator: Generator::new(0),
             epoch: 0,
+            sampler: None,
         })
     }
 }
@@ -101,6 +104,18 @@ impl<D: Dataset, O> DataLoader<D, O> {
         self
     }
 
+    /// Loads only this rank's share of each epoch in data-parallel training (see
+    /// [`DistributedSampler`]); the shuffling generator must be seeded alike on every rank.
+    pub fn distributed(mut self, sampler: DistributedSampler) -> Self {
+        self.sampler = Some(sampler);
+        self
+    }
+
+    /// The sampler of [`DataLoader::distributed`], if any.
+    pub fn sampler(&self) -> Option<&DistributedSampler> {
+        self.sampler.as_ref()
+    }
+
     /// Background threads that load batches; 0 (the default) loads inline in the consumer's thread.
     pub fn num_workers(mut self, num_workers: usize) -> Self {
         self.num_workers = num_workers;
@@ -128,6 +143,7 @@ impl<D: Dataset, O> DataLoader<D, O> {
             prefetch_factor: self.prefetch_factor,
             generator: self.generator,
             epoch: self.epoch,
+            sampler: self.sampler,
         }
     }
 
@@ -151,9 +167,18 @@ impl<D: Dataset, O> DataLoader<D, O> {
         self.epoch
     }
 
+    /// The examples an epoch visits: the data set's size, or this rank's share of it.
+    pub fn num_examples(&self) -> usize {
+        let n = self.dataset.len();
+        match &self.sampler {
+            Some(s) => s.num_samples(n),
+            None => n,
+        }
+    }
+
     /// Batches per epoch.
     pub fn len(&self) -> usize {
-        let n = self.dataset.len();
+        let n = self.num_examples();
         if self.drop_last {
             n / self.batch_size
         } else {
@@ -173,6 +198,10 @@ impl<D: Dataset, O> DataLoader<D, O> {
             random_permutation(n, &mut self.generator)
         } else {
             (0..n).collect()
+        };
+        let order = match &self.sampler {
+            Some(s) => s.shard(&order),
+            None => order,
         };
         let mut batches: Vec<Vec<usize>> = order
             .chunks(self.batch_size)

@@ -104,6 +104,10 @@ pub struct TrainerConfig {
     /// forward or backward, that makes a NaN or infinity from finite values stops the run with an
     /// error naming it (slower; for finding where a diverged run went wrong).
     pub detect_anomaly: bool,
+    /// Stop once this many optimizer steps have been taken in all (Lightning's `max_steps`). A run
+    /// stopped inside an epoch saves a mid-epoch checkpoint (when a checkpoint path is set), which
+    /// resumes exactly with a larger limit; that epoch is not counted or logged.
+    pub max_steps: Option<u64>,
     /// Anything the caller wants stored in checkpoints (e.g. the model kind and input shape), read
     /// back with [`checkpoint_metadata`](crate::checkpoint_metadata).
     pub metadata: Value,
@@ -123,6 +127,7 @@ impl Default for TrainerConfig {
             plot: None,
             plot_title: "training".to_string(),
             detect_anomaly: false,
+            max_steps: None,
             metadata: Value::Null,
         }
     }

@@ -16,6 +16,7 @@
 //! ```
 
 use nabla_core::{Backend, DType, Error, Result};
+use nabla_distributed::{Communicator, all_reduce_f64};
 use nabla_tensor::Tensor;
 use std::fmt;
 
@@ -366,6 +367,26 @@ impl MetricAccumulator {
             self.correct as f64,
             self.top_k_correct as f64,
         ]
+    }
+
+    /// Sums this accumulator over all ranks of `comm` (every rank must call it): each rank then
+    /// holds the metrics of the examples all ranks saw.
+    pub fn all_reduce(&mut self, comm: &dyn Communicator) -> Result<()> {
+        if comm.world_size() == 1 {
+            return Ok(());
+        }
+        let mut values = self.sums().to_vec();
+        if let Some(cm) = &self.confusion {
+            values.extend(cm.counts.iter().map(|&c| c as f64));
+        }
+        let summed = all_reduce_f64(comm, &values)?;
+        self.set_sums([summed[0], summed[1], summed[2], summed[3]]);
+        if let Some(cm) = &mut self.confusion {
+            for (dst, src) in cm.counts.iter_mut().zip(&summed[4..]) {
+                *dst = *src as u64;
+            }
+        }
+        Ok(())
     }
 
     /// Restores sums from [`MetricAccumulator::sums`].

@@ -9,6 +9,7 @@ use crate::plot::write_svg;
 use crate::progress::Progress;
 use nabla_core::{Backend, Error, Generator, Result};
 use nabla_data::{DataLoader, Dataset};
+use nabla_distributed::{Communicator, SingleProcess};
 use nabla_nn::loss::{CrossEntropyOptions, cross_entropy};
 use nabla_nn::optim::Optimizer;
 use nabla_nn::sched::LrScheduler;
@@ -16,6 +17,7 @@ use nabla_nn::{Forward, TrainingState, load_checkpoint, load_safetensors, save_c
 use nabla_tensor::{AnomalyGuard, Tensor, no_grad};
 use serde_json::{Value, json};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Where a resumed run picks up: the shuffling generator at the start of the interrupted epoch and
@@ -61,6 +63,7 @@ pub struct Trainer<B: Backend, M> {
     step: u64,
     early: EarlyState,
     resume_point: Option<ResumePoint>,
+    comm: Arc<dyn Communicator>,
 }
 
 impl<B: Backend, M: Forward<B>> Trainer<B, M> {
@@ -69,10 +72,10 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
         if let Some(es) = &config.early_stopping {
             es.validate()?;
         }
-        if config.top_k == 0 || config.checkpoint_every == Some(0) {
+        if config.top_k == 0 || config.checkpoint_every == Some(0) || config.max_steps == Some(0) {
             return Err(Error::invalid(
                 "Trainer::new",
-                "top_k and checkpoint_every must be at least 1",
+                "top_k, checkpoint_every and max_steps must be at least 1",
             ));
         }
         if let Some(log) = &config.log {
@@ -101,7 +104,24 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
             step: 0,
             early: EarlyState::default(),
             resume_point: None,
+            comm: Arc::new(SingleProcess),
         })
+    }
+
+    /// Makes this trainer one rank of a data-parallel job over `comm`. The optimizer should be a
+    /// [`DataParallel`](nabla_distributed::DataParallel) over the same communicator and the
+    /// training loader [`distributed`](DataLoader::distributed) (the validation loader too, for
+    /// sharded validation); then the epoch metrics are summed over all ranks, so that every rank
+    /// takes the same early-stopping decision, and only rank 0 writes checkpoints, logs and the
+    /// plot.
+    pub fn distributed(mut self, comm: Arc<dyn Communicator>) -> Self {
+        self.comm = comm;
+        self
+    }
+
+    /// Whether this process writes the run's files (rank 0, or the only process).
+    fn writes_files(&self) -> bool {
+        self.comm.rank() == 0
     }
 
     /// Attaches a learning-rate scheduler (built on this trainer's optimizer, see
@@ -186,9 +206,11 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
                 "early stopping watches a validation metric: pass a validation loader",
             ));
         }
-        while self.epoch < self.config.epochs && !self.early.stopped {
+        while self.epoch < self.config.epochs && !self.early.stopped && !self.reached_max_steps() {
             let t0 = Instant::now();
-            let train_acc = self.train_epoch(train)?;
+            let Some(train_acc) = self.train_epoch(train)? else {
+                break;
+            };
             if let Some((s, SchedulerInterval::Epoch)) = &mut self.scheduler {
                 s.step(self.optimizer.as_mut())?;
             }
@@ -221,7 +243,9 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
                 note(&self.summary_line(&record));
             }
             self.history.epochs.push(record);
-            if let Some(path) = &self.config.log {
+            if let Some(path) = &self.config.log
+                && self.writes_files()
+            {
                 self.history.write_log(path)?;
             }
             if let Some(path) = self.config.checkpoint.clone() {
@@ -235,7 +259,9 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
                 ));
             }
         }
-        if let Some(path) = &self.config.plot {
+        if let Some(path) = &self.config.plot
+            && self.writes_files()
+        {
             write_svg(&self.history, &self.config.plot_title, path)?;
         }
         Ok(&self.history)
@@ -260,8 +286,17 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
         s
     }
 
-    /// Runs one training epoch and returns its training metrics.
-    fn train_epoch<D, O>(&mut self, train: &mut DataLoader<D, O>) -> Result<MetricAccumulator>
+    /// Whether `config.max_steps` optimizer steps have been taken.
+    fn reached_max_steps(&self) -> bool {
+        self.config.max_steps.is_some_and(|max| self.step >= max)
+    }
+
+    /// Runs one training epoch and returns its training metrics, or `None` when the run reached
+    /// `config.max_steps` inside the epoch (after saving a mid-epoch checkpoint).
+    fn train_epoch<D, O>(
+        &mut self,
+        train: &mut DataLoader<D, O>,
+    ) -> Result<Option<MetricAccumulator>>
     where
         D: Dataset + Send + Sync + 'static,
         O: ClassificationBatch<B> + Send + 'static,
@@ -281,11 +316,14 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
         };
         self.model.train();
         let mut acc = MetricAccumulator::new(1, None);
-        if let Some(s) = sums {
+        // The saved sums are those of all ranks: one rank carries them on.
+        if let Some(s) = sums
+            && self.writes_files()
+        {
             acc.set_sums(s);
         }
         let batches = train.len();
-        let examples = train.dataset().len();
+        let examples = train.num_examples();
         let mut progress = Progress::new(
             self.config.progress,
             examples as u64,
@@ -320,11 +358,29 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
                 && self.step.is_multiple_of(every)
                 && b + 1 < batches
             {
-                self.write_checkpoint(&path, start.clone(), b + 1, Some(acc.sums()))?;
+                let mut all = acc.clone();
+                all.all_reduce(self.comm.as_ref())?;
+                self.write_checkpoint(&path, start.clone(), b + 1, Some(all.sums()))?;
+            }
+            if self.reached_max_steps() && b + 1 < batches {
+                progress.finish();
+                acc.all_reduce(self.comm.as_ref())?;
+                if let Some(path) = self.config.checkpoint.clone() {
+                    self.write_checkpoint(&path, start.clone(), b + 1, Some(acc.sums()))?;
+                }
+                // A later `fit` with a larger limit continues this epoch, from a loader rebuilt by
+                // `restore_loader`, as after `resume`.
+                self.resume_point = Some(ResumePoint {
+                    generator: start,
+                    batches_done: b + 1,
+                    sums: Some(acc.sums()),
+                });
+                return Ok(None);
             }
         }
         progress.finish();
-        Ok(acc)
+        acc.all_reduce(self.comm.as_ref())?;
+        Ok(Some(acc))
     }
 
     /// Evaluates the model on `loader` without recording gradients (in evaluation mode): mean
@@ -342,10 +398,13 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
         self.model.eval();
         let result = evaluate_model(&self.model, loader, self.config.top_k, classes);
         self.model.train();
-        result
+        let mut acc = result?;
+        acc.all_reduce(self.comm.as_ref())?;
+        Ok(acc)
     }
 
-    /// The training state of a checkpoint: position, generator and the trainer's own state.
+    /// Writes a checkpoint with the training state (position, generator and the trainer's own
+    /// state); only rank 0 writes.
     fn write_checkpoint(
         &self,
         path: &Path,
@@ -354,6 +413,9 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
         sums: Option<[f64; 4]>,
     ) -> Result<()> {
         self.check_finite_weights(path)?;
+        if !self.writes_files() {
+            return Ok(());
+        }
         let extra = json!({
             "trainer": {
                 "history": self.history.to_json(),

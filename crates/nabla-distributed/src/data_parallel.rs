@@ -1,0 +1,495 @@
+//! [`DataParallel`]: an optimizer that averages gradients over all ranks before it steps, in
+//! buckets all-reduced while the backward pass is still running (PyTorch's
+//! `DistributedDataParallel`).
+
+use crate::comm::{Communicator, HostBuffer, Pending};
+use nabla_core::{Backend, DType, Error, Result};
+use nabla_nn::Param;
+use nabla_nn::optim::{GradMap, Optimizer, OptimizerState, ParamGroup};
+use nabla_tensor::{Tensor, VarId};
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// PyTorch DDP's default bucket size: 25 MiB.
+pub const DEFAULT_BUCKET_BYTES: usize = 25 << 20;
+
+/// The element type a parameter's gradient is reduced in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wire {
+    F32,
+    F64,
+}
+
+impl Wire {
+    /// The wire type of a parameter of `dtype`: half precisions are reduced in f32.
+    fn of(dtype: DType) -> Result<Wire> {
+        match dtype {
+            DType::F64 => Ok(Wire::F64),
+            DType::F32 | DType::F16 | DType::BF16 => Ok(Wire::F32),
+            DType::C64 | DType::C128 | DType::I64 | DType::I32 | DType::U8 | DType::Bool => {
+                Err(Error::invalid(
+                    "DataParallel",
+                    format!("cannot all-reduce gradients of {dtype} parameters (real floats only)"),
+                ))
+            }
+        }
+    }
+
+    fn bytes(self) -> usize {
+        match self {
+            Wire::F32 => 4,
+            Wire::F64 => 8,
+        }
+    }
+}
+
+/// Consecutive parameters (in [`DataParallel`]'s order) whose gradients travel together.
+#[derive(Clone, Debug)]
+struct Bucket {
+    members: Range<usize>,
+    wire: Wire,
+}
+
+/// How long the parts of the last step took, and what crossed the wire.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepTimings {
+    /// The backward pass, from its start until the last gradient was handed over (buckets
+    /// all-reduced during this time overlap with it).
+    pub backward: Duration,
+    /// The wait for all-reduces after the backward pass ended: the communication not hidden.
+    pub exposed_communication: Duration,
+    /// The time the communicator spent inside this step's all-reduces (where it measures it).
+    pub communication: Duration,
+    /// The optimizer's update after the last bucket arrived, and the buffer broadcast.
+    pub update: Duration,
+    /// Bytes all-reduced.
+    pub bytes: usize,
+    /// Buckets all-reduced.
+    pub buckets: usize,
+}
+
+impl StepTimings {
+    /// The share of communication hidden behind the backward pass, `1 - exposed / communication`
+    /// (0 when nothing was communicated).
+    pub fn overlap(&self) -> f64 {
+        let total = self.communication.as_secs_f64();
+        if total <= 0.0 {
+            return 0.0;
+        }
+        (1.0 - self.exposed_communication.as_secs_f64() / total).clamp(0.0, 1.0)
+    }
+}
+
+/// Data-parallel training: wraps the optimizer of a model replicated on every rank, so that each
+/// step uses the gradients averaged over all ranks (each rank computing them on its own part of
+/// the global batch).
+///
+/// - At construction every rank takes rank 0's parameters and buffers (one broadcast), so that
+///   the replicas start equal.
+/// - [`Optimizer::backward_step`] groups the gradients into buckets of about `bucket_bytes`, in
+///   the reverse order of the parameters (the order the backward pass produces them), and starts
+///   each bucket's all-reduce as soon as all of its gradients are complete
+///   ([`Tensor::backward_each`]), while the backward pass goes on. Buckets start in the same order
+///   on every rank. Parameters that got no gradient in a step contribute zeros. The wrapped
+///   optimizer steps once the last bucket has arrived, with the average.
+/// - After each step rank 0's buffers (batch-norm running statistics) are broadcast, as DDP's
+///   `broadcast_buffers` does before each forward pass.
+///
+/// [`Optimizer::step`] and gradient accumulation ([`Optimizer::step_accumulated`]) average the
+/// same way, after the fact.
+///
+/// ```
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// # use nabla_nn::{Param, optim::{Optimizer, Sgd, SgdConfig}};
+/// use nabla_distributed::{DataParallel, SingleProcess, DEFAULT_BUCKET_BYTES};
+/// use std::sync::Arc;
+/// let cpu = CpuBackend::new();
+/// let w = Param::new(Tensor::from_vec(vec![1.0f32, -2.0], [2], &cpu)?)?;
+/// let sgd = Sgd::new(vec![w.clone()], SgdConfig { lr: 0.5, ..Default::default() })?;
+/// let mut opt = DataParallel::new(Box::new(sgd), Arc::new(SingleProcess), &[], DEFAULT_BUCKET_BYTES)?;
+/// opt.backward_step(&w.value().square()?.sum_all()?)?; // gradient 2w, averaged over one rank
+/// assert_eq!(w.value().to_vec::<f32>()?, vec![0.0, 0.0]);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub struct DataParallel<B: Backend> {
+    inner: Box<dyn Optimizer<B>>,
+    comm: Arc<dyn Communicator>,
+    /// The optimizer's parameters, last first.
+    params: Vec<Param<B>>,
+    buckets: Vec<Bucket>,
+    /// The bucket of each parameter.
+    bucket_of: Vec<usize>,
+    buffers: Vec<Param<B>>,
+    last: StepTimings,
+}
+
+impl<B: Backend> DataParallel<B> {
+    /// Wraps `inner` (built over the model's parameters) to average gradients over `comm`'s ranks
+    /// in buckets of about `bucket_bytes` ([`DEFAULT_BUCKET_BYTES`] is PyTorch's 25 MiB), keeping
+    /// `buffers` (the model's [`Module::named_buffers`](nabla_nn::Module::named_buffers)) equal to
+    /// rank 0's. Every rank must call this at the same point: it broadcasts rank 0's parameters and
+    /// buffers.
+    pub fn new(
+        inner: Box<dyn Optimizer<B>>,
+        comm: Arc<dyn Communicator>,
+        buffers: &[Param<B>],
+        bucket_bytes: usize,
+    ) -> Result<Self> {
+        if bucket_bytes == 0 {
+            return Err(Error::invalid(
+                "DataParallel::new",
+                "bucket_bytes must be at least 1",
+            ));
+        }
+        let mut params: Vec<Param<B>> = inner
+            .param_groups()
+            .iter()
+            .flat_map(|g| g.params.iter().cloned())
+            .collect();
+        params.reverse();
+        let buckets = plan_buckets(&params, bucket_bytes)?;
+        let mut bucket_of = vec![0; params.len()];
+        for (b, bucket) in buckets.iter().enumerate() {
+            bucket_of[bucket.members.clone()].fill(b);
+        }
+        let dp = DataParallel {
+            inner,
+            comm,
+            params,
+            buckets,
+            bucket_of,
+            buffers: buffers.to_vec(),
+            last: StepTimings::default(),
+        };
+        let everything: Vec<Param<B>> = dp.params.iter().chain(&dp.buffers).cloned().collect();
+        broadcast_from_root(dp.comm.as_ref(), &everything)?;
+        Ok(dp)
+    }
+
+    /// The communicator.
+    pub fn communicator(&self) -> &Arc<dyn Communicator> {
+        &self.comm
+    }
+
+    /// How long the parts of the last step took.
+    pub fn last_step(&self) -> StepTimings {
+        self.last
+    }
+
+    /// The number of buckets gradients travel in.
+    pub fn num_buckets(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// The wrapped optimizer.
+    pub fn inner(&self) -> &dyn Optimizer<B> {
+        self.inner.as_ref()
+    }
+
+    /// Starts the all-reduce of bucket `b` from the gradients in `slots` (zeros where missing).
+    fn launch(&self, b: usize, slots: &mut [Option<Tensor<B>>]) -> Result<Pending> {
+        let bucket = &self.buckets[b];
+        let buffer = match bucket.wire {
+            Wire::F32 => HostBuffer::F32(self.flatten::<f32>(bucket, slots, DType::F32)?),
+            Wire::F64 => HostBuffer::F64(self.flatten::<f64>(bucket, slots, DType::F64)?),
+        };
+        self.comm.all_reduce_sum(buffer)
+    }
+
+    /// The gradients of `bucket`'s members, in order, as one vector (taken out of `slots`).
+    fn flatten<T: nabla_core::Element + Copy + Default>(
+        &self,
+        bucket: &Bucket,
+        slots: &mut [Option<Tensor<B>>],
+        dtype: DType,
+    ) -> Result<Vec<T>> {
+        let numel: usize = self.params[bucket.members.clone()]
+            .iter()
+            .map(Param::numel)
+            .sum();
+        let mut flat = Vec::with_capacity(numel);
+        for i in bucket.members.clone() {
+            match slots[i].take() {
+                Some(g) => {
+                    check_grad(&self.params[i], &g)?;
+                    flat.extend(g.detach().cast(dtype)?.to_vec::<T>()?);
+                }
+                None => flat.resize(flat.len() + self.params[i].numel(), T::default()),
+            }
+        }
+        Ok(flat)
+    }
+
+    /// Waits for bucket `b`'s sum and puts the average of each member's gradient into `grads`.
+    fn finish(&self, b: usize, pending: Pending, grads: &mut GradMap<B>) -> Result<()> {
+        let bucket = &self.buckets[b];
+        let world = self.comm.world_size();
+        let sum = pending.wait()?;
+        let mut offset = 0;
+        for p in &self.params[bucket.members.clone()] {
+            let n = p.numel();
+            let backend = p.data().backend().clone();
+            let mean = match (&sum, bucket.wire) {
+                (HostBuffer::F32(v), Wire::F32) if v.len() >= offset + n => {
+                    let w = world as f32;
+                    let part = v[offset..offset + n].iter().map(|x| x / w).collect();
+                    Tensor::from_vec::<f32>(part, p.shape(), &backend)?
+                }
+                (HostBuffer::F64(v), Wire::F64) if v.len() >= offset + n => {
+                    let w = world as f64;
+                    let part = v[offset..offset + n].iter().map(|x| x / w).collect();
+                    Tensor::from_vec::<f64>(part, p.shape(), &backend)?
+                }
+                _ => {
+                    return Err(Error::invalid(
+                        "DataParallel",
+                        format!(
+                            "bucket {b}: the all-reduce returned {} {} values, not the bucket's",
+                            sum.len(),
+                            sum.kind()
+                        ),
+                    ));
+                }
+            };
+            grads.insert(p.id(), mean.cast(p.dtype())?);
+            offset += n;
+        }
+        Ok(())
+    }
+
+    /// Averages `grads` (by parameter) over all ranks, bucket by bucket.
+    fn average(&mut self, grads: &GradMap<B>) -> Result<GradMap<B>> {
+        let start = Instant::now();
+        let busy = self.comm.collective_time();
+        let mut slots: Vec<Option<Tensor<B>>> = self
+            .params
+            .iter()
+            .map(|p| grads.get(p.id()).cloned())
+            .collect();
+        let mut pending = Vec::with_capacity(self.buckets.len());
+        for b in 0..self.buckets.len() {
+            pending.push(self.launch(b, &mut slots)?);
+        }
+        let averaged = self.collect(pending)?;
+        self.last = StepTimings {
+            backward: Duration::ZERO,
+            exposed_communication: start.elapsed(),
+            communication: self.comm.collective_time().saturating_sub(busy),
+            update: Duration::ZERO,
+            bytes: self.bucket_bytes(),
+            buckets: self.buckets.len(),
+        };
+        Ok(averaged)
+    }
+
+    /// Waits for every bucket in order and gathers the averages.
+    fn collect(&self, pending: Vec<Pending>) -> Result<GradMap<B>> {
+        let mut grads = GradMap::new();
+        for (b, p) in pending.into_iter().enumerate() {
+            self.finish(b, p, &mut grads)?;
+        }
+        Ok(grads)
+    }
+
+    /// The bytes a step all-reduces.
+    fn bucket_bytes(&self) -> usize {
+        self.buckets
+            .iter()
+            .map(|b| {
+                let n: usize = self.params[b.members.clone()]
+                    .iter()
+                    .map(Param::numel)
+                    .sum();
+                n * b.wire.bytes()
+            })
+            .sum()
+    }
+
+    /// Makes every rank's buffers equal to rank 0's.
+    fn sync_buffers(&self) -> Result<()> {
+        broadcast_from_root(self.comm.as_ref(), &self.buffers)
+    }
+}
+
+/// Checks that `g` can be `p`'s gradient.
+fn check_grad<B: Backend>(p: &Param<B>, g: &Tensor<B>) -> Result<()> {
+    if g.shape() != p.shape().as_slice() {
+        return Err(Error::shapes("DataParallel", g.shape(), &p.shape())
+            .with_hint("a gradient must have its parameter's shape"));
+    }
+    Ok(())
+}
+
+/// Splits `params` (in order) into buckets of one wire type and about `bucket_bytes` each: a
+/// bucket is closed once it holds at least `bucket_bytes`, so a parameter larger than that has a
+/// bucket of its own.
+fn plan_buckets<B: Backend>(params: &[Param<B>], bucket_bytes: usize) -> Result<Vec<Bucket>> {
+    let mut buckets: Vec<Bucket> = Vec::new();
+    let mut bytes = 0;
+    for (i, p) in params.iter().enumerate() {
+        let wire = Wire::of(p.dtype())?;
+        match buckets.last_mut() {
+            Some(last) if last.wire == wire && bytes < bucket_bytes => {
+                last.members.end = i + 1;
+            }
+            _ => {
+                buckets.push(Bucket {
+                    members: i..i + 1,
+                    wire,
+                });
+                bytes = 0;
+            }
+        }
+        bytes += p.numel() * wire.bytes();
+    }
+    Ok(buckets)
+}
+
+/// Sets every parameter of `params` to rank 0's values, one broadcast per wire type.
+pub(crate) fn broadcast_from_root<B: Backend>(
+    comm: &dyn Communicator,
+    params: &[Param<B>],
+) -> Result<()> {
+    if comm.world_size() == 1 || params.is_empty() {
+        return Ok(());
+    }
+    for wire in [Wire::F32, Wire::F64] {
+        let members: Vec<&Param<B>> = params
+            .iter()
+            .filter(|p| Wire::of(p.dtype()).is_ok_and(|w| w == wire))
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        let sent = match wire {
+            Wire::F32 => HostBuffer::F32(concat::<B, f32>(&members, DType::F32)?),
+            Wire::F64 => HostBuffer::F64(concat::<B, f64>(&members, DType::F64)?),
+        };
+        let got = comm.broadcast(sent, 0)?.wait()?;
+        let mut offset = 0;
+        for p in members {
+            let n = p.numel();
+            let backend = p.data().backend().clone();
+            let value = match &got {
+                HostBuffer::F32(v) if v.len() >= offset + n => {
+                    Tensor::from_vec(v[offset..offset + n].to_vec(), p.shape(), &backend)?
+                }
+                HostBuffer::F64(v) if v.len() >= offset + n => {
+                    Tensor::from_vec(v[offset..offset + n].to_vec(), p.shape(), &backend)?
+                }
+                _ => {
+                    return Err(Error::invalid(
+                        "broadcast",
+                        "rank 0 sent a buffer of another kind or length: the ranks' models differ",
+                    ));
+                }
+            };
+            p.set(value.cast(p.dtype())?)?;
+            offset += n;
+        }
+    }
+    Ok(())
+}
+
+/// The values of `params` in order, cast to `dtype`, as one vector.
+fn concat<B: Backend, T: nabla_core::Element>(
+    params: &[&Param<B>],
+    dtype: DType,
+) -> Result<Vec<T>> {
+    let mut flat = Vec::new();
+    for p in params {
+        flat.extend(p.data().cast(dtype)?.to_vec::<T>()?);
+    }
+    Ok(flat)
+}
+
+impl<B: Backend> Optimizer<B> for DataParallel<B> {
+    fn step_with(&mut self, grads: &GradMap<B>) -> Result<()> {
+        let averaged = self.average(grads)?;
+        let start = Instant::now();
+        self.inner.step_with(&averaged)?;
+        self.sync_buffers()?;
+        self.last.update = start.elapsed();
+        Ok(())
+    }
+
+    fn backward_step(&mut self, loss: &Tensor<B>) -> Result<()> {
+        let start = Instant::now();
+        let busy = self.comm.collective_time();
+        let slot_of: HashMap<VarId, usize> = self
+            .params
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.value().var_id().map(|id| (id, i)))
+            .collect();
+        let mut slots: Vec<Option<Tensor<B>>> = vec![None; self.params.len()];
+        let mut missing: Vec<usize> = self.buckets.iter().map(|b| b.members.len()).collect();
+        let mut pending = Vec::with_capacity(self.buckets.len());
+        loss.backward_each(|id, g| {
+            let Some(&i) = slot_of.get(&id) else {
+                return Ok(());
+            };
+            slots[i] = Some(g);
+            missing[self.bucket_of[i]] -= 1;
+            // Buckets start in order on every rank, each once all of its gradients are in.
+            while pending.len() < self.buckets.len() && missing[pending.len()] == 0 {
+                pending.push(self.launch(pending.len(), &mut slots)?);
+            }
+            Ok(())
+        })?;
+        let backward = start.elapsed();
+        // Parameters the loss does not depend on contribute zeros.
+        while pending.len() < self.buckets.len() {
+            pending.push(self.launch(pending.len(), &mut slots)?);
+        }
+        let averaged = self.collect(pending)?;
+        let exposed = start.elapsed() - backward;
+        let update_start = Instant::now();
+        self.inner.step_with(&averaged)?;
+        self.sync_buffers()?;
+        self.last = StepTimings {
+            backward,
+            exposed_communication: exposed,
+            communication: self.comm.collective_time().saturating_sub(busy),
+            update: update_start.elapsed(),
+            bytes: self.bucket_bytes(),
+            buckets: self.buckets.len(),
+        };
+        Ok(())
+    }
+
+    fn accumulate(&mut self, grads: &nabla_tensor::Gradients<B>) -> Result<()> {
+        self.inner.accumulate(grads)
+    }
+
+    fn zero_grad(&mut self) {
+        self.inner.zero_grad();
+    }
+
+    fn accumulated_mut(&mut self) -> &mut GradMap<B> {
+        self.inner.accumulated_mut()
+    }
+
+    fn step_accumulated(&mut self) -> Result<()> {
+        let local = self.inner.accumulated_mut().clone();
+        self.step_with(&local)
+    }
+
+    fn param_groups(&self) -> &[ParamGroup<B>] {
+        self.inner.param_groups()
+    }
+
+    fn param_groups_mut(&mut self) -> &mut [ParamGroup<B>] {
+        self.inner.param_groups_mut()
+    }
+
+    fn state_dict(&self) -> OptimizerState<B> {
+        self.inner.state_dict()
+    }
+
+    fn load_state_dict(&mut self, state: &OptimizerState<B>) -> Result<()> {
+        self.inner.load_state_dict(state)
+    }
+}
