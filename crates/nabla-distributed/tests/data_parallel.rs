@@ -1,0 +1,126 @@
+//! `DataParallel` in a world of one: the same steps as the optimizer it wraps, whatever the
+//! buckets, with timings and errors. The multi-rank behaviour is tested under `mpirun` by
+//! nabla-cli's `tests/distributed.rs`.
+
+use nabla_core::{DType, Result};
+use nabla_cpu::CpuBackend;
+use nabla_distributed::{DEFAULT_BUCKET_BYTES, DataParallel, SingleProcess};
+use nabla_nn::Param;
+use nabla_nn::optim::{Adam, AdamConfig, Optimizer};
+use nabla_tensor::Tensor;
+use std::sync::Arc;
+
+/// Three parameters of two dtypes and a loss using all of them.
+fn params(cpu: &CpuBackend) -> Result<Vec<Param<CpuBackend>>> {
+    Ok(vec![
+        Param::new(Tensor::from_vec(
+            vec![0.5f32, -1.0, 2.0, 0.25],
+            [2, 2],
+            cpu,
+        )?)?,
+        Param::new(Tensor::from_vec(vec![1.5f64, -0.5], [2], cpu)?)?,
+        Param::new(Tensor::from_vec(vec![0.1f32, 0.2], [2], cpu)?)?,
+    ])
+}
+
+fn loss(p: &[Param<CpuBackend>]) -> Result<Tensor<CpuBackend>> {
+    let a = p[0].value().square()?.sum_all()?.cast(DType::F64)?;
+    let b = p[1].value().sin()?.sum_all()?;
+    let c = p[2].value().exp()?.sum_all()?.cast(DType::F64)?;
+    a.mul(&b)?.add(&c)
+}
+
+fn values(p: &[Param<CpuBackend>]) -> Result<Vec<f64>> {
+    let mut out = Vec::new();
+    for q in p {
+        out.extend(q.data().cast(DType::F64)?.to_vec::<f64>()?);
+    }
+    Ok(out)
+}
+
+fn adam(p: &[Param<CpuBackend>]) -> Result<Box<dyn Optimizer<CpuBackend>>> {
+    let config = AdamConfig {
+        lr: 0.1,
+        ..Default::default()
+    };
+    Ok(Box::new(Adam::new(p.to_vec(), config)?))
+}
+
+#[test]
+fn one_rank_steps_exactly_as_the_wrapped_optimizer_for_any_bucket_size() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let plain_params = params(&cpu)?;
+    let mut plain = adam(&plain_params)?;
+    for _ in 0..5 {
+        plain.backward_step(&loss(&plain_params)?)?;
+    }
+    let expected = values(&plain_params)?;
+    for bucket_bytes in [1, 8, 20, DEFAULT_BUCKET_BYTES] {
+        let p = params(&cpu)?;
+        let mut dp = DataParallel::new(adam(&p)?, Arc::new(SingleProcess), &[], bucket_bytes)?;
+        for _ in 0..5 {
+            dp.backward_step(&loss(&p)?)?;
+        }
+        assert_eq!(values(&p)?, expected, "bucket_bytes {bucket_bytes}");
+        // One bucket per dtype run at most, one per parameter at least.
+        let buckets = dp.num_buckets();
+        assert!((2..=3).contains(&buckets), "{buckets} buckets");
+        let t = dp.last_step();
+        assert_eq!(t.bytes, 4 * 4 + 2 * 8 + 2 * 4);
+        assert_eq!(t.buckets, buckets);
+    }
+    Ok(())
+}
+
+#[test]
+fn step_and_accumulation_average_too() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let plain_params = params(&cpu)?;
+    let mut plain = adam(&plain_params)?;
+    let p = params(&cpu)?;
+    let mut dp = DataParallel::new(adam(&p)?, Arc::new(SingleProcess), &[], 8)?;
+    plain.step(&loss(&plain_params)?.backward()?)?;
+    dp.step(&loss(&p)?.backward()?)?;
+    assert_eq!(values(&p)?, values(&plain_params)?);
+    for _ in 0..2 {
+        plain.accumulate(&loss(&plain_params)?.backward()?)?;
+        dp.accumulate(&loss(&p)?.backward()?)?;
+    }
+    plain.step_accumulated()?;
+    dp.step_accumulated()?;
+    assert_eq!(values(&p)?, values(&plain_params)?);
+    Ok(())
+}
+
+#[test]
+fn learning_rates_and_state_pass_through() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let p = params(&cpu)?;
+    let mut dp = DataParallel::new(adam(&p)?, Arc::new(SingleProcess), &[], 64)?;
+    dp.set_lr(0, 0.01);
+    assert_eq!(dp.lr(0), 0.01);
+    assert_eq!(dp.inner().lr(0), 0.01);
+    dp.backward_step(&loss(&p)?)?;
+    let state = dp.state_dict();
+    let mut other = DataParallel::new(adam(&p)?, Arc::new(SingleProcess), &[], 64)?;
+    other.load_state_dict(&state)?;
+    assert_eq!(other.lr(0), 0.01);
+    Ok(())
+}
+
+#[test]
+fn bad_settings_and_parameters_are_errors() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let p = params(&cpu)?;
+    let err = DataParallel::new(adam(&p)?, Arc::new(SingleProcess), &[], 0)
+        .err()
+        .expect("a zero bucket size is refused");
+    assert!(err.to_string().contains("bucket_bytes"), "{err}");
+    let complex = Param::new(Tensor::zeros([2], DType::C64, &cpu)?)?;
+    let sgd = nabla_nn::optim::Sgd::new(vec![complex], Default::default())?;
+    let err = DataParallel::new(Box::new(sgd), Arc::new(SingleProcess), &[], 64)
+        .err()
+        .expect("complex parameters are refused");
+    assert!(err.to_string().contains("complex64"), "{err}");
+    Ok(())
+}
