@@ -228,7 +228,7 @@ fn resume_run<B: Backend>(
 /// The share of a global batch of `batch_size` examples that each of `comm`'s ranks takes.
 fn per_rank_batch(batch_size: usize, comm: &dyn Communicator) -> Result<usize> {
     let world = comm.world_size();
-    if batch_size % world != 0 {
+    if !batch_size.is_multiple_of(world) {
         return Err(Error::invalid(
             "--batch-size",
             format!(

@@ -363,10 +363,9 @@ impl TwoHosts {
         ip(&[
             "link", "add", &veth[0], "type", "veth", "peer", "name", &veth[1],
         ]);
-        for i in 0..2 {
-            let (ns, dev) = (&hosts.names[i], &veth[i]);
+        for ((ns, dev), addr) in hosts.names.iter().zip(&veth).zip(Self::ADDRESSES) {
             ip(&["link", "set", dev, "netns", ns]);
-            let cidr = format!("{}/24", Self::ADDRESSES[i]);
+            let cidr = format!("{addr}/24");
             ip(&["-n", ns, "addr", "add", &cidr, "dev", dev]);
             ip(&["-n", ns, "link", "set", dev, "up"]);
             ip(&["-n", ns, "link", "set", "lo", "up"]);

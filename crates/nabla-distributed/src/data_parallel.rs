@@ -98,7 +98,7 @@ impl StepTimings {
 ///   `broadcast_buffers` does before each forward pass.
 ///
 /// [`Optimizer::step`] and gradient accumulation ([`Optimizer::step_accumulated`]) average the
-/// same way, after the fact.
+/// same way, after the fact. In a world of one rank it is the wrapped optimizer.
 ///
 /// ```
 /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
@@ -407,6 +407,9 @@ fn concat<B: Backend, T: nabla_core::Element>(
 
 impl<B: Backend> Optimizer<B> for DataParallel<B> {
     fn step_with(&mut self, grads: &GradMap<B>) -> Result<()> {
+        if self.comm.world_size() == 1 {
+            return self.inner.step_with(grads);
+        }
         let averaged = self.average(grads)?;
         let start = Instant::now();
         self.inner.step_with(&averaged)?;
@@ -417,6 +420,15 @@ impl<B: Backend> Optimizer<B> for DataParallel<B> {
 
     fn backward_step(&mut self, loss: &Tensor<B>) -> Result<()> {
         let start = Instant::now();
+        if self.comm.world_size() == 1 {
+            // Nothing to average: the wrapped optimizer's own step, fused into backward.
+            self.inner.backward_step(loss)?;
+            self.last = StepTimings {
+                backward: start.elapsed(),
+                ..StepTimings::default()
+            };
+            return Ok(());
+        }
         let busy = self.comm.collective_time();
         let slot_of: HashMap<VarId, usize> = self
             .params

@@ -1,14 +1,52 @@
-//! `DataParallel` in a world of one: the same steps as the optimizer it wraps, whatever the
-//! buckets, with timings and errors. The multi-rank behaviour is tested under `mpirun` by
+//! `DataParallel` without MPI: in a world of one, and in a mirrored world of two ranks (the other
+//! rank holding the same gradients, so that the averages equal them) it steps exactly as the
+//! optimizer it wraps, whatever the buckets. Real two-rank jobs are tested under `mpirun` by
 //! nabla-cli's `tests/distributed.rs`.
 
 use nabla_core::{DType, Result};
 use nabla_cpu::CpuBackend;
-use nabla_distributed::{DEFAULT_BUCKET_BYTES, DataParallel, SingleProcess};
+use nabla_distributed::{
+    Communicator, DEFAULT_BUCKET_BYTES, DataParallel, HostBuffer, Pending, SingleProcess,
+};
 use nabla_nn::Param;
 use nabla_nn::optim::{Adam, AdamConfig, Optimizer};
 use nabla_tensor::Tensor;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Rank 0 of two ranks whose other rank always contributes what this one does: sums are doubled,
+/// broadcasts return their input. Counts the all-reduces.
+#[derive(Default)]
+struct Mirror {
+    reduces: AtomicUsize,
+}
+
+impl Communicator for Mirror {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn world_size(&self) -> usize {
+        2
+    }
+    fn local_rank(&self) -> usize {
+        0
+    }
+    fn describe(&self) -> String {
+        "a mirror".into()
+    }
+    fn all_reduce_sum(&self, buffer: HostBuffer) -> Result<Pending> {
+        self.reduces.fetch_add(1, Ordering::Relaxed);
+        let doubled = match buffer {
+            HostBuffer::F32(v) => HostBuffer::F32(v.iter().map(|x| 2.0 * x).collect()),
+            HostBuffer::F64(v) => HostBuffer::F64(v.iter().map(|x| 2.0 * x).collect()),
+            HostBuffer::U64(v) => HostBuffer::U64(v.iter().map(|x| 2 * x).collect()),
+        };
+        Ok(Pending::ready("all_reduce", Ok(doubled)))
+    }
+    fn broadcast(&self, buffer: HostBuffer, _root: usize) -> Result<Pending> {
+        Ok(Pending::ready("broadcast", Ok(buffer)))
+    }
+}
 
 /// Three parameters of two dtypes and a loss using all of them.
 fn params(cpu: &CpuBackend) -> Result<Vec<Param<CpuBackend>>> {
@@ -55,13 +93,21 @@ fn one_rank_steps_exactly_as_the_wrapped_optimizer_for_any_bucket_size() -> Resu
         plain.backward_step(&loss(&plain_params)?)?;
     }
     let expected = values(&plain_params)?;
+    let p = params(&cpu)?;
+    let mut alone = DataParallel::new(adam(&p)?, Arc::new(SingleProcess), &[], 8)?;
+    for _ in 0..5 {
+        alone.backward_step(&loss(&p)?)?;
+    }
+    assert_eq!(values(&p)?, expected, "a world of one");
     for bucket_bytes in [1, 8, 20, DEFAULT_BUCKET_BYTES] {
         let p = params(&cpu)?;
-        let mut dp = DataParallel::new(adam(&p)?, Arc::new(SingleProcess), &[], bucket_bytes)?;
+        let mirror = Arc::new(Mirror::default());
+        let mut dp = DataParallel::new(adam(&p)?, mirror.clone(), &[], bucket_bytes)?;
         for _ in 0..5 {
             dp.backward_step(&loss(&p)?)?;
         }
         assert_eq!(values(&p)?, expected, "bucket_bytes {bucket_bytes}");
+        assert_eq!(mirror.reduces.load(Ordering::Relaxed), 5 * dp.num_buckets());
         // One bucket per dtype run at most, one per parameter at least.
         let buckets = dp.num_buckets();
         assert!((2..=3).contains(&buckets), "{buckets} buckets");
@@ -78,7 +124,7 @@ fn step_and_accumulation_average_too() -> Result<()> {
     let plain_params = params(&cpu)?;
     let mut plain = adam(&plain_params)?;
     let p = params(&cpu)?;
-    let mut dp = DataParallel::new(adam(&p)?, Arc::new(SingleProcess), &[], 8)?;
+    let mut dp = DataParallel::new(adam(&p)?, Arc::new(Mirror::default()), &[], 8)?;
     plain.step(&loss(&plain_params)?.backward()?)?;
     dp.step(&loss(&p)?.backward()?)?;
     assert_eq!(values(&p)?, values(&plain_params)?);
