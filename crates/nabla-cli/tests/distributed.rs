@@ -466,3 +466,25 @@ impl SpawnIn for Command {
             .expect("ip netns exec starts")
     }
 }
+
+#[test]
+fn a_rank_that_never_starts_mpi_ends_the_job_after_the_timeout() {
+    let _job = exclusive();
+    let ckpt = temp("dist-silent.safetensors");
+    // Rank 1 is not an MPI program at all: rank 0 waits for it in MPI_Init, up to the timeout.
+    let child = mpirun(1)
+        .env("NABLA_DIST_TIMEOUT", "3")
+        .arg(env!("CARGO_BIN_EXE_nabla"))
+        .args(train_args("mlp", &ckpt, &[]))
+        .args([":", "-np", "1", "sleep", "600"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mpirun starts");
+    let (o, took) = wait_bounded(child, "a job with a silent rank");
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("MPI rank 0 failed"), "{err}");
+    assert!(err.contains("did not start within 3 s"), "{err}");
+    assert!(took < Duration::from_secs(60), "{took:?}");
+}

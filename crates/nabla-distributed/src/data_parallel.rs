@@ -347,7 +347,30 @@ fn plan_buckets<B: Backend>(params: &[Param<B>], bucket_bytes: usize) -> Result<
     Ok(buckets)
 }
 
-/// Sets every parameter of `params` to rank 0's values, one broadcast per wire type.
+/// How a tensor travels in a broadcast: floats in f32 or f64, integers and booleans as the bits of
+/// an i64.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Carrier {
+    F32,
+    F64,
+    Int,
+}
+
+impl Carrier {
+    fn of(dtype: DType) -> Result<Carrier> {
+        match dtype {
+            DType::F16 | DType::BF16 | DType::F32 => Ok(Carrier::F32),
+            DType::F64 => Ok(Carrier::F64),
+            DType::I32 | DType::I64 | DType::U8 | DType::Bool => Ok(Carrier::Int),
+            DType::C64 | DType::C128 => Err(Error::invalid(
+                "broadcast",
+                format!("cannot broadcast {dtype} parameters or buffers (real dtypes only)"),
+            )),
+        }
+    }
+}
+
+/// Sets every parameter (or buffer) of `params` to rank 0's values, one broadcast per carrier.
 pub(crate) fn broadcast_from_root<B: Backend>(
     comm: &dyn Communicator,
     params: &[Param<B>],
@@ -355,29 +378,45 @@ pub(crate) fn broadcast_from_root<B: Backend>(
     if comm.world_size() == 1 || params.is_empty() {
         return Ok(());
     }
-    for wire in [Wire::F32, Wire::F64] {
+    let carriers = params
+        .iter()
+        .map(|p| Carrier::of(p.dtype()))
+        .collect::<Result<Vec<_>>>()?;
+    for carrier in [Carrier::F32, Carrier::F64, Carrier::Int] {
         let members: Vec<&Param<B>> = params
             .iter()
-            .filter(|p| Wire::of(p.dtype()).is_ok_and(|w| w == wire))
+            .zip(&carriers)
+            .filter(|(_, c)| **c == carrier)
+            .map(|(p, _)| p)
             .collect();
         if members.is_empty() {
             continue;
         }
-        let sent = match wire {
-            Wire::F32 => HostBuffer::F32(concat::<B, f32>(&members, DType::F32)?),
-            Wire::F64 => HostBuffer::F64(concat::<B, f64>(&members, DType::F64)?),
+        let sent = match carrier {
+            Carrier::F32 => HostBuffer::F32(concat::<B, f32>(&members, DType::F32)?),
+            Carrier::F64 => HostBuffer::F64(concat::<B, f64>(&members, DType::F64)?),
+            Carrier::Int => HostBuffer::U64(
+                concat::<B, i64>(&members, DType::I64)?
+                    .into_iter()
+                    .map(|v| v as u64)
+                    .collect(),
+            ),
         };
         let got = comm.broadcast(sent, 0)?.wait()?;
         let mut offset = 0;
         for p in members {
-            let n = p.numel();
+            let (n, shape) = (p.numel(), p.shape());
             let backend = p.data().backend().clone();
             let value = match &got {
                 HostBuffer::F32(v) if v.len() >= offset + n => {
-                    Tensor::from_vec(v[offset..offset + n].to_vec(), p.shape(), &backend)?
+                    Tensor::from_vec(v[offset..offset + n].to_vec(), shape, &backend)?
                 }
                 HostBuffer::F64(v) if v.len() >= offset + n => {
-                    Tensor::from_vec(v[offset..offset + n].to_vec(), p.shape(), &backend)?
+                    Tensor::from_vec(v[offset..offset + n].to_vec(), shape, &backend)?
+                }
+                HostBuffer::U64(v) if v.len() >= offset + n => {
+                    let ints: Vec<i64> = v[offset..offset + n].iter().map(|&x| x as i64).collect();
+                    Tensor::from_vec(ints, shape, &backend)?
                 }
                 _ => {
                     return Err(Error::invalid(

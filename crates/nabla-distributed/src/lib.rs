@@ -50,7 +50,21 @@ pub fn from_environment() -> Result<Arc<dyn Communicator>> {
 
 #[cfg(feature = "mpi")]
 fn mpi_from_environment() -> Result<Arc<dyn Communicator>> {
-    Ok(Arc::new(MpiCommunicator::init()?))
+    match MpiCommunicator::init() {
+        Ok(comm) => Ok(Arc::new(comm)),
+        Err(e) => Err(match launcher_rank() {
+            Some(rank) => Error::invalid("distributed", format!("MPI rank {rank} failed: {e}")),
+            None => e,
+        }),
+    }
+}
+
+/// This process's rank as the launcher's environment gives it (before MPI is up).
+#[cfg(feature = "mpi")]
+fn launcher_rank() -> Option<usize> {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
 }
 
 #[cfg(not(feature = "mpi"))]

@@ -15,7 +15,7 @@ use nabla_core::{Error, Result};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -83,12 +83,26 @@ impl MpiCommunicator {
             .name("nabla-mpi".into())
             .spawn(move || run_worker(init_tx, jobs_rx, busy))
             .map_err(|e| Error::invalid("MpiCommunicator::init", e.to_string()))?;
-        let identity = init_rx.recv().map_err(|_| {
-            Error::invalid(
-                "MpiCommunicator::init",
-                "the MPI thread stopped while initializing MPI",
-            )
-        })??;
+        // MPI_Init waits for every rank of the job: bounded like any collective.
+        let identity = match init_rx.recv_timeout(timeout) {
+            Ok(identity) => identity?,
+            Err(RecvTimeoutError::Timeout) => {
+                return Err(Error::invalid(
+                    "MpiCommunicator::init",
+                    format!(
+                        "MPI did not start within {:.0} s: another rank of the job has not started \
+                         MPI (NABLA_DIST_TIMEOUT sets the limit in seconds)",
+                        timeout.as_secs_f64()
+                    ),
+                ));
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(Error::invalid(
+                    "MpiCommunicator::init",
+                    "the MPI thread stopped while initializing MPI",
+                ));
+            }
+        };
         Ok(MpiCommunicator {
             jobs: Mutex::new(Some(jobs_tx)),
             worker: Mutex::new(Some(worker)),

@@ -170,3 +170,28 @@ fn bad_settings_and_parameters_are_errors() -> Result<()> {
     assert!(err.to_string().contains("complex64"), "{err}");
     Ok(())
 }
+
+#[test]
+fn buffers_of_every_real_dtype_are_broadcast_and_complex_ones_refused() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let p = params(&cpu)?;
+    let buffers = vec![
+        Param::buffer(Tensor::from_vec(vec![3i64, -4], [2], &cpu)?),
+        Param::buffer(Tensor::from_vec(vec![true, false], [2], &cpu)?),
+        Param::buffer(Tensor::from_vec(vec![0.5f64], [1], &cpu)?),
+        Param::buffer(Tensor::from_vec(vec![7u8], [1], &cpu)?),
+    ];
+    // The mirror's broadcast hands back what it was given: the values survive the round trip.
+    let mut dp = DataParallel::new(adam(&p)?, Arc::new(Mirror::default()), &buffers, 64)?;
+    dp.backward_step(&loss(&p)?)?;
+    assert_eq!(buffers[0].data().to_vec::<i64>()?, vec![3, -4]);
+    assert_eq!(buffers[1].data().to_vec::<bool>()?, vec![true, false]);
+    assert_eq!(buffers[2].data().to_vec::<f64>()?, vec![0.5]);
+    assert_eq!(buffers[3].data().to_vec::<u8>()?, vec![7]);
+    let complex = Param::buffer(Tensor::zeros([1], DType::C128, &cpu)?);
+    let err = DataParallel::new(adam(&p)?, Arc::new(Mirror::default()), &[complex], 64)
+        .err()
+        .expect("complex buffers are refused");
+    assert!(err.to_string().contains("cannot broadcast"), "{err}");
+    Ok(())
+}
