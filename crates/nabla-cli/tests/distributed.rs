@@ -48,6 +48,14 @@ fn mpirun(np: usize) -> Command {
     cmd
 }
 
+/// Starts `cmd` with its output captured.
+fn spawn_job(cmd: &mut Command) -> Child {
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the launcher starts")
+}
+
 /// Waits for `child` at most [`JOB_LIMIT`], killing it (and failing) if it runs longer.
 fn wait_bounded(mut child: Child, what: &str) -> (Output, Duration) {
     let start = Instant::now();
@@ -95,13 +103,7 @@ fn train_args(model: &str, ckpt: &Path, extra: &[&str]) -> Vec<String> {
 
 /// `nabla` with `args` on `np` ranks, bounded in time.
 fn run_ranks(np: usize, args: &[String]) -> Output {
-    let child = mpirun(np)
-        .arg(env!("CARGO_BIN_EXE_nabla"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mpirun starts");
+    let child = spawn_job(mpirun(np).arg(env!("CARGO_BIN_EXE_nabla")).args(args));
     wait_bounded(child, "mpirun").0
 }
 
@@ -250,17 +252,15 @@ fn a_rank_that_fails_ends_the_job_with_an_error_naming_it() {
     let mut bad = good.clone();
     bad.extend(["--lr".to_string(), "-1".to_string()]);
     // Rank 0 starts training (and waits in its first collective); rank 1 rejects its options.
-    let child = mpirun(1)
-        .arg(env!("CARGO_BIN_EXE_nabla"))
-        .args(&good)
-        .arg(":")
-        .args(["-np", "1"])
-        .arg(env!("CARGO_BIN_EXE_nabla"))
-        .args(&bad)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mpirun starts");
+    let child = spawn_job(
+        mpirun(1)
+            .arg(env!("CARGO_BIN_EXE_nabla"))
+            .args(&good)
+            .arg(":")
+            .args(["-np", "1"])
+            .arg(env!("CARGO_BIN_EXE_nabla"))
+            .args(&bad),
+    );
     let (o, took) = wait_bounded(child, "a job with a failing rank");
     let err = stderr(&o);
     assert!(!o.status.success(), "{err}");
@@ -274,13 +274,11 @@ fn a_rank_that_fails_ends_the_job_with_an_error_naming_it() {
 fn a_killed_rank_ends_the_job() {
     let _job = exclusive();
     let ckpt = temp("dist-killed.safetensors");
-    let child = mpirun(2)
-        .arg(env!("CARGO_BIN_EXE_nabla"))
-        .args(train_args("cnn", &ckpt, &["--epochs", "1000"]))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mpirun starts");
+    let child = spawn_job(mpirun(2).arg(env!("CARGO_BIN_EXE_nabla")).args(train_args(
+        "cnn",
+        &ckpt,
+        &["--epochs", "1000"],
+    )));
     let launcher = child.id().to_string();
     // Wait until both ranks run and have trained a little, then kill one of them.
     let mut child = child;
@@ -472,15 +470,13 @@ fn a_rank_that_never_starts_mpi_ends_the_job_after_the_timeout() {
     let _job = exclusive();
     let ckpt = temp("dist-silent.safetensors");
     // Rank 1 is not an MPI program at all: rank 0 waits for it in MPI_Init, up to the timeout.
-    let child = mpirun(1)
-        .env("NABLA_DIST_TIMEOUT", "3")
-        .arg(env!("CARGO_BIN_EXE_nabla"))
-        .args(train_args("mlp", &ckpt, &[]))
-        .args([":", "-np", "1", "sleep", "600"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mpirun starts");
+    let child = spawn_job(
+        mpirun(1)
+            .env("NABLA_DIST_TIMEOUT", "3")
+            .arg(env!("CARGO_BIN_EXE_nabla"))
+            .args(train_args("mlp", &ckpt, &[]))
+            .args([":", "-np", "1", "sleep", "600"]),
+    );
     let (o, took) = wait_bounded(child, "a job with a silent rank");
     let err = stderr(&o);
     assert!(!o.status.success(), "{err}");
