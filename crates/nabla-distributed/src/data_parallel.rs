@@ -93,7 +93,10 @@ impl StepTimings {
 ///   each bucket's all-reduce as soon as all of its gradients are complete
 ///   ([`Tensor::backward_each`]), while the backward pass goes on. Buckets start in the same order
 ///   on every rank. Parameters that got no gradient in a step contribute zeros. The wrapped
-///   optimizer steps once the last bucket has arrived, with the average.
+///   optimizer steps with the averages: bucket by bucket as each arrives, while the later ones
+///   are still being reduced, when it updates each parameter alone
+///   ([`Optimizer::steps_each_parameter_alone`]: every first-order optimizer), otherwise once
+///   the last bucket has arrived.
 /// - After each step rank 0's buffers (batch-norm running statistics) are broadcast, as DDP's
 ///   `broadcast_buffers` does before each forward pass.
 ///
@@ -259,38 +262,62 @@ impl<B: Backend> DataParallel<B> {
         Ok(())
     }
 
-    /// Averages `grads` (by parameter) over all ranks, bucket by bucket.
-    fn average(&mut self, grads: &GradMap<B>) -> Result<GradMap<B>> {
-        let start = Instant::now();
-        let busy = self.comm.collective_time();
+    /// Starts the all-reduce of every bucket from `grads` (by parameter; zeros where missing).
+    fn launch_all(&self, grads: &GradMap<B>) -> Result<Vec<Pending>> {
         let mut slots: Vec<Option<Tensor<B>>> = self
             .params
             .iter()
             .map(|p| grads.get(p.id()).cloned())
             .collect();
-        let mut pending = Vec::with_capacity(self.buckets.len());
-        for b in 0..self.buckets.len() {
-            pending.push(self.launch(b, &mut slots)?);
+        (0..self.buckets.len())
+            .map(|b| self.launch(b, &mut slots))
+            .collect()
+    }
+
+    /// Waits for the buckets in order and steps the wrapped optimizer with the averages: bucket by
+    /// bucket as each arrives (while later ones are still being reduced) when it updates each
+    /// parameter alone, otherwise once with all of them; then brings the buffers in line. Returns
+    /// the time spent waiting for buckets and the time spent updating.
+    fn step_from(&mut self, pending: Vec<Pending>) -> Result<(Duration, Duration)> {
+        let per_bucket = self.inner.steps_each_parameter_alone();
+        let (mut waited, mut updating) = (Duration::ZERO, Duration::ZERO);
+        let mut grads = GradMap::new();
+        for (b, p) in pending.into_iter().enumerate() {
+            let t = Instant::now();
+            self.finish(b, p, &mut grads)?;
+            waited += t.elapsed();
+            if per_bucket {
+                let t = Instant::now();
+                self.inner.step_with(&grads)?;
+                grads.clear();
+                updating += t.elapsed();
+            }
         }
-        let averaged = self.collect(pending)?;
+        let t = Instant::now();
+        if !per_bucket {
+            self.inner.step_with(&grads)?;
+        }
+        self.sync_buffers()?;
+        Ok((waited, updating + t.elapsed()))
+    }
+
+    /// Records the timings of a step whose collectives started when the communicator had been
+    /// busy for `busy_before`.
+    fn record(
+        &mut self,
+        backward: Duration,
+        waited: Duration,
+        updating: Duration,
+        busy_before: Duration,
+    ) {
         self.last = StepTimings {
-            backward: Duration::ZERO,
-            exposed_communication: start.elapsed(),
-            communication: self.comm.collective_time().saturating_sub(busy),
-            update: Duration::ZERO,
+            backward,
+            exposed_communication: waited,
+            communication: self.comm.collective_time().saturating_sub(busy_before),
+            update: updating,
             bytes: self.bucket_bytes(),
             buckets: self.buckets.len(),
         };
-        Ok(averaged)
-    }
-
-    /// Waits for every bucket in order and gathers the averages.
-    fn collect(&self, pending: Vec<Pending>) -> Result<GradMap<B>> {
-        let mut grads = GradMap::new();
-        for (b, p) in pending.into_iter().enumerate() {
-            self.finish(b, p, &mut grads)?;
-        }
-        Ok(grads)
     }
 
     /// The bytes a step all-reduces.
@@ -449,11 +476,10 @@ impl<B: Backend> Optimizer<B> for DataParallel<B> {
         if self.comm.world_size() == 1 {
             return self.inner.step_with(grads);
         }
-        let averaged = self.average(grads)?;
-        let start = Instant::now();
-        self.inner.step_with(&averaged)?;
-        self.sync_buffers()?;
-        self.last.update = start.elapsed();
+        let busy = self.comm.collective_time();
+        let pending = self.launch_all(grads)?;
+        let (waited, updating) = self.step_from(pending)?;
+        self.record(Duration::ZERO, waited, updating, busy);
         Ok(())
     }
 
@@ -495,19 +521,8 @@ impl<B: Backend> Optimizer<B> for DataParallel<B> {
         while pending.len() < self.buckets.len() {
             pending.push(self.launch(pending.len(), &mut slots)?);
         }
-        let averaged = self.collect(pending)?;
-        let exposed = start.elapsed() - backward;
-        let update_start = Instant::now();
-        self.inner.step_with(&averaged)?;
-        self.sync_buffers()?;
-        self.last = StepTimings {
-            backward,
-            exposed_communication: exposed,
-            communication: self.comm.collective_time().saturating_sub(busy),
-            update: update_start.elapsed(),
-            bytes: self.bucket_bytes(),
-            buckets: self.buckets.len(),
-        };
+        let (waited, updating) = self.step_from(pending)?;
+        self.record(backward, waited, updating, busy);
         Ok(())
     }
 

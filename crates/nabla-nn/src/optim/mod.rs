@@ -267,6 +267,15 @@ pub trait Optimizer<B: Backend> {
     /// Restores a state saved by [`Optimizer::state_dict`] of the same kind of optimizer over
     /// parameters of the same shapes (hyper-parameters included, as in PyTorch).
     fn load_state_dict(&mut self, state: &OptimizerState<B>) -> Result<()>;
+
+    /// Whether a step updates each parameter from its own gradient and state alone, so that one
+    /// step may be taken as several over disjoint parts of the parameters (what data-parallel
+    /// training does as each bucket of averaged gradients arrives). True for every first-order
+    /// optimizer ([`Optim`]); false by default, and for optimizers that look at all gradients at
+    /// once (L-BFGS).
+    fn steps_each_parameter_alone(&self) -> bool {
+        false
+    }
 }
 
 /// The per-parameter state of an optimizer: the number of steps taken, scalars (NAdam's
@@ -559,6 +568,10 @@ impl<B: Backend, R: Rule> Optimizer<B> for Optim<B, R> {
             }
         }
         Ok(())
+    }
+
+    fn steps_each_parameter_alone(&self) -> bool {
+        true
     }
 
     fn backward_step(&mut self, loss: &Tensor<B>) -> Result<()> {
