@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Time per training step and peak memory of a small CNN and an MLP: nabla, PyTorch and JAX, one run.
+"""Time per training step and peak memory of a CNN, an MLP, a GPT-style model and an LSTM: nabla,
+PyTorch and JAX, one run.
 
 Run from the repository root:
 
@@ -13,7 +14,12 @@ is nabla's side):
 
 - cnn: conv3x3(1->32)-relu-maxpool2-conv3x3(32->64)-relu-maxpool2-flatten-linear(1600->128)-relu-
   linear(128->10), batch 64, 1x28x28 input, no padding;
-- mlp: linear(784->512)-relu-linear(512->512)-relu-linear(512->10), batch 128.
+- mlp: linear(784->512)-relu-linear(512->512)-relu-linear(512->10), batch 128;
+- gpt: a character model, token and learned position embeddings (vocabulary 65, context 64, d_model
+  128), 2 pre-norm transformer layers (4 heads, causal mask, feed-forward 512 with ReLU, no dropout),
+  final layer norm, linear head; batch 32, next-character cross-entropy over every position
+  (crates/nabla/examples/bench_sequence.rs is nabla's side of gpt and lstm);
+- lstm: embedding (65 -> 64), 2-layer LSTM (hidden 256), linear head; sequence 50, batch 32.
 
 A step is forward + loss + backward + Adam update. nabla runs it as `nabla train` does
 (opt.backward_step(&loss), with the main thread in the CPU pool). PyTorch runs eagerly with
@@ -47,7 +53,9 @@ import time
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 NABLA_EXE = os.path.join(REPO, "target", "release", "examples", "bench_training")
-WORKLOADS = ("cnn", "mlp")
+NABLA_SEQUENCE_EXE = os.path.join(REPO, "target", "release", "examples", "bench_sequence")
+WORKLOADS = ("cnn", "mlp", "gpt", "lstm")
+VOCAB, CONTEXT, D_MODEL, SEQUENCE, EMBED, HIDDEN, BATCH = 65, 64, 128, 50, 64, 256, 32
 FRAMEWORKS = ("nabla", "torch", "jax")
 SHAPES = {"cnn": (64, (1, 28, 28)), "mlp": (128, (784,))}
 MLP_SIZES = (784, 512, 512, 10)
@@ -55,9 +63,15 @@ LR, BETAS, EPS = 1e-3, (0.9, 0.999), 1e-8
 
 
 def fixed_batch(workload: str):
-    """The same kind of batch as nabla's: uniform [0, 1) inputs, labels (7 i) mod 10."""
+    """The same kind of batch as nabla's: uniform [0, 1) inputs, labels (7 i) mod 10; for the
+    sequence models ids (7 i + 3 j) mod 65 and each next id as the target."""
     import numpy as np
 
+    if workload in ("gpt", "lstm"):
+        t = CONTEXT if workload == "gpt" else SEQUENCE
+        i, j = np.meshgrid(np.arange(BATCH), np.arange(t + 1), indexing="ij")
+        ids = (7 * i + 3 * j) % VOCAB
+        return ids[:, :t].astype(np.int64), ids[:, 1:].reshape(-1).astype(np.int64)
     n, shape = SHAPES[workload]
     x = np.random.default_rng(1).random((n, *shape), dtype=np.float32)
     y = (np.arange(n) * 7) % 10
@@ -89,9 +103,11 @@ def worker_torch(workload: str, steps: int, warmup: int) -> dict:
             nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
             nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(), nn.Linear(128, 10),
         )
-    else:
+    elif workload == "mlp":
         a, b, c, d = MLP_SIZES
         model = nn.Sequential(nn.Linear(a, b), nn.ReLU(), nn.Linear(b, c), nn.ReLU(), nn.Linear(c, d))
+    else:
+        model = torch_sequence_model(workload)
     x, y = fixed_batch(workload)
     x, y = torch.from_numpy(x), torch.from_numpy(y)
     opt = torch.optim.Adam(model.parameters(), lr=LR, betas=BETAS, eps=EPS)
@@ -106,11 +122,127 @@ def worker_torch(workload: str, steps: int, warmup: int) -> dict:
     return {**timed_steps(step, steps, warmup), "version": torch.__version__}
 
 
+def torch_sequence_model(workload: str):
+    import torch
+    from torch import nn
+
+    class Gpt(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(VOCAB, D_MODEL), nn.Embedding(CONTEXT, D_MODEL)
+            self.layers = nn.ModuleList(
+                nn.TransformerEncoderLayer(D_MODEL, 4, 4 * D_MODEL, dropout=0.0, batch_first=True, norm_first=True)
+                for _ in range(2)
+            )
+            self.norm, self.head = nn.LayerNorm(D_MODEL), nn.Linear(D_MODEL, VOCAB)
+            self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(CONTEXT))
+            self.register_buffer("positions", torch.arange(CONTEXT))
+
+        def forward(self, ids):
+            x = self.tok(ids) + self.pos(self.positions)
+            for layer in self.layers:
+                x = layer(x, src_mask=self.mask, is_causal=True)
+            return self.head(self.norm(x)).reshape(-1, VOCAB)
+
+    class CharLstm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(VOCAB, EMBED)
+            self.lstm = nn.LSTM(EMBED, HIDDEN, num_layers=2, batch_first=True)
+            self.head = nn.Linear(HIDDEN, VOCAB)
+
+        def forward(self, ids):
+            out, _ = self.lstm(self.embed(ids))
+            return self.head(out).reshape(-1, VOCAB)
+
+    return Gpt() if workload == "gpt" else CharLstm()
+
+
+def jax_sequence_params(workload: str, key):
+    """Parameters of the gpt or lstm model (normal embeddings, PyTorch-style uniform weights)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    keys = iter(jax.random.split(key, 64))
+
+    def uniform(shape, fan_in):
+        bound = 1.0 / np.sqrt(fan_in)
+        return jax.random.uniform(next(keys), shape, minval=-bound, maxval=bound)
+
+    def embedding(n, d):
+        return jax.random.normal(next(keys), (n, d))
+
+    if workload == "lstm":
+        layers = [
+            {"w_ih": uniform((i, 4 * HIDDEN), HIDDEN), "w_hh": uniform((HIDDEN, 4 * HIDDEN), HIDDEN),
+             "b": uniform((4 * HIDDEN,), HIDDEN)}
+            for i in (EMBED, HIDDEN)
+        ]
+        return {"embed": embedding(VOCAB, EMBED), "layers": layers,
+                "head_w": uniform((HIDDEN, VOCAB), HIDDEN), "head_b": uniform((VOCAB,), HIDDEN)}
+    # Distinct arrays for every leaf: the step donates its parameters.
+    d = D_MODEL
+    ones, zeros = (lambda n=d: jnp.ones((n,))), (lambda n=d: jnp.zeros((n,)))  # noqa: E731
+    layers = [
+        {"ln1_g": ones(), "ln1_b": zeros(), "in_w": uniform((d, 3 * d), d), "in_b": zeros(3 * d),
+         "out_w": uniform((d, d), d), "out_b": zeros(), "ln2_g": ones(), "ln2_b": zeros(),
+         "w1": uniform((d, 4 * d), d), "b1": uniform((4 * d,), d),
+         "w2": uniform((4 * d, d), 4 * d), "b2": uniform((d,), 4 * d)}
+        for _ in range(2)
+    ]
+    return {"tok": embedding(VOCAB, d), "pos": embedding(CONTEXT, d), "layers": layers,
+            "ln_g": ones(), "ln_b": zeros(), "head_w": uniform((d, VOCAB), d), "head_b": uniform((VOCAB,), d)}
+
+
+def jax_sequence_forward(workload: str, p, ids):
+    """Logits [N * T, vocab] of the gpt or lstm model."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    def layer_norm(x, g, b):
+        mu = x.mean(-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        return (x - mu) / jnp.sqrt(var + 1e-5) * g + b
+
+    if workload == "lstm":
+        x = p["embed"][ids].swapaxes(0, 1)  # [T, N, E]
+        for layer in p["layers"]:
+            xs = x @ layer["w_ih"] + layer["b"]  # the input projection of every step at once
+
+            def cell(carry, xt, w_hh=layer["w_hh"]):
+                h, c = carry
+                i, f, g, o = jnp.split(xt + h @ w_hh, 4, axis=-1)
+                c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+                h = jax.nn.sigmoid(o) * jnp.tanh(c)
+                return (h, c), h
+
+            zero = jnp.zeros((ids.shape[0], HIDDEN))
+            _, x = lax.scan(cell, (zero, zero), xs)
+        return (x.swapaxes(0, 1) @ p["head_w"] + p["head_b"]).reshape(-1, VOCAB)
+    n, t = ids.shape
+    heads, dh = 4, D_MODEL // 4
+    causal = jnp.tril(jnp.ones((t, t), dtype=bool))
+    x = p["tok"][ids] + p["pos"][None, :t]
+    for layer in p["layers"]:
+        h = layer_norm(x, layer["ln1_g"], layer["ln1_b"]) @ layer["in_w"] + layer["in_b"]
+        q, k, v = (a.reshape(n, t, heads, dh).transpose(0, 2, 1, 3) for a in jnp.split(h, 3, axis=-1))
+        att = jnp.where(causal, q @ k.swapaxes(-1, -2) / jnp.sqrt(dh), -jnp.inf)
+        o = (jax.nn.softmax(att, axis=-1) @ v).transpose(0, 2, 1, 3).reshape(n, t, D_MODEL)
+        x = x + o @ layer["out_w"] + layer["out_b"]
+        h = layer_norm(x, layer["ln2_g"], layer["ln2_b"])
+        x = x + jax.nn.relu(h @ layer["w1"] + layer["b1"]) @ layer["w2"] + layer["b2"]
+    return (layer_norm(x, p["ln_g"], p["ln_b"]) @ p["head_w"] + p["head_b"]).reshape(-1, VOCAB)
+
+
 def jax_params(workload: str, key):
     """Parameters with PyTorch's default initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
     import jax
     import numpy as np
 
+    if workload in ("gpt", "lstm"):
+        return jax_sequence_params(workload, key)
     if workload == "cnn":
         shapes = [((32, 1, 3, 3), 9), ((64, 32, 3, 3), 288), ((1600, 128), 1600), ((128, 10), 128)]
     else:
@@ -130,6 +262,8 @@ def jax_forward(workload: str, params, x):
     import jax.numpy as jnp
     from jax import lax
 
+    if workload in ("gpt", "lstm"):
+        return jax_sequence_forward(workload, params, x)
     if workload == "mlp":
         h = x
         for i in range(0, len(params), 2):
@@ -164,14 +298,15 @@ def worker_jax(workload: str, steps: int, warmup: int) -> dict:
         # PyTorch's Adam (single-tensor formulas, no weight decay).
         value, g = jax.value_and_grad(loss)(ps, x, y)
         t = t + 1
-        m = [BETAS[0] * mi + (1 - BETAS[0]) * gi for mi, gi in zip(m, g)]
-        v = [BETAS[1] * vi + (1 - BETAS[1]) * gi * gi for vi, gi in zip(v, g)]
+        tree_map = jax.tree_util.tree_map
+        m = tree_map(lambda mi, gi: BETAS[0] * mi + (1 - BETAS[0]) * gi, m, g)
+        v = tree_map(lambda vi, gi: BETAS[1] * vi + (1 - BETAS[1]) * gi * gi, v, g)
         c1, c2 = 1 - BETAS[0] ** t, 1 - BETAS[1] ** t
-        ps = [p - LR / c1 * mi / (jnp.sqrt(vi / c2) + EPS) for p, mi, vi in zip(ps, m, v)]
+        ps = tree_map(lambda p, mi, vi: p - LR / c1 * mi / (jnp.sqrt(vi / c2) + EPS), ps, m, v)
         return ps, m, v, t, value
 
     start = time.perf_counter()
-    zeros = lambda: [jnp.zeros_like(p) for p in params]  # noqa: E731 (donated: distinct buffers)
+    zeros = lambda: jax.tree_util.tree_map(jnp.zeros_like, params)  # noqa: E731 (donated: distinct buffers)
     state = [params, zeros(), zeros(), jnp.float32(0.0)]
     compiled = jax.jit(train_step, donate_argnums=(0, 1, 2)).lower(*state, x, y).compile()
     compile_s = time.perf_counter() - start
@@ -201,7 +336,7 @@ def run_child(cmd: list[str]) -> dict:
 def command(framework: str, workload: str, args) -> list[str]:
     common = ["--workload", workload, "--steps", str(args.steps), "--warmup", str(args.warmup)]
     if framework == "nabla":
-        return [NABLA_EXE, *common]
+        return [NABLA_SEQUENCE_EXE if workload in ("gpt", "lstm") else NABLA_EXE, *common]
     return [sys.executable, os.path.abspath(__file__), "--worker", framework, *common]
 
 
@@ -266,7 +401,7 @@ def main():
         return
 
     if not args.skip_build:
-        build = ["cargo", "build", "--release", "-p", "nabla", "--example", "bench_training"]
+        build = ["cargo", "build", "--release", "-p", "nabla", "--example", "bench_training", "--example", "bench_sequence"]
         subprocess.run(build, cwd=REPO, check=True)
     frameworks = [f for f in FRAMEWORKS if available(f)]
     results = {(f, w): [] for f in frameworks for w in WORKLOADS}
