@@ -15,33 +15,119 @@ use std::time::{Duration, Instant};
 /// PyTorch DDP's default bucket size: 25 MiB.
 pub const DEFAULT_BUCKET_BYTES: usize = 25 << 20;
 
-/// The element type a parameter's gradient is reduced in.
+/// The element type a tensor travels in: floats in f32 (half precisions too) or f64, integers
+/// and booleans as the bits of an i64 (broadcasts only: gradients are floats).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Wire {
+enum Carrier {
     F32,
     F64,
+    Int,
 }
 
-impl Wire {
-    /// The wire type of a parameter of `dtype`: half precisions are reduced in f32.
-    fn of(dtype: DType) -> Result<Wire> {
+impl Carrier {
+    fn of(dtype: DType) -> Result<Carrier> {
         match dtype {
-            DType::F64 => Ok(Wire::F64),
-            DType::F32 | DType::F16 | DType::BF16 => Ok(Wire::F32),
-            DType::C64 | DType::C128 | DType::I64 | DType::I32 | DType::U8 | DType::Bool => {
-                Err(Error::invalid(
-                    "DataParallel",
-                    format!("cannot all-reduce gradients of {dtype} parameters (real floats only)"),
-                ))
-            }
+            DType::F16 | DType::BF16 | DType::F32 => Ok(Carrier::F32),
+            DType::F64 => Ok(Carrier::F64),
+            DType::I32 | DType::I64 | DType::U8 | DType::Bool => Ok(Carrier::Int),
+            DType::C64 | DType::C128 => Err(Error::invalid(
+                "DataParallel",
+                format!("cannot broadcast or all-reduce {dtype} tensors (real dtypes only)"),
+            )),
         }
     }
 
     fn bytes(self) -> usize {
         match self {
-            Wire::F32 => 4,
-            Wire::F64 => 8,
+            Carrier::F32 => 4,
+            Carrier::F64 | Carrier::Int => 8,
         }
+    }
+
+    /// The values in order (zeros of the given length for `None`) as one host buffer.
+    fn pack<B: Backend>(self, values: Vec<(Option<Tensor<B>>, usize)>) -> Result<HostBuffer> {
+        fn gather<B: Backend, T: nabla_core::Element + Copy + Default>(
+            values: Vec<(Option<Tensor<B>>, usize)>,
+            dtype: DType,
+        ) -> Result<Vec<T>> {
+            let mut flat = Vec::with_capacity(values.iter().map(|v| v.1).sum());
+            for (value, numel) in values {
+                match value {
+                    Some(t) => flat.extend(t.detach().cast(dtype)?.to_vec::<T>()?),
+                    None => flat.resize(flat.len() + numel, T::default()),
+                }
+            }
+            Ok(flat)
+        }
+        Ok(match self {
+            Carrier::F32 => HostBuffer::F32(gather::<B, f32>(values, DType::F32)?),
+            Carrier::F64 => HostBuffer::F64(gather::<B, f64>(values, DType::F64)?),
+            Carrier::Int => HostBuffer::U64(
+                gather::<B, i64>(values, DType::I64)?
+                    .into_iter()
+                    .map(|v| v as u64)
+                    .collect(),
+            ),
+        })
+    }
+
+    /// Cuts `buffer` (packed by [`Carrier::pack`]) into tensors of the shapes and dtypes of
+    /// `params`, floats divided by `divisor` (the number of ranks for an average, 1 for a copy).
+    fn unpack<B: Backend>(
+        self,
+        op: &'static str,
+        buffer: &HostBuffer,
+        params: &[Param<B>],
+        divisor: usize,
+    ) -> Result<Vec<Tensor<B>>> {
+        let total: usize = params.iter().map(Param::numel).sum();
+        if buffer.len() != total {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "expected {total} values back, got {} {}: the ranks' models differ",
+                    buffer.len(),
+                    buffer.kind()
+                ),
+            ));
+        }
+        let mut offset = 0;
+        let mut out = Vec::with_capacity(params.len());
+        for p in params {
+            let range = offset..offset + p.numel();
+            offset = range.end;
+            let backend = p.data().backend().clone();
+            let value = match (buffer, self) {
+                (HostBuffer::F32(v), Carrier::F32) => {
+                    let d = divisor as f32;
+                    Tensor::from_vec(
+                        v[range].iter().map(|x| x / d).collect(),
+                        p.shape(),
+                        &backend,
+                    )?
+                }
+                (HostBuffer::F64(v), Carrier::F64) => {
+                    let d = divisor as f64;
+                    Tensor::from_vec(
+                        v[range].iter().map(|x| x / d).collect(),
+                        p.shape(),
+                        &backend,
+                    )?
+                }
+                (HostBuffer::U64(v), Carrier::Int) => {
+                    let ints: Vec<i64> = v[range].iter().map(|&x| x as i64).collect();
+                    Tensor::from_vec(ints, p.shape(), &backend)?
+                }
+                _ => {
+                    return Err(Error::invalid(
+                        op,
+                        format!("got {} values back where {self:?} were sent", buffer.kind()),
+                    ));
+                }
+            };
+            out.push(value.cast(p.dtype())?);
+        }
+        Ok(out)
     }
 }
 
@@ -49,7 +135,7 @@ impl Wire {
 #[derive(Clone, Debug)]
 struct Bucket {
     members: Range<usize>,
-    wire: Wire,
+    carrier: Carrier,
 }
 
 /// How long the parts of the last step took, and what crossed the wire.
@@ -191,73 +277,32 @@ impl<B: Backend> DataParallel<B> {
         self.inner.as_ref()
     }
 
-    /// Starts the all-reduce of bucket `b` from the gradients in `slots` (zeros where missing).
+    /// Starts the all-reduce of bucket `b` from the gradients in `slots` (taken out; zeros
+    /// where missing).
     fn launch(&self, b: usize, slots: &mut [Option<Tensor<B>>]) -> Result<Pending> {
         let bucket = &self.buckets[b];
-        let buffer = match bucket.wire {
-            Wire::F32 => HostBuffer::F32(self.flatten::<f32>(bucket, slots, DType::F32)?),
-            Wire::F64 => HostBuffer::F64(self.flatten::<f64>(bucket, slots, DType::F64)?),
-        };
-        self.comm.all_reduce_sum(buffer)
-    }
-
-    /// The gradients of `bucket`'s members, in order, as one vector (taken out of `slots`).
-    fn flatten<T: nabla_core::Element + Copy + Default>(
-        &self,
-        bucket: &Bucket,
-        slots: &mut [Option<Tensor<B>>],
-        dtype: DType,
-    ) -> Result<Vec<T>> {
-        let numel: usize = self.params[bucket.members.clone()]
-            .iter()
-            .map(Param::numel)
-            .sum();
-        let mut flat = Vec::with_capacity(numel);
+        let mut values = Vec::with_capacity(bucket.members.len());
         for i in bucket.members.clone() {
-            match slots[i].take() {
-                Some(g) => {
-                    check_grad(&self.params[i], &g)?;
-                    flat.extend(g.detach().cast(dtype)?.to_vec::<T>()?);
-                }
-                None => flat.resize(flat.len() + self.params[i].numel(), T::default()),
+            let p = &self.params[i];
+            let g = slots[i].take();
+            if let Some(g) = &g {
+                check_grad(p, g)?;
             }
+            values.push((g, p.numel()));
         }
-        Ok(flat)
+        self.comm.all_reduce_sum(bucket.carrier.pack(values)?)
     }
 
     /// Waits for bucket `b`'s sum and puts the average of each member's gradient into `grads`.
     fn finish(&self, b: usize, pending: Pending, grads: &mut GradMap<B>) -> Result<()> {
         let bucket = &self.buckets[b];
-        let world = self.comm.world_size();
+        let members = &self.params[bucket.members.clone()];
         let sum = pending.wait()?;
-        let mut offset = 0;
-        for p in &self.params[bucket.members.clone()] {
-            let n = p.numel();
-            let backend = p.data().backend().clone();
-            let mean = match (&sum, bucket.wire) {
-                (HostBuffer::F32(v), Wire::F32) if v.len() >= offset + n => {
-                    let w = world as f32;
-                    let part = v[offset..offset + n].iter().map(|x| x / w).collect();
-                    Tensor::from_vec::<f32>(part, p.shape(), &backend)?
-                }
-                (HostBuffer::F64(v), Wire::F64) if v.len() >= offset + n => {
-                    let w = world as f64;
-                    let part = v[offset..offset + n].iter().map(|x| x / w).collect();
-                    Tensor::from_vec::<f64>(part, p.shape(), &backend)?
-                }
-                _ => {
-                    return Err(Error::invalid(
-                        "DataParallel",
-                        format!(
-                            "bucket {b}: the all-reduce returned {} {} values, not the bucket's",
-                            sum.len(),
-                            sum.kind()
-                        ),
-                    ));
-                }
-            };
-            grads.insert(p.id(), mean.cast(p.dtype())?);
-            offset += n;
+        let means = bucket
+            .carrier
+            .unpack("DataParallel", &sum, members, self.comm.world_size())?;
+        for (p, mean) in members.iter().zip(means) {
+            grads.insert(p.id(), mean);
         }
         Ok(())
     }
@@ -329,7 +374,7 @@ impl<B: Backend> DataParallel<B> {
                     .iter()
                     .map(Param::numel)
                     .sum();
-                n * b.wire.bytes()
+                n * b.carrier.bytes()
             })
             .sum()
     }
@@ -356,45 +401,28 @@ fn plan_buckets<B: Backend>(params: &[Param<B>], bucket_bytes: usize) -> Result<
     let mut buckets: Vec<Bucket> = Vec::new();
     let mut bytes = 0;
     for (i, p) in params.iter().enumerate() {
-        let wire = Wire::of(p.dtype())?;
+        let carrier = Carrier::of(p.dtype())?;
+        if carrier == Carrier::Int {
+            return Err(Error::invalid(
+                "DataParallel",
+                format!("cannot all-reduce gradients of {} parameters", p.dtype()),
+            ));
+        }
         match buckets.last_mut() {
-            Some(last) if last.wire == wire && bytes < bucket_bytes => {
+            Some(last) if last.carrier == carrier && bytes < bucket_bytes => {
                 last.members.end = i + 1;
             }
             _ => {
                 buckets.push(Bucket {
                     members: i..i + 1,
-                    wire,
+                    carrier,
                 });
                 bytes = 0;
             }
         }
-        bytes += p.numel() * wire.bytes();
+        bytes += p.numel() * carrier.bytes();
     }
     Ok(buckets)
-}
-
-/// How a tensor travels in a broadcast: floats in f32 or f64, integers and booleans as the bits of
-/// an i64.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Carrier {
-    F32,
-    F64,
-    Int,
-}
-
-impl Carrier {
-    fn of(dtype: DType) -> Result<Carrier> {
-        match dtype {
-            DType::F16 | DType::BF16 | DType::F32 => Ok(Carrier::F32),
-            DType::F64 => Ok(Carrier::F64),
-            DType::I32 | DType::I64 | DType::U8 | DType::Bool => Ok(Carrier::Int),
-            DType::C64 | DType::C128 => Err(Error::invalid(
-                "broadcast",
-                format!("cannot broadcast {dtype} parameters or buffers (real dtypes only)"),
-            )),
-        }
-    }
 }
 
 /// Sets every parameter (or buffer) of `params` to rank 0's values, one broadcast per carrier.
@@ -410,65 +438,28 @@ pub(crate) fn broadcast_from_root<B: Backend>(
         .map(|p| Carrier::of(p.dtype()))
         .collect::<Result<Vec<_>>>()?;
     for carrier in [Carrier::F32, Carrier::F64, Carrier::Int] {
-        let members: Vec<&Param<B>> = params
+        let members: Vec<Param<B>> = params
             .iter()
             .zip(&carriers)
             .filter(|(_, c)| **c == carrier)
-            .map(|(p, _)| p)
+            .map(|(p, _)| p.clone())
             .collect();
         if members.is_empty() {
             continue;
         }
-        let sent = match carrier {
-            Carrier::F32 => HostBuffer::F32(concat::<B, f32>(&members, DType::F32)?),
-            Carrier::F64 => HostBuffer::F64(concat::<B, f64>(&members, DType::F64)?),
-            Carrier::Int => HostBuffer::U64(
-                concat::<B, i64>(&members, DType::I64)?
-                    .into_iter()
-                    .map(|v| v as u64)
-                    .collect(),
-            ),
-        };
-        let got = comm.broadcast(sent, 0)?.wait()?;
-        let mut offset = 0;
-        for p in members {
-            let (n, shape) = (p.numel(), p.shape());
-            let backend = p.data().backend().clone();
-            let value = match &got {
-                HostBuffer::F32(v) if v.len() >= offset + n => {
-                    Tensor::from_vec(v[offset..offset + n].to_vec(), shape, &backend)?
-                }
-                HostBuffer::F64(v) if v.len() >= offset + n => {
-                    Tensor::from_vec(v[offset..offset + n].to_vec(), shape, &backend)?
-                }
-                HostBuffer::U64(v) if v.len() >= offset + n => {
-                    let ints: Vec<i64> = v[offset..offset + n].iter().map(|&x| x as i64).collect();
-                    Tensor::from_vec(ints, shape, &backend)?
-                }
-                _ => {
-                    return Err(Error::invalid(
-                        "broadcast",
-                        "rank 0 sent a buffer of another kind or length: the ranks' models differ",
-                    ));
-                }
-            };
-            p.set(value.cast(p.dtype())?)?;
-            offset += n;
+        let values = members
+            .iter()
+            .map(|p| (Some(p.data()), p.numel()))
+            .collect();
+        let got = comm.broadcast(carrier.pack(values)?, 0)?.wait()?;
+        for (p, value) in members
+            .iter()
+            .zip(carrier.unpack("broadcast", &got, &members, 1)?)
+        {
+            p.set(value)?;
         }
     }
     Ok(())
-}
-
-/// The values of `params` in order, cast to `dtype`, as one vector.
-fn concat<B: Backend, T: nabla_core::Element>(
-    params: &[&Param<B>],
-    dtype: DType,
-) -> Result<Vec<T>> {
-    let mut flat = Vec::new();
-    for p in params {
-        flat.extend(p.data().cast(dtype)?.to_vec::<T>()?);
-    }
-    Ok(flat)
 }
 
 impl<B: Backend> Optimizer<B> for DataParallel<B> {
