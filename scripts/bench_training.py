@@ -355,9 +355,9 @@ def median(values: list[float]) -> float:
     return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
-def report(results: dict, frameworks: list[str], rounds: int) -> None:
+def report(results: dict, frameworks: list[str], workloads: list[str], rounds: int) -> None:
     ms = lambda s: f"{s * 1e3:10.2f}"  # noqa: E731
-    versions = ", ".join(f"{f} {results[(f, 'mlp')][0].get('version', '')}" for f in frameworks if f != "nabla")
+    versions = ", ".join(f"{f} {results[(f, workloads[0])][0].get('version', '')}" for f in frameworks if f != "nabla")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cpus; {versions}")
     print(f"rounds: {rounds} (per run: median and best step; table: median over rounds; ratios: median of")
     print("per-round other / nabla, above 1 = nabla faster; 'best' is the least disturbed by other load)")
@@ -365,7 +365,7 @@ def report(results: dict, frameworks: list[str], rounds: int) -> None:
     ratios = "".join(f"{f + '/nabla':>12}" for f in frameworks if f != "nabla")
     mem = "".join(f"{f + ' MiB':>11}" for f in frameworks)
     print(f"{'workload':12}{head}{ratios}   peak RSS:{mem}")
-    for w in WORKLOADS:
+    for w in workloads:
         for stat, label in (("step_s", "median"), ("best_s", "best")):
             line = f"{w + ' ' + label:12}"
             line += "".join(ms(median([r[stat] for r in results[(f, w)]])) + " " for f in frameworks)
@@ -378,8 +378,8 @@ def report(results: dict, frameworks: list[str], rounds: int) -> None:
                 )
             print(line)
     if "jax" in frameworks:
-        compile_s = [median([r["compile_s"] for r in results[("jax", w)]]) for w in WORKLOADS]
-        print("jax jit compile (not in step times): " + ", ".join(f"{w} {s:.2f} s" for w, s in zip(WORKLOADS, compile_s)))
+        compile_s = [median([r["compile_s"] for r in results[("jax", w)]]) for w in workloads]
+        print("jax jit compile (not in step times): " + ", ".join(f"{w} {s:.2f} s" for w, s in zip(workloads, compile_s)))
 
 
 def main():
@@ -387,6 +387,7 @@ def main():
     ap.add_argument("--steps", type=int, default=20, help="timed steps per run (default 20)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of all frameworks (default 3)")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS), help=f"comma-separated subset of {','.join(WORKLOADS)}")
     ap.add_argument("--skip-build", action="store_true", help="do not run cargo build first")
     ap.add_argument("--profile", action="store_true", help="also print nabla's per-layer CNN times")
     ap.add_argument("--json", help="also write every run's results to this file")
@@ -403,16 +404,19 @@ def main():
     if not args.skip_build:
         build = ["cargo", "build", "--release", "-p", "nabla", "--example", "bench_training", "--example", "bench_sequence"]
         subprocess.run(build, cwd=REPO, check=True)
+    workloads = [w for w in WORKLOADS if w in args.workloads.split(",")]
+    if not workloads or any(w not in WORKLOADS for w in args.workloads.split(",")):
+        ap.error(f"--workloads takes a comma-separated subset of {','.join(WORKLOADS)}")
     frameworks = [f for f in FRAMEWORKS if available(f)]
-    results = {(f, w): [] for f in frameworks for w in WORKLOADS}
+    results = {(f, w): [] for f in frameworks for w in workloads}
     for r in range(args.rounds):
         # Alternate the order too, so that no framework always runs right after the same one.
         order = frameworks if r % 2 == 0 else frameworks[::-1]
         for f in order:
-            for w in WORKLOADS:
+            for w in workloads:
                 results[(f, w)].append(run_child(command(f, w, args)))
                 print(f"round {r + 1}: {f:5} {w}: {results[(f, w)][-1]['step_s'] * 1e3:.2f} ms", file=sys.stderr)
-    report(results, frameworks, args.rounds)
+    report(results, frameworks, workloads, args.rounds)
     if args.profile:
         subprocess.run([NABLA_EXE, "--workload", "cnn", "--steps", "10", "--warmup", "2", "--profile"], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
     if args.json:

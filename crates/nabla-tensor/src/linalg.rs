@@ -31,6 +31,18 @@ impl<B: Backend> Tensor<B> {
             return Err(Error::shapes(OP, self.shape(), rhs.shape())
                 .with_hint("matmul needs operands of rank >= 1"));
         }
+        let k = self.shape()[self.rank() - 1];
+        if self.rank() > 2 && rhs.rank() <= 2 && rhs.shape()[0] == k {
+            // [.., m, k] @ [k, n] is one [(..)·m, k] @ [k, n] product, as in PyTorch: one large
+            // matmul instead of a batch of small ones, and the reverse pass makes the weight's
+            // gradient already summed instead of one per batch element summed afterwards.
+            let lead = &self.shape()[..self.rank() - 1];
+            let rows = lead.iter().product::<usize>();
+            let out = self.reshape([rows, k])?.matmul(rhs)?;
+            let mut shape = lead.to_vec();
+            shape.extend(rhs.shape().get(1));
+            return out.reshape(shape);
+        }
         let a = if self.rank() == 1 {
             self.unsqueeze(0)?
         } else {

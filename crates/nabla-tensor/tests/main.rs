@@ -25,6 +25,7 @@ mod misuse;
 mod primitives;
 mod promotion;
 mod sizes;
+mod slice_gradients;
 #[path = "autograd_rules/support.rs"]
 mod support;
 mod traced;

@@ -1,8 +1,10 @@
 //! The reverse pass: an iterative walk of the graph in reverse topological order that frees what it no
 //! longer needs as it goes.
 
+use super::accumulate::Cotangent;
 use super::extension::ExtensionRules;
 use super::node::{Node, NodeKind, Saved};
+use super::op::Op;
 use super::rules::{self, SavedValues};
 use crate::Tensor;
 use nabla_core::{Backend, Error, Result};
@@ -323,14 +325,16 @@ pub(crate) fn stream_backward<B: Backend>(
     }
 
     let retain = opts.retain_graph || opts.create_graph;
-    let mut cotangents: Vec<Option<Tensor<B>>> = vec![None; graph.nodes.len()];
-    cotangents[0] = Some(seed);
+    let mut cotangents: Vec<Cotangent<B>> = (0..graph.nodes.len())
+        .map(|_| Cotangent::default())
+        .collect();
+    cotangents[0] = Cotangent::from_seed(seed);
     let mut ready = vec![0usize];
     // Per node: the slot of each input that needs a gradient, and the same as flags for the rules.
     let (mut needs, mut needed) = (Vec::new(), Vec::new());
     while let Some(i) = ready.pop() {
         let node = &graph.nodes[i];
-        let grad = cotangents[i].take();
+        let grad = cotangents[i].take(node)?;
         let NodeKind::Op {
             op,
             parents,
@@ -369,22 +373,22 @@ pub(crate) fn stream_backward<B: Backend>(
             } else {
                 g.detach()
             };
-            let input_grads = if super::anomaly::is_anomaly_detection_enabled() {
-                let grads =
-                    super::anomaly::suspended(|| rules::vjp(op, &values, &g, &needed, ext))?;
-                let stage = op.stage("its reverse rule (backward)");
-                let named = (op.name(), stage.as_str());
-                check_rule(named, &values, &g, &grads, &needed, origin.as_deref())?;
-                grads
+            if let (Some((axis, first)), [Some(parent)], [Some(j)]) =
+                (deferred_slice(op), parents.as_slice(), needs.as_slice())
+            {
+                drop(values);
+                cotangents[*j].add_slice(parent, axis, first, g)?;
             } else {
-                rules::vjp(op, &values, &g, &needed, ext)?
-            };
-            drop(values);
-            for ((parent, slot), input_grad) in parents.iter().zip(&needs).zip(input_grads) {
-                let (Some(parent), Some(j), Some(input_grad)) = (parent, *slot, input_grad) else {
-                    continue;
-                };
-                accumulate(&mut cotangents[j], parent, input_grad, op.name())?;
+                let input_grads = reverse_rule(op, &values, &g, &needed, ext, origin.as_deref())?;
+                drop(values);
+                let each = parents.iter().zip(&needs).zip(input_grads);
+                for ((parent, slot), input_grad) in each {
+                    let (Some(parent), Some(j), Some(input_grad)) = (parent, *slot, input_grad)
+                    else {
+                        continue;
+                    };
+                    cotangents[j].add(parent, input_grad, op.name())?;
+                }
             }
         } else if !retain {
             *saved.lock().unwrap_or_else(|e| e.into_inner()) = Saved::Released;
@@ -507,39 +511,46 @@ impl Hasher for IdHasher {
     }
 }
 
-/// Adds `grad` to the cotangent collected so far (`slot`) for `parent`.
-fn accumulate<B: Backend>(
-    slot: &mut Option<Tensor<B>>,
-    parent: &Node<B>,
-    grad: Tensor<B>,
-    op: &'static str,
-) -> Result<()> {
-    if grad.shape() != parent.shape.as_slice() {
-        return Err(Error::autodiff(
-            op,
-            format!(
-                "internal error: the reverse rule produced a gradient of shape {:?} for an input of \
-                 shape {:?}",
-                grad.shape(),
-                parent.shape
-            ),
-        ));
+/// The input gradients of `op` from its reverse rule, checked for new non-finite values in anomaly
+/// mode.
+fn reverse_rule<B: Backend>(
+    op: &Op<B>,
+    values: &SavedValues<B>,
+    g: &Tensor<B>,
+    needed: &[bool],
+    ext: Option<&ExtensionRules<B>>,
+    origin: Option<&str>,
+) -> Result<Vec<Option<Tensor<B>>>> {
+    if !super::anomaly::is_anomaly_detection_enabled() {
+        return rules::vjp(op, values, g, needed, ext);
     }
-    let grad = if grad.dtype() == parent.dtype {
-        grad
-    } else {
-        grad.cast(parent.dtype)?
-    };
-    *slot = Some(match slot.take() {
-        None => grad,
-        Some(sum) if grad.dtype().is_half() => {
-            // Half precision is for storage only: add in f32 and round once.
-            let f32 = nabla_core::DType::F32;
-            sum.cast(f32)?.add(grad.cast(f32)?)?.cast(grad.dtype())?
-        }
-        Some(sum) => sum.add(&grad)?,
-    });
-    Ok(())
+    let grads = super::anomaly::suspended(|| rules::vjp(op, values, g, needed, ext))?;
+    let stage = op.stage("its reverse rule (backward)");
+    check_rule(
+        (op.name(), stage.as_str()),
+        values,
+        g,
+        &grads,
+        needed,
+        origin,
+    )?;
+    Ok(grads)
+}
+
+/// The axis and first element of a slice whose cotangent is kept as a piece of its input's cotangent
+/// (see [`Cotangent::add_slice`]) instead of being padded to the input's shape by the slice's rule:
+/// a non-empty slice with unit step.
+fn deferred_slice<B: Backend>(op: &Op<B>) -> Option<(usize, usize)> {
+    match op {
+        Op::Slice {
+            axis,
+            first,
+            len,
+            step: 1,
+            ..
+        } if *len > 0 => Some((*axis, *first)),
+        _ => None,
+    }
 }
 
 /// The saved values of `node`, re-attached to the graph when building a graph of gradients; released

@@ -11,6 +11,7 @@
 //! from the inputs to the output with one forward rule per primitive; forward and reverse rules read the
 //! same saved values and are tested against each other by the adjoint identity.
 
+mod accumulate;
 mod anomaly;
 mod backward;
 mod context;

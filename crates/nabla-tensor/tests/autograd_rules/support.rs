@@ -248,7 +248,7 @@ pub fn binary_cases() -> Vec<(nabla_core::BinaryOp, Dom, Dom)> {
 }
 
 /// Operand shapes of matmul from rank 1 to 4, with batch broadcasting both ways.
-pub const MATMUL_SHAPES: [(&[usize], &[usize]); 14] = [
+pub const MATMUL_SHAPES: [(&[usize], &[usize]); 15] = [
     (&[3], &[3]),
     (&[3], &[3, 4]),
     (&[2, 3], &[3]),
@@ -263,4 +263,5 @@ pub const MATMUL_SHAPES: [(&[usize], &[usize]); 14] = [
     (&[1, 2, 3], &[2, 1, 3, 2]),
     (&[2, 1, 1, 3], &[1, 2, 3, 2]),
     (&[2, 2, 2, 3], &[2, 2, 3, 1]),
+    (&[2, 0, 3], &[3, 4]),
 ];

@@ -15,7 +15,7 @@ pub(super) fn permute<B: Backend>(perm: &[usize], g: &Tensor<B>) -> Result<Tenso
 
 /// Places `g` (the sliced elements) back at their positions in an axis of `size`, zeros elsewhere.
 /// Built from flip, pad and reshape so that it is itself differentiable.
-pub(super) fn slice<B: Backend>(
+pub(crate) fn slice<B: Backend>(
     axis: usize,
     first: usize,
     len: usize,
