@@ -72,6 +72,8 @@ pub(crate) struct Ctx {
     pub info: wgpu::AdapterInfo,
     pub max_binding: u64,
     pub max_groups: u32,
+    /// Storage buffers one shader may bind (parameters, inputs and outputs together).
+    pub max_storage_buffers: u32,
     pool: Mutex<Pool>,
     pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
     layouts: Mutex<HashMap<(usize, usize), Layouts>>,
@@ -127,6 +129,7 @@ impl Ctx {
             info: adapter.get_info(),
             max_binding,
             max_groups: limits.max_compute_workgroups_per_dimension,
+            max_storage_buffers: limits.max_storage_buffers_per_shader_stage,
             pool: Mutex::default(),
             pipelines: Mutex::default(),
             layouts: Mutex::default(),

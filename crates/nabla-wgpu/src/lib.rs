@@ -31,6 +31,7 @@
 mod context;
 mod conv;
 mod elementwise;
+mod fused;
 mod kernel;
 mod matmul;
 mod movement;
@@ -407,5 +408,32 @@ impl Backend for WgpuBackend {
         params: &Pool2dParams,
     ) -> Result<(WgpuStorage, WgpuStorage)> {
         self.max_pool2d_impl(x, layout, params)
+    }
+
+    /// One shader for the whole kernel (see `fused.rs`); donations are not reused.
+    fn fused(
+        &self,
+        kernel: &nabla_core::FusedKernel,
+        inputs: Vec<(WgpuStorage, &Layout)>,
+        shape: &[usize],
+        donate: Option<usize>,
+    ) -> Result<WgpuStorage> {
+        let _ = donate;
+        kernel.check_single_output()?;
+        self.fused_impl(kernel, &inputs, shape)?
+            .pop()
+            .ok_or_else(|| nabla_core::Error::invalid("fused", "the kernel returned no result"))
+    }
+
+    /// One shader computing every result of the kernel; donations are not reused.
+    fn fused_many(
+        &self,
+        kernel: &nabla_core::FusedKernel,
+        inputs: Vec<(WgpuStorage, &Layout)>,
+        shape: &[usize],
+        donate: &[Option<usize>],
+    ) -> Result<Vec<WgpuStorage>> {
+        let _ = donate;
+        self.fused_impl(kernel, &inputs, shape)
     }
 }

@@ -4,6 +4,7 @@
 mod common;
 
 mod elementwise;
+mod fused;
 mod linalg;
 mod movement;
 mod reduce;
