@@ -32,6 +32,22 @@ fn same_dtype(op: &'static str, a: &WgpuStorage, b: &WgpuStorage) -> Result<DTyp
     Ok(a.dtype())
 }
 
+/// The parameter words of a map over `n` elements with the views of `inputs`, and the body lines
+/// loading element `i` of input `k` into `x{k}`.
+pub(crate) fn load_inputs<'a>(
+    n: usize,
+    inputs: impl Iterator<Item = (&'a WgpuStorage, &'a Layout)>,
+) -> (Params, String) {
+    let mut params = Params::new(&[n as u32]);
+    let mut body = String::new();
+    for (k, (s, l)) in inputs.enumerate() {
+        let p = params.view(l);
+        let off = view_expr(l, p, "i");
+        body += &format!("let x{k} = {};\n", load(s.dtype(), &format!("in{k}"), &off));
+    }
+    (params, body)
+}
+
 impl WgpuBackend {
     /// Evaluates `expr` (over `x0`, `x1`, ... loaded from the inputs) into a new buffer of `out_dtype`.
     pub(crate) fn elementwise(
@@ -47,13 +63,7 @@ impl WgpuBackend {
         if n == 0 {
             return Ok(out);
         }
-        let mut params = Params::new(&[n as u32]);
-        let mut body = String::new();
-        for (k, (s, l)) in inputs.iter().enumerate() {
-            let p = params.view(l);
-            let off = view_expr(l, p, "i");
-            body += &format!("let x{k} = {};\n", load(s.dtype(), &format!("in{k}"), &off));
-        }
+        let (params, mut body) = load_inputs(n, inputs.iter().copied());
         body += &store(out_dtype, "out0", "i", expr);
         let storages: Vec<&WgpuStorage> = inputs.iter().map(|(s, _)| *s).collect();
         self.map(op, &params, &storages, &[&out], &body)?;

@@ -8,9 +8,10 @@
 //! per shader stage runs step by step instead ([`FusedKernel::evaluate_outputs_by_ops`]).
 
 use crate::WgpuBackend;
-use crate::kernel::{Params, check_len, view_expr};
+use crate::elementwise::load_inputs;
+use crate::kernel::check_len;
 use crate::storage::{WgpuStorage, check_dtype};
-use crate::wgsl::{self, load, store};
+use crate::wgsl::{self, store};
 use nabla_core::{FusedKernel, FusedOp, Layout, Result};
 
 const OP: &str = "fused";
@@ -45,13 +46,7 @@ impl WgpuBackend {
         if n == 0 {
             return Ok(outputs);
         }
-        let mut params = Params::new(&[n as u32]);
-        let mut body = String::new();
-        for (k, (s, l)) in inputs.iter().enumerate() {
-            let p = params.view(l);
-            let off = view_expr(l, p, "i");
-            body += &format!("let x{k} = {};\n", load(s.dtype(), &format!("in{k}"), &off));
-        }
+        let (mut params, mut body) = load_inputs(n, inputs.iter().map(|(s, l)| (s, *l)));
         for (j, step) in steps.iter().enumerate() {
             let v = |a: usize| format!("s{a}");
             let operand = |a: usize| steps[a].dtype;
