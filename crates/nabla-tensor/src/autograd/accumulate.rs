@@ -110,8 +110,11 @@ impl<B: Backend> Cotangent<B> {
     }
 
     /// The complete cotangent (`None` when no consumer contributed one), leaving this empty.
+    #[inline]
     pub(super) fn take(&mut self, node: &Node<B>) -> Result<Option<Tensor<B>>> {
-        self.join_pieces(node)?;
+        if !self.pieces.is_empty() {
+            self.join_pieces(node)?;
+        }
         Ok(self.dense.take())
     }
 
