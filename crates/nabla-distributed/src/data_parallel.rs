@@ -99,20 +99,10 @@ impl Carrier {
             let backend = p.data().backend().clone();
             let value = match (buffer, self) {
                 (HostBuffer::F32(v), Carrier::F32) => {
-                    let d = divisor as f32;
-                    Tensor::from_vec(
-                        v[range].iter().map(|x| x / d).collect(),
-                        p.shape(),
-                        &backend,
-                    )?
+                    Tensor::from_vec(divided(&v[range], divisor as f32), p.shape(), &backend)?
                 }
                 (HostBuffer::F64(v), Carrier::F64) => {
-                    let d = divisor as f64;
-                    Tensor::from_vec(
-                        v[range].iter().map(|x| x / d).collect(),
-                        p.shape(),
-                        &backend,
-                    )?
+                    Tensor::from_vec(divided(&v[range], divisor as f64), p.shape(), &backend)?
                 }
                 (HostBuffer::U64(v), Carrier::Int) => {
                     let ints: Vec<i64> = v[range].iter().map(|&x| x as i64).collect();
@@ -549,4 +539,9 @@ impl<B: Backend> Optimizer<B> for DataParallel<B> {
     fn load_state_dict(&mut self, state: &OptimizerState<B>) -> Result<()> {
         self.inner.load_state_dict(state)
     }
+}
+
+/// Each of `values` divided by `divisor`.
+fn divided<T: Copy + std::ops::Div<Output = T>>(values: &[T], divisor: T) -> Vec<T> {
+    values.iter().map(|&x| x / divisor).collect()
 }

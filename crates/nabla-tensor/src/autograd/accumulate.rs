@@ -159,8 +159,8 @@ impl<B: Backend> Cotangent<B> {
         if at < size {
             parts.push(gap(size - at)?);
         }
-        let joined = match parts.len() {
-            1 => parts.pop().expect("one part"),
+        let joined = match parts.as_slice() {
+            [whole] => whole.clone(),
             _ => Tensor::cat(&parts.iter().collect::<Vec<_>>(), axis as isize)?,
         };
         self.add(node, joined, "slice")
