@@ -84,6 +84,13 @@ impl Geometry {
         self.cols.count.len()
     }
 
+    /// `true` when every flat position inside a plane fits a `u32` (see [`pool_plane_tiled`]).
+    fn positions_fit_u32(&self) -> bool {
+        self.h
+            .checked_mul(self.w)
+            .is_some_and(|n| n <= u32::MAX as usize)
+    }
+
     /// Pools one plane into `vals`/`idx` (each `out_h * out_w` long), one output row at a time: each
     /// row starts from the first valid tap of every window, then every tap `(kh, kw)` in window order
     /// sweeps the whole row, so later taps replace the maximum only when strictly larger (ties keep the
@@ -95,16 +102,22 @@ impl Geometry {
         vals: &mut [T],
         idx: &mut [i64],
     ) -> std::result::Result<(), (usize, usize)> {
+        let out_w = self.out_w();
         if let Some((kh, kw)) = self.dense_kernel() {
             // Constant kernel sizes for the common cases, so that the window loops unroll.
-            match (kh, kw) {
-                (2, 2) => self.pool_plane_dense(plane, vals, idx, 2, 2),
-                (3, 3) => self.pool_plane_dense(plane, vals, idx, 3, 3),
+            match (kh, kw, self.cols.stride == kw) {
+                (2, 2, true) if self.positions_fit_u32() => {
+                    pool_plane_tiled::<T, 2, 2>(plane, (self.w, out_w), self.rows.stride, vals, idx)
+                }
+                (3, 3, true) if self.positions_fit_u32() => {
+                    pool_plane_tiled::<T, 3, 3>(plane, (self.w, out_w), self.rows.stride, vals, idx)
+                }
+                (2, 2, false) => self.pool_plane_dense(plane, vals, idx, 2, 2),
+                (3, 3, false) => self.pool_plane_dense(plane, vals, idx, 3, 3),
                 _ => self.pool_plane_dense(plane, vals, idx, kh, kw),
             }
             return Ok(());
         }
-        let out_w = self.out_w();
         let cols = &self.cols;
         for (oh, (v_row, i_row)) in vals
             .chunks_exact_mut(out_w)
@@ -193,6 +206,62 @@ impl Geometry {
     }
 }
 
+/// Pools one plane whose whole `KH x KW` windows also tile each row (column stride `KW`, as in the
+/// usual `2x2` stride-2 pooling; rows `row_stride` apart), into `vals`/`idx` rows of equal length. Window
+/// row `r` of all outputs in an output row is one branch-free sweep over `KW`-wide chunks of an input
+/// row, carrying the winning flat position as a `u32` lane beside the value (the caller checks that
+/// positions fit), so the sweep vectorises; compiled for AVX2 where the CPU has it.
+#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
+fn pool_plane_tiled<T: Element + PartialOrd, const KH: usize, const KW: usize>(
+    plane: &[T],
+    (w, out_w): (usize, usize),
+    row_stride: usize,
+    vals: &mut [T],
+    idx: &mut [i64],
+) {
+    if out_w == 0 {
+        return;
+    }
+    // The winning position of each output of a row; a small plane's row fits on the stack.
+    let mut on_stack = [0u32; 64];
+    let mut on_heap = Vec::new();
+    let best_at: &mut [u32] = if out_w <= on_stack.len() {
+        &mut on_stack[..out_w]
+    } else {
+        on_heap.resize(out_w, 0);
+        &mut on_heap
+    };
+    for (oh, (v_row, i_row)) in vals
+        .chunks_exact_mut(out_w)
+        .zip(idx.chunks_exact_mut(out_w))
+        .enumerate()
+    {
+        for r in 0..KH {
+            let row = (oh * row_stride + r) * w;
+            let (windows, _) = plane[row..row + w].as_chunks::<KW>();
+            let outputs = v_row.iter_mut().zip(best_at.iter_mut());
+            for (ow, ((best, at), window)) in outputs.zip(&windows[..out_w]).enumerate() {
+                let corner = (row + ow * KW) as u32;
+                // The first window row starts from the window's first tap.
+                let (mut b, mut a, from) = match r {
+                    0 => (window[0], corner, 1),
+                    _ => (*best, *at, 0),
+                };
+                for (c, &v) in window.iter().enumerate().skip(from) {
+                    #[allow(clippy::eq_op)]
+                    let wins = (v > b) | ((v != v) & (b == b));
+                    b = if wins { v } else { b };
+                    a = if wins { corner + c as u32 } else { a };
+                }
+                (*best, *at) = (b, a);
+            }
+        }
+        for (out, &a) in i_row.iter_mut().zip(best_at.iter()) {
+            *out = i64::from(a);
+        }
+    }
+}
+
 /// Max pooling of every plane of `x`; returns the values and the `I64` flat positions of the maxima.
 pub(crate) fn max_pool2d(
     x: &CpuStorage,
@@ -256,9 +325,11 @@ fn pool_typed<T: Element + PartialOrd>(
     let outcome = if plane_out == 0 {
         Ok(())
     } else if vals.len() >= PARALLEL_OUTPUTS {
+        // At least `PARALLEL_OUTPUTS` outputs per task: small planes are many.
         vals.par_chunks_mut(plane_out)
             .zip(idx.par_chunks_mut(plane_out))
             .enumerate()
+            .with_min_len(PARALLEL_OUTPUTS.div_ceil(plane_out))
             .try_for_each(run)
     } else {
         vals.chunks_mut(plane_out)
@@ -321,5 +392,80 @@ mod tests {
         let (v, i) = max_pool2d(&x, &view, &Pool2dParams::square(2)).unwrap();
         assert_eq!(v.typed::<f64>("t").unwrap(), [5., 7.]);
         assert_eq!(i.typed::<i64>("t").unwrap(), [3, 7]);
+    }
+
+    /// Window-by-window reference: the first maximum in row-major window order, or the first NaN.
+    fn reference(x: &[f32], h: usize, w: usize, p: &Pool2dParams) -> (Vec<f32>, Vec<i64>) {
+        let (oh, ow) = p.output_size((h, w)).unwrap();
+        let (mut vals, mut idx) = (vec![], vec![]);
+        for o in 0..oh * ow {
+            let mut best: Option<(f32, usize)> = None;
+            for kh in 0..p.kernel.0 {
+                for kw in 0..p.kernel.1 {
+                    let r = (o / ow * p.stride.0 + kh * p.dilation.0).checked_sub(p.padding.0);
+                    let c = (o % ow * p.stride.1 + kw * p.dilation.1).checked_sub(p.padding.1);
+                    let (Some(r), Some(c)) = (r.filter(|&r| r < h), c.filter(|&c| c < w)) else {
+                        continue;
+                    };
+                    let v = x[r * w + c];
+                    let wins = match best {
+                        None => true,
+                        Some((b, _)) => v > b || (v.is_nan() && !b.is_nan()),
+                    };
+                    if wins {
+                        best = Some((v, r * w + c));
+                    }
+                }
+            }
+            let (v, at) = best.unwrap();
+            vals.push(v);
+            idx.push(at as i64);
+        }
+        (vals, idx)
+    }
+
+    #[test]
+    fn every_kernel_path_matches_the_reference_with_ties_and_nans() {
+        // Tiled (stride = kernel), dense (overlapping windows) and general (padding, dilation).
+        let params = [
+            Pool2dParams::square(2),
+            Pool2dParams::square(3),
+            Pool2dParams {
+                stride: (2, 2),
+                ..Pool2dParams::square(3)
+            },
+            Pool2dParams {
+                stride: (1, 2),
+                ..Pool2dParams::square(2)
+            },
+            Pool2dParams {
+                padding: (1, 1),
+                dilation: (2, 1),
+                ..Pool2dParams::square(3)
+            },
+        ];
+        let mut state = 7u32;
+        for (h, w) in [(4, 4), (7, 9), (13, 13), (6, 21)] {
+            // Few distinct values, so that windows hold ties; some NaNs.
+            let x: Vec<f32> = (0..h * w)
+                .map(|_| {
+                    state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    match state >> 28 {
+                        0 => f32::NAN,
+                        k => (k % 5) as f32 - 2.0,
+                    }
+                })
+                .collect();
+            for p in &params {
+                let (v, i) = pool(x.clone(), h, w, *p);
+                let (rv, ri) = reference(&x, h, w, p);
+                assert_eq!(i, ri, "{p:?} on {h}x{w}");
+                let same = v
+                    .iter()
+                    .zip(&rv)
+                    .all(|(a, b)| a == b || a.is_nan() && b.is_nan());
+                assert!(same, "{p:?} on {h}x{w}: {v:?} vs {rv:?}");
+            }
+        }
     }
 }

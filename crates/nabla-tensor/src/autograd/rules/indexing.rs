@@ -8,7 +8,8 @@ use nabla_core::{Backend, Result};
 fn zeros_with_axis<B: Backend>(g: &Tensor<B>, axis: usize, size: usize) -> Result<Tensor<B>> {
     let mut shape = g.shape().to_vec();
     shape[axis] = size;
-    Tensor::zeros(shape, g.dtype(), g.backend())
+    // A broadcast zero: the scatter writes its output once, rather than copying a filled buffer.
+    Tensor::zeros([], g.dtype(), g.backend())?.broadcast_to(shape)
 }
 
 /// `gather` reads; its transpose adds back at the positions read.
