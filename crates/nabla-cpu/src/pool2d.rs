@@ -9,6 +9,7 @@ use crate::strided::gather_view;
 use nabla_core::{DType, Element, Error, Layout, Pool2dParams, Result};
 use rayon::prelude::*;
 use std::borrow::Cow;
+use std::hint::select_unpredictable;
 
 /// Output elements above which planes are pooled in parallel.
 const PARALLEL_OUTPUTS: usize = 1 << 14;
@@ -195,8 +196,8 @@ impl Geometry {
                         let wins = v > best || (v != v && best == best);
                         // Selects rather than a branch: which tap wins is data-dependent and
                         // mispredicts often.
-                        best = if wins { v } else { best };
-                        at = if wins { row + c } else { at };
+                        best = select_unpredictable(wins, v, best);
+                        at = select_unpredictable(wins, row + c, at);
                     }
                 }
                 *v_out = best;
@@ -250,8 +251,9 @@ fn pool_plane_tiled<T: Element + PartialOrd, const KH: usize, const KW: usize>(
                 for (c, &v) in window.iter().enumerate().skip(from) {
                     #[allow(clippy::eq_op)]
                     let wins = (v > b) | ((v != v) & (b == b));
-                    b = if wins { v } else { b };
-                    a = if wins { corner + c as u32 } else { a };
+                    // Selects, not branches, also in the scalar tail of a short row.
+                    b = select_unpredictable(wins, v, b);
+                    a = select_unpredictable(wins, corner + c as u32, a);
                 }
                 (*best, *at) = (b, a);
             }
