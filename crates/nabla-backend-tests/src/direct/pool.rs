@@ -101,18 +101,26 @@ fn param_sets() -> Vec<Pool2dParams> {
         p((2, 2), (2, 2), (0, 0), (1, 1), true),
         p((3, 3), (2, 2), (1, 1), (1, 1), true),
         p((2, 3), (3, 1), (1, 1), (1, 2), false),
+        // Whole windows that tile the rows (a kernel may take a vectorised path for these), and
+        // overlapping whole windows.
+        Pool2dParams::square(3),
+        p((3, 3), (2, 2), (0, 0), (1, 1), false),
     ]
 }
 
 /// Random small-integer planes (so ties are common) of several ranks, in every supported real dtype
 /// and every view kind, for every parameter set that fits.
 pub fn max_pool2d_matches_the_contract<B: Backend>(cx: &Suite<B>) -> Result<(), String> {
-    let shapes: [&[usize]; 5] = [
+    // Rows of 13, 21 and 130 columns give pooled rows longer than a vector and longer than 64.
+    let shapes: [&[usize]; 8] = [
         &[2, 3, 5, 7],
         &[1, 1, 4, 4],
         &[3, 6, 5],
         &[5, 5],
         &[2, 1, 1, 3],
+        &[2, 13, 13],
+        &[6, 21],
+        &[2, 4, 130],
     ];
     for dtype in [DType::F32, DType::F64, DType::I32, DType::I64, DType::U8] {
         if !cx.has(&[dtype, DType::I64]) {
@@ -188,6 +196,23 @@ pub fn max_pool2d_ties_nan_and_padding<B: Backend>(cx: &Suite<B>) -> Result<(), 
         },
         &[7.0, nan],
         &[0, 5],
+    )?;
+    // Ties and NaNs along a row of nine 2x2 windows (longer than a vector of f32 lanes).
+    let x = [
+        [
+            1., 1., 2., nan, 0., 3., 3., 3., 5., 4., 4., 4., nan, 1., 2., 2., 0., 0.,
+        ],
+        [
+            0., 1., 2., 2., 3., 0., 3., 3., 5., 5., 4., 4., 1., nan, 2., 2., 0., 0.,
+        ],
+    ]
+    .concat();
+    run(
+        &[2, 18],
+        &x,
+        Pool2dParams::square(2),
+        &[1., nan, 3., 3., 5., 4., nan, 2., 0.],
+        &[0, 3, 5, 6, 8, 10, 12, 14, 16],
     )?;
     // Padding never wins, even over negative values.
     run(
