@@ -24,6 +24,7 @@ mod jax_fixtures;
 mod misuse;
 mod primitives;
 mod promotion;
+mod shared_weight_gradients;
 mod sizes;
 mod slice_gradients;
 #[path = "autograd_rules/support.rs"]

@@ -319,22 +319,31 @@ impl<B: Backend> RnnCore<B> {
         mut state: Vec<Tensor<B>>,
         reverse: bool,
     ) -> Result<(Tensor<B>, Vec<Tensor<B>>)> {
-        // The input projection of every step at once: [L, N, gates * H].
+        // The input projection of every step at once: [L, N, gates * H]. Where the cell only adds
+        // the two projections (RNN, LSTM), the hidden bias joins the input bias here, once, instead
+        // of being added at every step; GRU's candidate scales its hidden part, bias included.
         let mut xw = x.matmul(&w.weight_ih.value().t()?)?;
-        if let Some(b) = &w.bias_ih {
-            xw = xw.add(b.value())?;
+        let biases = (
+            w.bias_ih.as_ref().map(Param::value),
+            w.bias_hh.as_ref().map(Param::value),
+        );
+        let (input_bias, b_hh) = match biases {
+            (Some(b_ih), Some(b_hh)) if self.cell != Cell::Gru => (Some(b_ih.add(&b_hh)?), None),
+            unfolded => unfolded,
+        };
+        if let Some(b) = &input_bias {
+            xw = xw.add(b)?;
         }
-        let w_hh = w.weight_hh.value();
-        let b_hh = w.bias_hh.as_ref().map(Param::value);
+        // One transposed view for every step: the steps' contributions to W_hh's gradient then
+        // reach that one view, where the reverse pass multiplies them out as one product of the
+        // stacked hidden states and gate gradients, in W_hh's own layout.
+        let w_hh_t = w.weight_hh.value().t()?;
         let len = x.shape()[0];
-        // Transposed at every step rather than once: each step's gradient then reaches the weight
-        // in its own (row-major) layout, and the steps' gradients are summed reading memory in order
-        // (summing transposed views instead made the reverse pass a third slower).
         let mut outputs = vec![None; len];
         for step in 0..len {
             let t = if reverse { len - 1 - step } else { step };
             let gi = xw.select_index(0, t as isize)?;
-            let mut gh = state[0].matmul(&w_hh.t()?)?;
+            let mut gh = state[0].matmul(&w_hh_t)?;
             if let Some(b) = &b_hh {
                 gh = gh.add(b)?;
             }
@@ -347,7 +356,8 @@ impl<B: Backend> RnnCore<B> {
     }
 
     /// One step of the cell from the input part `gi = x W_ihᵀ + b_ih` and the hidden part
-    /// `gh = h W_hhᵀ + b_hh` (both `[N, gates * H]`); returns the new states.
+    /// `gh = h W_hhᵀ + b_hh` (both `[N, gates * H]`; RNN and LSTM, which only add the two, get both
+    /// biases in `gi`); returns the new states.
     fn step(&self, gi: &Tensor<B>, gh: &Tensor<B>, state: &[Tensor<B>]) -> Result<Vec<Tensor<B>>> {
         Ok(match self.cell {
             Cell::Rnn(RnnNonlinearity::Tanh) => vec![gi.add(gh)?.tanh()?],

@@ -9,8 +9,15 @@
 //! blocks for the gaps), which is what PyTorch's `unbind` and `split` reverse rules build. Overlapping
 //! pieces, or pieces along different axes, are placed one by one.
 //!
-//! The join is made of tensor ops, so a reverse pass that records itself (`create_graph`) records it
-//! and it can be differentiated again.
+//! A weight that several matrix products share (a recurrent layer's `W_hh`, used once per step) gets
+//! a contribution `aᵢᵀ gᵢ` from each product. When the `aᵢ` have few rows (a batch of 32 sequences),
+//! each of those products is a thin matrix product that runs well below the machine's peak, and
+//! summing them costs another pass over the full-size gradient per product. So the operands are kept
+//! and multiplied once, stacked: `Σ aᵢᵀ gᵢ = [a₁; a₂; …]ᵀ [g₁; g₂; …]`, one well-shaped product
+//! (the way cuDNN and oneDNN compute an RNN's weight gradient after the time loop).
+//!
+//! The joins are made of tensor ops, so a reverse pass that records itself (`create_graph`) records
+//! them and they can be differentiated again.
 
 use super::node::Node;
 use super::rules;
@@ -26,7 +33,31 @@ pub(super) struct Cotangent<B: Backend> {
     /// Elements held in `pieces`; once they reach the node's size, they are joined, so that the
     /// pieces never hold more memory than the cotangent itself.
     piece_elements: usize,
+    /// Matrix products `aᵀ g` not yet computed, whose sum is a contribution.
+    products: Vec<Product<B>>,
+    /// Elements held in `products`; past [`PRODUCT_MEMORY_FACTOR`] times the node's size they are
+    /// multiplied out.
+    product_elements: usize,
+    /// The sum of the products multiplied out so far, before the final transpose when the node is
+    /// a transposed view (see `rules::rhs_cotangent_untransposed`), with that flag.
+    product_sum: Option<(Tensor<B>, bool)>,
 }
+
+/// The operands of a deferred contribution `lhsᵀ grad` to the right operand of a matrix product.
+struct Product<B: Backend> {
+    lhs: Tensor<B>,
+    grad: Tensor<B>,
+    /// The right operand is a transposed view: the contribution is computed in its layout.
+    rhs_transposed: bool,
+}
+
+/// Deferred products may hold operands of up to this many times the node's own size before they are
+/// multiplied out: enough for a 50-step recurrent layer of batch 32 and width 256 to make one product.
+const PRODUCT_MEMORY_FACTOR: usize = 8;
+
+/// Products whose operands have fewer rows than this are deferred (see the module docs): below it the
+/// contraction is too short for a matrix product to reach the machine's peak.
+pub(super) const THIN_PRODUCT_ROWS: usize = 128;
 
 /// The cotangent of the elements `first..first + len` of `axis` (`len` is `grad`'s size there).
 struct Piece<B: Backend> {
@@ -41,6 +72,9 @@ impl<B: Backend> Default for Cotangent<B> {
             dense: None,
             pieces: Vec::new(),
             piece_elements: 0,
+            products: Vec::new(),
+            product_elements: 0,
+            product_sum: None,
         }
     }
 }
@@ -109,13 +143,73 @@ impl<B: Backend> Cotangent<B> {
         Ok(())
     }
 
+    /// Adds `lhsᵀ grad`, the contribution of a product `lhs @ node` whose cotangent is `grad`
+    /// (`lhs` is `[m, k]`, `grad` `[m, n]`, the node `[k, n]`), computing it later together with the
+    /// node's other deferred products.
+    pub(super) fn add_product(
+        &mut self,
+        node: &Node<B>,
+        lhs: Tensor<B>,
+        grad: Tensor<B>,
+        rhs_transposed: bool,
+    ) -> Result<()> {
+        let fits = matches!((lhs.shape(), grad.shape(), node.shape.as_slice()),
+            ([m, k], [gm, n], [nk, nn]) if m == gm && k == nk && n == nn);
+        if !fits {
+            return Err(wrong_shape("matmul", grad.shape(), &node.shape));
+        }
+        self.product_elements += lhs.numel() + grad.numel();
+        self.products.push(Product {
+            lhs,
+            grad,
+            rhs_transposed,
+        });
+        if self.product_elements > PRODUCT_MEMORY_FACTOR * node.shape.iter().product::<usize>() {
+            self.join_products()?;
+        }
+        Ok(())
+    }
+
     /// The complete cotangent (`None` when no consumer contributed one), leaving this empty.
     #[inline]
     pub(super) fn take(&mut self, node: &Node<B>) -> Result<Option<Tensor<B>>> {
         if !self.pieces.is_empty() {
             self.join_pieces(node)?;
         }
+        if !self.products.is_empty() {
+            self.join_products()?;
+        }
+        if let Some((sum, rhs_transposed)) = self.product_sum.take() {
+            let sum = if rhs_transposed { sum.t()? } else { sum };
+            self.add(node, sum, "matmul")?;
+        }
         Ok(self.dense.take())
+    }
+
+    /// Multiplies the deferred products out as one product of the stacked operands and adds it to
+    /// the products' sum.
+    fn join_products(&mut self) -> Result<()> {
+        let products = std::mem::take(&mut self.products);
+        self.product_elements = 0;
+        let Some(first) = products.first() else {
+            return Ok(());
+        };
+        let rhs_transposed = first.rhs_transposed;
+        let (lhs, grad) = match products.as_slice() {
+            [one] => (one.lhs.clone(), one.grad.clone()),
+            _ => {
+                let stack = |part: fn(&Product<B>) -> &Tensor<B>| {
+                    Tensor::cat(&products.iter().map(part).collect::<Vec<_>>(), 0)
+                };
+                (stack(|p| &p.lhs)?, stack(|p| &p.grad)?)
+            }
+        };
+        let product = rules::rhs_cotangent_untransposed(&lhs, &grad, rhs_transposed)?;
+        self.product_sum = Some(match self.product_sum.take() {
+            None => (product, rhs_transposed),
+            Some((sum, _)) => (sum.add(&product)?, rhs_transposed),
+        });
+        Ok(())
     }
 
     /// Joins the pieces into full-shape cotangents and adds them to the dense sum.

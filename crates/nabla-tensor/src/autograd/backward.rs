@@ -1,7 +1,7 @@
 //! The reverse pass: an iterative walk of the graph in reverse topological order that frees what it no
 //! longer needs as it goes.
 
-use super::accumulate::Cotangent;
+use super::accumulate::{Cotangent, THIN_PRODUCT_ROWS};
 use super::extension::ExtensionRules;
 use super::node::{Node, NodeKind, Saved};
 use super::op::Op;
@@ -379,6 +379,14 @@ pub(crate) fn stream_backward<B: Backend>(
                 drop(values);
                 cotangents[*j].add_slice(parent, axis, first, g)?;
             } else {
+                if let Some(lhs) = deferred_product(op, &values, needs.get(1).copied().flatten()) {
+                    let (Some(parent), Some(j)) = (&parents[1], needs[1]) else {
+                        unreachable!("deferred_product checked the right operand's slot");
+                    };
+                    let rhs_transposed = rules::is_transposed(values.input(1)?);
+                    cotangents[j].add_product(parent, lhs, g.clone(), rhs_transposed)?;
+                    needed[1] = false;
+                }
                 let input_grads = reverse_rule(op, &values, &g, &needed, ext, origin.as_deref())?;
                 drop(values);
                 let each = parents.iter().zip(&needs).zip(input_grads);
@@ -551,6 +559,27 @@ fn deferred_slice<B: Backend>(op: &Op<B>) -> Option<(usize, usize)> {
         } if *len > 0 => Some((*axis, *first)),
         _ => None,
     }
+}
+
+/// The left operand `a` of a product `a @ b` whose contribution `aᵀ g` to `b`'s cotangent is kept
+/// as a deferred product (see [`Cotangent::add_product`]): both operands are real matrices (no batch
+/// dimensions, no half precision), `a` has fewer than [`THIN_PRODUCT_ROWS`] rows, `b` needs a
+/// cotangent (`rhs_slot`), and no anomaly check wants to see the contribution on its own.
+fn deferred_product<B: Backend>(
+    op: &Op<B>,
+    values: &SavedValues<B>,
+    rhs_slot: Option<usize>,
+) -> Option<Tensor<B>> {
+    if !matches!(op, Op::Matmul)
+        || rhs_slot.is_none()
+        || super::anomaly::is_anomaly_detection_enabled()
+    {
+        return None;
+    }
+    let (a, b) = (values.input(0).ok()?, values.input(1).ok()?);
+    let dtype = a.dtype();
+    let thin = matches!(a.shape(), [m, _] if *m < THIN_PRODUCT_ROWS);
+    (thin && b.rank() == 2 && dtype.is_float() && !dtype.is_half()).then(|| a.clone())
 }
 
 /// The saved values of `node`, re-attached to the graph when building a graph of gradients; released

@@ -20,18 +20,46 @@ pub(super) fn matmul<B: Backend>(
         true => b.matmul(&g.t()?)?.t(),
         false => g.matmul(&b.t()?),
     };
-    let db = |b: &Tensor<B>| match is_transposed(b) {
-        true => g.t()?.matmul(a)?.t(),
-        false => a.t()?.matmul(g),
-    };
     Ok(vec![
         needs[0].then(|| da(a)).transpose()?,
-        needs[1].then(|| db(b)).transpose()?,
+        needs[1]
+            .then(|| rhs_cotangent(a, g, is_transposed(b)))
+            .transpose()?,
     ])
 }
 
+/// `aᵀ @ g`, the cotangent of the right operand of `c = a @ b` for the cotangent `g` of `c`, computed
+/// as `(gᵀ a)ᵀ` when `b` is a transposed view (`rhs_transposed`), so that it is contiguous in `b`'s
+/// layout.
+fn rhs_cotangent<B: Backend>(
+    a: &Tensor<B>,
+    g: &Tensor<B>,
+    rhs_transposed: bool,
+) -> Result<Tensor<B>> {
+    let product = rhs_cotangent_untransposed(a, g, rhs_transposed)?;
+    if rhs_transposed {
+        product.t()
+    } else {
+        Ok(product)
+    }
+}
+
+/// [`rhs_cotangent`] before its final transpose: `aᵀ g`, or `gᵀ a` when `b` is a transposed view. The
+/// reverse pass sums these for several products sharing one right operand (contiguous plus contiguous
+/// stays contiguous) and transposes the sum once (see `Cotangent::add_product`).
+pub(crate) fn rhs_cotangent_untransposed<B: Backend>(
+    a: &Tensor<B>,
+    g: &Tensor<B>,
+    rhs_transposed: bool,
+) -> Result<Tensor<B>> {
+    match rhs_transposed {
+        true => g.t()?.matmul(a),
+        false => a.t()?.matmul(g),
+    }
+}
+
 /// `true` when the last two dimensions of `t` are a dense column-major matrix (a transposed view).
-fn is_transposed<B: Backend>(t: &Tensor<B>) -> bool {
+pub(crate) fn is_transposed<B: Backend>(t: &Tensor<B>) -> bool {
     let (shape, strides) = (t.shape(), t.layout().strides());
     let r = shape.len();
     r >= 2
