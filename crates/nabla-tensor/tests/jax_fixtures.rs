@@ -15,7 +15,7 @@
 
 use nabla_core::{Conv2dParams, DType, Result};
 use nabla_cpu::CpuBackend;
-use nabla_tensor::{Tensor, grad_n, value_and_grad_n};
+use nabla_tensor::{AdContext, Tensor, grad_n, value_and_grad_n};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -408,6 +408,20 @@ fn check(case: &Case, g: Expr, cpu: &CpuBackend) -> Result<(usize, Vec<String>)>
         let hv = grad_n(directional)(&inputs)?;
         for (i, (got, want)) in hv.iter().zip(&h.out).enumerate() {
             let what = format!("hvp[{i}]");
+            n += compare(&what, got, want, &case.inputs[i].shape, &mut errors);
+        }
+        // The same product reverse over forward, as `AdContext::hvp` computes it: the gradient of
+        // the recorded directional derivative (every forward rule, differentiated in reverse).
+        let vars: Vec<T> = inputs
+            .iter()
+            .map(|x| Tensor::var("x", x.clone()))
+            .collect::<Result<_>>()?;
+        let y = f(&vars)?;
+        let (xs, ts): (Vec<&T>, Vec<&T>) = (vars.iter().collect(), vs.iter().collect());
+        let directional = AdContext::new().jvp_n(&y, &xs, &ts)?;
+        let hv = AdContext::new().grads(&directional, &xs)?;
+        for (i, (got, want)) in hv.iter().zip(&h.out).enumerate() {
+            let what = format!("hvp reverse over forward[{i}]");
             n += compare(&what, got, want, &case.inputs[i].shape, &mut errors);
         }
     }

@@ -255,6 +255,9 @@ const WORKLOADS: [(&str, Workload); 4] = [
 fn main() -> Result<()> {
     let names: Vec<&str> = WORKLOADS.iter().map(|(n, _)| *n).collect();
     let (repeats, workload) = bench_support::repeats_and_workload("bench_transforms", &names);
+    // The calling thread joins the CPU pool, as `nabla train` and the training benchmarks run: each
+    // op then starts its parallel work itself instead of handing it over and sleeping.
+    nabla::cpu::init_thread_pool(None)?;
     let cpu = CpuBackend::new();
     let mut json = Vec::new();
     for (name, run) in WORKLOADS {

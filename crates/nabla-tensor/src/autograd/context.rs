@@ -185,8 +185,13 @@ impl AdContext {
         }
     }
 
-    /// The Hessian-vector product `∇²y(x) · v` of the one-element `y` (forward over reverse: the
-    /// tangent of the gradient), of `x`'s shape.
+    /// The Hessian-vector product `∇²y(x) · v` of the one-element `y`, of `x`'s shape.
+    ///
+    /// Computed reverse over forward: the gradient of the directional derivative `∇y · v`. With `y`
+    /// already computed, that costs its tangent and one reverse pass over the value and the tangent.
+    /// Forward over reverse (the tangent of the gradient), the usual choice for a traced program
+    /// whose compiler drops what the result does not use, would here also compute the gradient itself
+    /// eagerly only to throw it away: for `sum(tanh(X Xᵀ))` that is 9 matrix products instead of 7.
     pub fn hvp<B: Backend>(
         &self,
         y: &Tensor<B>,
@@ -197,8 +202,8 @@ impl AdContext {
             overrides: self.overrides.clone(),
             create_graph: true,
         };
-        let g = recording.grad(y, x)?;
-        self.jvp(&g, x, v)
+        let directional = recording.jvp(y, x, v)?;
+        self.grad(&directional, x)
     }
 
     /// Reverse pass from `y` (seeded with `cotangent`, or 1 for a one-element `y`) to `xs`.

@@ -234,12 +234,24 @@ where
     jacfwd(grad(f))
 }
 
-/// The Hessian-vector product `H v` of a scalar function `f` at `x` (forward over reverse: one
-/// gradient's cost, about two to three times a plain gradient), of `x`'s shape.
+/// The Hessian-vector product `H v` of a scalar function `f` at `x`, of `x`'s shape: the gradient of
+/// the directional derivative `∇f · v` (reverse over forward, about two to three times a plain
+/// gradient's cost; see [`AdContext::hvp`](crate::AdContext::hvp) for why not forward over reverse).
+///
+/// ```
+/// # use nabla_tensor::{Tensor, hvp}; use nabla_cpu::CpuBackend;
+/// let cpu = CpuBackend::new();
+/// let x = Tensor::from_vec(vec![1.0f64, 2.0], [2], &cpu)?;
+/// let v = Tensor::from_vec(vec![1.0f64, 1.0], [2], &cpu)?;
+/// // f = x0² x1: H = [[2 x1, 2 x0], [2 x0, 0]].
+/// let hv = hvp(|x: &Tensor<CpuBackend>| x.select_index(0, 0)?.square()?.mul(&x.select_index(0, 1)?), &x, &v)?;
+/// assert_eq!(hv.to_vec::<f64>()?, vec![6.0, 2.0]);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
 pub fn hvp<B, F>(f: F, x: &Tensor<B>, v: &Tensor<B>) -> Result<Tensor<B>>
 where
     B: Backend,
     F: Fn(&Tensor<B>) -> Result<Tensor<B>>,
 {
-    Ok(jvp(grad(f), x, v)?.1)
+    grad(|x: &Tensor<B>| jvp(&f, x, v).map(|(_, t)| t))(x)
 }
