@@ -85,7 +85,8 @@ mod tests {
     /// and transposed views: every element is the function of its own input.
     #[test]
     fn split_outputs_match_the_function_of_each_element() {
-        let kernels: [(SliceKernel<f32>, fn(f32) -> f32); 4] = [
+        type Pair = (SliceKernel<f32>, fn(f32) -> f32);
+        let kernels: [Pair; 4] = [
             (exp_slice_f32, exp_f32),
             (sigmoid_slice_f32, sigmoid_f32),
             (tanh_slice_f32, tanh_f32),
