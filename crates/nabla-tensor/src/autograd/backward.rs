@@ -324,24 +324,23 @@ pub(crate) fn stream_backward<B: Backend>(
         }
     }
 
-    let retain = opts.retain_graph || opts.create_graph;
     let mut cotangents: Vec<Cotangent<B>> = (0..graph.nodes.len())
         .map(|_| Cotangent::default())
         .collect();
     cotangents[0] = Cotangent::from_seed(seed);
+    let pass = Pass {
+        retain: opts.retain_graph || opts.create_graph,
+        create_graph: opts.create_graph,
+        ext,
+    };
     let mut ready = vec![0usize];
-    // Per node: the slot of each input that needs a gradient, and the same as flags for the rules.
+    // Reused per node: the slot of each input that needs a gradient, and the same as flags for the
+    // rules.
     let (mut needs, mut needed) = (Vec::new(), Vec::new());
     while let Some(i) = ready.pop() {
         let node = &graph.nodes[i];
         let grad = cotangents[i].take(node)?;
-        let NodeKind::Op {
-            op,
-            parents,
-            saved,
-            origin,
-        } = &node.kind
-        else {
+        let NodeKind::Op { parents, .. } = &node.kind else {
             // A leaf: nothing is left to add to its gradient.
             if let Some(g) = grad
                 && is_target(node)
@@ -361,46 +360,11 @@ pub(crate) fn stream_backward<B: Backend>(
                 .map(|p| graph.slot(p))
                 .filter(|&j| graph.reaches[j])
         }));
-        needed.clear();
-        needed.extend(needs.iter().map(Option::is_some));
-        if let Some(g) = grad
-            && needed.iter().any(|&n| n)
-        {
-            super::extension::ensure_rule(op, ext, super::extension::Mode::Reverse)?;
-            let values = take_saved(node, op.name(), saved, retain, opts.create_graph)?;
-            let g = if opts.create_graph || !g.requires_grad() {
-                g
-            } else {
-                g.detach()
-            };
-            if let (Some((axis, first)), [Some(parent)], [Some(j)]) =
-                (deferred_slice(op), parents.as_slice(), needs.as_slice())
-            {
-                drop(values);
-                cotangents[*j].add_slice(parent, axis, first, g)?;
-            } else {
-                if let Some(lhs) = deferred_product(op, &values, needs.get(1).copied().flatten()) {
-                    let (Some(parent), Some(j)) = (&parents[1], needs[1]) else {
-                        unreachable!("deferred_product checked the right operand's slot");
-                    };
-                    let rhs_transposed = rules::is_transposed(values.input(1)?);
-                    cotangents[j].add_product(parent, lhs, g.clone(), rhs_transposed)?;
-                    needed[1] = false;
-                }
-                let input_grads = reverse_rule(op, &values, &g, &needed, ext, origin.as_deref())?;
-                drop(values);
-                let each = parents.iter().zip(&needs).zip(input_grads);
-                for ((parent, slot), input_grad) in each {
-                    let (Some(parent), Some(j), Some(input_grad)) = (parent, *slot, input_grad)
-                    else {
-                        continue;
-                    };
-                    cotangents[j].add(parent, input_grad, op.name())?;
-                }
-            }
-        } else if !retain {
-            *saved.lock().unwrap_or_else(|e| e.into_inner()) = Saved::Released;
-        }
+        // Contributions are delivered as the rule makes them (a pass that runs rules elsewhere
+        // would collect them and deliver them here, in the same order).
+        pass.execute(node, grad, &needs, &mut needed, &mut |c| {
+            c.deliver(&mut cotangents, &graph.nodes)
+        })?;
         for &j in needs.iter().flatten() {
             pending[j] -= 1;
             if pending[j] == 0 {
@@ -409,6 +373,136 @@ pub(crate) fn stream_backward<B: Backend>(
         }
     }
     Ok(())
+}
+
+/// What the reverse pass needs to run one node's rule, the same for every node.
+struct Pass<'a, B: Backend> {
+    /// Keep saved values after use (a retained or recorded graph).
+    retain: bool,
+    create_graph: bool,
+    ext: Option<&'a ExtensionRules<B>>,
+}
+
+/// One addition to an input's cotangent, made by a node's reverse rule and applied by the loop in
+/// the order the rule made them (the order that decides the bits of a sum).
+enum Contribution<B: Backend> {
+    /// A full-shape cotangent, made by the rule of `op` (see [`Cotangent::add`]).
+    Dense {
+        slot: usize,
+        grad: Tensor<B>,
+        op: &'static str,
+    },
+    /// The cotangent of a unit-step slice (see [`Cotangent::add_slice`]).
+    Slice {
+        slot: usize,
+        axis: usize,
+        first: usize,
+        grad: Tensor<B>,
+    },
+    /// A deferred matrix product (see [`Cotangent::add_product`]).
+    Product {
+        slot: usize,
+        lhs: Tensor<B>,
+        grad: Tensor<B>,
+        rhs_transposed: bool,
+    },
+}
+
+impl<B: Backend> Contribution<B> {
+    /// Adds the contribution to its input's cotangent; `nodes` are the pass's nodes by slot.
+    #[inline]
+    fn deliver(self, cotangents: &mut [Cotangent<B>], nodes: &[Arc<Node<B>>]) -> Result<()> {
+        match self {
+            Contribution::Dense { slot, grad, op } => cotangents[slot].add(&nodes[slot], grad, op),
+            Contribution::Slice {
+                slot,
+                axis,
+                first,
+                grad,
+            } => cotangents[slot].add_slice(&nodes[slot], axis, first, grad),
+            Contribution::Product {
+                slot,
+                lhs,
+                grad,
+                rhs_transposed,
+            } => cotangents[slot].add_product(&nodes[slot], lhs, grad, rhs_transposed),
+        }
+    }
+}
+
+impl<B: Backend> Pass<'_, B> {
+    /// Runs the reverse rule of the op node `node` for its complete cotangent `grad`, handing its
+    /// contributions to the inputs with a slot in `needs` (a parent's slot, `None` for an input that
+    /// needs no gradient) to `emit` in order; releases the node's saved values unless the graph is
+    /// retained. Touches no state of the pass besides the node; `needed` is scratch space.
+    #[inline]
+    fn execute(
+        &self,
+        node: &Arc<Node<B>>,
+        grad: Option<Tensor<B>>,
+        needs: &[Option<usize>],
+        needed: &mut Vec<bool>,
+        emit: &mut impl FnMut(Contribution<B>) -> Result<()>,
+    ) -> Result<()> {
+        let NodeKind::Op {
+            op,
+            parents,
+            saved,
+            origin,
+        } = &node.kind
+        else {
+            return Ok(());
+        };
+        let Some(g) = grad.filter(|_| needs.iter().any(Option::is_some)) else {
+            if !self.retain {
+                *saved.lock().unwrap_or_else(|e| e.into_inner()) = Saved::Released;
+            }
+            return Ok(());
+        };
+        super::extension::ensure_rule(op, self.ext, super::extension::Mode::Reverse)?;
+        let values = take_saved(node, op.name(), saved, self.retain, self.create_graph)?;
+        let g = if self.create_graph || !g.requires_grad() {
+            g
+        } else {
+            g.detach()
+        };
+        if let (Some((axis, first)), [Some(_)], [Some(slot)]) =
+            (deferred_slice(op), parents.as_slice(), needs)
+        {
+            return emit(Contribution::Slice {
+                slot: *slot,
+                axis,
+                first,
+                grad: g,
+            });
+        }
+        needed.clear();
+        needed.extend(needs.iter().map(Option::is_some));
+        if let Some(lhs) = deferred_product(op, &values, needs.get(1).copied().flatten()) {
+            let Some(slot) = needs[1] else {
+                unreachable!("deferred_product checked the right operand's slot");
+            };
+            emit(Contribution::Product {
+                slot,
+                lhs,
+                grad: g.clone(),
+                rhs_transposed: rules::is_transposed(values.input(1)?),
+            })?;
+            needed[1] = false;
+        }
+        let input_grads = reverse_rule(op, &values, &g, needed, self.ext, origin.as_deref())?;
+        drop(values);
+        for (slot, grad) in needs.iter().zip(input_grads) {
+            if let (Some(slot), Some(grad)) = (*slot, grad) {
+                emit(Contribution::Dense {
+                    slot,
+                    grad,
+                    op: op.name(),
+                })?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `true` when `root` depends on a variable other than the transform inputs `marks`: a value the
