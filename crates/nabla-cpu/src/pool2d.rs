@@ -106,11 +106,12 @@ impl Geometry {
         let out_w = self.out_w();
         if let Some((kh, kw)) = self.dense_kernel() {
             // Constant kernel sizes for the common cases, so that the window loops unroll.
-            match (kh, kw, self.cols.stride == kw) {
-                (2, 2, true) if self.positions_fit_u32() => {
+            let tiles = self.cols.stride == kw && self.positions_fit_u32();
+            match (kh, kw, tiles) {
+                (2, 2, true) => {
                     pool_plane_tiled::<T, 2, 2>(plane, (self.w, out_w), self.rows.stride, vals, idx)
                 }
-                (3, 3, true) if self.positions_fit_u32() => {
+                (3, 3, true) => {
                     pool_plane_tiled::<T, 3, 3>(plane, (self.w, out_w), self.rows.stride, vals, idx)
                 }
                 (2, 2, false) => self.pool_plane_dense(plane, vals, idx, 2, 2),
@@ -140,11 +141,8 @@ impl Geometry {
                     let shift = kw * cols.dilation;
                     for ow in lo..hi {
                         let iw = ow * cols.stride + shift - cols.pad;
-                        let (v, best) = (row[iw], v_row[ow]);
-                        #[allow(clippy::eq_op)]
-                        let wins = v > best || (v != v && best == best);
-                        if wins {
-                            v_row[ow] = v;
+                        if replaces_max(row[iw], v_row[ow]) {
+                            v_row[ow] = row[iw];
                             i_row[ow] = (ih * self.w + iw) as i64;
                         }
                     }
@@ -192,8 +190,7 @@ impl Geometry {
                     let row = corner + r * w;
                     for c in 0..kw {
                         let v = plane[row + c];
-                        #[allow(clippy::eq_op)]
-                        let wins = v > best || (v != v && best == best);
+                        let wins = replaces_max(v, best);
                         // Selects rather than a branch: which tap wins is data-dependent and
                         // mispredicts often.
                         best = select_unpredictable(wins, v, best);
@@ -205,6 +202,15 @@ impl Geometry {
             }
         }
     }
+}
+
+/// `true` when tap value `v` replaces the window's maximum so far, `best`: when it is strictly larger,
+/// or the first NaN (so ties keep the earliest tap and a NaN, once taken, stays). Written without
+/// short-circuits, so that callers can select instead of branch.
+#[inline(always)]
+#[allow(clippy::eq_op)]
+fn replaces_max<T: PartialOrd>(v: T, best: T) -> bool {
+    (v > best) | ((v != v) & (best == best))
 }
 
 /// Pools one plane whose whole `KH x KW` windows also tile each row (column stride `KW`, as in the
@@ -249,8 +255,7 @@ fn pool_plane_tiled<T: Element + PartialOrd, const KH: usize, const KW: usize>(
                     _ => (*best, *at, 0),
                 };
                 for (c, &v) in window.iter().enumerate().skip(from) {
-                    #[allow(clippy::eq_op)]
-                    let wins = (v > b) | ((v != v) & (b == b));
+                    let wins = replaces_max(v, b);
                     // Selects, not branches, also in the scalar tail of a short row.
                     b = select_unpredictable(wins, v, b);
                     a = select_unpredictable(wins, corner + c as u32, a);

@@ -35,27 +35,26 @@ fn recurrence(x: &T, h0: &T, w: &T) -> T {
     h.square().unwrap().sum_all().unwrap()
 }
 
+/// Inputs of [`recurrence`]: `x` `[steps, batch, width]`, `h0` `[batch, width]`, `W` `[width, width]`.
+fn recurrent_inputs(steps: usize, batch: usize, width: usize) -> [T; 3] {
+    [
+        seq(steps * batch * width, &[steps, batch, width], 0),
+        seq(batch * width, &[batch, width], 5),
+        seq(width * width, &[width, width], 9),
+    ]
+}
+
 #[test]
 fn a_recurrent_weight_matches_central_differences() {
-    let (x, h0, w) = (
-        seq(7 * 3 * 4, &[7, 3, 4], 0),
-        seq(12, &[3, 4], 5),
-        seq(16, &[4, 4], 9),
-    );
     let f = |v: &[T]| Ok(recurrence(&v[0], &v[1], &v[2]));
-    let report = check_gradients(f, &[x, h0, w], &GradCheckOptions::default());
+    let report = check_gradients(f, &recurrent_inputs(7, 3, 4), &GradCheckOptions::default());
     report.unwrap().assert_close(1e-7, 1e-6).unwrap();
 }
 
 #[test]
 fn a_recurrent_weight_differentiates_twice() {
-    let (x, h0, w) = (
-        seq(5 * 2 * 3, &[5, 2, 3], 1),
-        seq(6, &[2, 3], 4),
-        seq(9, &[3, 3], 2),
-    );
     let f = |v: &[T]| Ok(recurrence(&v[0], &v[1], &v[2]));
-    let report = check_second_order(f, &[x, h0, w], &GradCheckOptions::default());
+    let report = check_second_order(f, &recurrent_inputs(5, 2, 3), &GradCheckOptions::default());
     report.unwrap().assert_close(1e-6, 1e-5).unwrap();
 }
 
@@ -126,8 +125,8 @@ fn deferred_products_add_to_every_other_kind_of_contribution() {
 
 #[test]
 fn a_retained_graph_gives_the_same_weight_gradient_twice() {
-    let (x, h0) = (seq(6 * 2 * 3, &[6, 2, 3], 2), seq(6, &[2, 3], 3));
-    let w = Tensor::var("w", seq(9, &[3, 3], 8)).unwrap();
+    let [x, h0, w] = recurrent_inputs(6, 2, 3);
+    let w = Tensor::var("w", w).unwrap();
     let y = recurrence(&x, &h0, &w);
     let opts = BackwardOptions {
         retain_graph: true,
@@ -140,11 +139,7 @@ fn a_retained_graph_gives_the_same_weight_gradient_twice() {
 
 #[test]
 fn f32_weights_agree_with_f64() {
-    let (x, h0, w) = (
-        seq(20 * 4 * 8, &[20, 4, 8], 0),
-        seq(32, &[4, 8], 1),
-        seq(64, &[8, 8], 2),
-    );
+    let [x, h0, w] = recurrent_inputs(20, 4, 8);
     let grad_of = |dtype: nabla_core::DType| {
         let (x, h0) = (x.cast(dtype).unwrap(), h0.cast(dtype).unwrap());
         let w = Tensor::var("w", w.cast(dtype).unwrap()).unwrap();

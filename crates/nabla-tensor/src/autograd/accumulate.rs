@@ -39,16 +39,16 @@ pub(super) struct Cotangent<B: Backend> {
     /// multiplied out.
     product_elements: usize,
     /// The sum of the products multiplied out so far, before the final transpose when the node is
-    /// a transposed view (see `rules::rhs_cotangent_untransposed`), with that flag.
-    product_sum: Option<(Tensor<B>, bool)>,
+    /// a transposed view (see `rules::rhs_cotangent_untransposed`).
+    product_sum: Option<Tensor<B>>,
+    /// The node is a transposed view: its products are computed in its layout.
+    products_transposed: bool,
 }
 
 /// The operands of a deferred contribution `lhsᵀ grad` to the right operand of a matrix product.
 struct Product<B: Backend> {
     lhs: Tensor<B>,
     grad: Tensor<B>,
-    /// The right operand is a transposed view: the contribution is computed in its layout.
-    rhs_transposed: bool,
 }
 
 /// Deferred products may hold operands of up to this many times the node's own size before they are
@@ -75,6 +75,7 @@ impl<B: Backend> Default for Cotangent<B> {
             products: Vec::new(),
             product_elements: 0,
             product_sum: None,
+            products_transposed: false,
         }
     }
 }
@@ -145,7 +146,8 @@ impl<B: Backend> Cotangent<B> {
 
     /// Adds `lhsᵀ grad`, the contribution of a product `lhs @ node` whose cotangent is `grad`
     /// (`lhs` is `[m, k]`, `grad` `[m, n]`, the node `[k, n]`), computing it later together with the
-    /// node's other deferred products.
+    /// node's other deferred products. `rhs_transposed` says whether the node is a transposed view,
+    /// which every product of one node sees alike.
     pub(super) fn add_product(
         &mut self,
         node: &Node<B>,
@@ -159,11 +161,8 @@ impl<B: Backend> Cotangent<B> {
             return Err(wrong_shape("matmul", grad.shape(), &node.shape));
         }
         self.product_elements += lhs.numel() + grad.numel();
-        self.products.push(Product {
-            lhs,
-            grad,
-            rhs_transposed,
-        });
+        self.products_transposed = rhs_transposed;
+        self.products.push(Product { lhs, grad });
         if self.product_elements > PRODUCT_MEMORY_FACTOR * node.shape.iter().product::<usize>() {
             self.join_products()?;
         }
@@ -179,8 +178,12 @@ impl<B: Backend> Cotangent<B> {
         if !self.products.is_empty() {
             self.join_products()?;
         }
-        if let Some((sum, rhs_transposed)) = self.product_sum.take() {
-            let sum = if rhs_transposed { sum.t()? } else { sum };
+        if let Some(sum) = self.product_sum.take() {
+            let sum = if self.products_transposed {
+                sum.t()?
+            } else {
+                sum
+            };
             self.add(node, sum, "matmul")?;
         }
         Ok(self.dense.take())
@@ -191,11 +194,8 @@ impl<B: Backend> Cotangent<B> {
     fn join_products(&mut self) -> Result<()> {
         let products = std::mem::take(&mut self.products);
         self.product_elements = 0;
-        let Some(first) = products.first() else {
-            return Ok(());
-        };
-        let rhs_transposed = first.rhs_transposed;
         let (lhs, grad) = match products.as_slice() {
+            [] => return Ok(()),
             [one] => (one.lhs.clone(), one.grad.clone()),
             _ => {
                 let stack = |part: fn(&Product<B>) -> &Tensor<B>| {
@@ -204,10 +204,10 @@ impl<B: Backend> Cotangent<B> {
                 (stack(|p| &p.lhs)?, stack(|p| &p.grad)?)
             }
         };
-        let product = rules::rhs_cotangent_untransposed(&lhs, &grad, rhs_transposed)?;
+        let product = rules::rhs_cotangent_untransposed(&lhs, &grad, self.products_transposed)?;
         self.product_sum = Some(match self.product_sum.take() {
-            None => (product, rhs_transposed),
-            Some((sum, _)) => (sum.add(&product)?, rhs_transposed),
+            None => product,
+            Some(sum) => sum.add(&product)?,
         });
         Ok(())
     }

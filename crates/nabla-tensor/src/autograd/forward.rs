@@ -244,7 +244,8 @@ where
 /// let x = Tensor::from_vec(vec![1.0f64, 2.0], [2], &cpu)?;
 /// let v = Tensor::from_vec(vec![1.0f64, 1.0], [2], &cpu)?;
 /// // f = x0² x1: H = [[2 x1, 2 x0], [2 x0, 0]].
-/// let hv = hvp(|x: &Tensor<CpuBackend>| x.select_index(0, 0)?.square()?.mul(&x.select_index(0, 1)?), &x, &v)?;
+/// let f = |x: &Tensor<CpuBackend>| x.select_index(0, 0)?.square()?.mul(&x.select_index(0, 1)?);
+/// let hv = hvp(f, &x, &v)?;
 /// assert_eq!(hv.to_vec::<f64>()?, vec![6.0, 2.0]);
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
