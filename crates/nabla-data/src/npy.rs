@@ -107,6 +107,12 @@ fn read_npy_from(mut c: Input<'_>) -> Result<HostArray> {
 
 /// Reorders a column-major array of `shape` into row-major order.
 fn fortran_to_c<T: Copy>(data: &[T], shape: &[usize]) -> Vec<T> {
+    // An empty array has nothing to reorder, and its other dimensions may be as large as the header
+    // says (`(2, 2**63, 0)`): their strides would overflow. A non-empty one has every stride at most
+    // its length.
+    if data.is_empty() {
+        return Vec::new();
+    }
     // Column-major strides, walked in row-major index order.
     let mut strides = vec![1usize; shape.len()];
     for i in 1..shape.len() {

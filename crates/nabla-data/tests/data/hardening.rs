@@ -162,6 +162,16 @@ fn huge_npy_header_is_echoed_short() {
 }
 
 #[test]
+fn empty_fortran_npy_with_a_huge_dimension_loads() {
+    // Found by the header fuzzer: 2 * 2^63 overflowed while laying out a column-major array that
+    // has no elements at all.
+    let header = npy_header("<f4", true, "(2, 9223372036854775808, 0)");
+    let array = parse_npy(&npy(1, &header, &[]), "empty.npy").expect("an empty array");
+    assert_eq!(array.shape, vec![2, 1 << 63, 0]);
+    assert_eq!(array.data.len(), 0);
+}
+
+#[test]
 fn long_csv_field_is_echoed_short() {
     let text = format!("1,{}\n", "y".repeat(100_000));
     let err = parse_csv(text.as_bytes(), "long.csv", &CsvOptions::default()).unwrap_err();
