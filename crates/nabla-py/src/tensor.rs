@@ -237,6 +237,7 @@ impl PyTensor {
         let opts = BackwardOptions {
             create_graph,
             retain_graph: retain_graph.unwrap_or(create_graph),
+            ..Default::default()
         };
         let grads = py.detach(|| y.backward_opts(seed.as_ref(), opts)).py()?;
         grads::accumulate(&grads).py()

@@ -89,10 +89,11 @@ pub use autograd::{
     AdContext, AdContextBuilder, AnomalyGuard, BackwardOptions, CustomArgs, CustomFn,
     CustomForwardRule, CustomReverseRule, ElementCheck, ExtensionFamily, ExtensionRules,
     ForwardRule, GradCheckOptions, GradCheckReport, Gradients, InputCheck, JacobianBlocks,
-    Linearized, NoGradGuard, Pullback, ReverseRule, RuleArgs, VarId, check_gradients,
-    check_second_order, checkpoint, detect_anomaly, grad, grad_n, hessian, hessian_n, hvp,
-    is_anomaly_detection_enabled, is_grad_enabled, jacfwd, jacfwd_n, jacrev, jacrev_n, jvp, jvp_n,
-    linearize, linearize_n, no_grad, value_and_grad, value_and_grad_n, vjp, vjp_fn_n, vjp_n,
+    Linearized, NoGradGuard, ParallelBackward, Pullback, ReverseRule, RuleArgs, VarId,
+    check_gradients, check_second_order, checkpoint, detect_anomaly, grad, grad_n, hessian,
+    hessian_n, hvp, is_anomaly_detection_enabled, is_grad_enabled, jacfwd, jacfwd_n, jacrev,
+    jacrev_n, jvp, jvp_n, linearize, linearize_n, no_grad, value_and_grad, value_and_grad_n, vjp,
+    vjp_fn_n, vjp_n,
 };
 pub use composite::{EinsumPath, einsum_path};
 pub use display::PrintOptions;

@@ -56,10 +56,10 @@ pub use nabla_tensor::{
 };
 pub use nabla_tensor::{
     BackwardOptions, ElementCheck, GradCheckOptions, GradCheckReport, Gradients, IndexOp, Indexer,
-    InputCheck, JacobianBlocks, Linearized, NoGradGuard, Operand, PrintOptions, ReshapeDims, Slice,
-    Tensor, check_gradients, check_second_order, grad, grad_n, hessian, hessian_n, hvp,
-    is_grad_enabled, jacfwd, jacfwd_n, jacrev, jacrev_n, jvp, jvp_n, linearize, linearize_n,
-    no_grad, s, value_and_grad, value_and_grad_n, vjp, vjp_n,
+    InputCheck, JacobianBlocks, Linearized, NoGradGuard, Operand, ParallelBackward, PrintOptions,
+    ReshapeDims, Slice, Tensor, check_gradients, check_second_order, grad, grad_n, hessian,
+    hessian_n, hvp, is_grad_enabled, jacfwd, jacfwd_n, jacrev, jacrev_n, jvp, jvp_n, linearize,
+    linearize_n, no_grad, s, value_and_grad, value_and_grad_n, vjp, vjp_n,
 };
 /// The GPU backend on wgpu (`nabla-wgpu`), with the `wgpu` feature.
 #[cfg(feature = "wgpu")]

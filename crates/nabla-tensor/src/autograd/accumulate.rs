@@ -169,6 +169,14 @@ impl<B: Backend> Cotangent<B> {
         Ok(())
     }
 
+    /// `true` when no consumer has contributed anything yet.
+    pub(super) fn is_empty(&self) -> bool {
+        self.dense.is_none()
+            && self.pieces.is_empty()
+            && self.products.is_empty()
+            && self.product_sum.is_none()
+    }
+
     /// The complete cotangent (`None` when no consumer contributed one), leaving this empty.
     #[inline]
     pub(super) fn take(&mut self, node: &Node<B>) -> Result<Option<Tensor<B>>> {

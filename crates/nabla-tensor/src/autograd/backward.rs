@@ -5,6 +5,8 @@ use super::accumulate::{Cotangent, THIN_PRODUCT_ROWS};
 use super::extension::ExtensionRules;
 use super::node::{Node, NodeKind, Saved};
 use super::op::Op;
+use super::parallel;
+pub use super::parallel::ParallelBackward;
 use super::rules::{self, SavedValues};
 use crate::Tensor;
 use nabla_core::{Backend, Error, Result};
@@ -21,6 +23,9 @@ pub struct BackwardOptions {
     /// Keep the values saved for the reverse pass so that backward can run through the graph again.
     /// Without it each saved value is freed as soon as its last consumer has run.
     pub retain_graph: bool,
+    /// Whether independent branches of the graph may run their reverse rules on two threads
+    /// (see [`ParallelBackward`]); the gradients are bitwise the same either way.
+    pub parallel: ParallelBackward,
 }
 
 /// The identity of a tracked tensor's graph node, as [`Tensor::var_id`] gives it and
@@ -311,14 +316,20 @@ pub(crate) fn stream_backward<B: Backend>(
     if !graph.reaches[0] {
         return Ok(());
     }
-    // Consumers still to run before each node's cotangent is complete.
-    let mut pending = vec![0usize; graph.nodes.len()];
+    let min_work = parallel::min_work(root, &opts);
+    // Consumers still to run before each node's cotangent is complete; whether some node has two
+    // different inputs made by ops (without one, no two ops are ever ready at once).
+    let (mut pending, mut forks) = (vec![0usize; graph.nodes.len()], false);
     for (i, node) in graph.nodes.iter().enumerate() {
         if graph.reaches[i] {
+            let mut op_input = None;
             for p in node.parents().iter().flatten() {
                 let j = graph.slot(p);
                 if graph.reaches[j] {
                     pending[j] += 1;
+                    if min_work.is_some() && matches!(p.kind, NodeKind::Op { .. }) {
+                        forks |= *op_input.get_or_insert(j) != j;
+                    }
                 }
             }
         }
@@ -333,11 +344,22 @@ pub(crate) fn stream_backward<B: Backend>(
         create_graph: opts.create_graph,
         ext,
     };
+    if let Some(min_work) = min_work.filter(|_| forks)
+        && let Some(plan) = parallel::Plan::new(&graph, &pending, min_work)
+    {
+        let run = parallel::Run::new(&graph, &plan, &pass, &is_target);
+        return run.execute(cotangents, pending, sink);
+    }
+    // The parallel pass replays this loop's order from the counts alone: check that it does.
+    #[cfg(debug_assertions)]
+    let (expected_order, mut popped) = (parallel::sequential_order(&graph, &pending), Vec::new());
     let mut ready = vec![0usize];
     // Reused per node: the slot of each input that needs a gradient, and the same as flags for the
     // rules.
     let (mut needs, mut needed) = (Vec::new(), Vec::new());
     while let Some(i) = ready.pop() {
+        #[cfg(debug_assertions)]
+        popped.push(i);
         let node = &graph.nodes[i];
         let grad = cotangents[i].take(node)?;
         let NodeKind::Op { parents, .. } = &node.kind else {
@@ -372,11 +394,13 @@ pub(crate) fn stream_backward<B: Backend>(
             }
         }
     }
+    #[cfg(debug_assertions)]
+    assert_eq!(popped, expected_order, "the replayed reverse order");
     Ok(())
 }
 
 /// What the reverse pass needs to run one node's rule, the same for every node.
-struct Pass<'a, B: Backend> {
+pub(super) struct Pass<'a, B: Backend> {
     /// Keep saved values after use (a retained or recorded graph).
     retain: bool,
     create_graph: bool,
@@ -385,7 +409,7 @@ struct Pass<'a, B: Backend> {
 
 /// One addition to an input's cotangent, made by a node's reverse rule and applied by the loop in
 /// the order the rule made them (the order that decides the bits of a sum).
-enum Contribution<B: Backend> {
+pub(super) enum Contribution<B: Backend> {
     /// A full-shape cotangent, made by the rule of `op` (see [`Cotangent::add`]).
     Dense {
         slot: usize,
@@ -411,7 +435,11 @@ enum Contribution<B: Backend> {
 impl<B: Backend> Contribution<B> {
     /// Adds the contribution to its input's cotangent; `nodes` are the pass's nodes by slot.
     #[inline]
-    fn deliver(self, cotangents: &mut [Cotangent<B>], nodes: &[Arc<Node<B>>]) -> Result<()> {
+    pub(super) fn deliver(
+        self,
+        cotangents: &mut [Cotangent<B>],
+        nodes: &[Arc<Node<B>>],
+    ) -> Result<()> {
         match self {
             Contribution::Dense { slot, grad, op } => cotangents[slot].add(&nodes[slot], grad, op),
             Contribution::Slice {
@@ -436,7 +464,7 @@ impl<B: Backend> Pass<'_, B> {
     /// needs no gradient) to `emit` in order; releases the node's saved values unless the graph is
     /// retained. Touches no state of the pass besides the node; `needed` is scratch space.
     #[inline]
-    fn execute(
+    pub(super) fn execute(
         &self,
         node: &Arc<Node<B>>,
         grad: Option<Tensor<B>>,

@@ -223,6 +223,7 @@ impl AdContext {
             let opts = BackwardOptions {
                 create_graph: self.create_graph,
                 retain_graph: true,
+                ..Default::default()
             };
             run_backward(
                 y,

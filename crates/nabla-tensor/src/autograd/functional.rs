@@ -212,6 +212,7 @@ impl<B: Backend> Pullback<B> {
             let opts = BackwardOptions {
                 create_graph: nested,
                 retain_graph: nested || self.reusable,
+                ..Default::default()
             };
             run_backward(y, seed, Targets::Nodes(&self.run.ids), opts, None)?
         } else {

@@ -24,11 +24,12 @@ mod gradcheck;
 mod jacobian;
 mod node;
 mod op;
+mod parallel;
 mod rules;
 mod sum_to;
 
 pub use anomaly::{AnomalyGuard, detect_anomaly, is_anomaly_detection_enabled};
-pub use backward::{BackwardOptions, Gradients, VarId};
+pub use backward::{BackwardOptions, Gradients, ParallelBackward, VarId};
 pub use context::{AdContext, AdContextBuilder};
 pub use custom::{CustomArgs, CustomFn, CustomForwardRule, CustomReverseRule, checkpoint};
 pub use extension::{ExtensionFamily, ExtensionRules, ForwardRule, ReverseRule, RuleArgs};

@@ -1,0 +1,570 @@
+//! The reverse pass on two threads: independent branches of the graph run their rules at once, and the
+//! gradients keep the bits of the sequential pass.
+//!
+//! The sequential pass runs the nodes in an order that depends only on the graph's shape: a
+//! last-in-first-out walk over the nodes whose consumers have all run. [`Plan`] replays that walk on
+//! counts alone. The calling thread (the driver) then runs the nodes in the same order, and keeps a
+//! second lane busy: whenever that lane is free, a node later in the order that is already complete
+//! (all its consumers have run) and big enough goes to it, as a job of the rayon pool that another
+//! thread takes. The driver goes on with its own nodes and takes in the lane's result when it
+//! arrives, or waits for it (running pool work meanwhile) when its next node needs it. Per-head ops
+//! of multi-head attention, the branches of an Inception block and the operands of a sum of
+//! products run this way two at a time.
+//!
+//! A lane per pair of nodes (`rayon::join` on the driver's node and a partner) was tried first and
+//! measured slower than one thread on per-head attention: each join woke a sleeping worker and then
+//! put the driver to sleep until the partner finished, and a wake-up costs about 25 µs on the
+//! development machine, half a per-head matrix product's reverse rule.
+//!
+//! A sum of three or more floating-point values depends on the order of its additions, so each
+//! contribution is added to its input's cotangent in the order of the sequential pass. One that
+//! arrives early (made on the lane ahead of its turn) is parked until the consumers before it in that
+//! order have delivered theirs. Every cotangent then sees the same additions in the same order, and
+//! the gradients are bitwise those of the sequential pass (see the tests).
+//!
+//! Memory stays near the sequential pass's: one node at a time runs ahead, and parked contributions
+//! are capped at the size of the graph's largest node, past which the lane pauses until they drain.
+//!
+//! The pass runs this way only where it can gain and cannot change anything else: on a thread of a
+//! rayon pool with two or more threads (the pool that `nabla_cpu::init_thread_pool` sets up for the
+//! CPU kernels, whose splits depend on its size), on the CPU backend, without `create_graph` (whose
+//! rules record new nodes) and without anomaly detection. Rules of custom functions re-run user code,
+//! which may hold thread-local state, so they only run on the driver, as do the gradient sinks. A
+//! graph in which no node has two different inputs made by ops (a chain) takes the sequential pass.
+
+use super::accumulate::Cotangent;
+use super::backward::{BackwardOptions, Contribution, GradientSink, Pass, Walk};
+use super::node::{Node, NodeKind};
+use super::op::Op;
+use crate::Tensor;
+use nabla_core::{Backend, Error, Result};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// Whether the reverse pass may run independent branches of the graph on two threads
+/// ([`BackwardOptions::parallel`]). The gradients are bitwise the same in every setting; only the
+/// time differs.
+///
+/// ```
+/// # use nabla_tensor::{Tensor, BackwardOptions, ParallelBackward}; use nabla_cpu::CpuBackend;
+/// let cpu = CpuBackend::new();
+/// let x = Tensor::var("x", Tensor::from_vec(vec![1.0f32, 2.0], [2], &cpu)?)?;
+/// let y = x.exp()?.add(&x.sin()?)?.sum_all()?;
+/// let opts = BackwardOptions { parallel: ParallelBackward::Off, ..Default::default() };
+/// let one_thread = y.backward_opts(None, opts)?;
+/// assert!(one_thread.get(&x).is_some());
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ParallelBackward {
+    /// Run nodes whose rules touch at least [`ParallelBackward::AUTO_MIN_ELEMENTS`] elements on a
+    /// second lane ahead of their turn, when
+    /// the pass runs on a thread of a rayon pool with two or more threads (as after
+    /// `nabla_cpu::init_thread_pool`) on the CPU backend, without `create_graph` and without anomaly
+    /// detection. Elsewhere the pass runs on one thread.
+    #[default]
+    Auto,
+    /// Always one thread.
+    Off,
+    /// As [`ParallelBackward::Auto`], with nodes whose rules touch at least this many elements on the
+    /// second lane (1 sends every op node that is ready).
+    MinElements(usize),
+}
+
+impl ParallelBackward {
+    /// The work, in elements a rule reads or writes, from which [`ParallelBackward::Auto`] runs a
+    /// node beside another: below it, handing the rule to the other thread costs more than it saves.
+    pub const AUTO_MIN_ELEMENTS: usize = 1 << 13;
+}
+
+/// How many ready nodes past the driver's are looked at for the second lane.
+const PARTNER_CANDIDATES: usize = 4;
+
+#[cfg(test)]
+#[path = "parallel_tests.rs"]
+mod tests;
+
+#[cfg(test)]
+thread_local! {
+    /// Nodes this thread's passes sent to the second lane, for the tests to see that it ran.
+    static LANE_JOBS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The smallest work of a node worth running beside another under `opts`, or `None` when the pass
+/// should run on one thread (see the module docs).
+pub(super) fn min_work<B: Backend>(root: &Tensor<B>, opts: &BackwardOptions) -> Option<usize> {
+    let min = match opts.parallel {
+        ParallelBackward::Off => return None,
+        ParallelBackward::Auto => ParallelBackward::AUTO_MIN_ELEMENTS,
+        ParallelBackward::MinElements(n) => n.max(1),
+    };
+    let on_pool = rayon::current_thread_index().is_some() && rayon::current_num_threads() >= 2;
+    let backend = root.backend();
+    let cpu = !backend.is_symbolic() && backend.device().kind == "cpu";
+    let plain = !opts.create_graph && !super::anomaly::is_anomaly_detection_enabled();
+    (on_pool && cpu && plain).then_some(min)
+}
+
+/// The work of a node's rule in elements read or written, at least its output's or its inputs'
+/// together; for a matrix product, its multiply-adds over 8 (what one vector instruction does).
+fn work<B: Backend>(node: &Node<B>) -> usize {
+    let inputs: usize = node.parents().iter().flatten().map(|p| numel(p)).sum();
+    let elements = numel(node).max(inputs);
+    match &node.kind {
+        NodeKind::Op {
+            op: Op::Matmul,
+            parents,
+            ..
+        } => {
+            let depth = parents
+                .first()
+                .and_then(|lhs| lhs.as_ref()?.shape.last().copied());
+            elements.max(numel(node).saturating_mul(depth.unwrap_or(0)) / 8)
+        }
+        _ => elements,
+    }
+}
+
+fn numel<B: Backend>(node: &Node<B>) -> usize {
+    node.shape.iter().product()
+}
+
+/// The sequential pass's order of the reachable nodes, by slot (for its own check).
+#[cfg(debug_assertions)]
+pub(super) fn sequential_order<B: Backend>(graph: &Walk<B>, pending: &[usize]) -> Vec<usize> {
+    replay(graph, pending).0
+}
+
+/// Replays the sequential pass on counts: its order of the reachable nodes, by slot, and for each
+/// node with two or more consumers those consumers' positions in that order, ascending.
+fn replay<B: Backend>(graph: &Walk<B>, pending: &[usize]) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut left = pending.to_vec();
+    let mut consumers = vec![Vec::new(); pending.len()];
+    let mut order = Vec::with_capacity(pending.len());
+    let mut ready = vec![0usize];
+    while let Some(i) = ready.pop() {
+        let position = order.len();
+        order.push(i);
+        let NodeKind::Op { parents, .. } = &graph.nodes[i].kind else {
+            continue;
+        };
+        for p in parents.iter().flatten() {
+            let j = graph.slot(p);
+            if !graph.reaches[j] {
+                continue;
+            }
+            let seen: &mut Vec<usize> = &mut consumers[j];
+            if pending[j] >= 2 && seen.last() != Some(&position) {
+                seen.push(position);
+            }
+            left[j] -= 1;
+            if left[j] == 0 {
+                ready.push(j);
+            }
+        }
+    }
+    (order, consumers)
+}
+
+/// The sequential pass's order and what the ordered accumulation needs of it.
+pub(super) struct Plan {
+    /// Slots in the order the sequential pass runs them.
+    order: Vec<usize>,
+    /// Each slot's position in `order`.
+    position: Vec<usize>,
+    /// For each slot with two or more consumers, their positions in `order`, ascending (empty for
+    /// the others).
+    consumers: Vec<Vec<usize>>,
+    min_work: usize,
+    /// The bytes of the graph's largest node: the most that parked contributions may hold.
+    parked_limit: usize,
+}
+
+impl Plan {
+    /// The plan of a pass over `graph` (`pending`: each node's count of consumers), or `None` when
+    /// no node has two different inputs made by ops of at least `min_work`: no two nodes worth
+    /// running at once are ever ready together.
+    pub(super) fn new<B: Backend>(
+        graph: &Walk<B>,
+        pending: &[usize],
+        min_work: usize,
+    ) -> Option<Plan> {
+        let heavy_op = |p: &&Arc<Node<B>>| {
+            graph.reaches[graph.slot(p)]
+                && matches!(p.kind, NodeKind::Op { .. })
+                && work(p) >= min_work
+        };
+        let forks = graph.nodes.iter().enumerate().any(|(i, node)| {
+            let mut heavy = node.parents().iter().flatten().filter(heavy_op);
+            graph.reaches[i]
+                && heavy
+                    .next()
+                    .is_some_and(|first| heavy.any(|p| p.id != first.id))
+        });
+        if !forks {
+            return None;
+        }
+        let (order, consumers) = replay(graph, pending);
+        let mut position = vec![usize::MAX; graph.nodes.len()];
+        for (k, &i) in order.iter().enumerate() {
+            position[i] = k;
+        }
+        let parked_limit = graph
+            .nodes
+            .iter()
+            .map(|n| numel(n).saturating_mul(n.dtype.size_in_bytes()))
+            .max()
+            .unwrap_or(0);
+        Some(Plan {
+            order,
+            position,
+            consumers,
+            min_work,
+            parked_limit,
+        })
+    }
+}
+
+/// Contributions of one consumer to one input, made ahead of their turn.
+struct Parked<B: Backend> {
+    consumer: usize,
+    contributions: Vec<Contribution<B>>,
+}
+
+/// The cotangents being collected, with what orders their additions.
+struct Ledger<'a, B: Backend> {
+    graph: &'a Walk<B>,
+    plan: &'a Plan,
+    cotangents: Vec<Cotangent<B>>,
+    /// Consumers still to deliver to each node.
+    pending: Vec<usize>,
+    /// For each node with several consumers, how many of them (in order) have been added.
+    added: Vec<usize>,
+    parked: Vec<Vec<Parked<B>>>,
+    parked_bytes: usize,
+    /// Positions of the nodes whose consumers have all delivered and that have not run.
+    ready: BTreeSet<usize>,
+}
+
+impl<B: Backend> Ledger<'_, B> {
+    /// Delivers the contributions that the node at `consumer` (a position in the order) made for the
+    /// inputs in `needs`: adds those whose turn it is, parks the others, and marks inputs whose last
+    /// consumer this was as ready.
+    fn deliver(
+        &mut self,
+        consumer: usize,
+        needs: &[Option<usize>],
+        mut contributions: Vec<Contribution<B>>,
+    ) -> Result<()> {
+        for (k, &j) in needs.iter().enumerate() {
+            let Some(j) = j.filter(|j| !needs[..k].contains(&Some(*j))) else {
+                continue;
+            };
+            let (mine, rest) = contributions.into_iter().partition(|c| c.slot() == j);
+            contributions = rest;
+            let expected = &self.plan.consumers[j];
+            if expected.is_empty() {
+                self.add(mine)?;
+            } else if expected[self.added[j]] == consumer {
+                self.add(mine)?;
+                self.added[j] += 1;
+                self.drain(j)?;
+            } else {
+                self.parked_bytes += mine.iter().map(Contribution::bytes).sum::<usize>();
+                self.parked[j].push(Parked {
+                    consumer,
+                    contributions: mine,
+                });
+            }
+        }
+        for &j in needs.iter().flatten() {
+            self.pending[j] -= 1;
+            if self.pending[j] == 0 {
+                self.ready.insert(self.plan.position[j]);
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the parked contributions to node `j` whose turn has come.
+    fn drain(&mut self, j: usize) -> Result<()> {
+        while let Some(&next) = self.plan.consumers[j].get(self.added[j])
+            && let Some(k) = self.parked[j].iter().position(|p| p.consumer == next)
+        {
+            let parked = self.parked[j].swap_remove(k);
+            self.parked_bytes -= parked
+                .contributions
+                .iter()
+                .map(Contribution::bytes)
+                .sum::<usize>();
+            self.add(parked.contributions)?;
+            self.added[j] += 1;
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, contributions: Vec<Contribution<B>>) -> Result<()> {
+        for c in contributions {
+            c.deliver(&mut self.cotangents, &self.graph.nodes)?;
+        }
+        Ok(())
+    }
+}
+
+impl<B: Backend> Contribution<B> {
+    /// The slot of the input it adds to.
+    fn slot(&self) -> usize {
+        match self {
+            Contribution::Dense { slot, .. }
+            | Contribution::Slice { slot, .. }
+            | Contribution::Product { slot, .. } => *slot,
+        }
+    }
+
+    /// The bytes of the tensors it holds.
+    fn bytes(&self) -> usize {
+        let size = |t: &Tensor<B>| t.numel() * t.dtype().size_in_bytes();
+        match self {
+            Contribution::Dense { grad, .. } | Contribution::Slice { grad, .. } => size(grad),
+            Contribution::Product { lhs, grad, .. } => size(lhs) + size(grad),
+        }
+    }
+}
+
+/// A reverse pass that runs ready nodes ahead of their turn on a second lane (see the module docs).
+pub(super) struct Run<'a, B: Backend, T: Fn(&Node<B>) -> bool> {
+    graph: &'a Walk<B>,
+    plan: &'a Plan,
+    pass: &'a Pass<'a, B>,
+    is_target: &'a T,
+}
+
+/// What a node run on the second lane made: the contributions for its inputs (`needs`), or its error,
+/// or the payload of its panic.
+struct Finished<B: Backend> {
+    at: usize,
+    needs: Vec<Option<usize>>,
+    made: std::thread::Result<Result<Vec<Contribution<B>>>>,
+}
+
+impl<'a, B: Backend, T: Fn(&Node<B>) -> bool> Run<'a, B, T> {
+    pub(super) fn new(
+        graph: &'a Walk<B>,
+        plan: &'a Plan,
+        pass: &'a Pass<'a, B>,
+        is_target: &'a T,
+    ) -> Self {
+        Run {
+            graph,
+            plan,
+            pass,
+            is_target,
+        }
+    }
+
+    /// Runs the pass from the root's cotangent in `cotangents`, with `pending` consumers per node,
+    /// handing each target's gradient to `sink` in the sequential pass's order. An error is the one
+    /// the sequential pass would meet first.
+    pub(super) fn execute(
+        self,
+        cotangents: Vec<Cotangent<B>>,
+        pending: Vec<usize>,
+        sink: &mut GradientSink<'_, B>,
+    ) -> Result<()> {
+        let n = cotangents.len();
+        let mut ledger = Ledger {
+            graph: self.graph,
+            plan: self.plan,
+            cotangents,
+            pending,
+            added: vec![0; n],
+            parked: (0..n).map(|_| Vec::new()).collect(),
+            parked_bytes: 0,
+            ready: BTreeSet::from([0]),
+        };
+        rayon::in_place_scope(|lane| self.drive(lane, &mut ledger, sink))
+    }
+
+    /// The driver's loop: every node in the sequential order, on this thread unless the second lane
+    /// already ran it; one node at a time goes to the second lane.
+    fn drive<'s>(
+        &self,
+        lane: &rayon::Scope<'s>,
+        ledger: &mut Ledger<'_, B>,
+        sink: &mut GradientSink<'_, B>,
+    ) -> Result<()>
+    where
+        'a: 's,
+    {
+        let (send, receive) = std::sync::mpsc::channel::<Finished<B>>();
+        let mut ran = vec![false; ledger.cotangents.len()];
+        // The position of the node on the second lane.
+        let mut in_flight: Option<usize> = None;
+        // The second lane's error waits for the driver to reach that node's place in the order, so
+        // that an earlier node's error comes first, as in the sequential pass.
+        let mut failed: Option<(usize, Error)> = None;
+        for (position, &i) in self.plan.order.iter().enumerate() {
+            if in_flight.is_some() {
+                // This node is the one on the second lane, or needs its contributions: wait.
+                let needed = in_flight == Some(position) || ledger.pending[i] != 0;
+                let done = if needed {
+                    Some(wait_for(&receive))
+                } else {
+                    receive.try_recv().ok()
+                };
+                if let Some(done) = done {
+                    in_flight = None;
+                    let made = done
+                        .made
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                    if let Err(err) =
+                        made.and_then(|made| ledger.deliver(done.at, &done.needs, made))
+                    {
+                        failed = Some((done.at, err));
+                    }
+                }
+            }
+            if ran[i] {
+                if let Some((at, _)) = &failed
+                    && *at == position
+                    && let Some((_, err)) = failed.take()
+                {
+                    return Err(err);
+                }
+                continue;
+            }
+            debug_assert_eq!(ledger.pending[i], 0, "the driver's node is complete");
+            ledger.ready.remove(&position);
+            ran[i] = true;
+            let node = &self.graph.nodes[i];
+            let grad = ledger.cotangents[i].take(node)?;
+            if let Some(g) = &grad
+                && (self.is_target)(node)
+            {
+                sink(node, g.clone())?;
+            }
+            if !matches!(node.kind, NodeKind::Op { .. }) {
+                continue;
+            }
+            if in_flight.is_none()
+                && failed.is_none()
+                && ledger.parked_bytes <= self.plan.parked_limit
+                && let Some(at) = self.next_for_lane(position, ledger)
+            {
+                let j = self.plan.order[at];
+                ran[j] = true;
+                in_flight = Some(at);
+                self.send_to_lane(lane, at, ledger, send.clone());
+            }
+            let needs = self.needs(node);
+            let made = contributions(self.pass, node, grad, &needs)?;
+            ledger.deliver(position, &needs, made)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the node at `at` on the second lane, with the driver's allocation limit, and sends what
+    /// it made on `send`.
+    fn send_to_lane<'s>(
+        &self,
+        lane: &rayon::Scope<'s>,
+        at: usize,
+        ledger: &mut Ledger<'_, B>,
+        send: std::sync::mpsc::Sender<Finished<B>>,
+    ) where
+        'a: 's,
+    {
+        #[cfg(test)]
+        LANE_JOBS.with(|p| p.set(p.get() + 1));
+        let j = self.plan.order[at];
+        ledger.ready.remove(&at);
+        let node: &'a Arc<Node<B>> = &self.graph.nodes[j];
+        let needs = self.needs(node);
+        let cotangent = std::mem::take(&mut ledger.cotangents[j]);
+        let limit = nabla_core::max_allocation_bytes();
+        let pass: &'a Pass<'a, B> = self.pass;
+        lane.spawn(move |_| {
+            let run = || {
+                nabla_core::with_allocation_limit(limit, || {
+                    lane_contributions(pass, node, cotangent, &needs)
+                })
+            };
+            let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
+            // The driver holds the receiver until the scope ends.
+            let _ = send.send(Finished { at, needs, made });
+        });
+    }
+
+    /// The slot of each input of `node` that needs a cotangent.
+    fn needs(&self, node: &Node<B>) -> Vec<Option<usize>> {
+        node.parents()
+            .iter()
+            .map(|p| {
+                p.as_ref()
+                    .map(|p| self.graph.slot(p))
+                    .filter(|&j| self.graph.reaches[j])
+            })
+            .collect()
+    }
+
+    /// The position of a ready node after `position` that can run on the second lane: an op of
+    /// enough work that is not a custom function's (whose rule re-runs user code) and not a target
+    /// (whose gradient goes to the sink in order), with a cotangent and an input to send it to.
+    fn next_for_lane(&self, position: usize, ledger: &Ledger<'_, B>) -> Option<usize> {
+        let candidates = ledger.ready.range(position + 1..);
+        candidates.take(PARTNER_CANDIDATES).copied().find(|&at| {
+            let j = self.plan.order[at];
+            let node = &self.graph.nodes[j];
+            let NodeKind::Op { op, .. } = &node.kind else {
+                return false;
+            };
+            !matches!(op, Op::Custom(_))
+                && !(self.is_target)(node)
+                && !ledger.cotangents[j].is_empty()
+                && work(node) >= self.plan.min_work
+                && self.needs(node).iter().any(Option::is_some)
+        })
+    }
+}
+
+/// The second lane's next message, running pool work (the lane's node among it, when no other
+/// thread has taken it) while waiting.
+fn wait_for<B: Backend>(receive: &std::sync::mpsc::Receiver<Finished<B>>) -> Finished<B> {
+    loop {
+        if let Ok(done) = receive.try_recv() {
+            return done;
+        }
+        if rayon::yield_now() != Some(rayon::Yield::Executed) {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// The contributions of `node`'s rule for cotangent `grad`, in the order the rule makes them.
+fn contributions<B: Backend>(
+    pass: &Pass<'_, B>,
+    node: &Arc<Node<B>>,
+    grad: Option<Tensor<B>>,
+    needs: &[Option<usize>],
+) -> Result<Vec<Contribution<B>>> {
+    let mut made = Vec::with_capacity(needs.len());
+    pass.execute(node, grad, needs, &mut Vec::new(), &mut |c| {
+        made.push(c);
+        Ok(())
+    })?;
+    Ok(made)
+}
+
+/// [`contributions`] on whichever thread runs the second lane's job (under the driver's allocation limit):
+/// completes its cotangent there (joining slices and deferred products), and runs the rule without
+/// recording (the pass records nothing without `create_graph`, which runs on one thread).
+fn lane_contributions<B: Backend>(
+    pass: &Pass<'_, B>,
+    node: &Arc<Node<B>>,
+    mut cotangent: Cotangent<B>,
+    needs: &[Option<usize>],
+) -> Result<Vec<Contribution<B>>> {
+    let _no_grad = super::NoGradGuard::new();
+    let grad = cotangent.take(node)?;
+    contributions(pass, node, grad, needs)
+}
