@@ -77,6 +77,12 @@ impl ParallelBackward {
     pub const AUTO_MIN_ELEMENTS: usize = 1 << 13;
 }
 
+/// Nodes of this much work or more are left to the driver: their kernels already split across the
+/// pool's threads (elementwise kernels from 32K elements, matrix products from 4M flops), so a lane
+/// gains nothing and its job competes with them (the Hessian-vector product of `sum(tanh(X Xᵀ))`
+/// for a 256×256 `X` ran 3% slower with them on the lane).
+const LANE_MAX_WORK: usize = 1 << 18;
+
 /// How many ready nodes past the driver's are looked at for the second lane.
 const PARTNER_CANDIDATES: usize = 4;
 
@@ -182,8 +188,8 @@ pub(super) struct Plan {
 
 impl Plan {
     /// The plan of a pass over `graph` (`pending`: each node's count of consumers), or `None` when
-    /// no node has two different inputs made by ops of at least `min_work`: no two nodes worth
-    /// running at once are ever ready together.
+    /// no node has two different inputs made by ops whose work is at least `min_work` and below
+    /// [`LANE_MAX_WORK`]: no node worth a lane is ever ready beside another.
     pub(super) fn new<B: Backend>(
         graph: &Walk<B>,
         pending: &[usize],
@@ -192,7 +198,7 @@ impl Plan {
         let heavy_op = |p: &&Arc<Node<B>>| {
             graph.reaches[graph.slot(p)]
                 && matches!(p.kind, NodeKind::Op { .. })
-                && work(p) >= min_work
+                && (min_work..LANE_MAX_WORK).contains(&work(p))
         };
         let forks = graph.nodes.iter().enumerate().any(|(i, node)| {
             let mut heavy = node.parents().iter().flatten().filter(heavy_op);
@@ -521,7 +527,7 @@ impl<'a, B: Backend, T: Fn(&Node<B>) -> bool> Run<'a, B, T> {
             !matches!(op, Op::Custom(_))
                 && !(self.is_target)(node)
                 && !ledger.cotangents[j].is_empty()
-                && work(node) >= self.plan.min_work
+                && (self.plan.min_work..LANE_MAX_WORK).contains(&work(node))
                 && self.needs(node).iter().any(Option::is_some)
         })
     }
