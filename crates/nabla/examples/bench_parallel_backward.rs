@@ -191,8 +191,7 @@ fn backward_peak(name: &str, opts: BackwardOptions) -> Result<usize> {
 }
 
 fn report(name: &str, repeats: usize, rounds: usize, paired: ParallelBackward) -> Result<()> {
-    const SETTINGS_OFF: ParallelBackward = ParallelBackward::Off;
-    let settings = [SETTINGS_OFF, paired];
+    let settings = [ParallelBackward::Off, paired];
     let w = build(name, &CpuBackend::new())?;
     let same = gradient_bits(&w, options(settings[0]))? == gradient_bits(&w, options(settings[1]))?;
     if !same {
@@ -213,7 +212,7 @@ fn report(name: &str, repeats: usize, rounds: usize, paired: ParallelBackward) -
         backward_peak(name, options(settings[0]))?,
         backward_peak(name, options(settings[1]))?,
     ];
-    let [off, auto] = times.map(median);
+    let [off, parallel] = times.map(median);
     let mut sorted = ratios.clone();
     sorted.sort_by(f64::total_cmp);
     let speedup = sorted[sorted.len() / 2];
@@ -222,15 +221,15 @@ fn report(name: &str, repeats: usize, rounds: usize, paired: ParallelBackward) -
         "{name:>9}: backward one thread {:.3} ms, two {:.3} ms, speedup {speedup:.2} (rounds \
          {:.2}..{:.2}); peak {:.1} / {:.1} MiB; gradients bitwise equal",
         off * 1e3,
-        auto * 1e3,
+        parallel * 1e3,
         sorted[0],
         sorted[sorted.len() - 1],
         mib(peaks[0]),
         mib(peaks[1]),
     );
     println!(
-        "{{\"workload\": \"{name}\", \"off_s\": {off}, \"auto_s\": {auto}, \"speedup\": {speedup}, \
-         \"peak_off\": {}, \"peak_auto\": {}, \"bitwise_equal\": true}}",
+        "{{\"workload\": \"{name}\", \"off_s\": {off}, \"parallel_s\": {parallel}, \"speedup\": {speedup}, \
+         \"peak_off\": {}, \"peak_parallel\": {}, \"bitwise_equal\": true}}",
         peaks[0], peaks[1]
     );
     Ok(())

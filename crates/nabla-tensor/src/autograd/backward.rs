@@ -317,24 +317,7 @@ pub(crate) fn stream_backward<B: Backend>(
         return Ok(());
     }
     let min_work = parallel::min_work(root, &opts);
-    // Consumers still to run before each node's cotangent is complete; whether some node has two
-    // different inputs made by ops (without one, no two ops are ever ready at once).
-    let (mut pending, mut forks) = (vec![0usize; graph.nodes.len()], false);
-    for (i, node) in graph.nodes.iter().enumerate() {
-        if graph.reaches[i] {
-            let mut op_input = None;
-            for p in node.parents().iter().flatten() {
-                let j = graph.slot(p);
-                if graph.reaches[j] {
-                    pending[j] += 1;
-                    if min_work.is_some() && matches!(p.kind, NodeKind::Op { .. }) {
-                        forks |= *op_input.get_or_insert(j) != j;
-                    }
-                }
-            }
-        }
-    }
-
+    let (pending, forks) = count_consumers(&graph, min_work.is_some());
     let mut cotangents: Vec<Cotangent<B>> = (0..graph.nodes.len())
         .map(|_| Cotangent::default())
         .collect();
@@ -345,7 +328,7 @@ pub(crate) fn stream_backward<B: Backend>(
         ext,
     };
     if let Some(min_work) = min_work.filter(|_| forks)
-        && let Some(plan) = parallel::Plan::new(&graph, &pending, min_work)
+        && let Some(plan) = parallel::Plan::new(&graph, &pending, min_work, &is_target)
     {
         let run = parallel::Run::new(&graph, &plan, &pass, &is_target);
         return run.execute(cotangents, pending, sink);
@@ -357,6 +340,7 @@ pub(crate) fn stream_backward<B: Backend>(
     // Reused per node: the slot of each input that needs a gradient, and the same as flags for the
     // rules.
     let (mut needs, mut needed) = (Vec::new(), Vec::new());
+    let mut pending = pending;
     while let Some(i) = ready.pop() {
         #[cfg(debug_assertions)]
         popped.push(i);
@@ -397,6 +381,29 @@ pub(crate) fn stream_backward<B: Backend>(
     #[cfg(debug_assertions)]
     assert_eq!(popped, expected_order, "the replayed reverse order");
     Ok(())
+}
+
+/// For each node of `graph` that some target is reachable from, its consumers on such paths (how
+/// many rules the reverse pass runs before its cotangent is complete); with `look_for_forks`, also
+/// whether some node has two different inputs made by ops (without one, as in a chain, no two op
+/// nodes are ever ready at once and the pass has nothing to run on a second lane).
+fn count_consumers<B: Backend>(graph: &Walk<B>, look_for_forks: bool) -> (Vec<usize>, bool) {
+    let (mut pending, mut forks) = (vec![0usize; graph.nodes.len()], false);
+    for (i, node) in graph.nodes.iter().enumerate() {
+        if graph.reaches[i] {
+            let mut op_input = None;
+            for p in node.parents().iter().flatten() {
+                let j = graph.slot(p);
+                if graph.reaches[j] {
+                    pending[j] += 1;
+                    if look_for_forks && matches!(p.kind, NodeKind::Op { .. }) {
+                        forks |= *op_input.get_or_insert(j) != j;
+                    }
+                }
+            }
+        }
+    }
+    (pending, forks)
 }
 
 /// What the reverse pass needs to run one node's rule, the same for every node.

@@ -22,8 +22,9 @@
 //! order have delivered theirs. Every cotangent then sees the same additions in the same order, and
 //! the gradients are bitwise those of the sequential pass (see the tests).
 //!
-//! Memory stays near the sequential pass's: one node at a time runs ahead, and parked contributions
-//! are capped at the size of the graph's largest node, past which the lane pauses until they drain.
+//! Memory stays near the sequential pass's: one node at a time runs ahead, and no node goes to the
+//! lane while parked contributions hold more than the graph's largest node (a soft cap: the job
+//! already running may park one more node's contributions).
 //!
 //! The pass runs this way only where it can gain and cannot change anything else: on a thread of a
 //! rayon pool with two or more threads (the pool that `nabla_cpu::init_thread_pool` sets up for the
@@ -67,7 +68,8 @@ pub enum ParallelBackward {
     /// Always one thread.
     Off,
     /// As [`ParallelBackward::Auto`], with nodes whose rules touch at least this many elements on the
-    /// second lane (1 sends every op node that is ready).
+    /// second lane (1 sends every op node that is ready). Nodes of 2^18 elements or more always stay
+    /// on the calling thread: their kernels already split across the pool's threads.
     MinElements(usize),
 }
 
@@ -77,14 +79,16 @@ impl ParallelBackward {
     pub const AUTO_MIN_ELEMENTS: usize = 1 << 13;
 }
 
-/// Nodes of this much work or more are left to the driver: their kernels already split across the
-/// pool's threads (elementwise kernels from 32K elements, matrix products from 4M flops), so a lane
-/// gains nothing and its job competes with them (the Hessian-vector product of `sum(tanh(X Xᵀ))`
-/// for a 256×256 `X` ran 3% slower with them on the lane).
+/// Nodes of this much work or more are left to the driver: their kernels split across the pool's
+/// threads (elementwise kernels from 32K elements, matrix products from 4M flops, which is 2^18 in
+/// [`work`]'s units; the work of an elementwise rule counts its inputs and output together, so a
+/// rule over 2^18 elements moves several times its kernels' threshold), so a lane gains nothing and
+/// its job competes with them: the Hessian-vector product of `sum(tanh(X Xᵀ))` for a 256×256 `X`
+/// ran 3% slower with them on the lane.
 const LANE_MAX_WORK: usize = 1 << 18;
 
 /// How many ready nodes past the driver's are looked at for the second lane.
-const PARTNER_CANDIDATES: usize = 4;
+const LANE_CANDIDATES: usize = 4;
 
 #[cfg(test)]
 #[path = "parallel_tests.rs"]
@@ -181,39 +185,32 @@ pub(super) struct Plan {
     /// For each slot with two or more consumers, their positions in `order`, ascending (empty for
     /// the others).
     consumers: Vec<Vec<usize>>,
-    min_work: usize,
+    /// Whether the node at each position may run on the second lane.
+    lane: Vec<bool>,
     /// The bytes of the graph's largest node: the most that parked contributions may hold.
     parked_limit: usize,
 }
 
 impl Plan {
     /// The plan of a pass over `graph` (`pending`: each node's count of consumers), or `None` when
-    /// no node has two different inputs made by ops whose work is at least `min_work` and below
-    /// [`LANE_MAX_WORK`]: no node worth a lane is ever ready beside another.
+    /// no node may run on the second lane (see [`Plan::may_run_on_lane`]).
     pub(super) fn new<B: Backend>(
         graph: &Walk<B>,
         pending: &[usize],
         min_work: usize,
+        is_target: &impl Fn(&Node<B>) -> bool,
     ) -> Option<Plan> {
-        let heavy_op = |p: &&Arc<Node<B>>| {
-            graph.reaches[graph.slot(p)]
-                && matches!(p.kind, NodeKind::Op { .. })
-                && (min_work..LANE_MAX_WORK).contains(&work(p))
-        };
-        let forks = graph.nodes.iter().enumerate().any(|(i, node)| {
-            let mut heavy = node.parents().iter().flatten().filter(heavy_op);
-            graph.reaches[i]
-                && heavy
-                    .next()
-                    .is_some_and(|first| heavy.any(|p| p.id != first.id))
-        });
-        if !forks {
-            return None;
-        }
         let (order, consumers) = replay(graph, pending);
         let mut position = vec![usize::MAX; graph.nodes.len()];
         for (k, &i) in order.iter().enumerate() {
             position[i] = k;
+        }
+        let lane = order
+            .iter()
+            .map(|&i| Self::may_run_on_lane(graph, &graph.nodes[i], min_work, is_target))
+            .collect::<Vec<_>>();
+        if !lane.contains(&true) {
+            return None;
         }
         let parked_limit = graph
             .nodes
@@ -225,9 +222,33 @@ impl Plan {
             order,
             position,
             consumers,
-            min_work,
+            lane,
             parked_limit,
         })
+    }
+
+    /// Whether `node` may run on the second lane: an op whose work is at least `min_work` and below
+    /// [`LANE_MAX_WORK`], with an input that needs a cotangent, whose rule is nabla's own (custom
+    /// functions and extension ops run user code, which may keep thread-local state) and which is
+    /// not a target (whose gradient goes to the sink in order, on the driver).
+    fn may_run_on_lane<B: Backend>(
+        graph: &Walk<B>,
+        node: &Node<B>,
+        min_work: usize,
+        is_target: &impl Fn(&Node<B>) -> bool,
+    ) -> bool {
+        let NodeKind::Op { op, parents, .. } = &node.kind else {
+            return false;
+        };
+        let user_code = matches!(op, Op::Custom(_) | Op::Extension(_));
+        let needs_input = parents
+            .iter()
+            .flatten()
+            .any(|p| graph.reaches[graph.slot(p)]);
+        !user_code
+            && needs_input
+            && !is_target(node)
+            && (min_work..LANE_MAX_WORK).contains(&work(node))
     }
 }
 
@@ -262,12 +283,17 @@ impl<B: Backend> Ledger<'_, B> {
         needs: &[Option<usize>],
         mut contributions: Vec<Contribution<B>>,
     ) -> Result<()> {
-        for (k, &j) in needs.iter().enumerate() {
-            let Some(j) = j.filter(|j| !needs[..k].contains(&Some(*j))) else {
-                continue;
-            };
-            let (mine, rest) = contributions.into_iter().partition(|c| c.slot() == j);
-            contributions = rest;
+        let mut inputs: Vec<usize> = needs.iter().flatten().copied().collect();
+        inputs.sort_unstable();
+        inputs.dedup();
+        // Grouped by input, each input's in the order they were made (the sort is stable).
+        contributions.sort_by_key(Contribution::slot);
+        let mut made = contributions.into_iter().peekable();
+        for j in inputs {
+            let mut mine = Vec::new();
+            while let Some(c) = made.next_if(|c| c.slot() == j) {
+                mine.push(c);
+            }
             let expected = &self.plan.consumers[j];
             if expected.is_empty() {
                 self.add(mine)?;
@@ -353,6 +379,12 @@ struct Finished<B: Backend> {
     made: std::thread::Result<Result<Vec<Contribution<B>>>>,
 }
 
+/// Why the second lane's node failed, kept until the driver reaches its place in the order.
+enum LaneFailure {
+    Error(Error),
+    Panic(Box<dyn std::any::Any + Send>),
+}
+
 impl<'a, B: Backend, T: Fn(&Node<B>) -> bool> Run<'a, B, T> {
     pub(super) fn new(
         graph: &'a Walk<B>,
@@ -406,36 +438,36 @@ impl<'a, B: Backend, T: Fn(&Node<B>) -> bool> Run<'a, B, T> {
         let mut ran = vec![false; ledger.cotangents.len()];
         // The position of the node on the second lane.
         let mut in_flight: Option<usize> = None;
-        // The second lane's error waits for the driver to reach that node's place in the order, so
+        // The second lane's failure waits for the driver to reach that node's place in the order, so
         // that an earlier node's error comes first, as in the sequential pass.
-        let mut failed: Option<(usize, Error)> = None;
+        let mut failed: Option<(usize, LaneFailure)> = None;
         for (position, &i) in self.plan.order.iter().enumerate() {
-            if in_flight.is_some() {
-                // This node is the one on the second lane, or needs its contributions: wait.
-                let needed = in_flight == Some(position) || ledger.pending[i] != 0;
-                let done = if needed {
+            if let Some(at) = in_flight {
+                // Only the lane's own position waits: the nodes its contributions complete are its
+                // inputs, which come after it in the order.
+                let done = if at == position {
                     Some(wait_for(&receive))
                 } else {
                     receive.try_recv().ok()
                 };
                 if let Some(done) = done {
                     in_flight = None;
-                    let made = done
-                        .made
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                    if let Err(err) =
-                        made.and_then(|made| ledger.deliver(done.at, &done.needs, made))
-                    {
-                        failed = Some((done.at, err));
-                    }
+                    let delivered = match done.made {
+                        Ok(made) => made
+                            .and_then(|made| ledger.deliver(done.at, &done.needs, made))
+                            .map_err(LaneFailure::Error),
+                        Err(panic) => Err(LaneFailure::Panic(panic)),
+                    };
+                    failed = delivered.err().map(|f| (done.at, f));
                 }
             }
             if ran[i] {
-                if let Some((at, _)) = &failed
-                    && *at == position
-                    && let Some((_, err)) = failed.take()
-                {
-                    return Err(err);
+                match failed.take() {
+                    Some((at, LaneFailure::Error(err))) if at == position => return Err(err),
+                    Some((at, LaneFailure::Panic(panic))) if at == position => {
+                        std::panic::resume_unwind(panic)
+                    }
+                    other => failed = other,
                 }
                 continue;
             }
@@ -444,21 +476,26 @@ impl<'a, B: Backend, T: Fn(&Node<B>) -> bool> Run<'a, B, T> {
             ran[i] = true;
             let node = &self.graph.nodes[i];
             let grad = ledger.cotangents[i].take(node)?;
+            if !matches!(node.kind, NodeKind::Op { .. }) {
+                // A leaf: nothing is left to add to its gradient.
+                if let Some(g) = grad
+                    && (self.is_target)(node)
+                {
+                    sink(node, g)?;
+                }
+                continue;
+            }
             if let Some(g) = &grad
                 && (self.is_target)(node)
             {
                 sink(node, g.clone())?;
-            }
-            if !matches!(node.kind, NodeKind::Op { .. }) {
-                continue;
             }
             if in_flight.is_none()
                 && failed.is_none()
                 && ledger.parked_bytes <= self.plan.parked_limit
                 && let Some(at) = self.next_for_lane(position, ledger)
             {
-                let j = self.plan.order[at];
-                ran[j] = true;
+                ran[self.plan.order[at]] = true;
                 in_flight = Some(at);
                 self.send_to_lane(lane, at, ledger, send.clone());
             }
@@ -496,7 +533,8 @@ impl<'a, B: Backend, T: Fn(&Node<B>) -> bool> Run<'a, B, T> {
                 })
             };
             let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
-            // The driver holds the receiver until the scope ends.
+            // The driver has dropped the receiver when it returned early (an error): nothing then
+            // waits for this.
             let _ = send.send(Finished { at, needs, made });
         });
     }
@@ -513,23 +551,14 @@ impl<'a, B: Backend, T: Fn(&Node<B>) -> bool> Run<'a, B, T> {
             .collect()
     }
 
-    /// The position of a ready node after `position` that can run on the second lane: an op of
-    /// enough work that is not a custom function's (whose rule re-runs user code) and not a target
-    /// (whose gradient goes to the sink in order), with a cotangent and an input to send it to.
+    /// The position of a ready node after `position` that may run on the second lane (see
+    /// [`Plan::may_run_on_lane`]) and has a cotangent.
     fn next_for_lane(&self, position: usize, ledger: &Ledger<'_, B>) -> Option<usize> {
         let candidates = ledger.ready.range(position + 1..);
-        candidates.take(PARTNER_CANDIDATES).copied().find(|&at| {
-            let j = self.plan.order[at];
-            let node = &self.graph.nodes[j];
-            let NodeKind::Op { op, .. } = &node.kind else {
-                return false;
-            };
-            !matches!(op, Op::Custom(_))
-                && !(self.is_target)(node)
-                && !ledger.cotangents[j].is_empty()
-                && (self.plan.min_work..LANE_MAX_WORK).contains(&work(node))
-                && self.needs(node).iter().any(Option::is_some)
-        })
+        candidates
+            .take(LANE_CANDIDATES)
+            .copied()
+            .find(|&at| self.plan.lane[at] && !ledger.cotangents[self.plan.order[at]].is_empty())
     }
 }
 
@@ -561,9 +590,10 @@ fn contributions<B: Backend>(
     Ok(made)
 }
 
-/// [`contributions`] on whichever thread runs the second lane's job (under the driver's allocation limit):
-/// completes its cotangent there (joining slices and deferred products), and runs the rule without
-/// recording (the pass records nothing without `create_graph`, which runs on one thread).
+/// [`contributions`] on whichever thread runs the second lane's job (under the driver's allocation
+/// limit): completes its cotangent there (joining slices and deferred products), and runs the rule
+/// as the driver would, without recording and without anomaly detection (a pass with either runs on
+/// one thread), whatever the thread that took the job was doing.
 fn lane_contributions<B: Backend>(
     pass: &Pass<'_, B>,
     node: &Arc<Node<B>>,
@@ -571,6 +601,8 @@ fn lane_contributions<B: Backend>(
     needs: &[Option<usize>],
 ) -> Result<Vec<Contribution<B>>> {
     let _no_grad = super::NoGradGuard::new();
-    let grad = cotangent.take(node)?;
-    contributions(pass, node, grad, needs)
+    super::anomaly::suspended(|| {
+        let grad = cotangent.take(node)?;
+        contributions(pass, node, grad, needs)
+    })
 }

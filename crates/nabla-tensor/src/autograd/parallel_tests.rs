@@ -131,6 +131,24 @@ fn slices_half_precision_and_untracked_branches_keep_the_bits() {
 }
 
 #[test]
+fn a_node_with_many_inputs_delivers_to_each_in_order() {
+    let lane_jobs = assert_same_bits(|| {
+        let x = var("x", &[6, 6], 0.4)?;
+        let w = var("w", &[6, 6], 0.8)?;
+        // 48 branches, each reading x twice (`x * x`-like) and w once, joined by one `cat`.
+        let branches = (0..48)
+            .map(|k| {
+                let scaled = x.mul(0.1 * k as f64)?;
+                scaled.mul(&x)?.matmul(&w)?.tanh()
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let joined = Tensor::cat(&branches.iter().collect::<Vec<_>>(), 0)?;
+        Ok((joined.sum_all()?, vec![x, w]))
+    });
+    assert!(lane_jobs > 10);
+}
+
+#[test]
 fn two_recurrences_sharing_a_weight_keep_the_bits() {
     let lane_jobs = assert_same_bits(|| {
         let w = var("w", &[16, 16], 0.3)?;
