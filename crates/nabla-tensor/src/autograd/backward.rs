@@ -409,9 +409,9 @@ fn count_consumers<B: Backend>(graph: &Walk<B>, look_for_forks: bool) -> (Vec<us
 /// What the reverse pass needs to run one node's rule, the same for every node.
 pub(super) struct Pass<'a, B: Backend> {
     /// Keep saved values after use (a retained or recorded graph).
-    retain: bool,
-    create_graph: bool,
-    ext: Option<&'a ExtensionRules<B>>,
+    pub(super) retain: bool,
+    pub(super) create_graph: bool,
+    pub(super) ext: Option<&'a ExtensionRules<B>>,
 }
 
 /// One addition to an input's cotangent, made by a node's reverse rule and applied by the loop in

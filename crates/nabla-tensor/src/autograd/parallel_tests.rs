@@ -1,7 +1,9 @@
 //! The reverse pass on two threads gives bitwise the gradients, sink order and errors of the
 //! sequential pass, on graphs whose nodes receive several contributions in an order that matters.
 
-use super::{LANE_JOBS, ParallelBackward};
+use super::{LANE_JOBS, ParallelBackward, lane_contributions};
+use crate::autograd::accumulate::Cotangent;
+use crate::autograd::backward::{Contribution, Pass, Walk};
 use crate::{BackwardOptions, Tensor};
 use nabla_core::{DType, Result};
 use nabla_cpu::CpuBackend;
@@ -312,4 +314,37 @@ proptest! {
             Ok((total, inputs.to_vec()))
         });
     }
+}
+
+#[test]
+fn a_lane_job_ignores_anomaly_detection_on_the_thread_that_takes_it() {
+    // A pool thread inside `detect_anomaly` (another pass, waiting in a kernel) may take the lane's
+    // job. The job must still make what the driver would: here the deferred product of a thin
+    // matrix product, which anomaly detection would turn into a dense contribution.
+    let (x, w) = (
+        var("x", &[4, 8], 0.1).unwrap(),
+        var("w", &[8, 8], 0.2).unwrap(),
+    );
+    let y = x.matmul(&w).unwrap();
+    let node = y.ad.clone().expect("tracked");
+    let graph = Walk::new(&node, &|n| matches!(n.kind, super::NodeKind::Leaf { .. }));
+    let needs = [
+        Some(graph.slot(x.ad.as_ref().unwrap())),
+        Some(graph.slot(w.ad.as_ref().unwrap())),
+    ];
+    let pass = Pass {
+        retain: true,
+        create_graph: false,
+        ext: None,
+    };
+    let seed = Cotangent::from_seed(y.full_like(1.0).unwrap());
+    let made = crate::detect_anomaly(|| lane_contributions(&pass, &node, seed, &needs)).unwrap();
+    let products = made
+        .iter()
+        .filter(|c| matches!(c, Contribution::Product { .. }))
+        .count();
+    assert_eq!(
+        products, 1,
+        "the weight's contribution stays a deferred product"
+    );
 }
