@@ -225,6 +225,79 @@ fn cse_keeps_nodes_that_differ() -> Result<()> {
 }
 
 #[test]
+fn cse_reads_a_product_of_transposes_as_the_transpose_of_a_product() -> Result<()> {
+    let tb = TracingBackend::new();
+    let (x, v) = (
+        tb.placeholder([5, 7], DType::F64)?,
+        tb.placeholder([6, 7], DType::F64)?,
+    );
+    // `x vᵀ` and `v xᵀ` (the Hessian-vector product of sum(tanh(X Xᵀ)) has both), read both ways.
+    let y = (x.matmul(&v.t()?)?.exp()? + v.matmul(&x.t()?)?.t()?.sin()?)?;
+    let (p, q) = (
+        tb.placeholder([3, 4, 5], DType::F32)?,
+        tb.placeholder([3, 6, 5], DType::F32)?,
+    );
+    let pq = p.matmul(&q.transpose(1, 2)?)?;
+    let qp = q.matmul(&p.transpose(1, 2)?)?;
+    let z = pq.add(&qp.transpose(1, 2)?)?;
+    // Not twins: a broadcast batch, and the same operands in the same order transposed only once.
+    let (r, s) = (
+        tb.placeholder([4, 5], DType::F32)?,
+        tb.placeholder([2, 6, 5], DType::F32)?,
+    );
+    let w = r
+        .matmul(&s.transpose(1, 2)?)?
+        .sum_all()?
+        .add(&s.matmul(&r.t()?)?.sum_all()?)?;
+    let u = x.matmul(&x.t()?)?.add(&x.matmul(&x.t()?)?.t()?)?;
+    let program = tb.program(&[&y, &z, &w, &u])?;
+    let compiled = GraphCompiler::for_backend(&CpuBackend::new()).compile(&program)?;
+    let products = |p: &Program| ops(p).iter().filter(|o| o.starts_with("matmul")).count();
+    assert_eq!(
+        (products(&program), products(&compiled)),
+        (8, 5),
+        "{compiled}"
+    );
+    check_equivalent(&program, &compiled, 0.0);
+    Ok(())
+}
+
+/// The CPU kernel sums each element of a matrix product in one order of the contracted axis, so
+/// `a bᵀ` and `(b aᵀ)ᵀ` agree bit for bit, which the transposed-product CSE relies on: shapes from
+/// one element to blocked and threaded products, with remainders on every side.
+#[test]
+fn a_product_and_the_transpose_of_its_swapped_product_agree_bit_for_bit() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let mut rng = Generator::new(3);
+    let shapes = [
+        (1, 1, 1),
+        (7, 13, 5),
+        (64, 300, 17),
+        (129, 65, 257),
+        (1, 1000, 3),
+        (33, 1, 44),
+        (1000, 64, 8),
+        (300, 300, 300),
+    ];
+    for (m, k, n) in shapes {
+        for dtype in [DType::F32, DType::F64] {
+            let a = Tensor::randn([m, k], dtype, &mut rng, &cpu)?;
+            let b = Tensor::randn([n, k], dtype, &mut rng, &cpu)?;
+            let direct = a.matmul(&b.t()?)?.cast(DType::F64)?.to_vec::<f64>()?;
+            let swapped = b.matmul(&a.t()?)?.t()?.contiguous()?.cast(DType::F64)?;
+            let swapped = swapped.to_vec::<f64>()?;
+            let differ = direct
+                .iter()
+                .zip(&swapped)
+                .filter(|(x, y)| x.to_bits() != y.to_bits())
+                .count();
+            assert_eq!(differ, 0, "{m}x{k}x{n} {dtype:?}");
+        }
+    }
+    Ok(())
+}
+
+#[test]
 fn fold_evaluates_constant_subgraphs() -> Result<()> {
     let tb = TracingBackend::new();
     let x = tb.placeholder([2, 3], DType::F64)?;
