@@ -20,17 +20,17 @@
 //! (one thread / two). Peak memory is the most held during backward above what the forward pass left,
 //! measured once per setting with a `MemoryTracked` backend. Prints one JSON line per workload.
 
+// Only `median` is used here; the rest serves the other benchmarks.
+#[allow(dead_code)]
+#[path = "bench_support/mod.rs"]
+mod bench_support;
+
+use bench_support::median;
 use nabla::core::MemoryTracked;
 use nabla::prelude::*;
 use nabla::{Conv2dParams, ParallelBackward};
 use nabla_core::Pool2dParams;
 use std::time::{Duration, Instant};
-
-/// The median of `runs`, in seconds.
-fn median(mut runs: Vec<Duration>) -> f64 {
-    runs.sort();
-    runs[runs.len() / 2].as_secs_f64()
-}
 
 const WORKLOADS: [&str; 4] = ["heads", "inception", "mlp", "chain"];
 

@@ -317,7 +317,7 @@ pub(crate) fn stream_backward<B: Backend>(
         return Ok(());
     }
     let min_work = parallel::min_work(root, &opts);
-    let (pending, forks) = count_consumers(&graph, min_work.is_some());
+    let (mut pending, forks) = count_consumers(&graph, min_work.is_some());
     let mut cotangents: Vec<Cotangent<B>> = (0..graph.nodes.len())
         .map(|_| Cotangent::default())
         .collect();
@@ -340,7 +340,6 @@ pub(crate) fn stream_backward<B: Backend>(
     // Reused per node: the slot of each input that needs a gradient, and the same as flags for the
     // rules.
     let (mut needs, mut needed) = (Vec::new(), Vec::new());
-    let mut pending = pending;
     while let Some(i) = ready.pop() {
         #[cfg(debug_assertions)]
         popped.push(i);
@@ -361,11 +360,11 @@ pub(crate) fn stream_backward<B: Backend>(
             sink(node, g.clone())?;
         }
         needs.clear();
-        needs.extend(parents.iter().map(|p| {
-            p.as_ref()
-                .map(|p| graph.slot(p))
-                .filter(|&j| graph.reaches[j])
-        }));
+        needs.extend(
+            parents
+                .iter()
+                .map(|p| p.as_ref().and_then(|p| graph.reaching_slot(p))),
+        );
         // Contributions are delivered as the rule makes them (a pass that runs rules elsewhere
         // would collect them and deliver them here, in the same order).
         pass.execute(node, grad, &needs, &mut needed, &mut |c| {
@@ -393,8 +392,7 @@ fn count_consumers<B: Backend>(graph: &Walk<B>, look_for_forks: bool) -> (Vec<us
         if graph.reaches[i] {
             let mut op_input = None;
             for p in node.parents().iter().flatten() {
-                let j = graph.slot(p);
-                if graph.reaches[j] {
+                if let Some(j) = graph.reaching_slot(p) {
                     pending[j] += 1;
                     if look_for_forks && matches!(p.kind, NodeKind::Op { .. }) {
                         forks |= *op_input.get_or_insert(j) != j;
@@ -624,6 +622,12 @@ impl<B: Backend> Walk<B> {
 
     pub(crate) fn slot(&self, node: &Node<B>) -> usize {
         self.slots[&node.id]
+    }
+
+    /// The slot of `input` when a target is reachable from it (the reverse pass sends it a
+    /// cotangent), else `None`.
+    pub(crate) fn reaching_slot(&self, input: &Node<B>) -> Option<usize> {
+        Some(self.slot(input)).filter(|&j| self.reaches[j])
     }
 }
 

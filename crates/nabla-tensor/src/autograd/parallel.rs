@@ -158,11 +158,11 @@ fn replay<B: Backend>(graph: &Walk<B>, pending: &[usize]) -> (Vec<usize>, Vec<Ve
         let NodeKind::Op { parents, .. } = &graph.nodes[i].kind else {
             continue;
         };
-        for p in parents.iter().flatten() {
-            let j = graph.slot(p);
-            if !graph.reaches[j] {
-                continue;
-            }
+        for j in parents
+            .iter()
+            .flatten()
+            .filter_map(|p| graph.reaching_slot(p))
+        {
             let seen: &mut Vec<usize> = &mut consumers[j];
             if pending[j] >= 2 && seen.last() != Some(&position) {
                 seen.push(position);
@@ -244,7 +244,7 @@ impl Plan {
         let needs_input = parents
             .iter()
             .flatten()
-            .any(|p| graph.reaches[graph.slot(p)]);
+            .any(|p| graph.reaching_slot(p).is_some());
         !user_code
             && needs_input
             && !is_target(node)
@@ -543,11 +543,7 @@ impl<'a, B: Backend, T: Fn(&Node<B>) -> bool> Run<'a, B, T> {
     fn needs(&self, node: &Node<B>) -> Vec<Option<usize>> {
         node.parents()
             .iter()
-            .map(|p| {
-                p.as_ref()
-                    .map(|p| self.graph.slot(p))
-                    .filter(|&j| self.graph.reaches[j])
-            })
+            .map(|p| p.as_ref().and_then(|p| self.graph.reaching_slot(p)))
             .collect()
     }
 
