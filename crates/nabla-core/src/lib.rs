@@ -22,6 +22,7 @@ mod random;
 mod rng;
 mod scalar;
 mod shape;
+pub mod simd_math;
 mod wrapper;
 
 pub use backend::{Backend, Device};

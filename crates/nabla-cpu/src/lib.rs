@@ -24,7 +24,6 @@ mod movement;
 mod pool2d;
 mod random;
 mod reduce;
-mod simd_math;
 mod sort;
 mod storage;
 mod strided;

@@ -11,7 +11,7 @@ mod elementwise;
 #[path = "forward_mode/errors.rs"]
 mod errors;
 #[path = "forward_mode/helpers.rs"]
-mod helpers;
+pub(crate) mod helpers;
 #[path = "forward_mode/indexing.rs"]
 mod indexing;
 #[path = "forward_mode/jacobians.rs"]

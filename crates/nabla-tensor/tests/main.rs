@@ -19,6 +19,7 @@ mod errors;
 mod extension_ops;
 mod forward_mode;
 mod fused_kernels;
+mod fused_rows;
 mod jacobians;
 mod jax_fixtures;
 mod misuse;

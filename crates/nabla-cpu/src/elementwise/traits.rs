@@ -9,7 +9,7 @@ use super::vector::{
     SliceKernel, erf_slice_f32, erf_slice_f64, exp_slice_f32, exp_slice_f64, sigmoid_slice_f32,
     sigmoid_slice_f64, tanh_slice_f32, tanh_slice_f64,
 };
-use crate::simd_math::{exp_f32, exp_f64, sigmoid_f32, sigmoid_f64, tanh_f32, tanh_f64};
+use nabla_core::simd_math::{exp_f32, exp_f64, sigmoid_f32, sigmoid_f64, tanh_f32, tanh_f64};
 use nabla_core::{Element, HostLoop, UnaryOp};
 use num_complex::{Complex, Complex32, Complex64};
 use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
@@ -44,7 +44,7 @@ pub(crate) trait Real:
     fn abs(self) -> Self;
     /// Square root.
     fn sqrt(self) -> Self;
-    /// `e^x` through the vectorisable kernel of [`crate::simd_math`].
+    /// `e^x` through the vectorisable kernel of [`nabla_core::simd_math`].
     fn exp(self) -> Self;
     /// `e^x - 1`.
     fn exp_m1(self) -> Self;

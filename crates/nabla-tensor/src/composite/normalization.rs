@@ -2,6 +2,7 @@
 //! p-norm normalisation.
 
 use crate::Tensor;
+use crate::fused_rows;
 use nabla_core::{Backend, Error, Result, normalize_axis};
 
 impl<B: Backend> Tensor<B> {
@@ -43,7 +44,8 @@ impl<B: Backend> Tensor<B> {
     /// the population variance taken over `axes` (empty = all axes), as
     /// `torch.nn.functional.layer_norm(x, normalized_shape, eps=eps)` when `axes` are the trailing
     /// `normalized_shape.len()` axes (for example `&[-1]`). The learnable scale and shift belong to a
-    /// layer on top. Finite, with finite gradients, for constant inputs whenever `eps > 0`.
+    /// layer on top. Finite, with finite gradients, for constant inputs whenever `eps > 0`. Over
+    /// trailing axes on the CPU it runs as one fused pass per row, with a fused backward.
     ///
     /// ```
     /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
@@ -60,6 +62,11 @@ impl<B: Backend> Tensor<B> {
     pub fn layer_norm(&self, axes: &[isize], eps: f64) -> Result<Self> {
         self.check_real_float("layer_norm")?;
         self.reduced_count("layer_norm", axes)?;
+        if let Some(row_axes) = self.trailing_axes("layer_norm", axes)?
+            && fused_rows::applies(self, row_axes)
+        {
+            return fused_rows::layer_norm(self, row_axes, eps);
+        }
         let centered = self.sub(self.mean(axes, true)?)?;
         let var = centered.square()?.mean(axes, true)?;
         centered.mul(var.add(eps)?.rsqrt()?)

@@ -1,8 +1,16 @@
 //! Branch-free elementary functions that the compiler can vectorise.
 //!
 //! The functions here contain no calls, no loops and no data-dependent branches (only `if` expressions
-//! between values that are already computed, which become vector blends), so the elementwise loops in
-//! [`crate::strided`] that call them compile to SIMD code, including the AVX2+FMA build of those loops.
+//! between values that are already computed, which become vector blends), so the loops that call them
+//! (the CPU backend's elementwise kernels, the host kernels of fused row ops) compile to SIMD code,
+//! including the AVX2+FMA builds of those loops. They live here, below every backend, so that each
+//! kernel needing them shares one implementation and one set of accuracy tests.
+//!
+//! ```
+//! use nabla_core::simd_math::{exp_f32, tanh_f64};
+//! assert!((exp_f32(1.0) - std::f32::consts::E).abs() <= f32::EPSILON * 3.0);
+//! assert!((tanh_f64(0.5) - 0.5f64.tanh()).abs() < 1e-15);
+//! ```
 //!
 //! `exp` works as follows, for `f32` and `f64` alike:
 //! 1. clamp `x` into a range just wider than the one with finite, non-zero results (NaN is restored at
@@ -40,7 +48,7 @@ use std::ops::{Add, Mul};
 /// interleaved Horner chains in `x^4`, combined at the end. The chains are independent, so the latency
 /// of the evaluation is about a quarter of plain Horner's, which is what limits a vectorised loop.
 #[inline(always)]
-pub(crate) fn poly<T: Copy + Add<Output = T> + Mul<Output = T>>(c: &[T], x: T) -> T {
+pub fn poly<T: Copy + Add<Output = T> + Mul<Output = T>>(c: &[T], x: T) -> T {
     let n = c.len();
     let (x2, x4) = (x * x, x * x * (x * x));
     let chain = |r: usize| {
@@ -64,7 +72,7 @@ macro_rules! exp_impl {
     ) => {
         /// `e^x`, branch-free and vectorisable; overflow gives `inf`, underflow `0`, NaN stays NaN.
         #[inline(always)]
-        pub(crate) fn $exp(x: $f) -> $f {
+        pub fn $exp(x: $f) -> $f {
             const LOG2E: $f = std::f64::consts::LOG2_E as $f;
             const SHIFT: $f = $shift;
             // NaN goes to `lo` here (max ignores NaN) and is restored below.
@@ -87,7 +95,7 @@ macro_rules! exp_impl {
         /// The logistic function `1 / (1 + e^-x)`, from `e^-|x|` so that nothing overflows: exactly `1` and
         /// `0` in the limits, NaN for NaN.
         #[inline(always)]
-        pub(crate) fn $sigmoid(x: $f) -> $f {
+        pub fn $sigmoid(x: $f) -> $f {
             let e = $exp(-x.abs());
             let s = 1.0 / (1.0 + e);
             if x >= 0.0 { s } else { e * s }
@@ -154,7 +162,7 @@ macro_rules! tanh_impl {
         /// Hyperbolic tangent, branch-free: `x + x^3 P(x^2)` for `|x| < 1`, where `1 - 2 / (e^(2|x|) + 1)`
         /// would cancel, and that formula beyond (it reaches exactly ±1 and needs no overflow check).
         #[inline(always)]
-        pub(crate) fn $tanh(x: $f) -> $f {
+        pub fn $tanh(x: $f) -> $f {
             let a = x.abs();
             let t = x * x;
             let p = poly::<$f>(&[$($c),+], t);

@@ -1,0 +1,239 @@
+//! The host kernels of the fused row ops: each row (the trailing axes, flattened) is read from memory
+//! once and stays in cache for the passes over it, so a softmax or a layer normalisation costs about
+//! one read and one write of its input instead of the five to eight passes of the composite formula.
+//!
+//! Sums run in eight independent lanes (combined at the end), so the AVX2 builds of these loops
+//! vectorise without reassociating anything the compiler would have to prove; `exp` is the
+//! branch-free one of [`nabla_core::simd_math`]. Rows are split across the thread pool in tasks of
+//! at least [`TASK_ELEMENTS`] elements.
+
+use super::RowKernel;
+use nabla_core::simd_math::{exp_f32, exp_f64};
+use rayon::prelude::*;
+use std::mem::MaybeUninit;
+use std::ops::{Add, Div, Mul, Sub};
+
+/// Elements per parallel task: below it a second thread costs more than it saves.
+pub(super) const TASK_ELEMENTS: usize = 1 << 14;
+
+/// Independent accumulators of a row sum.
+const LANES: usize = 8;
+
+/// The float types the kernels compute in.
+pub(super) trait RowFloat:
+    Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+{
+    /// `0`.
+    const ZERO: Self;
+    /// `1`.
+    const ONE: Self;
+    /// `-inf`, the identity of `max`.
+    const NEG_INFINITY: Self;
+    /// `e^self`, vectorisable.
+    fn exp(self) -> Self;
+    /// `self^(1/2)`.
+    fn sqrt(self) -> Self;
+    /// `value` rounded to this type.
+    fn from_f64(value: f64) -> Self;
+}
+
+impl RowFloat for f32 {
+    const ZERO: f32 = 0.0;
+    const ONE: f32 = 1.0;
+    const NEG_INFINITY: f32 = f32::NEG_INFINITY;
+    #[inline(always)]
+    fn exp(self) -> f32 {
+        exp_f32(self)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> f32 {
+        f32::sqrt(self)
+    }
+    fn from_f64(value: f64) -> f32 {
+        value as f32
+    }
+}
+
+impl RowFloat for f64 {
+    const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
+    const NEG_INFINITY: f64 = f64::NEG_INFINITY;
+    #[inline(always)]
+    fn exp(self) -> f64 {
+        exp_f64(self)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> f64 {
+        f64::sqrt(self)
+    }
+    fn from_f64(value: f64) -> f64 {
+        value
+    }
+}
+
+/// `Σ f(a_i, b_i)` over two rows of one length, in [`LANES`] interleaved accumulators (whole chunks
+/// of the rows, so the loop has no bounds checks and vectorises).
+#[inline(always)]
+fn lane_sum<T: RowFloat>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
+    let mut acc = [T::ZERO; LANES];
+    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for l in 0..LANES {
+            acc[l] = acc[l] + f(x[l], y[l]);
+        }
+    }
+    for ((acc, &x), &y) in acc.iter_mut().zip(ra).zip(rb) {
+        *acc = *acc + f(x, y);
+    }
+    let q = [acc[0] + acc[4], acc[1] + acc[5], acc[2] + acc[6], acc[3] + acc[7]];
+    (q[0] + q[2]) + (q[1] + q[3])
+}
+
+/// The largest element of a non-empty row, ignoring NaN (a NaN row still comes out NaN, through
+/// `exp(NaN)` in the sum).
+#[inline(always)]
+fn row_max<T: RowFloat>(x: &[T]) -> T {
+    let mut acc = [T::NEG_INFINITY; LANES];
+    let mut chunks = x.chunks_exact(LANES);
+    for c in &mut chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a = if v > *a { v } else { *a };
+        }
+    }
+    for (a, &v) in acc.iter_mut().zip(chunks.remainder()) {
+        *a = if v > *a { v } else { *a };
+    }
+    acc.into_iter()
+        .fold(T::NEG_INFINITY, |m, v| if v > m { v } else { m })
+}
+
+/// `e^(x - max) / Σ e^(x - max)` of one row, the composite's formula.
+#[inline(always)]
+fn softmax_row<T: RowFloat>(x: &[T], out: &mut [MaybeUninit<T>]) {
+    let m = row_max(x);
+    for (o, &v) in out.iter_mut().zip(x) {
+        o.write((v - m).exp());
+    }
+    // SAFETY: every element of `out` was written just above.
+    let out = unsafe { assume_init(out) };
+    let s = lane_sum(&*out, &*out, |v, _| v);
+    for o in out.iter_mut() {
+        *o = *o / s;
+    }
+}
+
+/// `y (g - <g, y>)` of one row: the softmax's vector-Jacobian product from its output `y`.
+#[inline(always)]
+fn softmax_vjp_row<T: RowFloat>(y: &[T], g: &[T], out: &mut [MaybeUninit<T>]) {
+    let s = lane_sum(g, y, |g, y| g * y);
+    for ((o, &yv), &gv) in out.iter_mut().zip(y).zip(g) {
+        o.write(yv * (gv - s));
+    }
+}
+
+/// The mean and the reciprocal standard deviation `1 / sqrt(var + eps)` of a non-empty row (the
+/// population variance, by the two-pass formula).
+#[inline(always)]
+fn row_moments<T: RowFloat>(x: &[T], eps: T) -> (T, T) {
+    let n = T::from_f64(x.len() as f64);
+    let mean = lane_sum(x, x, |v, _| v) / n;
+    let var = lane_sum(x, x, |v, _| (v - mean) * (v - mean)) / n;
+    (mean, T::ONE / (var + eps).sqrt())
+}
+
+/// `(x - mean) / sqrt(var + eps)` of one row.
+#[inline(always)]
+fn layer_norm_row<T: RowFloat>(x: &[T], eps: T, out: &mut [MaybeUninit<T>]) {
+    let (mean, r) = row_moments(x, eps);
+    for (o, &v) in out.iter_mut().zip(x) {
+        o.write((v - mean) * r);
+    }
+}
+
+/// `r (g - mean(g) - x̂ mean(g x̂))` of one row, where `x̂ = (x - mean) r`: the layer norm's
+/// vector-Jacobian product, recomputing the row's statistics from `x`.
+#[inline(always)]
+fn layer_norm_vjp_row<T: RowFloat>(x: &[T], g: &[T], eps: T, out: &mut [MaybeUninit<T>]) {
+    let (mean, r) = row_moments(x, eps);
+    let n = T::from_f64(x.len() as f64);
+    let g_mean = lane_sum(g, g, |v, _| v) / n;
+    let a = lane_sum(g, x, |g, x| g * ((x - mean) * r)) / n;
+    for ((o, &xv), &gv) in out.iter_mut().zip(x).zip(g) {
+        o.write(r * (gv - g_mean - (xv - mean) * r * a));
+    }
+}
+
+/// Views a fully written slice as initialised.
+///
+/// # Safety
+/// Every element of `s` must have been written.
+unsafe fn assume_init<T>(s: &mut [MaybeUninit<T>]) -> &mut [T] {
+    // SAFETY: `MaybeUninit<T>` has `T`'s layout, and the caller guarantees every element is written.
+    unsafe { &mut *(s as *mut [MaybeUninit<T>] as *mut [T]) }
+}
+
+/// Runs `kernel` over consecutive rows of `n` elements: `a` (and `b` for the two-input kernels, else
+/// empty) in, `out` written in full.
+#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
+fn rows_task<T: RowFloat>(
+    kernel: RowKernel,
+    n: usize,
+    a: &[T],
+    b: &[T],
+    out: &mut [MaybeUninit<T>],
+) {
+    match kernel {
+        RowKernel::Softmax => out
+            .chunks_exact_mut(n)
+            .zip(a.chunks_exact(n))
+            .for_each(|(o, x)| softmax_row(x, o)),
+        RowKernel::SoftmaxVjp => out
+            .chunks_exact_mut(n)
+            .zip(a.chunks_exact(n).zip(b.chunks_exact(n)))
+            .for_each(|(o, (y, g))| softmax_vjp_row(y, g, o)),
+        RowKernel::LayerNorm { eps } => {
+            let eps = T::from_f64(f64::from_bits(eps));
+            out.chunks_exact_mut(n)
+                .zip(a.chunks_exact(n))
+                .for_each(|(o, x)| layer_norm_row(x, eps, o))
+        }
+        RowKernel::LayerNormVjp { eps } => {
+            let eps = T::from_f64(f64::from_bits(eps));
+            out.chunks_exact_mut(n)
+                .zip(a.chunks_exact(n).zip(b.chunks_exact(n)))
+                .for_each(|(o, (x, g))| layer_norm_vjp_row(x, g, eps, o))
+        }
+    }
+}
+
+/// Applies `kernel` to rows of `n > 0` elements of `a` (and `b`, of `a`'s length, for the two-input
+/// kernels; empty otherwise), writing every element of `out` (of `a`'s length). Rows are split across
+/// the thread pool when there are enough of them.
+pub(super) fn run_rows<T: RowFloat>(
+    kernel: RowKernel,
+    n: usize,
+    a: &[T],
+    b: &[T],
+    out: &mut [MaybeUninit<T>],
+) {
+    debug_assert!(n > 0 && a.len().is_multiple_of(n) && out.len() == a.len());
+    let rows_per_task = TASK_ELEMENTS.div_ceil(n);
+    if a.len() <= TASK_ELEMENTS || a.len() / n <= rows_per_task {
+        rows_task(kernel, n, a, b, out);
+        return;
+    }
+    let chunk = rows_per_task * n;
+    out.par_chunks_mut(chunk).enumerate().for_each(|(t, o)| {
+        let range = t * chunk..t * chunk + o.len();
+        let b = if b.is_empty() { b } else { &b[range.clone()] };
+        rows_task(kernel, n, &a[range], b, o);
+    });
+}
