@@ -7,6 +7,7 @@ mod dropout;
 mod embedding;
 mod layer_norm;
 mod linear;
+mod lstm_cell;
 mod norm;
 mod pool;
 mod positional;

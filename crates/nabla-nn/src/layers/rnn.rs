@@ -3,6 +3,7 @@
 
 use crate::init;
 use crate::layers::dropout::Dropout;
+use crate::layers::lstm_cell::lstm_cell;
 use crate::module::{Forward, Module};
 use crate::param::Param;
 use nabla_core::{Backend, DType, Error, Generator, Result};
@@ -362,16 +363,8 @@ impl<B: Backend> RnnCore<B> {
         Ok(match self.cell {
             Cell::Rnn(RnnNonlinearity::Tanh) => vec![gi.add(gh)?.tanh()?],
             Cell::Rnn(RnnNonlinearity::Relu) => vec![gi.add(gh)?.relu()?],
-            Cell::Lstm => {
-                // Gate order i, f, g, o.
-                let gates = gi.add(gh)?.chunk(4, -1)?;
-                let i = gates[0].sigmoid()?;
-                let f = gates[1].sigmoid()?;
-                let g = gates[2].tanh()?;
-                let o = gates[3].sigmoid()?;
-                let c = f.mul(&state[1])?.add(i.mul(&g)?)?;
-                vec![o.mul(c.tanh()?)?, c]
-            }
+            // Gate order i, f, g, o; one fused pass on the CPU.
+            Cell::Lstm => lstm_cell(&gi.add(gh)?, &state[1])?.to_vec(),
             Cell::Gru => {
                 // Gate order r, z, n; the candidate applies r to the whole hidden part.
                 let gi = gi.chunk(3, -1)?;
