@@ -6,9 +6,9 @@
 //! inside its own multiversioned loop, where `#[inline(always)]` is honoured, so it always vectorises.
 
 use super::erf::{erf_f32, erf_f64};
-use nabla_core::simd_math::{exp_f32, exp_f64, sigmoid_f32, sigmoid_f64, tanh_f32, tanh_f64};
 use crate::strided::{CHUNK, gather_view, output_vec};
 use nabla_core::Layout;
+use nabla_core::simd_math::{exp_f32, exp_f64, sigmoid_f32, sigmoid_f64, tanh_f32, tanh_f64};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 

@@ -4,7 +4,9 @@
 //! Nothing here has a derivative rule of its own. Each method is ordinary tensor code over primitives
 //! that are recorded, so every composite is differentiable to any order, on every backend, for free.
 //! Numerical stability is obtained by the choice of formula (subtracting a detached maximum, selecting
-//! between two safe branches, ...), never by a special kernel. The formulas follow JAX's
+//! between two safe branches, ...), never by a special kernel. The one exception is speed: on the CPU,
+//! softmax along the last axis and layer norm over trailing axes hand over to the fused row ops of
+//! [`crate::fused_rows`], which compute the same formulas in one pass per row. The formulas follow JAX's
 //! (`jax.nn`, `jax.numpy`) so that values and derivatives agree with it, including at the points
 //! where a function is not differentiable.
 

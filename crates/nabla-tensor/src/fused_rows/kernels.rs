@@ -93,7 +93,12 @@ fn lane_sum<T: RowFloat>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
     for ((acc, &x), &y) in acc.iter_mut().zip(ra).zip(rb) {
         *acc = *acc + f(x, y);
     }
-    let q = [acc[0] + acc[4], acc[1] + acc[5], acc[2] + acc[6], acc[3] + acc[7]];
+    let q = [
+        acc[0] + acc[4],
+        acc[1] + acc[5],
+        acc[2] + acc[6],
+        acc[3] + acc[7],
+    ];
     (q[0] + q[2]) + (q[1] + q[3])
 }
 
