@@ -9,6 +9,7 @@ mod autograd_memory;
 mod autograd_rules;
 mod compiler_fusion;
 mod compiler_passes;
+mod compiler_reassociate;
 mod compiler_support;
 mod complex_autodiff;
 mod composites;

@@ -7,6 +7,7 @@ mod cse;
 mod dce;
 mod fold;
 mod fusion;
+mod reassociate;
 mod reuse;
 mod simplify;
 
@@ -29,6 +30,10 @@ pub enum Pass {
     ConstantFolding,
     /// Merges nodes computing the same op on the same operands.
     CommonSubexpressions,
+    /// Merges matrix products that share a factor across a sum (`a @ x + b @ x` becomes
+    /// `(a + b) @ x`). It changes the order of additions, so it is off unless asked for
+    /// ([`GraphCompiler::with`]); see [`Pass::DEFAULT`].
+    Reassociate,
     /// Drops nodes no output depends on (placeholders are always kept).
     DeadCode,
     /// Fuses chains of elementwise nodes into one node.
@@ -39,7 +44,19 @@ pub enum Pass {
 
 impl Pass {
     /// Every pass, in pipeline order.
-    pub const ALL: [Pass; 6] = [
+    pub const ALL: [Pass; 7] = [
+        Pass::Simplify,
+        Pass::ConstantFolding,
+        Pass::CommonSubexpressions,
+        Pass::Reassociate,
+        Pass::DeadCode,
+        Pass::Fusion,
+        Pass::BufferReuse,
+    ];
+
+    /// The passes a new [`GraphCompiler`] runs: every pass that keeps the program's results bit for
+    /// bit, that is all but [`Pass::Reassociate`].
+    pub const DEFAULT: [Pass; 6] = [
         Pass::Simplify,
         Pass::ConstantFolding,
         Pass::CommonSubexpressions,
@@ -48,12 +65,14 @@ impl Pass {
         Pass::BufferReuse,
     ];
 
-    /// Short name of the pass (`simplify`, `constant-folding`, `cse`, `dce`, `fusion`, `buffer-reuse`).
+    /// Short name of the pass (`simplify`, `constant-folding`, `cse`, `reassociate`, `dce`, `fusion`,
+    /// `buffer-reuse`).
     pub fn name(self) -> &'static str {
         match self {
             Pass::Simplify => "simplify",
             Pass::ConstantFolding => "constant-folding",
             Pass::CommonSubexpressions => "cse",
+            Pass::Reassociate => "reassociate",
             Pass::DeadCode => "dce",
             Pass::Fusion => "fusion",
             Pass::BufferReuse => "buffer-reuse",
@@ -183,10 +202,12 @@ const MAX_ROUNDS: usize = 4;
 /// changed something and simplification then still finds work), dead-code elimination, elementwise
 /// fusion and buffer-reuse planning. Each pass can be switched off ([`GraphCompiler::without`]) or the
 /// pipeline restricted ([`GraphCompiler::only`]); [`GraphCompiler::compile_with_report`] tells what each
-/// pass did.
+/// pass did. [`GraphCompiler::with`] adds the opt-in [`Pass::Reassociate`] (after CSE), which merges
+/// matrix products sharing a factor across a sum.
 ///
 /// Compiled programs compute the same outputs as the original (bit for bit on the CPU backend: the
-/// passes never reassociate arithmetic), keep the placeholders in order and the outputs' views.
+/// default passes never reassociate arithmetic; with [`Pass::Reassociate`], up to rounding), keep the
+/// placeholders in order and the outputs' views.
 ///
 /// Constant folding evaluates constant subgraphs on a backend the caller gives: compile with
 /// [`GraphCompiler::for_backend`] (or add [`GraphCompiler::fold_on`]) naming the backend that will run
@@ -234,7 +255,7 @@ impl fmt::Debug for GraphCompiler {
 impl Default for GraphCompiler {
     fn default() -> Self {
         GraphCompiler {
-            enabled: Pass::ALL.to_vec(),
+            enabled: Pass::DEFAULT.to_vec(),
             evaluator: None,
         }
     }
@@ -256,6 +277,31 @@ impl GraphCompiler {
     /// The same compiler, evaluating constant subgraphs on `backend` in its folding pass.
     pub fn fold_on<B: Backend>(mut self, backend: &B) -> Self {
         self.evaluator = Some(fold::Evaluator::on(backend));
+        self
+    }
+
+    /// The same compiler with `pass` added to its pipeline (in pipeline order), for the opt-in
+    /// [`Pass::Reassociate`] above all.
+    ///
+    /// ```
+    /// use nabla_tensor::{GraphCompiler, Pass, Tensor, TracingBackend};
+    /// use nabla_core::DType;
+    /// let tb = TracingBackend::new();
+    /// let (a, b, x) = (tb.placeholder([4, 4], DType::F64)?, tb.placeholder([4, 4], DType::F64)?,
+    ///                  tb.placeholder([4, 4], DType::F64)?);
+    /// let y = (a.matmul(&x)? + b.matmul(&x)?)?;
+    /// let count = |p: &nabla_tensor::Program| {
+    ///     p.nodes().iter().filter(|n| format!("{:?}", n.op).contains("Matmul")).count()
+    /// };
+    /// assert_eq!(count(&GraphCompiler::new().compile(&y)?), 2);
+    /// // (a + b) @ x: one product.
+    /// assert_eq!(count(&GraphCompiler::new().with(Pass::Reassociate).compile(&y)?), 1);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn with(mut self, pass: Pass) -> Self {
+        if !self.enabled.contains(&pass) {
+            self.enabled.push(pass);
+        }
         self
     }
 
@@ -325,6 +371,13 @@ impl GraphCompiler {
             if !changed || !self.runs(Pass::Simplify) {
                 break;
             }
+        }
+        if self.runs(Pass::Reassociate) {
+            step(
+                Pass::Reassociate,
+                &reassociate::merge_products,
+                &mut program,
+            )?;
         }
         if self.runs(Pass::DeadCode) {
             step(Pass::DeadCode, &dce::eliminate_dead_code, &mut program)?;
