@@ -25,11 +25,25 @@ use nabla_core::{BinaryOp, Layout, Primitive, Result};
 /// One addend of a sum tree: a value read through a view.
 #[derive(Clone, Debug, PartialEq)]
 enum Term {
-    /// A matrix product `lhs @ rhs` (operands as read, transposes already applied), and how the sum
-    /// reads the existing product.
-    Product(TraceOperand, TraceOperand, TraceOperand),
+    /// A matrix product.
+    Product(Box<ProductTerm>),
     /// Anything else.
     Other(TraceOperand),
+}
+
+/// A matrix product `lhs @ rhs` in a sum (operands as read, transposes already applied), and how the
+/// sum reads the existing product.
+#[derive(Clone, Debug, PartialEq)]
+struct ProductTerm {
+    lhs: TraceOperand,
+    rhs: TraceOperand,
+    read: TraceOperand,
+}
+
+impl Term {
+    fn product(lhs: TraceOperand, rhs: TraceOperand, read: TraceOperand) -> Term {
+        Term::Product(Box::new(ProductTerm { lhs, rhs, read }))
+    }
 }
 
 /// How many times each value is read (by nodes and as a program output), and which node produces it.
@@ -134,9 +148,9 @@ fn collect(program: &Program, uses: &Uses, o: &TraceOperand, flip: bool, terms: 
         let term = if flip ^ f {
             transposed(b)
                 .zip(transposed(a))
-                .map(|(bt, at)| Term::Product(bt, at, read.clone()))
+                .map(|(bt, at)| Term::product(bt, at, read.clone()))
         } else {
-            Some(Term::Product(a.clone(), b.clone(), read.clone()))
+            Some(Term::product(a.clone(), b.clone(), read.clone()))
         };
         if let Some(t) = term {
             return terms.push(t);
@@ -154,6 +168,12 @@ fn n_rank(program: &Program, n: &Node) -> usize {
 /// more, and the terms left over.
 type Groups = (Vec<(TraceOperand, Vec<TraceOperand>, bool)>, Vec<Term>);
 
+/// The right factor of `p` when `right`, else the left one.
+fn factor(p: &ProductTerm, right: bool) -> &TraceOperand {
+    if right { &p.rhs } else { &p.lhs }
+}
+
+/// Groups the products of `terms` by a shared factor (the right one first).
 fn group(terms: Vec<Term>) -> Groups {
     let mut groups = Vec::new();
     let mut rest = terms;
@@ -161,27 +181,26 @@ fn group(terms: Vec<Term>) -> Groups {
         let mut left = Vec::new();
         let mut pending: Vec<Term> = rest;
         while let Some(t) = pending.pop() {
-            let Term::Product(a, b, _) = &t else {
+            let Term::Product(p) = t else {
                 left.push(t);
                 continue;
             };
-            let key = if by_rhs { b } else { a };
             let (same, others): (Vec<Term>, Vec<Term>) = pending.into_iter().partition(|u| {
-                matches!(u, Term::Product(c, d, _) if (if by_rhs { d } else { c }) == key
-                    && (if by_rhs { c } else { d }).layout.shape() == (if by_rhs { a } else { b }).layout.shape())
+                matches!(u, Term::Product(q) if factor(q, by_rhs) == factor(&p, by_rhs)
+                    && factor(q, !by_rhs).layout.shape() == factor(&p, !by_rhs).layout.shape())
             });
             pending = others;
             if same.is_empty() {
-                left.push(t);
+                left.push(Term::Product(p));
                 continue;
             }
-            let mut factors = vec![if by_rhs { a.clone() } else { b.clone() }];
+            let mut factors = vec![factor(&p, !by_rhs).clone()];
             for u in same {
-                if let Term::Product(c, d, _) = u {
-                    factors.push(if by_rhs { c } else { d });
+                if let Term::Product(q) = u {
+                    factors.push(factor(&q, !by_rhs).clone());
                 }
             }
-            groups.push((key.clone(), factors, by_rhs));
+            groups.push((factor(&p, by_rhs).clone(), factors, by_rhs));
         }
         rest = left;
     }
@@ -296,7 +315,8 @@ pub(crate) fn merge_products(program: &Program) -> Result<Program> {
             continue;
         }
         addends.extend(rest.into_iter().map(|t| match t {
-            Term::Other(read) | Term::Product(_, _, read) => read,
+            Term::Other(read) => read,
+            Term::Product(p) => p.read,
         }));
         let first = addends.remove(0);
         e.sum(first, addends, &like, Some(out));
