@@ -27,16 +27,18 @@ use std::sync::Arc;
 pub(crate) fn lstm_cell<B: Backend>(gates: &Tensor<B>, c: &Tensor<B>) -> Result<[Tensor<B>; 2]> {
     let fused =
         gates.backend().device().kind == "cpu" && matches!(gates.dtype(), DType::F32 | DType::F64);
-    let states = if fused {
-        Tensor::apply_family_op::<FusedLstm>(Arc::new(LstmOp::Cell), &[gates, c])?
-    } else {
-        composite_cell(gates, c)?
-    };
+    if !fused {
+        let (_, h_new, c_new) = composite_parts(gates, c)?;
+        return Ok([h_new, c_new]);
+    }
+    let states = Tensor::apply_family_op::<FusedLstm>(Arc::new(LstmOp::Cell), &[gates, c])?;
     Ok([states.select_index(0, 4)?, states.select_index(0, 5)?])
 }
 
-/// The cell by its formula, laid out as the fused op's output (`[6, N, H]`, the activations first).
-fn composite_cell<B: Backend>(gates: &Tensor<B>, c: &Tensor<B>) -> Result<Tensor<B>> {
+/// The cell by its formula: the activations `[σ(i), σ(f), tanh(g), σ(o)]`, `h'` and `c'`.
+type Parts<B> = ([Tensor<B>; 4], Tensor<B>, Tensor<B>);
+
+fn composite_parts<B: Backend>(gates: &Tensor<B>, c: &Tensor<B>) -> Result<Parts<B>> {
     let g = gates.chunk(4, -1)?;
     let i = g[0].sigmoid()?;
     let f = g[1].sigmoid()?;
@@ -44,6 +46,13 @@ fn composite_cell<B: Backend>(gates: &Tensor<B>, c: &Tensor<B>) -> Result<Tensor
     let o = g[3].sigmoid()?;
     let c_new = f.mul(c)?.add(i.mul(&cand)?)?;
     let h_new = o.mul(c_new.tanh()?)?;
+    Ok(([i, f, cand, o], h_new, c_new))
+}
+
+/// The composite cell laid out as the fused op's output (`[6, N, H]`, the activations first), which
+/// the rules differentiate for higher orders and forward mode.
+fn composite_cell<B: Backend>(gates: &Tensor<B>, c: &Tensor<B>) -> Result<Tensor<B>> {
+    let ([i, f, cand, o], h_new, c_new) = composite_parts(gates, c)?;
     let (n, h) = (c.shape()[0], c.shape()[1]);
     let acts = Tensor::cat(&[&i, &f, &cand, &o], -1)?.reshape([4, n, h])?;
     let states = Tensor::stack(&[&h_new, &c_new], 0)?;
