@@ -214,6 +214,68 @@ tanh_impl!(
     ]
 );
 
+/// The float types the vectorisable kernels compute in (`f32`, `f64`): arithmetic, the constants the
+/// kernels start from, and this module's functions by method, so that one generic kernel serves both.
+pub trait SimdFloat:
+    Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+{
+    /// `0`.
+    const ZERO: Self;
+    /// `1`.
+    const ONE: Self;
+    /// `-inf`, the identity of `max`.
+    const NEG_INFINITY: Self;
+    /// `e^self` ([`exp_f32`], [`exp_f64`]).
+    fn exp(self) -> Self;
+    /// The logistic function ([`sigmoid_f32`], [`sigmoid_f64`]).
+    fn sigmoid(self) -> Self;
+    /// The hyperbolic tangent ([`tanh_f32`], [`tanh_f64`]).
+    fn tanh(self) -> Self;
+    /// `self^(1/2)`.
+    fn sqrt(self) -> Self;
+    /// `value` rounded to this type.
+    fn from_f64(value: f64) -> Self;
+}
+
+macro_rules! simd_float {
+    ($f:ty, $exp:ident, $sigmoid:ident, $tanh:ident) => {
+        impl SimdFloat for $f {
+            const ZERO: $f = 0.0;
+            const ONE: $f = 1.0;
+            const NEG_INFINITY: $f = <$f>::NEG_INFINITY;
+            #[inline(always)]
+            fn exp(self) -> $f {
+                $exp(self)
+            }
+            #[inline(always)]
+            fn sigmoid(self) -> $f {
+                $sigmoid(self)
+            }
+            #[inline(always)]
+            fn tanh(self) -> $f {
+                $tanh(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> $f {
+                <$f>::sqrt(self)
+            }
+            fn from_f64(value: f64) -> $f {
+                value as $f
+            }
+        }
+    };
+}
+
+simd_float!(f32, exp_f32, sigmoid_f32, tanh_f32);
+simd_float!(f64, exp_f64, sigmoid_f64, tanh_f64);
+
 #[cfg(test)]
 mod tests {
     use super::*;

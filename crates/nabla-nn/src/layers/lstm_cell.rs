@@ -14,7 +14,7 @@
 //! to rounding. The fused op runs on the CPU backend for `f32` and `f64`; elsewhere (other backends,
 //! traced programs) the cell is the composite.
 
-use nabla_core::simd_math::{sigmoid_f32, sigmoid_f64, tanh_f32, tanh_f64};
+use nabla_core::simd_math::SimdFloat;
 use nabla_core::{
     Backend, DType, Error, ExtensionOp, HostAllocator, HostData, HostView, OutputSpec, Result,
 };
@@ -188,50 +188,11 @@ impl ExtensionOp for LstmOp {
     }
 }
 
-/// The float types of the kernels, with the vectorisable activations of `nabla_core::simd_math`.
-trait CellFloat:
-    nabla_core::Element
-    + Copy
-    + Send
-    + Sync
-    + std::ops::Add<Output = Self>
-    + std::ops::Sub<Output = Self>
-    + std::ops::Mul<Output = Self>
-{
-    const ONE: Self;
-    fn sigmoid(self) -> Self;
-    fn tanh(self) -> Self;
-}
-
-impl CellFloat for f32 {
-    const ONE: f32 = 1.0;
-    #[inline(always)]
-    fn sigmoid(self) -> f32 {
-        sigmoid_f32(self)
-    }
-    #[inline(always)]
-    fn tanh(self) -> f32 {
-        tanh_f32(self)
-    }
-}
-
-impl CellFloat for f64 {
-    const ONE: f64 = 1.0;
-    #[inline(always)]
-    fn sigmoid(self) -> f64 {
-        sigmoid_f64(self)
-    }
-    #[inline(always)]
-    fn tanh(self) -> f64 {
-        tanh_f64(self)
-    }
-}
-
 /// Batch rows per parallel task: rows of a few hundred units are a few microseconds of work each.
 const ROWS_PER_TASK: usize = 8;
 
 /// Runs `op` on `n` rows of `h` units; inputs already validated by [`LstmOp::dims`].
-fn kernel<T: CellFloat>(
+fn kernel<T: SimdFloat + nabla_core::Element>(
     op: LstmOp,
     data: &[&HostData],
     n: usize,
@@ -286,7 +247,7 @@ fn kernel<T: CellFloat>(
 /// One batch row of the cell: the activations `[σ(i), σ(f), tanh(g), σ(o)]` into `acts`, then the
 /// new states.
 #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-fn cell_row<T: CellFloat>(
+fn cell_row<T: SimdFloat>(
     g: &[T],
     c: &[T],
     acts: &mut [MaybeUninit<T>],
@@ -325,7 +286,7 @@ struct RowIn<'a, T> {
 
 /// One batch row of the vjp: `out` is `[di, df, dg, do, dc_prev]`, `h` each.
 #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-fn cell_vjp_row<T: CellFloat>(x: &RowIn<'_, T>, out: &mut [MaybeUninit<T>]) {
+fn cell_vjp_row<T: SimdFloat>(x: &RowIn<'_, T>, out: &mut [MaybeUninit<T>]) {
     let h = x.c.len();
     let (ai, rest) = x.acts.split_at(h);
     let (af, rest) = rest.split_at(h);

@@ -8,75 +8,15 @@
 //! at least [`TASK_ELEMENTS`] elements.
 
 use super::RowKernel;
-use nabla_core::simd_math::{exp_f32, exp_f64};
+pub(super) use nabla_core::simd_math::SimdFloat as RowFloat;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
-use std::ops::{Add, Div, Mul, Sub};
 
 /// Elements per parallel task: below it a second thread costs more than it saves.
 pub(super) const TASK_ELEMENTS: usize = 1 << 14;
 
 /// Independent accumulators of a row sum.
 const LANES: usize = 8;
-
-/// The float types the kernels compute in.
-pub(super) trait RowFloat:
-    Copy
-    + Send
-    + Sync
-    + PartialOrd
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-    + Div<Output = Self>
-{
-    /// `0`.
-    const ZERO: Self;
-    /// `1`.
-    const ONE: Self;
-    /// `-inf`, the identity of `max`.
-    const NEG_INFINITY: Self;
-    /// `e^self`, vectorisable.
-    fn exp(self) -> Self;
-    /// `self^(1/2)`.
-    fn sqrt(self) -> Self;
-    /// `value` rounded to this type.
-    fn from_f64(value: f64) -> Self;
-}
-
-impl RowFloat for f32 {
-    const ZERO: f32 = 0.0;
-    const ONE: f32 = 1.0;
-    const NEG_INFINITY: f32 = f32::NEG_INFINITY;
-    #[inline(always)]
-    fn exp(self) -> f32 {
-        exp_f32(self)
-    }
-    #[inline(always)]
-    fn sqrt(self) -> f32 {
-        f32::sqrt(self)
-    }
-    fn from_f64(value: f64) -> f32 {
-        value as f32
-    }
-}
-
-impl RowFloat for f64 {
-    const ZERO: f64 = 0.0;
-    const ONE: f64 = 1.0;
-    const NEG_INFINITY: f64 = f64::NEG_INFINITY;
-    #[inline(always)]
-    fn exp(self) -> f64 {
-        exp_f64(self)
-    }
-    #[inline(always)]
-    fn sqrt(self) -> f64 {
-        f64::sqrt(self)
-    }
-    fn from_f64(value: f64) -> f64 {
-        value
-    }
-}
 
 /// `Σ f(a_i, b_i)` over two rows of one length, in [`LANES`] interleaved accumulators (whole chunks
 /// of the rows, so the loop has no bounds checks and vectorises).
