@@ -4,8 +4,11 @@
 //! for large inputs. Window taps in the padding are skipped, so padding never wins; ties keep the first
 //! maximum in row-major window order; the first NaN of a window is its maximum, as in PyTorch.
 
+mod gathered;
+
 use crate::CpuStorage;
 use crate::strided::gather_view;
+use gathered::{GatheredPool, Windows};
 use nabla_core::{DType, Element, Error, Layout, Pool2dParams, Result};
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -154,6 +157,22 @@ impl Geometry {
 }
 
 impl Geometry {
+    /// The window offsets for the gathering kernels, when every window lies wholly inside the plane
+    /// (no padding, no ceil-mode overhang; any stride and dilation).
+    fn windows(&self) -> Option<Windows> {
+        let whole = |a: &AxisTaps| a.pad == 0 && a.count.iter().all(|&c| c == a.outputs.len());
+        if !(whole(&self.rows) && whole(&self.cols)) {
+            return None;
+        }
+        Windows::new(
+            self.w,
+            (self.rows.count.len(), self.out_w()),
+            (self.rows.outputs.len(), self.cols.outputs.len()),
+            (self.rows.stride, self.cols.stride),
+            (self.rows.dilation, self.cols.dilation),
+        )
+    }
+
     /// `(kh, kw)` when every window lies wholly inside the plane with unit dilation (no padding, no
     /// ceil-mode overhang): then each output reads its `kh x kw` window directly.
     fn dense_kernel(&self) -> Option<(usize, usize)> {
@@ -311,7 +330,7 @@ pub(crate) fn max_pool2d(
     go!(F32 => f32, F64 => f64, I32 => i32, I64 => i64, U8 => u8)
 }
 
-fn pool_typed<T: Element + PartialOrd>(
+fn pool_typed<T: Element + PartialOrd + GatheredPool>(
     data: &[T],
     layout: &Layout,
     g: &Geometry,
@@ -326,8 +345,13 @@ fn pool_typed<T: Element + PartialOrd>(
     // Pooled buffers (zeroed here, every element is overwritten) avoid fresh pages on every call.
     let mut vals = crate::strided::filled_vec(planes * plane_out, T::zero());
     let mut idx = crate::strided::filled_vec(planes * plane_out, 0i64);
+    let windows = g.windows();
     let run = |(i, (v, ix)): (usize, (&mut [T], &mut [i64]))| {
-        g.pool_plane(&input[i * plane_in..(i + 1) * plane_in], v, ix)
+        let plane = &input[i * plane_in..(i + 1) * plane_in];
+        match &windows {
+            Some(w) if T::pool_gathered(plane, w, v, ix) => Ok(()),
+            _ => g.pool_plane(plane, v, ix),
+        }
     };
     let outcome = if plane_out == 0 {
         Ok(())
