@@ -2,7 +2,7 @@
 //! of gather) and `one_hot`.
 //!
 //! Indices are `I64`; gather, index_select and scatter_add accept negative indices counting from the end.
-//! Every index is validated before any output is written, and the first invalid one in row-major order is
+//! Every index is validated before an output is returned, and the first invalid one in row-major order is
 //! reported. Index views may be strided or broadcast like any other input.
 
 use super::walk::{SharedOut, write_slice};
@@ -287,10 +287,18 @@ pub(crate) fn scatter_add(
             .with_hint("the index and the source must have one shape"));
     }
     check_index_shape(OP, ld.shape(), li.shape(), axis)?;
-    check_signed(OP, idx, li, ld.shape()[axis])?;
     macro_rules! go {
         ($v:expr) => {
-            scatter_checked($v, ld, axis, idx, li, src.typed(OP)?, ls).map(CpuStorage::from_vec)
+            match scatter_onto_constant_lines($v, ld, axis, idx, li, src.typed(OP)?, ls) {
+                Some(Ok(out)) => Ok(CpuStorage::from_vec(out)),
+                // An invalid index: the full check names the first one.
+                Some(Err(())) => check_signed(OP, idx, li, ld.shape()[axis])
+                    .and(Err(Error::invalid(OP, "an index is out of bounds"))),
+                None => check_signed(OP, idx, li, ld.shape()[axis]).and_then(|()| {
+                    scatter_checked($v, ld, axis, idx, li, src.typed(OP)?, ls)
+                        .map(CpuStorage::from_vec)
+                }),
+            }
         };
     }
     match dst.host() {
@@ -303,6 +311,77 @@ pub(crate) fn scatter_add(
         HostSlice::U8(v) => go!(v),
         other => Err(Error::dtype(OP, other.dtype())),
     }
+}
+
+/// Scatter-add along the last axis onto a broadcast constant (the zeros of a gather's gradient, as in
+/// max pooling's backward), one output line at a time: each line is filled and receives its
+/// contributions while it is in cache, instead of the whole output being filled first and then
+/// revisited. Indices are checked as they are used; `Some(Err(()))` when one is out of bounds (the
+/// output is then dropped), `None` when the destination or the axis does not fit this path.
+fn scatter_onto_constant_lines<T: Accumulate>(
+    dst: &[T],
+    ld: &Layout,
+    axis: usize,
+    idx: &[i64],
+    li: &Layout,
+    src: &[T],
+    ls: &Layout,
+) -> Option<std::result::Result<Vec<T>, ()>> {
+    let n = ld.shape()[axis];
+    let constant = ld.strides().iter().all(|&s| s == 0);
+    if axis + 1 != ld.rank() || !constant || n == 0 || ld.numel() == 0 || li.numel() == 0 {
+        return None;
+    }
+    let fill = dst[ld.offset()];
+    // `base` addresses the start of each output line; its zero stride along the axis keeps each row of
+    // the plan to one index line.
+    let mut strides = contiguous_strides(ld.shape());
+    strides[axis] = 0;
+    let base = Layout::from_parts(li.shape().to_vec(), strides, 0).ok()?;
+    let plan = RowPlan::new([&base, li, ls]);
+    let len = plan.inner_len;
+    if len != li.shape()[axis] || plan.rows() * n != ld.numel() {
+        return None;
+    }
+    let [_, si, ss] = plan.inner_strides;
+    let (m, ni) = (n as isize, n as i64);
+    let lines = |r0: usize, out: &mut [std::mem::MaybeUninit<T>]| -> bool {
+        let mut valid = true;
+        let first = r0 * n;
+        plan.for_rows(r0, r0 + out.len() / n, |_, [ob, oi, os]| {
+            let line = &mut out[ob - first..ob - first + n];
+            line.fill(std::mem::MaybeUninit::new(fill));
+            let (mut pi, mut ps) = (oi as isize, os as isize);
+            for _ in 0..len {
+                let i = idx[pi as usize];
+                if !(-ni..ni).contains(&i) {
+                    valid = false;
+                    return;
+                }
+                let slot = &mut line[resolved(i, m) as usize];
+                // SAFETY: the whole line was initialised above.
+                let sum = unsafe { slot.assume_init() }.accumulate(src[ps as usize]);
+                *slot = std::mem::MaybeUninit::new(sum);
+                pi += si;
+                ps += ss;
+            }
+        });
+        valid
+    };
+    // Every line is filled before its indices are read, so the buffer is whole even after a bad index.
+    let mut valid = true;
+    let out = build(ld.numel(), |out| {
+        valid = if out.len() >= PARALLEL_THRESHOLD && plan.rows() > 1 {
+            let per_task = (CHUNK / n).max(1);
+            out.par_chunks_mut(per_task * n)
+                .enumerate()
+                .map(|(t, o)| lines(t * per_task, o))
+                .reduce(|| true, |a, b| a & b)
+        } else {
+            lines(0, out)
+        };
+    });
+    Some(if valid { Ok(out) } else { Err(()) })
 }
 
 /// Scatter-add with validated indices and shapes. Each output element receives its contributions in

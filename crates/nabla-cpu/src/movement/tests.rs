@@ -4,7 +4,7 @@
 use crate::{CpuBackend, CpuStorage};
 use half::f16;
 use nabla_core::num_complex::{Complex32, Complex64};
-use nabla_core::{Backend, DType, Element, Layout, Scalar};
+use nabla_core::{Backend, DType, Element, Error, Layout, Scalar};
 use proptest::prelude::*;
 
 /// A small deterministic generator for test data and view choices.
@@ -297,12 +297,38 @@ fn check_scatter<T: Element>(
         assert!(got.is_err());
         return;
     }
-    let want = scatter_reference(&dst, &ld, axis, &idx, &li, &src, &ls, add);
+    let want = scatter_reference(&dst, &ld, axis, &idx, &li, &src, &ls, &add);
     assert_eq!(
         typed::<T>(&got.unwrap()),
         want,
         "scatter_add into {ld:?} by {li:?} from {ls:?}"
     );
+    // Onto a broadcast constant (a gather's gradient): line by line along the last axis.
+    let lc = Layout::from_parts(shape.to_vec(), vec![0; shape.len()], 0).unwrap();
+    let constant = values::<T>(1, seed);
+    let scatter = |idx: &[i64]| {
+        CpuBackend.scatter_add(
+            &CpuStorage::from_vec(constant.clone()),
+            &lc,
+            axis,
+            &CpuStorage::from_vec(idx.to_vec()),
+            &li,
+            &CpuStorage::from_vec(src.clone()),
+            &ls,
+        )
+    };
+    let want = scatter_reference(&constant, &lc, axis, &idx, &li, &src, &ls, &add);
+    assert_eq!(typed::<T>(&scatter(&idx).unwrap()), want, "onto {lc:?}");
+    // A bad index is reported as on the general path: the first in row-major order of the view.
+    if let Some(o) = li.offsets().nth(li.numel() / 2) {
+        let mut bad = idx.clone();
+        bad[o] = n + 3;
+        let first = li.offsets().map(|o| bad[o]).find(|i| !(-n..n).contains(i));
+        match scatter(&bad) {
+            Err(Error::IndexOutOfBounds { index, .. }) => assert_eq!(Some(index), first),
+            other => panic!("expected an index error, got {other:?}"),
+        }
+    }
 }
 
 fn check_one_hot<T: Element>(shape: &[usize], classes: usize, seed: u64) {
@@ -566,6 +592,34 @@ fn scatter_add_duplicates_are_exact_and_deterministic() {
         let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
         assert_eq!(bits(typed::<f32>(&got)), bits(want));
     }
+}
+
+#[test]
+fn scatter_add_onto_zeros_splits_lines_across_threads() {
+    // Max pooling's backward: 4 values per 16-element line (some repeated), 40 000 lines, onto a
+    // broadcast zero; bit for bit the sequential accumulation.
+    let (lines, n, m) = (40_000, 16, 4);
+    let ld = Layout::from_parts(vec![lines, n], vec![0, 0], 0).unwrap();
+    let li = Layout::contiguous([lines, m]);
+    let mut rng = Lcg(9);
+    let src: Vec<f32> = (0..li.numel())
+        .map(|_| rng.below(1 << 20) as f32 * 1e-3)
+        .collect();
+    let idx = indices(li.numel(), -(n as i64), n as i64, 5);
+    let got = CpuBackend
+        .scatter_add(
+            &CpuStorage::from_vec(vec![0.0f32]),
+            &ld,
+            1,
+            &CpuStorage::from_vec(idx.clone()),
+            &li,
+            &CpuStorage::from_vec(src.clone()),
+            &li,
+        )
+        .unwrap();
+    let want = scatter_reference(&[0.0f32], &ld, 1, &idx, &li, &src, &li, |a, b| a + b);
+    let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+    assert_eq!(bits(typed::<f32>(&got)), bits(want));
 }
 
 #[test]
