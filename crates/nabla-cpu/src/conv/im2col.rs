@@ -168,7 +168,9 @@ pub(super) fn im2col<T: Arith>(x: &[T], img: Image, g: &Geom, cols: &mut [T]) {
 }
 
 /// Adds the columns matrix `cols` (`taps x pixels`, row-major) back onto the contiguous
-/// `[channels, h, w]` image group `dx`: the adjoint of [`im2col`].
+/// `[channels, h, w]` image group `dx`: the adjoint of [`im2col`]. Compiled for AVX2 where the CPU has
+/// it, so that the adds of a short run are vector adds.
+#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
 pub(super) fn col2im<T: Arith>(cols: &[T], g: &Geom, dx: &mut [T]) {
     let pixels = g.pixels();
     let step = g.p.stride.1;
