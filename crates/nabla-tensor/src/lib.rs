@@ -73,6 +73,7 @@ mod creation;
 mod display;
 mod elementwise;
 mod fused_call;
+mod fused_relu;
 mod fused_rows;
 mod index;
 mod indexing;

@@ -21,6 +21,10 @@ impl<B: Backend> Tensor<B> {
     /// ```
     pub fn relu(&self) -> Result<Self> {
         self.check_real_float("relu")?;
+        // One pass each way on the CPU backend (same values and derivatives, see `fused_relu`).
+        if crate::fused_rows::applies(self, 0) {
+            return crate::fused_relu::relu(self);
+        }
         self.gt(0.0)?.where_(self, 0.0)
     }
 
