@@ -131,7 +131,8 @@ impl<B: Backend> Tensor<B> {
 }
 
 /// `true` when `x`'s softmax or layer norm over its last `row_axes` axes should run as a fused row op:
-/// on the CPU backend, for `f32` or `f64`, with non-empty rows.
+/// on the CPU backend, for `f32` or `f64`, with non-empty rows. With `row_axes = 0` (rows of one
+/// element), whether an elementwise fused op such as [`crate::fused_relu`] applies.
 pub(crate) fn applies<B: Backend>(x: &Tensor<B>, row_axes: usize) -> bool {
     x.backend().device().kind == "cpu"
         && matches!(x.dtype(), DType::F32 | DType::F64)
