@@ -84,33 +84,7 @@ impl ExtensionOp for ReluOp {
     }
 
     fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
-        let op = self.op_name();
-        if inputs.len() != self.arity() {
-            return Err(Error::invalid(
-                op,
-                format!("takes {} inputs, got {}", self.arity(), inputs.len()),
-            ));
-        }
-        let (dtype, shape) = inputs[0];
-        if !matches!(dtype, DType::F32 | DType::F64) {
-            return Err(Error::dtype(op, dtype).with_hint(format!("{op} takes f32 or f64 input")));
-        }
-        for &(d, s) in &inputs[1..] {
-            if d != dtype {
-                return Err(Error::DTypeMismatch {
-                    op: "fused.relu_vjp",
-                    lhs: dtype,
-                    rhs: d,
-                });
-            }
-            if s != shape {
-                return Err(Error::shapes(op, shape, s).with_hint("both inputs need one shape"));
-            }
-        }
-        Ok(OutputSpec {
-            dtype,
-            shape: shape.to_vec(),
-        })
+        crate::fused_rows::same_float_inputs(self.op_name(), self.arity(), inputs)
     }
 
     fn host_kernel(&self, views: &[HostView<'_>], alloc: &dyn HostAllocator) -> Result<HostData> {

@@ -313,6 +313,14 @@ pub(crate) fn scatter_add(
     }
 }
 
+/// For every element of the index `li`, the position in the contiguous output of shape `ld.shape()`
+/// where its line along `axis` starts (the output position with index 0 on `axis`).
+fn line_starts(ld: &Layout, li: &Layout, axis: usize) -> Result<Layout> {
+    let mut strides = contiguous_strides(ld.shape());
+    strides[axis] = 0;
+    Layout::from_parts(li.shape().to_vec(), strides, 0)
+}
+
 /// Scatter-add along the last axis onto a broadcast constant (the zeros of a gather's gradient, as in
 /// max pooling's backward), one output line at a time: each line is filled and receives its
 /// contributions while it is in cache, instead of the whole output being filled first and then
@@ -333,11 +341,8 @@ fn scatter_onto_constant_lines<T: Accumulate>(
         return None;
     }
     let fill = dst[ld.offset()];
-    // `base` addresses the start of each output line; its zero stride along the axis keeps each row of
-    // the plan to one index line.
-    let mut strides = contiguous_strides(ld.shape());
-    strides[axis] = 0;
-    let base = Layout::from_parts(li.shape().to_vec(), strides, 0).ok()?;
+    // Its zero stride along the axis keeps each row of the plan to one index line.
+    let base = line_starts(ld, li, axis).ok()?;
     let plan = RowPlan::new([&base, li, ls]);
     let len = plan.inner_len;
     if len != li.shape()[axis] || plan.rows() * n != ld.numel() {
@@ -400,10 +405,8 @@ fn scatter_checked<T: Accumulate>(
         return Ok(out);
     }
     // `base` addresses the output at position 0 of `axis` for every element of the index.
-    let mut strides = contiguous_strides(ld.shape());
-    let sa = strides[axis];
-    strides[axis] = 0;
-    let base = Layout::from_parts(li.shape().to_vec(), strides, 0)?;
+    let sa = contiguous_strides(ld.shape())[axis];
+    let base = line_starts(ld, li, axis)?;
     // Walk with `axis` innermost: a row then holds every contribution to one line of the output along
     // `axis`, so distinct rows write disjoint output elements and rows can go to different threads.
     let perm: Vec<usize> = (0..ld.rank())

@@ -97,33 +97,24 @@ fn usable<T>(plane: &[T], windows: &Windows, vals: &[T], idx: &[i64]) -> bool {
         && idx.len() == windows.outputs
 }
 
-impl GatheredPool for f32 {
-    fn pool_gathered(plane: &[f32], windows: &Windows, vals: &mut [f32], idx: &mut [i64]) -> bool {
-        if !usable(plane, windows, vals, idx) {
-            return false;
+macro_rules! gathers {
+    ($($t:ty => $kernel:ident),*) => {$(
+        impl GatheredPool for $t {
+            fn pool_gathered(plane: &[Self], windows: &Windows, vals: &mut [Self], idx: &mut [i64]) -> bool {
+                if !usable(plane, windows, vals, idx) {
+                    return false;
+                }
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: AVX2 is present, and every gathered position (at most `reach`) lies in `plane`.
+                unsafe {
+                    x86::$kernel(plane, windows, vals, idx)
+                };
+                cfg!(target_arch = "x86_64")
+            }
         }
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: AVX2 is present, and every gathered position (at most `reach`) lies in `plane`.
-        unsafe {
-            x86::pool_f32(plane, windows, vals, idx)
-        };
-        cfg!(target_arch = "x86_64")
-    }
+    )*};
 }
-
-impl GatheredPool for f64 {
-    fn pool_gathered(plane: &[f64], windows: &Windows, vals: &mut [f64], idx: &mut [i64]) -> bool {
-        if !usable(plane, windows, vals, idx) {
-            return false;
-        }
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: AVX2 is present, and every gathered position (at most `reach`) lies in `plane`.
-        unsafe {
-            x86::pool_f64(plane, windows, vals, idx)
-        };
-        cfg!(target_arch = "x86_64")
-    }
-}
+gathers!(f32 => pool_f32, f64 => pool_f64);
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {

@@ -159,42 +159,17 @@ impl ExtensionOp for RowOp {
 
     fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
         let op = self.op_name();
-        let arity = self.kernel.arity();
-        if inputs.len() != arity {
-            return Err(Error::invalid(
-                op,
-                format!("takes {arity} inputs, got {}", inputs.len()),
-            ));
-        }
-        let (dtype, shape) = inputs[0];
-        if !matches!(dtype, DType::F32 | DType::F64) {
-            return Err(Error::dtype(op, dtype).with_hint(format!("{op} takes f32 or f64 input")));
-        }
-        if shape.len() < self.row_axes {
+        let spec = same_float_inputs(op, self.kernel.arity(), inputs)?;
+        if spec.shape.len() < self.row_axes {
             return Err(Error::invalid(
                 op,
                 format!(
-                    "rows span the last {} axes, but the input has shape {shape:?}",
-                    self.row_axes
+                    "rows span the last {} axes, but the input has shape {:?}",
+                    self.row_axes, spec.shape
                 ),
             ));
         }
-        for &(d, s) in &inputs[1..] {
-            if d != dtype {
-                return Err(Error::DTypeMismatch {
-                    op: "fused row op",
-                    lhs: dtype,
-                    rhs: d,
-                });
-            }
-            if s != shape {
-                return Err(Error::shapes(op, shape, s).with_hint("both inputs need one shape"));
-            }
-        }
-        Ok(OutputSpec {
-            dtype,
-            shape: shape.to_vec(),
-        })
+        Ok(spec)
     }
 
     fn host_kernel(&self, views: &[HostView<'_>], alloc: &dyn HostAllocator) -> Result<HostData> {
@@ -222,6 +197,41 @@ impl ExtensionOp for RowOp {
     fn maps_leading_dims(&self) -> bool {
         true
     }
+}
+
+/// The output of a fused op over `arity` inputs of one shape and one float dtype (`f32` or `f64`):
+/// that shape and dtype, or an error naming `op` and what was expected.
+pub(crate) fn same_float_inputs(
+    op: &'static str,
+    arity: usize,
+    inputs: &[(DType, &[usize])],
+) -> Result<OutputSpec> {
+    if inputs.len() != arity {
+        return Err(Error::invalid(
+            op,
+            format!("takes {arity} inputs, got {}", inputs.len()),
+        ));
+    }
+    let (dtype, shape) = inputs[0];
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        return Err(Error::dtype(op, dtype).with_hint(format!("{op} takes f32 or f64 input")));
+    }
+    for &(d, s) in &inputs[1..] {
+        if d != dtype {
+            return Err(Error::DTypeMismatch {
+                op,
+                lhs: dtype,
+                rhs: d,
+            });
+        }
+        if s != shape {
+            return Err(Error::shapes(op, shape, s).with_hint("the inputs need one shape"));
+        }
+    }
+    Ok(OutputSpec {
+        dtype,
+        shape: shape.to_vec(),
+    })
 }
 
 /// The second input's `f32` values, or none.
