@@ -289,16 +289,17 @@ pub(crate) fn scatter_add(
     check_index_shape(OP, ld.shape(), li.shape(), axis)?;
     macro_rules! go {
         ($v:expr) => {
-            match scatter_onto_constant_lines($v, ld, axis, idx, li, src.typed(OP)?, ls) {
-                Some(Ok(out)) => Ok(CpuStorage::from_vec(out)),
-                // An invalid index: the full check names the first one.
-                Some(Err(())) => check_signed(OP, idx, li, ld.shape()[axis])
-                    .and(Err(Error::invalid(OP, "an index is out of bounds"))),
-                None => check_signed(OP, idx, li, ld.shape()[axis]).and_then(|()| {
-                    scatter_checked($v, ld, axis, idx, li, src.typed(OP)?, ls)
-                        .map(CpuStorage::from_vec)
-                }),
+            Scatter {
+                dst: $v,
+                ld,
+                axis,
+                idx,
+                li,
+                src: src.typed(OP)?,
+                ls,
             }
+            .run()
+            .map(CpuStorage::from_vec)
         };
     }
     match dst.host() {
@@ -310,6 +311,37 @@ pub(crate) fn scatter_add(
         HostSlice::I64(v) => go!(v),
         HostSlice::U8(v) => go!(v),
         other => Err(Error::dtype(OP, other.dtype())),
+    }
+}
+
+/// The operands of one scatter-add, shapes and dtypes already checked: `src` added into a copy of
+/// `dst` at the positions `idx` names along `axis`.
+#[derive(Clone, Copy)]
+struct Scatter<'a, T> {
+    dst: &'a [T],
+    ld: &'a Layout,
+    axis: usize,
+    idx: &'a [i64],
+    li: &'a Layout,
+    src: &'a [T],
+    ls: &'a Layout,
+}
+
+impl<T: Accumulate> Scatter<'_, T> {
+    /// The result, line by line onto a constant where that applies, else after checking every index
+    /// (an invalid index is reported as the first in row-major order of the index view either way).
+    fn run(self) -> Result<Vec<T>> {
+        const OP: &str = "scatter_add";
+        let n = self.ld.shape()[self.axis];
+        match scatter_onto_constant_lines(self) {
+            Some(Ok(out)) => Ok(out),
+            Some(Err(())) => check_signed(OP, self.idx, self.li, n)
+                .and(Err(Error::invalid(OP, "an index is out of bounds"))),
+            None => {
+                check_signed(OP, self.idx, self.li, n)?;
+                scatter_checked(self)
+            }
+        }
     }
 }
 
@@ -327,14 +359,17 @@ fn line_starts(ld: &Layout, li: &Layout, axis: usize) -> Result<Layout> {
 /// revisited. Indices are checked as they are used; `Some(Err(()))` when one is out of bounds (the
 /// output is then dropped), `None` when the destination or the axis does not fit this path.
 fn scatter_onto_constant_lines<T: Accumulate>(
-    dst: &[T],
-    ld: &Layout,
-    axis: usize,
-    idx: &[i64],
-    li: &Layout,
-    src: &[T],
-    ls: &Layout,
+    s: Scatter<'_, T>,
 ) -> Option<std::result::Result<Vec<T>, ()>> {
+    let Scatter {
+        dst,
+        ld,
+        axis,
+        idx,
+        li,
+        src,
+        ls,
+    } = s;
     let n = ld.shape()[axis];
     let constant = ld.strides().iter().all(|&s| s == 0);
     if axis + 1 != ld.rank() || !constant || n == 0 || ld.numel() == 0 || li.numel() == 0 {
@@ -391,15 +426,16 @@ fn scatter_onto_constant_lines<T: Accumulate>(
 
 /// Scatter-add with validated indices and shapes. Each output element receives its contributions in
 /// row-major order of the index, so the result is deterministic, also when work is split across threads.
-fn scatter_checked<T: Accumulate>(
-    dst: &[T],
-    ld: &Layout,
-    axis: usize,
-    idx: &[i64],
-    li: &Layout,
-    src: &[T],
-    ls: &Layout,
-) -> Result<Vec<T>> {
+fn scatter_checked<T: Accumulate>(s: Scatter<'_, T>) -> Result<Vec<T>> {
+    let Scatter {
+        dst,
+        ld,
+        axis,
+        idx,
+        li,
+        src,
+        ls,
+    } = s;
     let mut out = gather_view(dst, ld);
     if li.numel() == 0 {
         return Ok(out);
