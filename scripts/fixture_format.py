@@ -10,7 +10,7 @@ and each case is
     {"name": str, "op": str, "params": {...},
      "inputs": [{"dtype": str, "shape": [...], "data": [...], "view": [step, ...]?}, ...],
      "expected": {"dtype": str, "shape": [...], "data": [...]},
-     "exact": bool?, "signed_zero": bool?}
+     "exact": bool?, "signed_zero": bool?, "expected_ftz": {...}?}
 
 Encoding of `data` (row-major, flattened):
   * floats: JSON numbers; the special values as strings "nan", "inf", "-inf", "-0.0";
@@ -31,6 +31,10 @@ are applied to the NumPy array), so that ops are checked on strided, broadcast a
 `exact` asks for bit-exact float comparison (IEEE-exact ops); otherwise the Rust test uses a relative
 tolerance (about 1e-12 for float64, 1e-6 for float32). `signed_zero` also requires the sign of zero
 results to match. NaN always matches NaN.
+
+`expected_ftz` (float32 cases with subnormal inputs) is NumPy's result with every float32 subnormal, in the
+inputs and in the result, flushed to a zero of its sign: what a device that flushes subnormals (NVIDIA's
+GPUs under Vulkan) computes. Such a backend's results may match either expectation.
 """
 
 from __future__ import annotations
@@ -137,7 +141,7 @@ class Family:
         self.cases: list[dict] = []
         self.names: set[str] = set()
 
-    def add(self, name, op, params, inputs, expected, exact=False, signed_zero=False):
+    def add(self, name, op, params, inputs, expected, exact=False, signed_zero=False, expected_ftz=None):
         """`inputs` is a list of arrays or (array, view_steps) pairs."""
         if name in self.names:
             raise ValueError(f"duplicate case name {name}")
@@ -156,6 +160,8 @@ class Family:
             case["exact"] = True
         if signed_zero:
             case["signed_zero"] = True
+        if expected_ftz is not None:
+            case["expected_ftz"] = encode(expected_ftz)
         self.cases.append(case)
 
     def write(self) -> tuple[str, int, int]:
@@ -166,6 +172,14 @@ class Family:
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
         return path, len(self.cases), len(text.encode())
+
+
+def flush_subnormals(a):
+    """`a` with float32 subnormals replaced by zeros of their sign (other dtypes unchanged)."""
+    a = np.asarray(a)
+    if a.dtype != np.float32:
+        return a
+    return np.where(np.abs(a) < np.finfo(np.float32).tiny, np.copysign(np.float32(0), a), a).astype(np.float32)
 
 
 def viewed(arr, steps):

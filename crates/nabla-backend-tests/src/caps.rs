@@ -45,6 +45,7 @@ pub struct Capabilities {
     dtypes: Vec<DType>,
     tolerances: Vec<(DType, Tolerance)>,
     exact_floats: bool,
+    flushes_subnormals: bool,
 }
 
 impl Capabilities {
@@ -59,6 +60,7 @@ impl Capabilities {
             dtypes: dtypes.to_vec(),
             tolerances: Vec::new(),
             exact_floats: true,
+            flushes_subnormals: false,
         }
     }
 
@@ -71,11 +73,24 @@ impl Capabilities {
     }
 
     /// Float results that IEEE 754 defines exactly (a division, a square root, a cast) may still round
-    /// differently (WGSL allows 2.5 ULP for division, for example), and subnormals may flush to zero: the
-    /// fixture cases marked bit-exact are then compared with the dtype's tolerance instead.
+    /// differently (WGSL allows 2.5 ULP for division, for example): the fixture cases marked bit-exact
+    /// are then compared with the dtype's tolerance instead.
     pub fn inexact_floats(mut self) -> Capabilities {
         self.exact_floats = false;
         self
+    }
+
+    /// float32 subnormals (magnitudes below 2^-126) read as zeros of their sign in arithmetic, as on
+    /// NVIDIA's GPUs under Vulkan: each element of a fixture case with subnormal inputs may match
+    /// NumPy's result on flushed inputs (flushed in turn) instead of the plain one.
+    pub fn flushing_subnormals(mut self) -> Capabilities {
+        self.flushes_subnormals = true;
+        self
+    }
+
+    /// `true` if float32 subnormals may be flushed to zero (see [`Capabilities::flushing_subnormals`]).
+    pub fn flushes_subnormals(&self) -> bool {
+        self.flushes_subnormals
     }
 
     /// `true` if the backend holds buffers of `dtype`.

@@ -67,7 +67,11 @@ fn main() -> Result<()> {
     }
     let gpu = WgpuBackend::new()?;
     let cpu = CpuBackend::new();
-    println!("adapter: {}", gpu.adapter_name());
+    println!(
+        "adapter: {} (flushes f32 subnormals: {})",
+        gpu.adapter_name(),
+        gpu.flushes_subnormals()?
+    );
     let mut rng = Generator::new(0);
     let net = model(side, &mut rng, &gpu)?;
     let mut opt = Adam::new(net.parameters(), AdamConfig::default())?;

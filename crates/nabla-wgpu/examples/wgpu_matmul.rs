@@ -23,7 +23,11 @@ fn main() -> Result<()> {
         sizes
     };
     let gpu = WgpuBackend::new()?;
-    println!("adapter: {}", gpu.adapter_name());
+    println!(
+        "adapter: {} (flushes f32 subnormals: {})",
+        gpu.adapter_name(),
+        gpu.flushes_subnormals()?
+    );
     let mut rng = Generator::new(0);
     let normal = Distribution::Normal {
         mean: 0.0,

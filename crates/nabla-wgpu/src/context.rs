@@ -3,7 +3,7 @@
 use nabla_core::{Error, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 use wgpu::util::DeviceExt;
 
@@ -74,6 +74,8 @@ pub(crate) struct Ctx {
     pub max_groups: u32,
     /// Storage buffers one shader may bind (parameters, inputs and outputs together).
     pub max_storage_buffers: u32,
+    /// Whether f32 subnormals flush to zero, once measured (`WgpuBackend::flushes_subnormals`).
+    pub flushes_subnormals: OnceLock<bool>,
     pool: Mutex<Pool>,
     pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
     layouts: Mutex<HashMap<(usize, usize), Layouts>>,
@@ -130,6 +132,7 @@ impl Ctx {
             max_binding,
             max_groups: limits.max_compute_workgroups_per_dimension,
             max_storage_buffers: limits.max_storage_buffers_per_shader_stage,
+            flushes_subnormals: OnceLock::new(),
             pool: Mutex::default(),
             pipelines: Mutex::default(),
             layouts: Mutex::default(),

@@ -86,6 +86,30 @@ impl WgpuBackend {
         format!("{} ({:?})", self.ctx.info.name, self.ctx.info.backend)
     }
 
+    /// `true` when the device flushes f32 subnormals (magnitudes below 2^-126, about 1.18e-38) to
+    /// zeros of their sign in arithmetic, as NVIDIA's GPUs do under Vulkan: WGSL allows it, and
+    /// Vulkan lets no shader ask otherwise there (`shaderDenormPreserveFloat32` is false). On such a
+    /// device `1e-40 * 3e38` is 0 rather than 0.03, `log(1e-40)` is `-inf` and `inf * 1e-40` is
+    /// NaN. Measured once per device, by multiplying a subnormal by one on it.
+    ///
+    /// ```no_run
+    /// let gpu = nabla_wgpu::WgpuBackend::new()?;
+    /// println!("{} flushes subnormals: {}", gpu.adapter_name(), gpu.flushes_subnormals()?);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn flushes_subnormals(&self) -> Result<bool> {
+        if let Some(&flushes) = self.ctx.flushes_subnormals.get() {
+            return Ok(flushes);
+        }
+        let tiny = f32::from_bits(1 << 16);
+        let l = Layout::contiguous([1]);
+        let x = self.upload(HostData::F32(vec![tiny]))?;
+        let one = self.upload(HostData::F32(vec![1.0]))?;
+        let product = self.read(&self.binary(BinaryOp::Mul, &x, &l, &one, &l)?, &l)?;
+        let flushes = product != HostData::F32(vec![tiny]);
+        Ok(*self.ctx.flushes_subnormals.get_or_init(|| flushes))
+    }
+
     /// `true` when the adapter is a software rasteriser running on the CPU.
     pub fn is_software(&self) -> bool {
         self.ctx.info.device_type == wgpu::DeviceType::Cpu

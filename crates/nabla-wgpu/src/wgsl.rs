@@ -224,9 +224,12 @@ fn log2_f(x: f32) -> f32 {
     let em = split_f(x);
     return em.x + log2(em.y);
 }
+// Signs and zeros are read from the bits: a device that flushes subnormals (NVIDIA's) compares
+// 1e-40 equal to zero, yet its logarithm is -92.1.
 fn log_f(x: f32) -> f32 {
-    if (isnan_f(x) || x < 0.0) { return bitcast<f32>(0x7fc00000u); }
-    if (x == 0.0) { return bitcast<f32>(0xff800000u); }
+    let bits = bitcast<u32>(x);
+    if (isnan_f(x) || bits > 0x80000000u) { return bitcast<f32>(0x7fc00000u); }
+    if ((bits & 0x7fffffffu) == 0u) { return bitcast<f32>(0xff800000u); }
     if (!isfinite_f(x)) { return x; }
     let em = split_f(x);
     var e = i32(em.x);
@@ -266,7 +269,7 @@ fn atan2_f(y: f32, x: f32) -> f32 {
         if (!isfinite_f(y)) { r = select(0.25 * pi, 0.75 * pi, xneg); } else { r = select(0.0, pi, xneg); }
     }
     else if (!isfinite_f(y)) { r = 0.5 * pi; }
-    else { let t = atan_f(abs(y / x)); r = select(t, pi - t, xneg); }
+    else { let t = atan_f(abs(div_f(y, x))); r = select(t, pi - t, xneg); }
     return copysign_f(r, y);
 }
 fn cos_turn(u: f32) -> f32 {
@@ -342,6 +345,12 @@ fn fmod_f(a: f32, b: f32) -> f32 {
     if (e >= 1i) { return bitcast<f32>(sa | (u32(e) << 23u) | ((r << (23u - p)) & 0x007fffffu)); }
     return bitcast<f32>(sa | (r << (max(bb, 1u) - 1u)));
 }
+// Vulkan bounds a / b's error only for 2^-126 <= |b| <= 2^126; above, NVIDIA's driver returns 0
+// (3e38 / 3e38 = 0). A quarter of each operand keeps the quotient and brings |b| into range.
+fn div_f(a: f32, b: f32) -> f32 {
+    if (abs(b) > 8.507059e37) { return (a * 0.25) / (b * 0.25); }
+    return a / b;
+}
 // NumPy's `%`: the remainder of `fmod` moved to the sign of the divisor (what the CPU backend does).
 fn rem_f(a: f32, b: f32) -> f32 {
     let m = fmod_f(a, b);
@@ -356,9 +365,10 @@ fn pow_f(x: f32, y: f32) -> f32 {
     let ay = abs(y);
     let yint = trunc(y) == y;
     let odd = yint && ay < 16777216.0 && (u32(ay) & 1u) == 1u;
-    if (x == 0.0) {
+    // Zero and sign from the bits, as in `log_f`: a subnormal base is neither zero nor signless.
+    if ((bitcast<u32>(x) & 0x7fffffffu) == 0u) {
         if (y > 0.0) { return select(0.0, x, odd); }
-        return select(bitcast<f32>(0x7f800000u), 1.0 / x, odd);
+        return select(bitcast<f32>(0x7f800000u), copysign_f(bitcast<f32>(0x7f800000u), x), odd);
     }
     if (x == -1.0 && !isfinite_f(y)) { return 1.0; }
     if (!isfinite_f(x)) {
@@ -366,9 +376,9 @@ fn pow_f(x: f32, y: f32) -> f32 {
         let m = select(0.0, -x, y > 0.0);
         return select(m, -m, odd);
     }
-    if (x < 0.0) {
+    if ((bitcast<u32>(x) >> 31u) == 1u) {
         if (!yint) { return bitcast<f32>(0x7fc00000u); }
-        let m = exp2(y * log2_f(-x));
+        let m = exp2(y * log2_f(bitcast<f32>(bitcast<u32>(x) & 0x7fffffffu)));
         return select(m, -m, odd);
     }
     return exp2(y * log2_f(x));
@@ -525,7 +535,7 @@ pub(crate) fn binary_expr(op: BinaryOp, dtype: DType, a: &str, b: &str) -> Resul
             B::Add => format!("{a} + {b}"),
             B::Sub => format!("{a} - {b}"),
             B::Mul => format!("{a} * {b}"),
-            B::Div => format!("{a} / {b}"),
+            B::Div => format!("div_f({a}, {b})"),
             B::Rem => format!("rem_f({a}, {b})"),
             B::Pow => format!("pow_f({a}, {b})"),
             B::Maximum => format!("max_f({a}, {b})"),

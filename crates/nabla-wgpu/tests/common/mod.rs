@@ -98,6 +98,20 @@ pub fn assert_close(what: &str, got: &HostData, want: &HostData, tol: f64) {
     }
 }
 
+/// `values` with every subnormal replaced by a zero of its sign.
+pub fn flush_subnormals(values: &[f32]) -> Vec<f32> {
+    values
+        .iter()
+        .map(|&v| {
+            if v.is_subnormal() {
+                0.0f32.copysign(v)
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
 /// Uploads `data` to both backends.
 pub fn both(
     g: &WgpuBackend,

@@ -13,7 +13,8 @@ use nabla_tensor::{GraphCompiler, GraphExecutor, Tensor, TracingBackend};
 use nabla_wgpu::WgpuBackend;
 use std::sync::Mutex;
 
-/// Profiling is per device, and the tests share one: the tests that count dispatches take turns.
+/// Profiling is per device, and the tests share one. Every test of this file takes its turn, so
+/// that fused dispatches counted by one come from it alone (other files dispatch none).
 static PROFILING: Mutex<()> = Mutex::new(());
 
 /// `m = (a > b) ? tanh(a * b + 1.5) : -c`, its cast to `i32`, and the comparison: three results
@@ -86,8 +87,8 @@ fn fused_kernels_match_the_cpu_in_one_dispatch() {
         let _turn = PROFILING.lock().unwrap_or_else(|e| e.into_inner());
         g.set_profiling(true);
         let (got, want) = run_both(g, c, &kernel, &data, &layouts, &shape);
-        // Other tests may dispatch single-op kernels meanwhile; only this file's (taking turns)
-        // dispatch fused ones, and a kernel run step by step would dispatch none.
+        // Other tests may dispatch single-op kernels meanwhile, but no fused ones (see
+        // `PROFILING`); a kernel run step by step would dispatch none.
         let calls: usize = g
             .profile()
             .iter()
@@ -121,6 +122,7 @@ fn fused_kernels_match_the_cpu_in_one_dispatch() {
 #[test]
 fn integer_kernels_match_the_cpu() {
     with_gpu(|g, c| {
+        let _turn = PROFILING.lock().unwrap_or_else(|e| e.into_inner());
         for dtype in [DType::I32, DType::I64] {
             let step = FusedStep::new;
             let steps = vec![
@@ -145,6 +147,7 @@ fn integer_kernels_match_the_cpu() {
 #[test]
 fn kernels_wider_than_the_binding_limit_run_step_by_step() {
     with_gpu(|g, c| {
+        let _turn = PROFILING.lock().unwrap_or_else(|e| e.into_inner());
         // Sum of 40 inputs: more storage buffers than any adapter binds per stage.
         let f = DType::F32;
         let mut steps: Vec<FusedStep> = (0..40)
@@ -194,8 +197,8 @@ fn compiled_programs_fuse_on_wgpu() {
                 .map(|d| Tensor::from_host(d.clone(), [64, 33], g).unwrap())
                 .collect::<Vec<_>>()
         };
-        // Other tests share the device and may dispatch elementwise kernels meanwhile, but only the
-        // tests of this file (which take turns) dispatch fused ones.
+        // Other tests share the device and may dispatch elementwise kernels meanwhile, but no
+        // fused ones (see `PROFILING`).
         let calls = |op: &str| {
             g.profile()
                 .iter()
