@@ -1,10 +1,10 @@
 //! ReLU as one pass each way (what PyTorch's `relu` and `threshold_backward` are): `fused.relu`
-//! computes `x > 0 ? x : 0` without the boolean mask the composite `where(x > 0, x, 0)` materialises,
-//! and `fused.relu_vjp(y, g) = y > 0 ? g : 0` gives the cotangent from the output `y` (`y > 0` exactly
-//! where `x > 0`).
+//! computes `x <= 0 ? 0 : x` without the boolean mask the composite `where(x <= 0, 0, x)`
+//! materialises, and `fused.relu_vjp(y, g) = y <= 0 ? 0 : g` gives the cotangent from the output `y`
+//! (`y <= 0` exactly where `x <= 0`).
 //!
-//! The values are those of the composite bit for bit (a NaN input gives 0, as `x > 0` is false for
-//! it), and so are the derivatives:
+//! The values are those of the composite bit for bit (a NaN input gives NaN, as in PyTorch and
+//! JAX: `NaN <= 0` is false), and so are the derivatives:
 //! - both rules of `relu` are `relu_vjp(y, ·)` (its Jacobian is the diagonal 0/1 mask);
 //! - `relu_vjp(y, g)` is linear in `g` with the same mask, and piecewise constant in `y` (derivative
 //!   0, as the composite's comparison has none), so every order composes.
@@ -24,9 +24,9 @@ use std::sync::Arc;
 /// The two ops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum ReluOp {
-    /// `x -> x > 0 ? x : 0`.
+    /// `x -> x <= 0 ? 0 : x`.
     Relu,
-    /// `(y, g) -> y > 0 ? g : 0`.
+    /// `(y, g) -> y <= 0 ? 0 : g`.
     ReluVjp,
 }
 
@@ -57,7 +57,7 @@ pub(crate) fn relu<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
     Tensor::apply_family_op::<FusedRelu>(Arc::new(ReluOp::Relu), &[x])
 }
 
-/// `y > 0 ? g : 0`.
+/// `y <= 0 ? 0 : g`.
 fn relu_vjp<B: Backend>(y: &Tensor<B>, g: &Tensor<B>) -> Result<Tensor<B>> {
     Tensor::apply_family_op::<FusedRelu>(Arc::new(ReluOp::ReluVjp), &[y, g])
 }
@@ -124,7 +124,7 @@ impl ExtensionOp for ReluOp {
 /// Elements per parallel task: a memory-bound pass, worth splitting from a few tens of thousands.
 const CHUNK: usize = 1 << 15;
 
-/// `mask > 0 ? value : 0` elementwise (`mask` and `value` are one slice for `relu` itself).
+/// `mask <= 0 ? 0 : value` elementwise (`mask` and `value` are one slice for `relu` itself).
 fn run<T: Gate>(mask: &[T], value: &[T], alloc: &dyn HostAllocator) -> Vec<T> {
     let n = mask.len();
     let mut out: Vec<T> = alloc.vec(n);
@@ -147,12 +147,13 @@ trait Gate: Copy + PartialOrd + Default + Send + Sync {}
 impl Gate for f32 {}
 impl Gate for f64 {}
 
-/// `out[i] = mask[i] > 0 ? value[i] : 0`, vectorised (a compare and a select per lane).
+/// `out[i] = mask[i] <= 0 ? 0 : value[i]`, vectorised (a compare and a select per lane); a NaN mask
+/// lets the value through.
 #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
 fn gate<T: Gate>(mask: &[T], value: &[T], out: &mut [MaybeUninit<T>]) {
     let zero = T::default();
     for ((o, &m), &v) in out.iter_mut().zip(mask).zip(value) {
-        o.write(if m > zero { v } else { zero });
+        o.write(if m <= zero { zero } else { v });
     }
 }
 
@@ -163,7 +164,26 @@ mod tests {
     use nabla_cpu::CpuBackend;
 
     fn composite(x: &Tensor<CpuBackend>) -> Result<Tensor<CpuBackend>> {
-        x.gt(0.0)?.where_(x, 0.0)
+        x.le(0.0)?.where_(0.0, x)
+    }
+
+    /// NaN propagates (as in PyTorch and JAX), infinities and signed zeros clamp as `max(x, 0)`,
+    /// on the fused path and the composite alike.
+    #[test]
+    fn nan_propagates_and_the_rest_clamps() -> Result<()> {
+        let cpu = CpuBackend::new();
+        let v = [f64::NAN, f64::NEG_INFINITY, -0.0, -2.0, 0.0, 1e-310, f64::INFINITY];
+        for dtype in [DType::F32, DType::F64] {
+            let x = Tensor::from_vec(v.to_vec(), [v.len()], &cpu)?.cast(dtype)?;
+            for y in [relu(&x)?, composite(&x)?, x.relu()?] {
+                let y = y.cast(DType::F64)?.to_vec::<f64>()?;
+                assert!(y[0].is_nan(), "{dtype:?}: {y:?}");
+                let tiny = if dtype == DType::F32 { 0.0 } else { 1e-310 };
+                assert_eq!(y[1..], [0.0, 0.0, 0.0, 0.0, tiny, f64::INFINITY]);
+                assert!(y[1..5].iter().all(|z| z.is_sign_positive()), "{y:?}");
+            }
+        }
+        Ok(())
     }
 
     fn bits(t: &Tensor<CpuBackend>) -> Vec<u64> {

@@ -9,7 +9,8 @@ const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 
 impl<B: Backend> Tensor<B> {
     /// Rectified linear unit `max(x, 0)`. The derivative at 0 is 0 (as `jax.nn.relu`), not the
-    /// one-half that `maximum`'s tie rule would give.
+    /// one-half that `maximum`'s tie rule would give; NaN stays NaN (as in PyTorch and JAX), and
+    /// its cotangent passes through.
     ///
     /// ```
     /// # use nabla_tensor::{Tensor, grad}; use nabla_cpu::CpuBackend;
@@ -25,7 +26,7 @@ impl<B: Backend> Tensor<B> {
         if crate::fused_rows::applies(self, 0) {
             return crate::fused_relu::relu(self);
         }
-        self.gt(0.0)?.where_(self, 0.0)
+        self.le(0.0)?.where_(0.0, self)
     }
 
     /// Leaky ReLU: `x` for `x >= 0`, `negative_slope * x` below (as `jax.nn.leaky_relu`; the derivative
