@@ -172,7 +172,15 @@ mod tests {
     #[test]
     fn nan_propagates_and_the_rest_clamps() -> Result<()> {
         let cpu = CpuBackend::new();
-        let v = [f64::NAN, f64::NEG_INFINITY, -0.0, -2.0, 0.0, 1e-310, f64::INFINITY];
+        let v = [
+            f64::NAN,
+            f64::NEG_INFINITY,
+            -0.0,
+            -2.0,
+            0.0,
+            1e-310,
+            f64::INFINITY,
+        ];
         for dtype in [DType::F32, DType::F64] {
             let x = Tensor::from_vec(v.to_vec(), [v.len()], &cpu)?.cast(dtype)?;
             for y in [relu(&x)?, composite(&x)?, x.relu()?] {
