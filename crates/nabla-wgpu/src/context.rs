@@ -38,18 +38,67 @@ struct Pool {
     bytes: u64,
 }
 
-/// The open command encoder and how many dispatches it holds.
+/// Bytes of the buffer holding one batch's parameter words (see [`Batch::params`]).
+const PARAMS_BYTES: u64 = 1 << 18;
+
+/// The open command encoder, its open compute pass (one for the whole batch: WebGPU makes each
+/// dispatch its own usage scope, so wgpu orders dependent dispatches inside it), how many
+/// dispatches it holds, and their parameter words.
 #[derive(Default)]
 struct Batch {
+    /// Declared before the encoder, so that it ends before the encoder drops.
+    pass: Option<wgpu::ComputePass<'static>>,
     encoder: Option<wgpu::CommandEncoder>,
     pending: usize,
+    /// The parameters of the batch's dispatches, each at an offset aligned for binding, written to
+    /// `Ctx::params` when the batch is submitted (before its commands run), so that a dispatch
+    /// needs no buffer of its own.
+    params: Vec<u32>,
+}
+
+impl Batch {
+    /// The compute pass of the batch, opened (with the encoder) when needed.
+    fn pass(&mut self, device: &wgpu::Device) -> &mut wgpu::ComputePass<'static> {
+        let encoder = self.encoder.get_or_insert_with(|| {
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
+        });
+        self.pass.get_or_insert_with(|| {
+            encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: None,
+                    timestamp_writes: None,
+                })
+                .forget_lifetime()
+        })
+    }
+
+    /// The encoder with no pass open, for copies.
+    fn encoder(&mut self, device: &wgpu::Device) -> &mut wgpu::CommandEncoder {
+        self.pass = None;
+        self.encoder.get_or_insert_with(|| {
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
+        })
+    }
+
+    /// Appends `words` at the next offset aligned to `align` bytes; `None` when they do not fit.
+    fn stage_params(&mut self, words: &[u32], align: u64) -> Option<u64> {
+        let align_words = (align / 4).max(1) as usize;
+        let offset = self.params.len().div_ceil(align_words) * align_words;
+        if ((offset + words.len()) * 4) as u64 > PARAMS_BYTES {
+            return None;
+        }
+        self.params.resize(offset, 0);
+        self.params.extend_from_slice(words);
+        Some(offset as u64 * 4)
+    }
 }
 
 /// One compute dispatch: generated shader text, its buffers and the grid.
 pub(crate) struct Dispatch<'a> {
     /// The op launching it (for errors and the profile).
     pub op: &'static str,
-    /// The complete WGSL source (also the pipeline cache key).
+    /// The WGSL source without the helper library (`wgsl::PRELUDE`, added when compiling): the
+    /// pipeline cache key.
     pub shader: &'a str,
     /// Read-only bindings `in0..`, after the parameter words at binding 0.
     pub inputs: &'a [&'a wgpu::Buffer],
@@ -77,6 +126,10 @@ pub(crate) struct Ctx {
     /// Whether f32 subnormals flush to zero, once measured (`WgpuBackend::flushes_subnormals`).
     pub flushes_subnormals: OnceLock<bool>,
     pool: Mutex<Pool>,
+    /// The parameter words of the batch in flight (see [`Batch::params`]).
+    params: wgpu::Buffer,
+    /// Alignment of binding offsets into storage buffers (bytes).
+    params_align: u64,
     pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
     layouts: Mutex<HashMap<(usize, usize), Layouts>>,
     batch: Mutex<Batch>,
@@ -123,6 +176,12 @@ impl Ctx {
         }));
         let max_binding =
             (limits.max_storage_buffer_binding_size as u64).min(limits.max_buffer_size);
+        let params = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("nabla parameters"),
+            size: PARAMS_BYTES,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
         static OPENED: AtomicUsize = AtomicUsize::new(0);
         Ok(Ctx {
             ordinal: OPENED.fetch_add(1, Ordering::Relaxed),
@@ -134,6 +193,8 @@ impl Ctx {
             max_storage_buffers: limits.max_storage_buffers_per_shader_stage,
             flushes_subnormals: OnceLock::new(),
             pool: Mutex::default(),
+            params,
+            params_align: u64::from(limits.min_storage_buffer_offset_alignment),
             pipelines: Mutex::default(),
             layouts: Mutex::default(),
             batch: Mutex::default(),
@@ -256,7 +317,9 @@ impl Ctx {
             .device
             .create_shader_module(wgpu::ShaderModuleDescriptor {
                 label: None,
-                source: wgpu::ShaderSource::Wgsl(shader.into()),
+                source: wgpu::ShaderSource::Wgsl(
+                    format!("{shader}{}", crate::wgsl::PRELUDE).into(),
+                ),
             });
         let p = Arc::new(
             self.device
@@ -298,16 +361,32 @@ impl Ctx {
         };
         let mut params = d.params.to_vec();
         params.resize(params.len().max(4), 0);
-        let prm = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: None,
-                contents: &to_bytes(&params),
-                usage: wgpu::BufferUsages::STORAGE,
-            });
+        let mut batch = lock(&self.batch);
+        let mut staged = batch.stage_params(&params, self.params_align);
+        if staged.is_none() && batch.pending > 0 {
+            self.submit(&mut batch);
+            staged = batch.stage_params(&params, self.params_align);
+        }
+        // Parameters too long for the shared buffer get one of their own.
+        let own = staged.is_none().then(|| {
+            self.device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: None,
+                    contents: &to_bytes(&params),
+                    usage: wgpu::BufferUsages::STORAGE,
+                })
+        });
+        let params_binding = match (&own, staged) {
+            (Some(buffer), _) => buffer.as_entire_binding(),
+            (None, offset) => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &self.params,
+                offset: offset.unwrap_or(0),
+                size: wgpu::BufferSize::new(params.len() as u64 * 4),
+            }),
+        };
         let mut entries = vec![wgpu::BindGroupEntry {
             binding: 0,
-            resource: prm.as_entire_binding(),
+            resource: params_binding,
         }];
         for (i, b) in d.inputs.iter().chain(d.outputs).enumerate() {
             entries.push(wgpu::BindGroupEntry {
@@ -320,20 +399,10 @@ impl Ctx {
             layout: &bgl,
             entries: &entries,
         });
-        let mut batch = lock(&self.batch);
-        let encoder = batch.encoder.get_or_insert_with(|| {
-            self.device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
-        });
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: None,
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&pipeline);
-            pass.set_bind_group(0, &bind, &[]);
-            pass.dispatch_workgroups(d.groups.0, d.groups.1, d.groups.2);
-        }
+        let pass = batch.pass(&self.device);
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &bind, &[]);
+        pass.dispatch_workgroups(d.groups.0, d.groups.1, d.groups.2);
         batch.pending += 1;
         let profiling = lock(&self.profile).is_some();
         if batch.pending >= BATCH || profiling {
@@ -378,6 +447,13 @@ impl Ctx {
     }
 
     fn submit(&self, batch: &mut Batch) {
+        batch.pass = None;
+        if !batch.params.is_empty() {
+            // Ordered before the batch's commands, after those of every earlier submission.
+            self.queue
+                .write_buffer(&self.params, 0, &to_bytes(&batch.params));
+            batch.params.clear();
+        }
         if let Some(enc) = batch.encoder.take() {
             self.queue.submit([enc.finish()]);
         }
@@ -419,10 +495,7 @@ impl Ctx {
         });
         {
             let mut batch = lock(&self.batch);
-            let encoder = batch.encoder.get_or_insert_with(|| {
-                self.device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
-            });
+            let encoder = batch.encoder(&self.device);
             encoder.copy_buffer_to_buffer(buffer, start as u64 * 4, &staging, 0, bytes);
             self.submit(&mut batch);
         }
@@ -475,4 +548,29 @@ impl Pool {
 /// The little-endian bytes of 32-bit words.
 pub(crate) fn to_bytes(words: &[u32]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_staged_at_aligned_offsets_until_the_buffer_is_full() {
+        let mut batch = Batch::default();
+        assert_eq!(batch.stage_params(&[1, 2, 3, 4, 5], 256), Some(0));
+        assert_eq!(batch.stage_params(&[6, 7, 8, 9], 256), Some(256));
+        assert_eq!(batch.stage_params(&[10, 11, 12, 13], 16), Some(272));
+        assert_eq!(batch.params[..5], [1, 2, 3, 4, 5]);
+        assert_eq!(batch.params[64..68], [6, 7, 8, 9]);
+        assert_eq!(batch.params[68..], [10, 11, 12, 13]);
+        // What no longer fits is refused, and leaves the staged words as they were.
+        let len = batch.params.len();
+        let rest = vec![0; PARAMS_BYTES as usize / 4 - 64];
+        assert_eq!(batch.stage_params(&rest, 256), None);
+        assert_eq!(batch.params.len(), len);
+        let mut empty = Batch::default();
+        assert_eq!(empty.stage_params(&rest, 256), Some(0));
+        assert_eq!(empty.stage_params(&[0; 64], 4), Some(PARAMS_BYTES - 256));
+        assert_eq!(empty.stage_params(&[0], 4), None);
+    }
 }

@@ -67,7 +67,8 @@ pub(crate) fn zero(dtype: DType) -> &'static str {
     }
 }
 
-/// The shared helper library (views, 64-bit integers, careful float functions).
+/// The shared helper library (views, 64-bit integers, careful float functions), appended to every
+/// shader when its pipeline is compiled.
 pub(crate) const PRELUDE: &str = r#"
 fn view_off(p: u32, i: u32) -> u32 {
     let r = prm[p];
@@ -414,7 +415,9 @@ fn div_u(a: u32, b: u32) -> u32 { if (b == 0u) { return 0u; } return a / b; }
 fn rem_u(a: u32, b: u32) -> u32 { if (b == 0u) { return 0u; } return a % b; }
 "#;
 
-/// The binding declarations (parameters, `n_in` inputs, `n_out` outputs) and the helper library.
+/// The binding declarations (parameters, `n_in` inputs, `n_out` outputs). The helper library
+/// ([`PRELUDE`]) is added when the pipeline is compiled, so that it is neither built nor hashed per
+/// dispatch.
 pub(crate) fn header(n_in: usize, n_out: usize) -> String {
     let mut s = String::from("@group(0) @binding(0) var<storage, read> prm: array<u32>;\n");
     for i in 0..n_in {
@@ -437,7 +440,7 @@ pub(crate) fn header(n_in: usize, n_out: usize) -> String {
             "fn ld64_{b}(o: u32) -> vec2<u32> {{ return vec2<u32>({b}[2u * o], {b}[2u * o + 1u]); }}\n"
         );
     }
-    s + PRELUDE
+    s
 }
 
 /// `x` is `dtype`; the expression of `op` on it (in the output dtype's compute type).

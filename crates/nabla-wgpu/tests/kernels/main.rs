@@ -3,6 +3,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod batching;
 mod elementwise;
 mod fused;
 mod linalg;
