@@ -16,7 +16,7 @@
 //! # Ok::<(), nabla_core::Error>(())
 //! ```
 
-use nabla_core::{Backend, DType, Error, Generator, Result, Shape};
+use nabla_core::{Backend, DType, Distribution, Error, Generator, Result, Shape};
 use nabla_tensor::Tensor;
 
 /// Which fan a Kaiming initialiser preserves the variance of.
@@ -236,7 +236,11 @@ pub fn trunc_normal<B: Backend>(
     let shape = shape.into();
     let cdf = |x: f64| 0.5 * (1.0 + erf((x - mean) / (std * 2f64.sqrt())));
     let (lo, hi) = (cdf(low), cdf(high));
-    let u = Tensor::uniform(shape.clone(), 0.0, 1.0, DType::F64, rng, backend)?.to_vec::<f64>()?;
+    let uniform = Distribution::Uniform {
+        low: 0.0,
+        high: 1.0,
+    };
+    let u = Tensor::<B>::random_f64s(shape.clone(), uniform, rng)?;
     let values: Vec<f64> = u
         .iter()
         .map(|&u| {
@@ -245,7 +249,7 @@ pub fn trunc_normal<B: Backend>(
             (mean + std * 2f64.sqrt() * erfinv(p)).clamp(low, high)
         })
         .collect();
-    Tensor::from_vec(values, shape, backend)?.cast(dtype)
+    Tensor::from_f64s(values, shape, dtype, backend)
 }
 
 /// A (semi-)orthogonal matrix scaled by `gain`, flattened from the trailing dimensions as PyTorch's
@@ -270,7 +274,11 @@ pub fn orthogonal<B: Backend>(
     let cols: usize = dims[1..].iter().product();
     // Orthonormalise the columns of a tall matrix; transpose at the end for a wide one.
     let (tall_rows, tall_cols) = (rows.max(cols), rows.min(cols));
-    let a = Tensor::randn([tall_rows, tall_cols], DType::F64, rng, backend)?.to_vec::<f64>()?;
+    let normal = Distribution::Normal {
+        mean: 0.0,
+        std: 1.0,
+    };
+    let a = Tensor::<B>::random_f64s([tall_rows, tall_cols], normal, rng)?;
     let q = thin_q(&a, tall_rows, tall_cols);
     let mut out = vec![0.0; rows * cols];
     for i in 0..tall_rows {
@@ -283,7 +291,7 @@ pub fn orthogonal<B: Backend>(
             }
         }
     }
-    Tensor::from_vec(out, shape, backend)?.cast(dtype)
+    Tensor::from_f64s(out, shape, dtype, backend)
 }
 
 /// The thin Q factor (`m x n`, row-major, `m >= n`) of `a` with R's diagonal positive, by

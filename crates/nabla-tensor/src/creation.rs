@@ -169,6 +169,29 @@ impl<B: Backend> Tensor<B> {
         Ok(Tensor::from_output(storage, shape, backend))
     }
 
+    /// The values [`Tensor::random`] would draw as `f64` on the CPU, drawn on the host (the same
+    /// generator key, so the same numbers): for initialisers that transform draws on the host before
+    /// uploading the result to any backend, `f64` or not.
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend; use nabla_core::{DType, Distribution, Generator};
+    /// let normal = Distribution::Normal { mean: 0.0, std: 1.0 };
+    /// let host = Tensor::<CpuBackend>::random_f64s([3], normal, &mut Generator::new(5))?;
+    /// let t = Tensor::random([3], normal, DType::F64, &mut Generator::new(5), &CpuBackend::new())?;
+    /// assert_eq!(host, t.to_vec::<f64>()?);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn random_f64s(
+        shape: impl Into<Shape>,
+        dist: Distribution,
+        generator: &mut Generator,
+    ) -> Result<Vec<f64>> {
+        let shape = shape.into();
+        let len = nabla_core::check_allocation("random", shape.dims(), DType::F64)?;
+        let key = crate::random_replay::next_key(generator, len)?;
+        Ok(nabla_core::random_host(dist, len, DType::F64, key, &nabla_core::InOrder)?.to_f64_vec())
+    }
+
     /// Uniform samples on `[0, 1)`.
     ///
     /// ```

@@ -96,6 +96,26 @@ impl<B: Backend> Tensor<B> {
         Ok(Tensor::from_output(storage, shape, backend))
     }
 
+    /// A tensor of `dtype` from values computed in `f64` on the host, converted there (with NumPy's
+    /// `astype` rules) before the upload, so it works on backends that hold no `f64` (wgpu):
+    /// what layers use for tables and initial values.
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend; use nabla_core::DType;
+    /// let x = Tensor::from_f64s(vec![0.5, 1.0 / 3.0], [2], DType::F32, &CpuBackend::new())?;
+    /// assert_eq!(x.dtype(), DType::F32);
+    /// assert_eq!(x.to_vec::<f32>()?, vec![0.5, 1.0 / 3.0]);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn from_f64s(
+        values: Vec<f64>,
+        shape: impl Into<Shape>,
+        dtype: DType,
+        backend: &B,
+    ) -> Result<Self> {
+        Tensor::from_host(HostData::F64(values).cast(dtype), shape, backend)
+    }
+
     /// A tensor from a vector of elements in row-major order.
     ///
     /// ```
@@ -213,6 +233,19 @@ impl<B: Backend> Tensor<B> {
     /// Reads the elements back to the host in row-major order. This is the explicit device-to-host copy.
     pub fn to_host(&self) -> Result<HostData> {
         self.backend.read(&self.storage, &self.layout)
+    }
+
+    /// Reads the elements back as `f64` (converted on the host, so any backend and any real dtype
+    /// will do; complex values give their real parts).
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+    /// let x = Tensor::from_vec(vec![1.5f32, -2.0], [2], &CpuBackend::new())?;
+    /// assert_eq!(x.to_f64_vec()?, vec![1.5, -2.0]);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
+        Ok(self.to_host()?.to_f64_vec())
     }
 
     /// Reads the elements back as a vector of `T`, which must match the dtype.

@@ -64,11 +64,10 @@ impl<B: Backend> Embedding<B> {
             backend,
         )?;
         if let Some(p) = padding_idx {
-            let mut values = weight.cast(DType::F64)?.to_vec::<f64>()?;
+            let mut values = weight.to_f64_vec()?;
             let row = p as usize * embedding_dim;
             values[row..row + embedding_dim].fill(0.0);
-            weight =
-                Tensor::from_vec(values, [num_embeddings, embedding_dim], backend)?.cast(dtype)?;
+            weight = Tensor::from_f64s(values, [num_embeddings, embedding_dim], dtype, backend)?;
         }
         Ok(Embedding {
             weight: Param::new(weight)?,
@@ -95,7 +94,7 @@ impl<B: Backend> Embedding<B> {
         let n = self.num_embeddings();
         let mut keep = vec![1.0; n];
         keep[p as usize] = 0.0;
-        let keep = Tensor::from_vec(keep, [n, 1], w.backend())?.cast(w.dtype())?;
+        let keep = Tensor::from_f64s(keep, [n, 1], w.dtype(), w.backend())?;
         // Same values as `w`; only the rows where `keep` is 1 are tracked.
         w.mul(&keep)?.add(w.detach().mul(keep.neg()?.add(1.0)?)?)
     }

@@ -165,7 +165,7 @@ impl Window {
             .iter()
             .flat_map(|a| dw.iter().map(move |b| a * b))
             .collect();
-        Tensor::from_vec(table, [oh, ow], x.backend())?.cast(x.dtype())
+        Tensor::from_f64s(table, [oh, ow], x.dtype(), x.backend())
     }
 }
 
@@ -478,7 +478,7 @@ fn averaging_matrix<B: Backend>(n: usize, out: usize, x: &Tensor<B>) -> Result<T
             a[i * n + j] = 1.0 / (end - start) as f64;
         }
     }
-    Tensor::from_vec(a, [out, n], x.backend())?.cast(x.dtype())
+    Tensor::from_f64s(a, [out, n], x.dtype(), x.backend())
 }
 
 impl<B: Backend> Module<B> for AdaptiveAvgPool2d {

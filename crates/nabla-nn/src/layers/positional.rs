@@ -100,7 +100,7 @@ impl<B: Backend> SinusoidalPositionalEmbedding<B> {
             }
         }
         Ok(SinusoidalPositionalEmbedding {
-            table: Tensor::from_vec(table, [max_len, dim], backend)?.cast(dtype)?,
+            table: Tensor::from_f64s(table, [max_len, dim], dtype, backend)?,
             batch_first,
         })
     }

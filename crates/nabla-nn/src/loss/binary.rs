@@ -1,7 +1,7 @@
 //! Binary cross-entropy (on probabilities and on logits) and the Kullback-Leibler divergence.
 
 use super::{Reduction, check_broadcastable, check_float, check_like};
-use nabla_core::{Backend, DType, Error, Result};
+use nabla_core::{Backend, Error, Result};
 use nabla_tensor::Tensor;
 
 /// PyTorch's floor for the logarithms of [`binary_cross_entropy`].
@@ -10,7 +10,7 @@ const LOG_FLOOR: f64 = -100.0;
 /// Fails unless every element of `t` lies in `[0, 1]` (NaN included), naming the first one that
 /// does not.
 fn check_unit_interval<B: Backend>(op: &'static str, what: &str, t: &Tensor<B>) -> Result<()> {
-    let values = t.detach().cast(DType::F64)?.to_vec::<f64>()?;
+    let values = t.to_f64_vec()?;
     match values.into_iter().find(|v| !(0.0..=1.0).contains(v)) {
         Some(v) => Err(Error::invalid(
             op,

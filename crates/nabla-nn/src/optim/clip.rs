@@ -4,24 +4,32 @@ use super::GradMap;
 use nabla_core::{Backend, DType, Error, Result};
 use nabla_tensor::Tensor;
 
-/// The `norm_type`-norm of one gradient, in f64.
+/// The `norm_type`-norm of one gradient, on its device: in f64 for f64 gradients, otherwise in f32
+/// (as PyTorch computes it; backends without f64, such as wgpu, hold f32).
 fn norm<B: Backend>(g: &Tensor<B>, norm_type: f64) -> Result<f64> {
-    let a = g.detach().cast(DType::F64)?.abs()?;
+    let wide = if g.dtype() == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    let a = g.detach().cast(wide)?.abs()?;
     if a.numel() == 0 {
         return Ok(0.0);
     }
     if norm_type == f64::INFINITY {
-        a.max_all()?.item::<f64>()
+        read(&a.max_all()?)
     } else if norm_type == 2.0 {
-        Ok(a.square()?.sum_all()?.item::<f64>()?.sqrt())
+        Ok(read(&a.square()?.sum_all()?)?.sqrt())
     } else if norm_type == 1.0 {
-        a.sum_all()?.item::<f64>()
+        read(&a.sum_all()?)
     } else {
-        Ok(a.pow(norm_type)?
-            .sum_all()?
-            .item::<f64>()?
-            .powf(norm_type.recip()))
+        Ok(read(&a.pow(norm_type)?.sum_all()?)?.powf(norm_type.recip()))
     }
+}
+
+/// The value of a one-element tensor, as f64.
+fn read<B: Backend>(t: &Tensor<B>) -> Result<f64> {
+    Ok(t.to_f64_vec()?[0])
 }
 
 /// The total norm of `norms` (each gradient's norm), as PyTorch: the norm of the vector of norms.

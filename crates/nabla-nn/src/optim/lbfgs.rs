@@ -4,7 +4,7 @@
 use super::config::{JsonField, config_struct};
 use super::{OptimOptions, OptimizerState, ParamGroup};
 use crate::param::Param;
-use nabla_core::{Backend, DType, Error, Result};
+use nabla_core::{Backend, Error, Result};
 use nabla_tensor::{Gradients, Tensor};
 use serde_json::{Value, json};
 
@@ -112,7 +112,7 @@ fn axpy(a: &mut [f64], alpha: f64, b: &[f64]) {
 }
 
 fn to_host<B: Backend>(t: &Tensor<B>) -> Result<Vec<f64>> {
-    t.detach().cast(DType::F64)?.to_vec::<f64>()
+    t.to_f64_vec()
 }
 
 fn cubic_interpolate(p1: (f64, f64, f64), p2: (f64, f64, f64), bounds: Option<(f64, f64)>) -> f64 {
@@ -209,10 +209,12 @@ impl<B: Backend> Lbfgs<B> {
             let n = data.numel();
             let values = flat[offset..offset + n].to_vec();
             offset += n;
-            p.set(
-                Tensor::from_vec(values, data.shape().to_vec(), data.backend())?
-                    .cast(data.dtype())?,
-            )?;
+            p.set(Tensor::from_f64s(
+                values,
+                data.shape().to_vec(),
+                data.dtype(),
+                data.backend(),
+            )?)?;
         }
         Ok(())
     }
@@ -231,7 +233,18 @@ impl<B: Backend> Lbfgs<B> {
         closure: &mut dyn FnMut() -> Result<LossAndGrads<B>>,
     ) -> Result<(Tensor<B>, f64, Vec<f64>)> {
         let (loss, grads) = closure()?;
-        let raw = loss.detach().cast(DType::F64)?.item::<f64>()?;
+        let raw = match to_host(&loss)?[..] {
+            [raw] => raw,
+            ref v => {
+                return Err(Error::invalid(
+                    "LBFGS::step",
+                    format!(
+                        "the closure's loss must be one number, got {} values",
+                        v.len()
+                    ),
+                ));
+            }
+        };
         let mut flat = Vec::new();
         for p in &self.group.params {
             match p.grad(&grads) {

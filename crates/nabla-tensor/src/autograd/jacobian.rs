@@ -105,7 +105,7 @@ fn stack_parts<B: Backend>(
 fn unit<B: Backend>(x: &Tensor<B>, k: usize) -> Result<Tensor<B>> {
     let mut data = vec![0.0f64; x.numel()];
     data[k] = 1.0;
-    Tensor::from_vec(data, x.shape().to_vec(), x.backend())?.cast(x.dtype())
+    Tensor::from_f64s(data, x.shape().to_vec(), x.dtype(), x.backend())
 }
 
 /// Partly filled blocks: `blocks[i][j]` once computed.
