@@ -1,7 +1,7 @@
-//! Training on wgpu through the run-time backend the CLI uses: the default model of `nabla train` (the
-//! CNN, built by the CLI's own `models` module) takes the same optimizer steps on `AnyBackend`'s wgpu
-//! device and on its CPU from the same seed, and the two loss curves agree; tensors move between the
-//! devices and back.
+//! Training on wgpu through the run-time backend the CLI uses: each model of `nabla train` (built by
+//! the CLI's own `models` module) takes the same optimizer steps on `AnyBackend`'s wgpu device and on
+//! its CPU from the same seed, and the two loss curves agree; tensors move between the devices and
+//! back.
 //!
 //! Without a wgpu adapter the tests skip with a message, unless `CI=true` (then they fail).
 
@@ -19,7 +19,8 @@ use nabla_nn::optim::{Adam, AdamConfig, Optimizer};
 use nabla_nn::{Forward, Module};
 use nabla_tensor::Tensor;
 
-/// Optimizer steps compared (each takes several seconds on Mesa's software adapter today).
+/// Optimizer steps compared for the default model (each takes several seconds on Mesa's software
+/// adapter today); the other models take two.
 const STEPS: usize = 3;
 
 /// The largest relative difference allowed between the two loss curves.
@@ -41,13 +42,13 @@ fn gpu() -> Option<AnyBackend> {
     }
 }
 
-/// The losses of the first `STEPS` Adam steps (the CLI's defaults: lr 0.003, batches of 32
-/// shuffled with seed 0) of the default CNN initialised from seed 0, trained on `backend` with the
+/// The losses of the first `steps` Adam steps (the CLI's defaults: lr 0.003, batches of 32
+/// shuffled with seed 0) of model `kind` initialised from seed 0, trained on `backend` with the
 /// digits loaded on the CPU.
-fn loss_curve<B: Backend>(backend: &B) -> Result<Vec<f64>> {
+fn loss_curve<B: Backend>(kind: ModelKind, steps: usize, backend: &B) -> Result<Vec<f64>> {
     let cpu = CpuBackend::new();
     let (train, _) = Digits::load(&cpu)?.train_test_split(0.2, 0)?;
-    let model = build_model(ModelKind::Cnn, &[1, 8, 8], 10, 0, backend)?;
+    let model = build_model(kind, &[1, 8, 8], 10, 0, backend)?;
     let mut opt = Adam::new(
         model.parameters(),
         AdamConfig {
@@ -57,8 +58,8 @@ fn loss_curve<B: Backend>(backend: &B) -> Result<Vec<f64>> {
     )?;
     let mut loader = DataLoader::new(train, 32)?.shuffle(true).seed(0);
     let options = CrossEntropyOptions::default();
-    let mut losses = Vec::with_capacity(STEPS);
-    for batch in loader.iter().take(STEPS) {
+    let mut losses = Vec::with_capacity(steps);
+    for batch in loader.iter().take(steps) {
         let batch = batch?;
         let x = batch[0].to_backend(backend)?;
         let y = batch[1].to_backend(backend)?;
@@ -70,33 +71,47 @@ fn loss_curve<B: Backend>(backend: &B) -> Result<Vec<f64>> {
     Ok(losses)
 }
 
-#[test]
-fn default_model_trains_on_wgpu_like_on_the_cpu() -> Result<()> {
-    let Some(gpu) = gpu() else { return Ok(()) };
+/// Trains `kind` for `steps` steps on `gpu` and on the CPU and checks that the loss curves agree.
+fn trains_like_on_the_cpu(gpu: &AnyBackend, kind: ModelKind, steps: usize) -> Result<()> {
     let t0 = std::time::Instant::now();
-    let on_gpu = loss_curve(&gpu)?;
+    let on_gpu = loss_curve(kind, steps, gpu)?;
     let gpu_seconds = t0.elapsed().as_secs_f64();
-    let on_cpu = loss_curve(&AnyBackend::cpu())?;
-    assert_eq!(on_gpu.len(), STEPS);
+    let on_cpu = loss_curve(kind, steps, &AnyBackend::cpu())?;
+    assert_eq!(on_gpu.len(), steps);
     let mut worst = 0.0f64;
     for (step, (g, c)) in on_gpu.iter().zip(&on_cpu).enumerate() {
         let rel = (g - c).abs() / c.abs().max(1e-12);
         worst = worst.max(rel);
         assert!(
             rel <= TOLERANCE,
-            "step {step}: loss {g} on wgpu but {c} on the CPU (relative difference {rel:.2e})"
+            "{kind:?} step {step}: loss {g} on wgpu but {c} on the CPU (relative difference {rel:.2e})"
         );
     }
     eprintln!(
-        "{STEPS} steps on {:?}: losses {:.6} .. {:.6} (CPU {:.6} .. {:.6}), largest relative difference {worst:.2e}, {gpu_seconds:.2}s",
+        "{kind:?}, {steps} steps on {:?}: losses {:.6} .. {:.6} (CPU {:.6} .. {:.6}), largest relative difference {worst:.2e}, {gpu_seconds:.2}s",
         gpu.device(),
         on_gpu[0],
-        on_gpu[STEPS - 1],
+        on_gpu[steps - 1],
         on_cpu[0],
-        on_cpu[STEPS - 1]
+        on_cpu[steps - 1]
     );
     assert!(on_gpu.iter().all(|l| l.is_finite()), "{on_gpu:?}");
     Ok(())
+}
+
+#[test]
+fn default_model_trains_on_wgpu_like_on_the_cpu() -> Result<()> {
+    let Some(gpu) = gpu() else { return Ok(()) };
+    trains_like_on_the_cpu(&gpu, ModelKind::Cnn, STEPS)
+}
+
+/// The MLP and the residual network (batch norm, adaptive average pooling) too: the residual
+/// network once failed on wgpu, whose buffers hold no f64, when its pooling table was built in f64.
+#[test]
+fn mlp_and_resnet_train_on_wgpu_like_on_the_cpu() -> Result<()> {
+    let Some(gpu) = gpu() else { return Ok(()) };
+    trains_like_on_the_cpu(&gpu, ModelKind::Mlp, 2)?;
+    trains_like_on_the_cpu(&gpu, ModelKind::Resnet, 2)
 }
 
 #[test]

@@ -367,22 +367,24 @@ impl Ctx {
             self.submit(&mut batch);
             staged = batch.stage_params(&params, self.params_align);
         }
-        // Parameters too long for the shared buffer get one of their own.
-        let own = staged.is_none().then(|| {
-            self.device
-                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: None,
-                    contents: &to_bytes(&params),
-                    usage: wgpu::BufferUsages::STORAGE,
-                })
-        });
-        let params_binding = match (&own, staged) {
-            (Some(buffer), _) => buffer.as_entire_binding(),
-            (None, offset) => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+        let own;
+        let params_binding = match staged {
+            Some(offset) => wgpu::BindingResource::Buffer(wgpu::BufferBinding {
                 buffer: &self.params,
-                offset: offset.unwrap_or(0),
+                offset,
                 size: wgpu::BufferSize::new(params.len() as u64 * 4),
             }),
+            // Parameters too long for the shared buffer get one of their own.
+            None => {
+                own = self
+                    .device
+                    .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                        label: None,
+                        contents: &to_bytes(&params),
+                        usage: wgpu::BufferUsages::STORAGE,
+                    });
+                own.as_entire_binding()
+            }
         };
         let mut entries = vec![wgpu::BindGroupEntry {
             binding: 0,

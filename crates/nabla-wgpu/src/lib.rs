@@ -89,8 +89,9 @@ impl WgpuBackend {
     /// `true` when the device flushes f32 subnormals (magnitudes below 2^-126, about 1.18e-38) to
     /// zeros of their sign in arithmetic, as NVIDIA's GPUs do under Vulkan: WGSL allows it, and
     /// Vulkan lets no shader ask otherwise there (`shaderDenormPreserveFloat32` is false). On such a
-    /// device `1e-40 * 3e38` is 0 rather than 0.03, `log(1e-40)` is `-inf` and `inf * 1e-40` is
-    /// NaN. Measured once per device, by multiplying a subnormal by one on it.
+    /// device `1e-40 * 3e38` is 0 rather than 0.03, `1e-40 == 0` holds and `inf * 1e-40` is NaN
+    /// (logarithms, powers and remainders read subnormals from their bits and stay exact). Measured
+    /// once per device, by multiplying a subnormal by one on it.
     ///
     /// ```no_run
     /// let gpu = nabla_wgpu::WgpuBackend::new()?;
