@@ -391,6 +391,14 @@ fn scatter_onto_constant_lines<T: Accumulate>(
         plan.for_rows(r0, r0 + out.len() / n, |_, [ob, oi, os]| {
             let line = &mut out[ob - first..ob - first + n];
             line.fill(std::mem::MaybeUninit::new(fill));
+            if (si, ss) == (1, 1) {
+                // Contiguous index and source lines (max pooling's backward): plain slices, so that the
+                // loop keeps its state in registers.
+                // SAFETY: the whole line was initialised just above, and `MaybeUninit<T>` has `T`'s layout.
+                let line = unsafe { &mut *(std::ptr::from_mut(line) as *mut [T]) };
+                valid &= add_line(line, &idx[oi..oi + len], &src[os..os + len]);
+                return;
+            }
             let (mut pi, mut ps) = (oi as isize, os as isize);
             for _ in 0..len {
                 let i = idx[pi as usize];
@@ -422,6 +430,21 @@ fn scatter_onto_constant_lines<T: Accumulate>(
         };
     });
     Some(if valid { Ok(out) } else { Err(()) })
+}
+
+/// Adds `src[k]` onto `line[idx[k]]` for each `k` (a negative index counts from the end); `false` at the
+/// first index out of bounds.
+#[inline]
+fn add_line<T: Accumulate>(line: &mut [T], idx: &[i64], src: &[T]) -> bool {
+    let n = line.len() as i64;
+    for (&i, &v) in idx.iter().zip(src) {
+        let at = if i < 0 { i + n } else { i };
+        match usize::try_from(at).ok().and_then(|at| line.get_mut(at)) {
+            Some(slot) => *slot = slot.accumulate(v),
+            None => return false,
+        }
+    }
+    true
 }
 
 /// Scatter-add with validated indices and shapes. Each output element receives its contributions in

@@ -5,11 +5,13 @@
 //! maximum in row-major window order; the first NaN of a window is its maximum, as in PyTorch.
 
 mod gathered;
+mod pairs;
 
 use crate::CpuStorage;
 use crate::strided::gather_view;
 use gathered::{GatheredPool, Windows};
 use nabla_core::{DType, Element, Error, Layout, Pool2dParams, Result};
+use pairs::PairPool;
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::hint::select_unpredictable;
@@ -173,6 +175,11 @@ impl Geometry {
         )
     }
 
+    /// `true` for whole `2x2` windows placed 2 apart on both axes (see [`pairs`]).
+    fn is_pairs(&self) -> bool {
+        self.dense_kernel() == Some((2, 2)) && self.rows.stride == 2 && self.cols.stride == 2
+    }
+
     /// `(kh, kw)` when every window lies wholly inside the plane with unit dilation (no padding, no
     /// ceil-mode overhang): then each output reads its `kh x kw` window directly.
     fn dense_kernel(&self) -> Option<(usize, usize)> {
@@ -330,7 +337,7 @@ pub(crate) fn max_pool2d(
     go!(F32 => f32, F64 => f64, I32 => i32, I64 => i64, U8 => u8)
 }
 
-fn pool_typed<T: Element + PartialOrd + GatheredPool>(
+fn pool_typed<T: Element + PartialOrd + GatheredPool + PairPool>(
     data: &[T],
     layout: &Layout,
     g: &Geometry,
@@ -346,8 +353,12 @@ fn pool_typed<T: Element + PartialOrd + GatheredPool>(
     let mut vals = crate::strided::filled_vec(planes * plane_out, T::zero());
     let mut idx = crate::strided::filled_vec(planes * plane_out, 0i64);
     let windows = g.windows();
+    let pairs = g.is_pairs().then_some((g.rows.count.len(), g.out_w()));
     let run = |(i, (v, ix)): (usize, (&mut [T], &mut [i64]))| {
         let plane = &input[i * plane_in..(i + 1) * plane_in];
+        if pairs.is_some_and(|out| T::pool_pairs(plane, g.w, out, v, ix)) {
+            return Ok(());
+        }
         match &windows {
             Some(w) if T::pool_gathered(plane, w, v, ix) => Ok(()),
             _ => g.pool_plane(plane, v, ix),
