@@ -5,7 +5,7 @@
 //! a column per output pixel `(oy, ox)`: entry `[(c, ki, kj), (oy, ox)]` is the input at
 //! `(c, oy * stride + ki * dilation - padding, ox * stride + kj * dilation - padding)`, or 0 in the padding.
 
-use crate::reduce::Arith;
+use super::runs::Runs;
 use nabla_core::Conv2dParams;
 
 /// The sizes of one convolution.
@@ -143,14 +143,17 @@ fn for_each_segment(g: &Geom, mut f: impl FnMut(Segment)) {
 }
 
 /// Fills `cols` (`taps x pixels`, row-major) with the patches of one image group of `x`.
-pub(super) fn im2col<T: Arith>(x: &[T], img: Image, g: &Geom, cols: &mut [T]) {
+pub(super) fn im2col<T: Runs>(x: &[T], img: Image, g: &Geom, cols: &mut [T]) {
+    let [sc, sh, sw] = img.strides;
+    if g.p.padding == (0, 0) && g.p.stride.1 == 1 && sw == 1 && sc >= 0 && sh >= 0 {
+        return im2col_unpadded(x, img.offset, [sc as usize, sh as usize], g, cols);
+    }
     let pixels = g.pixels();
     // Without padding every entry reads the input (the output size keeps each window inside it), so
     // only padded convolutions have entries to zero.
     if g.p.padding != (0, 0) {
         cols[..g.taps() * pixels].fill(T::zero());
     }
-    let [sc, sh, sw] = img.strides;
     let step = g.p.stride.1 as isize * sw;
     for_each_segment(g, |s| {
         let dst = &mut cols[s.row * pixels + s.oy * g.ow..][s.x0..s.x1];
@@ -171,9 +174,12 @@ pub(super) fn im2col<T: Arith>(x: &[T], img: Image, g: &Geom, cols: &mut [T]) {
 /// `[channels, h, w]` image group `dx`: the adjoint of [`im2col`]. Compiled for AVX2 where the CPU has
 /// it, so that the adds of a short run are vector adds.
 #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-pub(super) fn col2im<T: Arith>(cols: &[T], g: &Geom, dx: &mut [T]) {
+pub(super) fn col2im<T: Runs>(cols: &[T], g: &Geom, dx: &mut [T]) {
     let pixels = g.pixels();
     let step = g.p.stride.1;
+    if g.p.padding == (0, 0) && step == 1 {
+        return col2im_unpadded(cols, g, dx);
+    }
     for_each_segment(g, |s| {
         let src = &cols[s.row * pixels + s.oy * g.ow..][s.x0..s.x1];
         let start = (s.c * g.h + s.iy) * g.w + s.ix0;
@@ -188,4 +194,42 @@ pub(super) fn col2im<T: Arith>(cols: &[T], g: &Geom, dx: &mut [T]) {
             }
         }
     });
+}
+
+/// The image offset of kernel tap `(c, ki, kj)`'s first input (output pixel `(0, 0)`) in an unpadded
+/// convolution, given the steps between channels and rows (columns are contiguous).
+fn tap_start(g: &Geom, [sc, sh]: [usize; 2], (c, ki, kj): (usize, usize, usize)) -> usize {
+    c * sc + ki * g.p.dilation.0 * sh + kj * g.p.dilation.1
+}
+
+/// The kernel taps `(c, ki, kj)` in the order of the columns' rows.
+fn taps(g: &Geom) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+    (0..g.cg())
+        .flat_map(move |c| (0..g.kh).flat_map(move |ki| (0..g.kw).map(move |kj| (c, ki, kj))))
+}
+
+/// [`im2col`] without padding and with unit column stride: every row of the columns is `oh` whole runs
+/// of `ow` consecutive inputs, `stride.0` image rows apart.
+fn im2col_unpadded<T: Runs>(x: &[T], offset: usize, steps: [usize; 2], g: &Geom, cols: &mut [T]) {
+    if g.pixels() == 0 {
+        return;
+    }
+    let rows = cols[..g.taps() * g.pixels()].chunks_exact_mut(g.pixels());
+    for (row, tap) in rows.zip(taps(g)) {
+        let start = offset + tap_start(g, steps, tap);
+        T::copy_rows(row, &x[start..], g.ow, g.p.stride.0 * steps[1]);
+    }
+}
+
+/// [`col2im`] without padding and with unit column stride (see [`im2col_unpadded`]).
+fn col2im_unpadded<T: Runs>(cols: &[T], g: &Geom, dx: &mut [T]) {
+    if g.pixels() == 0 {
+        return;
+    }
+    let steps = [g.h * g.w, g.w];
+    let rows = cols[..g.taps() * g.pixels()].chunks_exact(g.pixels());
+    for (row, tap) in rows.zip(taps(g)) {
+        let start = tap_start(g, steps, tap);
+        T::add_rows(&mut dx[start..], g.p.stride.0 * g.w, row, g.ow);
+    }
 }

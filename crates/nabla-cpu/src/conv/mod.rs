@@ -11,6 +11,7 @@
 //! parallelises each product. Strided inputs are read in place.
 
 mod im2col;
+mod runs;
 #[cfg(test)]
 mod tests;
 
@@ -23,13 +24,14 @@ use faer::{Accum, MatRef, Par};
 use im2col::{Geom, Image, col2im, im2col};
 use nabla_core::{Conv2dParams, DType, Element, Error, Layout, Result};
 use rayon::prelude::*;
+use runs::Runs;
 use std::borrow::Cow;
 
 /// Multiply-adds above which a convolution is worth splitting across threads.
 const PAR_FLOPS: usize = 1 << 18;
 
 /// The float types convolutions support.
-trait Float: Element + Arith + ComplexField {}
+trait Float: Element + Arith + Runs + ComplexField {}
 impl Float for f32 {}
 impl Float for f64 {}
 

@@ -156,6 +156,13 @@ fn check(case: &Case) {
     // With a broadcast batch the input view repeats one image; the identity pairs dense copies.
     assert_eq!(lhs, dot(&x_dense, &dx), "input grad {case:?}");
     assert_eq!(lhs, dot(&w_dense, &dw), "weight grad {case:?}");
+    // The f32 kernels (their own run copies and adds) give the same exact sums.
+    let f32s = |v: &[f64]| CpuStorage::from_vec(v.iter().map(|&v| v as f32).collect::<Vec<_>>());
+    let (x32, w32, dy32) = (f32s(&x), f32s(&w), f32s(&dy));
+    let dx32 = conv2d_input_grad(&dy32, &ldy, &w32, &lw, (sx[2], sx[3]), p).unwrap();
+    let dw32 = conv2d_weight_grad(&x32, &lx, &dy32, &ldy, (sw[2], sw[3]), p).unwrap();
+    assert_eq!(dx32.host().to_f64_vec(), dx, "f32 input grad {case:?}");
+    assert_eq!(dw32.host().to_f64_vec(), dw, "f32 weight grad {case:?}");
 }
 
 proptest! {
@@ -246,7 +253,27 @@ fn large_convolutions_take_every_path() {
             },
         ),
     ];
-    for (x, w, p) in cases {
+    // Unpadded, unit column stride: image-row runs of 11, 27 and 36 (copied and added in blocks).
+    let runs = [
+        ([2, 3, 13, 13], [4, 3, 3, 3], Conv2dParams::default()),
+        (
+            [2, 2, 30, 29],
+            [3, 2, 3, 3],
+            Conv2dParams {
+                stride: (2, 1),
+                ..Default::default()
+            },
+        ),
+        (
+            [1, 2, 20, 44],
+            [2, 2, 3, 5],
+            Conv2dParams {
+                dilation: (1, 2),
+                ..Default::default()
+            },
+        ),
+    ];
+    for (x, w, p) in cases.into_iter().chain(runs) {
         for bits in [(0, 0, 0), (3, 1, 3)] {
             check(&Case { x, w, p, bits });
         }
