@@ -117,9 +117,22 @@ macro_rules! gathers {
 gathers!(f32 => pool_f32, f64 => pool_f64);
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+pub(super) mod x86 {
     use super::Windows;
     use std::arch::x86_64::*;
+
+    /// The lanes where tap value `v` replaces the maximum so far, `best`: strictly larger, or the
+    /// window's first NaN (as `replaces_max`).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(in crate::pool2d) fn replaces8(v: __m256, best: __m256) -> __m256 {
+        let larger = _mm256_cmp_ps::<_CMP_GT_OQ>(v, best);
+        let first_nan = _mm256_andnot_ps(
+            _mm256_cmp_ps::<_CMP_UNORD_Q>(best, best),
+            _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v),
+        );
+        _mm256_or_ps(larger, first_nan)
+    }
 
     /// Eight outputs of a plane from the corners `c`: the maxima and their flat positions.
     ///
@@ -134,13 +147,7 @@ mod x86 {
         for &t in &taps[1..] {
             let pos = _mm256_add_epi32(c, _mm256_set1_epi32(t));
             let v = unsafe { _mm256_i32gather_ps::<4>(plane, pos) };
-            // Strictly larger, or the window's first NaN (as `replaces_max`).
-            let larger = _mm256_cmp_ps::<_CMP_GT_OQ>(v, best);
-            let first_nan = _mm256_andnot_ps(
-                _mm256_cmp_ps::<_CMP_UNORD_Q>(best, best),
-                _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v),
-            );
-            let wins = _mm256_or_ps(larger, first_nan);
+            let wins = replaces8(v, best);
             best = _mm256_blendv_ps(best, v, wins);
             at = _mm256_blendv_epi8(at, pos, _mm256_castps_si256(wins));
         }

@@ -74,6 +74,7 @@ fn vector_starts(out_w: usize, lanes: usize) -> impl Iterator<Item = usize> {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
+    use super::super::gathered::x86::replaces8;
     use super::vector_starts;
     use std::arch::x86_64::*;
 
@@ -175,13 +176,7 @@ mod x86 {
         let offsets = [1, next_row, next_row + 1];
         let (mut best, mut best_at) = (taps[0], at);
         for (&v, off) in taps[1..].iter().zip(offsets) {
-            // Strictly larger, or the window's first NaN (as `replaces_max`).
-            let larger = _mm256_cmp_ps::<_CMP_GT_OQ>(v, best);
-            let first_nan = _mm256_andnot_ps(
-                _mm256_cmp_ps::<_CMP_UNORD_Q>(best, best),
-                _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v),
-            );
-            let wins = _mm256_or_ps(larger, first_nan);
+            let wins = replaces8(v, best);
             best = _mm256_blendv_ps(best, v, wins);
             let pos = _mm256_add_epi32(at, _mm256_set1_epi32(off));
             best_at = _mm256_blendv_epi8(best_at, pos, _mm256_castps_si256(wins));
