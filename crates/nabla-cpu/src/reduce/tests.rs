@@ -186,6 +186,8 @@ fn large_views_take_every_path() {
         (Layout::contiguous([100_003, 3]), vec![0]),
         (Layout::contiguous([3, 100_003]), vec![0]),
         (Layout::contiguous([40, 50, 60]), vec![0, 2]),
+        // A convolution bias's gradient: fewer outer rows than a serial block, split across threads.
+        (Layout::contiguous([64, 32, 676]), vec![0, 2]),
         (
             Layout::contiguous([517, 300]).permute(&[1, 0]).unwrap(),
             vec![0],

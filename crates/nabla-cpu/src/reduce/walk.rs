@@ -261,7 +261,11 @@ where
         let n = e1 - e0;
         let w = dst.len();
         let ks = self.split.kept.inner_strides[0];
-        if n <= ROW_BLOCK {
+        // Halves run on two threads when there is enough work, also below `ROW_BLOCK` rows: a few
+        // output elements each folding long inner runs (a convolution bias's gradient, `[N, C, H, W]`
+        // summed over `(0, 2, 3)`) would otherwise run on one thread.
+        let parallel = self.par && n > 1 && n * w * self.split.n_inner >= PAR_LEAF;
+        if n <= ROW_BLOCK && !parallel {
             let mut rows = [0usize; ROW_BLOCK];
             for_each_elem(&self.split.outer, e0, e1, |e, [o]| rows[e - e0] = base + o);
             self.leaf(&rows[..n], ks, dst);
@@ -270,7 +274,7 @@ where
         let mid = e0 + n / 2;
         let mut tmp: Vec<T> = Vec::with_capacity(w);
         let spare = &mut tmp.spare_capacity_mut()[..w];
-        if self.par && n * w * self.split.n_inner >= PAR_LEAF {
+        if parallel {
             rayon::join(
                 || self.accumulate(base, dst, e0, mid),
                 || self.accumulate(base, spare, mid, e1),
