@@ -3,7 +3,7 @@
 //! the four taps of eight adjacent outputs.
 //!
 //! Vector gathers ([`super::gathered`]) serve any window shape, but they are slow on some CPUs (on the
-//! AMD EPYC (Zen 4) development machine this kernel takes half their time); this layout needs none. A row's last vector overlaps the one before
+//! AMD EPYC development machine this kernel takes half their time); this layout needs none. A row's last vector overlaps the one before
 //! it (its outputs are written twice, alike), so every row length from 4 up vectorises without a scalar
 //! tail. Taps are visited in window order with the same replacement test as the scalar kernels (strictly
 //! larger, or the window's first NaN), so values and positions are the same bit for bit.
