@@ -436,13 +436,13 @@ fn scatter_onto_constant_lines<T: Accumulate>(
 /// first index out of bounds.
 #[inline]
 fn add_line<T: Accumulate>(line: &mut [T], idx: &[i64], src: &[T]) -> bool {
-    let n = line.len() as i64;
+    let (m, n) = (line.len() as isize, line.len() as i64);
     for (&i, &v) in idx.iter().zip(src) {
-        let at = if i < 0 { i + n } else { i };
-        match usize::try_from(at).ok().and_then(|at| line.get_mut(at)) {
-            Some(slot) => *slot = slot.accumulate(v),
-            None => return false,
+        if !(-n..n).contains(&i) {
+            return false;
         }
+        let slot = &mut line[resolved(i, m) as usize];
+        *slot = slot.accumulate(v);
     }
     true
 }

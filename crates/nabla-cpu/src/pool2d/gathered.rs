@@ -121,17 +121,25 @@ pub(super) mod x86 {
     use super::Windows;
     use std::arch::x86_64::*;
 
-    /// The lanes where tap value `v` replaces the maximum so far, `best`: strictly larger, or the
-    /// window's first NaN (as `replaces_max`).
+    /// Tap value `v` at positions `pos` replaces the maximum so far, `best` at `at`, in the lanes where it
+    /// is strictly larger or the window's first NaN (as `replaces_max`).
     #[inline]
     #[target_feature(enable = "avx2")]
-    pub(in crate::pool2d) fn replaces8(v: __m256, best: __m256) -> __m256 {
+    pub(in crate::pool2d) fn keep_max8(
+        (best, at): (__m256, __m256i),
+        v: __m256,
+        pos: __m256i,
+    ) -> (__m256, __m256i) {
         let larger = _mm256_cmp_ps::<_CMP_GT_OQ>(v, best);
         let first_nan = _mm256_andnot_ps(
             _mm256_cmp_ps::<_CMP_UNORD_Q>(best, best),
             _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v),
         );
-        _mm256_or_ps(larger, first_nan)
+        let wins = _mm256_or_ps(larger, first_nan);
+        (
+            _mm256_blendv_ps(best, v, wins),
+            _mm256_blendv_epi8(at, pos, _mm256_castps_si256(wins)),
+        )
     }
 
     /// Eight outputs of a plane from the corners `c`: the maxima and their flat positions.
@@ -147,9 +155,7 @@ pub(super) mod x86 {
         for &t in &taps[1..] {
             let pos = _mm256_add_epi32(c, _mm256_set1_epi32(t));
             let v = unsafe { _mm256_i32gather_ps::<4>(plane, pos) };
-            let wins = replaces8(v, best);
-            best = _mm256_blendv_ps(best, v, wins);
-            at = _mm256_blendv_epi8(at, pos, _mm256_castps_si256(wins));
+            (best, at) = keep_max8((best, at), v, pos);
         }
         (best, at)
     }

@@ -3,9 +3,9 @@
 //! the four taps of eight adjacent outputs.
 //!
 //! Vector gathers ([`super::gathered`]) serve any window shape, but they are slow on some CPUs (on the
-//! AMD EPYC development machine this kernel takes half their time); this layout needs none. A row's last vector overlaps the one before
-//! it (its outputs are written twice, alike), so every row length from 4 up vectorises without a scalar
-//! tail. Taps are visited in window order with the same replacement test as the scalar kernels (strictly
+//! AMD EPYC development machine this kernel takes half their time); this layout needs none. A row's
+//! last vector overlaps the one before it (its outputs are written twice, alike), so every row length
+//! from 4 up vectorises without a scalar tail. Taps are visited in window order with the same replacement test as the scalar kernels (strictly
 //! larger, or the window's first NaN), so values and positions are the same bit for bit.
 
 /// Pools one plane `w` wide with `2x2` windows of stride 2 into `vals` and `idx` (`out.0 * out.1`
@@ -74,7 +74,7 @@ fn vector_starts(out_w: usize, lanes: usize) -> impl Iterator<Item = usize> {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::super::gathered::x86::replaces8;
+    use super::super::gathered::x86::keep_max8;
     use super::vector_starts;
     use std::arch::x86_64::*;
 
@@ -174,17 +174,14 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     fn max8(taps: [__m256; 4], at: __m256i, next_row: i32) -> (__m256, __m256i) {
         let offsets = [1, next_row, next_row + 1];
-        let (mut best, mut best_at) = (taps[0], at);
+        let mut kept = (taps[0], at);
         for (&v, off) in taps[1..].iter().zip(offsets) {
-            let wins = replaces8(v, best);
-            best = _mm256_blendv_ps(best, v, wins);
-            let pos = _mm256_add_epi32(at, _mm256_set1_epi32(off));
-            best_at = _mm256_blendv_epi8(best_at, pos, _mm256_castps_si256(wins));
+            kept = keep_max8(kept, v, _mm256_add_epi32(at, _mm256_set1_epi32(off)));
         }
-        (best, best_at)
+        kept
     }
 
-    /// [`max8`] for four windows.
+    /// [`max8`] for four windows (the replacement test of [`keep_max8`] on 128-bit lanes).
     #[inline]
     #[target_feature(enable = "avx2")]
     fn max4(taps: [__m128; 4], at: __m128i, next_row: i32) -> (__m128, __m128i) {
@@ -226,7 +223,7 @@ mod tests {
     }
 
     #[test]
-    fn every_row_length_matches_the_scan_bit_for_bit() {
+    fn rows_of_4_to_20_outputs_match_the_scan_bit_for_bit() {
         let specials = [f32::NAN, -0.0, 0.0, f32::INFINITY, f32::NEG_INFINITY, 1.0];
         for (h, w) in [
             (2, 8),
