@@ -16,9 +16,9 @@ mod runs;
 mod tests;
 
 use crate::CpuStorage;
-use crate::matmul::{gemm, mat_mut, mat_ref, par_for};
+use crate::matmul::{gemm, mat_mut, mat_ref, mat_uninit, par_for};
 use crate::reduce::Arith;
-use crate::strided::{filled_vec, gather_view};
+use crate::strided::{fill_uninit, filled_vec, gather_view, output_vec};
 use faer::traits::ComplexField;
 use faer::{Accum, MatRef, Par};
 use im2col::{Geom, Image, col2im, im2col};
@@ -26,6 +26,7 @@ use nabla_core::{Conv2dParams, DType, Element, Error, Layout, Result};
 use rayon::prelude::*;
 use runs::Runs;
 use std::borrow::Cow;
+use std::mem::MaybeUninit;
 
 /// Multiply-adds above which a convolution is worth splitting across threads.
 const PAR_FLOPS: usize = 1 << 18;
@@ -226,9 +227,9 @@ pub(crate) fn conv2d(
 
 fn forward<T: Float>(x: &[T], lx: &Layout, w: &[T], lw: &Layout, g: &Geom) -> Vec<T> {
     let (og, cg, taps, pix) = (g.og(), g.cg(), g.taps(), g.pixels());
-    let mut out = filled_vec(g.n * g.o * pix, T::zero());
-    if out.is_empty() || taps == 0 {
-        return out;
+    let len = g.n * g.o * pix;
+    if len == 0 || taps == 0 {
+        return filled_vec(len, T::zero());
     }
     let wm = Mats::new(w, lw, [1, g.o, taps]);
     // A pointwise convolution multiplies by the input itself when its pixels merge into one axis.
@@ -237,7 +238,7 @@ fn forward<T: Float>(x: &[T], lx: &Layout, w: &[T], lw: &Layout, g: &Geom) -> Ve
         .then(|| lx.reshape(&[g.n, g.c, g.h * g.w]))
         .flatten();
     let xm = direct.map(|_| Mats::new(x, lx, [g.n, g.c, g.h * g.w]));
-    let unit = |u: usize, dst: &mut [T], cols: &mut Vec<T>, par: Par| {
+    let unit = |u: usize, dst: &mut [MaybeUninit<T>], cols: &mut Vec<T>, par: Par| {
         let (n, gi) = (u / g.p.groups, u % g.p.groups);
         let rhs = match &xm {
             Some(xm) => xm.mat(n, gi * cg, cg, pix),
@@ -248,27 +249,27 @@ fn forward<T: Float>(x: &[T], lx: &Layout, w: &[T], lw: &Layout, g: &Geom) -> Ve
                 unsafe { mat_ref(cols, 0, taps, pix, pix as isize, 1) }
             }
         };
-        gemm(
-            mat_mut(dst, og, pix),
-            Accum::Replace,
-            wm.mat(0, gi * og, og, taps),
-            rhs,
-            par,
-        );
+        // SAFETY: the block is only replaced by the product (no zero-fill needed first).
+        let dst = unsafe { mat_uninit(dst, og, pix) };
+        gemm(dst, Accum::Replace, wm.mat(0, gi * og, og, taps), rhs, par);
     };
+    let mut out = output_vec(len);
+    let spare = &mut out.spare_capacity_mut()[..len];
     let units = g.n * g.p.groups;
     match unit_par(units, og, taps, pix) {
-        None => out
+        None => spare
             .par_chunks_mut(og * pix)
             .enumerate()
             .for_each_init(Vec::new, |cols, (u, dst)| unit(u, dst, cols, Par::Seq)),
         Some(par) => {
             let mut cols = Vec::new();
-            for (u, dst) in out.chunks_mut(og * pix).enumerate() {
+            for (u, dst) in spare.chunks_mut(og * pix).enumerate() {
                 unit(u, dst, &mut cols, par);
             }
         }
     }
+    // SAFETY: every (image, group) unit replaced its block of `og * pix` elements.
+    unsafe { out.set_len(len) };
     out
 }
 
@@ -332,37 +333,49 @@ pub(crate) fn conv2d_input_grad(
 fn input_grad<T: Float>(dy: &[T], ldy: &Layout, w: &[T], lw: &Layout, g: &Geom) -> Vec<T> {
     let (og, cg, taps, pix) = (g.og(), g.cg(), g.taps(), g.pixels());
     let image_len = cg * g.h * g.w;
-    let mut dx = filled_vec(g.n * g.c * g.h * g.w, T::zero());
-    if dx.is_empty() || og == 0 || pix == 0 {
-        return dx;
+    let len = g.n * g.c * g.h * g.w;
+    if len == 0 || og == 0 || pix == 0 {
+        return filled_vec(len, T::zero());
     }
     let wm = Mats::new(w, lw, [1, g.o, taps]);
     let dym = Mats::new(dy, ldy, [g.n, g.o, pix]);
-    let unit = |u: usize, dst: &mut [T], cols: &mut Vec<T>, par: Par| {
+    let unit = |u: usize, dst: &mut [MaybeUninit<T>], cols: &mut Vec<T>, par: Par| {
         let (n, gi) = (u / g.p.groups, u % g.p.groups);
         let wt = wm.mat(0, gi * og, og, taps).transpose();
         let rhs = dym.mat(n, gi * og, og, pix);
         if g.is_pointwise() {
-            gemm(mat_mut(dst, cg, pix), Accum::Replace, wt, rhs, par);
+            // SAFETY: the image is only replaced by the product.
+            gemm(
+                unsafe { mat_uninit(dst, cg, pix) },
+                Accum::Replace,
+                wt,
+                rhs,
+                par,
+            );
         } else {
             cols.resize(taps * pix, T::zero());
             gemm(mat_mut(cols, taps, pix), Accum::Replace, wt, rhs, par);
-            col2im(cols, g, dst);
+            // The taps add into the image, zeroed here while it is in cache.
+            col2im(cols, g, fill_uninit(dst, T::zero()));
         }
     };
+    let mut dx = output_vec(len);
+    let spare = &mut dx.spare_capacity_mut()[..len];
     let units = g.n * g.p.groups;
     match unit_par(units, taps, og, pix) {
-        None => dx
+        None => spare
             .par_chunks_mut(image_len)
             .enumerate()
             .for_each_init(Vec::new, |cols, (u, dst)| unit(u, dst, cols, Par::Seq)),
         Some(par) => {
             let mut cols = Vec::new();
-            for (u, dst) in dx.chunks_mut(image_len).enumerate() {
+            for (u, dst) in spare.chunks_mut(image_len).enumerate() {
                 unit(u, dst, &mut cols, par);
             }
         }
     }
+    // SAFETY: every (image, group) unit initialised its `image_len` elements.
+    unsafe { dx.set_len(len) };
     dx
 }
 

@@ -16,6 +16,7 @@ use faer::traits::ComplexField;
 use faer::{Accum, MatMut, MatRef, Par};
 use nabla_core::{DType, Element, Error, Layout, Result};
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// Multiply-adds per product above which a single product is worth splitting over threads: below it
 /// (128x128x128 is 2^21) waking the pool costs about as much as the second core saves.
@@ -163,6 +164,24 @@ pub(crate) fn mat_mut<T>(data: &mut [T], rows: usize, cols: usize) -> MatMut<'_,
     unsafe { MatMut::from_raw_parts_mut(data.as_mut_ptr(), rows, cols, cols as isize, 1) }
 }
 
+/// A faer view of a contiguous row-major `rows x cols` matrix (non-empty) over memory not yet written,
+/// for a product that replaces it: with `Accum::Replace` faer writes every element of the
+/// destination and reads none (its documented contract), so the output needs no zero-fill first.
+///
+/// # Safety
+/// The view must only be passed to [`gemm`] with `Accum::Replace`, and the elements count as
+/// initialised only once that product has run.
+pub(crate) unsafe fn mat_uninit<T>(
+    data: &mut [MaybeUninit<T>],
+    rows: usize,
+    cols: usize,
+) -> MatMut<'_, T> {
+    assert!(data.len() >= rows * cols && rows > 0 && cols > 0);
+    // SAFETY: the `rows * cols` elements lie in `data`, which is borrowed mutably for the view's life;
+    // the caller only writes through the view before anything reads it.
+    unsafe { MatMut::from_raw_parts_mut(data.as_mut_ptr().cast(), rows, cols, cols as isize, 1) }
+}
+
 /// `dst = a * b` (or `dst += a * b`) for one product.
 ///
 /// With a parallel `par`, the output is cut into row or column blocks (along its longer side) that run
@@ -239,37 +258,44 @@ fn matmul_faer<T: Element + ComplexField>(
     ob: &Operand,
     d: Dims,
 ) -> Vec<T> {
-    let mut out = crate::strided::filled_vec(d.batch * d.m * d.n, T::zero());
-    if out.is_empty() || d.k == 0 {
-        return out;
+    let len = d.batch * d.m * d.n;
+    if len == 0 || d.k == 0 {
+        return crate::strided::filled_vec(len, T::zero());
     }
-    let one = |i: usize, dst: &mut [T], par: Par| {
-        // SAFETY: the layouts were checked against the buffers by the backend, and m, k, n are non-zero.
-        let (lhs, rhs) = unsafe {
+    let mut out = crate::strided::output_vec(len);
+    let one = |i: usize, dst: &mut [MaybeUninit<T>], par: Par| {
+        // SAFETY: the layouts were checked against the buffers by the backend, and m, k, n are
+        // non-zero; the destination is only replaced.
+        let (lhs, rhs, dst) = unsafe {
             (
                 mat_ref(a, oa.offsets[i], d.m, d.k, oa.rs, oa.cs),
                 mat_ref(b, ob.offsets[i], d.k, d.n, ob.rs, ob.cs),
+                mat_uninit(dst, d.m, d.n),
             )
         };
-        gemm(mat_mut(dst, d.m, d.n), Accum::Replace, lhs, rhs, par);
+        gemm(dst, Accum::Replace, lhs, rhs, par);
     };
     let per = d.m * d.n;
     let threads = rayon::current_num_threads();
     let big = d.m * d.k * d.n >= PAR_MATRIX_FLOPS;
+    let spare = &mut out.spare_capacity_mut()[..len];
     if d.batch == 1 || (big && d.batch < 4 * threads) {
         // Few large products: faer's threads share each one, with no imbalance between products.
-        for (i, dst) in out.chunks_mut(per).enumerate() {
+        for (i, dst) in spare.chunks_mut(per).enumerate() {
             one(i, dst, par_for(d.m, d.k, d.n));
         }
     } else if d.batch * d.m * d.k * d.n >= PAR_MATRIX_FLOPS {
         // Many products: one per task, each sequential.
-        out.par_chunks_mut(per)
+        spare
+            .par_chunks_mut(per)
             .enumerate()
             .for_each(|(i, dst)| one(i, dst, Par::Seq));
     } else {
-        for (i, dst) in out.chunks_mut(per).enumerate() {
+        for (i, dst) in spare.chunks_mut(per).enumerate() {
             one(i, dst, Par::Seq);
         }
     }
+    // SAFETY: every product replaced its whole block of `per` elements.
+    unsafe { out.set_len(len) };
     out
 }
