@@ -1,7 +1,7 @@
 //! Activations as modules, for [`crate::Sequential`] chains (`nn.ReLU()`, `nn.Tanh()`, ...), and the
 //! shape helpers `Identity` and `Flatten`.
 
-use crate::module::{Forward, Module};
+use crate::module::{Forward, LayerAlgebra, Module};
 use crate::param::Param;
 use nabla_core::{Backend, Result};
 use nabla_tensor::Tensor;
@@ -22,6 +22,9 @@ macro_rules! activation {
         activation!(@impl $name, |$m, $x| $body);
     };
     (@impl $name:ident, |$m:ident, $x:ident| $body:expr) => {
+        activation!(@impl $name, |$m, $x| $body, LayerAlgebra::Opaque);
+    };
+    (@impl $name:ident, |$m:ident, $x:ident| $body:expr, $algebra:expr) => {
         impl<B: Backend> Module<B> for $name {
             fn visit(&self, _prefix: &str, _visitor: &mut dyn FnMut(&str, &Param<B>)) {}
             fn set_training(&mut self, _training: bool) {}
@@ -33,6 +36,10 @@ macro_rules! activation {
                 let _ = $m;
                 $body
             }
+
+            fn algebra(&self) -> LayerAlgebra {
+                $algebra
+            }
         }
     };
 }
@@ -41,10 +48,12 @@ activation!(
     /// The identity: returns its input.
     Identity, |_m, x| Ok(x.clone())
 );
-activation!(
-    /// `max(x, 0)`.
-    ReLU, |_m, x| x.relu()
-);
+/// `max(x, 0)` (`NaN` stays `NaN`). Followed by max pooling in a [`crate::Sequential`], it runs
+/// after the pooling instead, on the smaller tensor, with the same values and derivatives (see
+/// [`LayerAlgebra::CommutesWithMax`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReLU;
+activation!(@impl ReLU, |_m, x| x.relu(), LayerAlgebra::CommutesWithMax);
 activation!(
     /// `tanh(x)`.
     Tanh, |_m, x| x.tanh()

@@ -28,7 +28,7 @@ mod state;
 
 pub use checkpoint::{TrainingState, load_checkpoint, save_checkpoint};
 pub use layers::*;
-pub use module::{Forward, Module, join_name};
+pub use module::{Forward, LayerAlgebra, Module, join_name};
 pub use nabla_derive::Module;
 pub use param::{Param, ParamId, ParamKind};
 pub use recompute::Checkpointed;

@@ -214,10 +214,42 @@ settings_are_modules!(
 pub trait Forward<B: Backend>: Module<B> {
     /// Applies the module to `x`.
     fn forward(&self, x: &Tensor<B>) -> Result<Tensor<B>>;
+
+    /// What a [`crate::Sequential`] may assume of this layer when it reorders a pair of layers
+    /// (see [`LayerAlgebra`]). The default, [`LayerAlgebra::Opaque`], promises nothing.
+    fn algebra(&self) -> LayerAlgebra {
+        LayerAlgebra::Opaque
+    }
 }
 
 impl<B: Backend, M: Forward<B> + ?Sized> Forward<B> for Box<M> {
     fn forward(&self, x: &Tensor<B>) -> Result<Tensor<B>> {
         (**self).forward(x)
     }
+
+    fn algebra(&self) -> LayerAlgebra {
+        (**self).algebra()
+    }
+}
+
+/// A property of a layer that lets a [`crate::Sequential`] run two neighbours in the cheaper order
+/// when both orders give the same values and the same derivatives, bit for bit.
+///
+/// The one rewrite today: a [`CommutesWithMax`](LayerAlgebra::CommutesWithMax) layer followed by a
+/// [`MaxOverWindows`](LayerAlgebra::MaxOverWindows) layer (ReLU then max pooling, as in most
+/// convolutional networks) runs as pooling then ReLU, on the pooled tensor, a quarter of the size
+/// for 2x2 windows. The order changes what runs, not what comes out: see the variants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayerAlgebra {
+    /// Nothing is promised: the layer runs where it stands.
+    Opaque,
+    /// Elementwise, non-decreasing, `NaN` to `NaN`, positive values unchanged and the rest to `+0`
+    /// with derivative 0 (ReLU). Then `f(max(window)) == max(f(window))` for every window, and the
+    /// gradient reaches the same element: a positive or `NaN` maximum is picked at the same place
+    /// in `x` as in `f(x)` (comparisons among positive values and `NaN` tests are unchanged by `f`),
+    /// and a maximum of at most 0 gives a zero gradient in both orders.
+    CommutesWithMax,
+    /// Each output is the maximum of a window of its input, with the gradient to one picked element
+    /// (max pooling; padding never wins).
+    MaxOverWindows,
 }

@@ -5,7 +5,7 @@
 //! sums and matrix products). Gradients follow from the eager autodiff.
 
 use super::conv::SpatialSize;
-use crate::module::{Forward, Module};
+use crate::module::{Forward, LayerAlgebra, Module};
 use crate::param::Param;
 use nabla_core::{Backend, Error, Pool2dParams, Result};
 use nabla_tensor::Tensor;
@@ -254,7 +254,7 @@ macro_rules! pooling_layer {
     (
         $(#[$doc:meta])* $name:ident, $op:literal, $spatial:literal,
         { $($(#[$fdoc:meta])* $field:ident : $fty:ty),* },
-        |$m:ident, $x:ident| $body:expr
+        |$m:ident, $x:ident| $body:expr $(, $algebra:expr)?
     ) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -275,6 +275,10 @@ macro_rules! pooling_layer {
                     $body
                 })
             }
+
+            $(fn algebra(&self) -> LayerAlgebra {
+                $algebra
+            })?
         }
     };
 }
@@ -293,7 +297,8 @@ pooling_layer!(
     /// assert_eq!(pool.forward(&x)?.to_vec::<f64>()?, vec![3.0, 5.0, 4.0]);
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
-    MaxPool1d, "MaxPool1d", 1, {}, |m, x| max_pool("MaxPool1d", &m.window, x)
+    MaxPool1d, "MaxPool1d", 1, {}, |m, x| max_pool("MaxPool1d", &m.window, x),
+    LayerAlgebra::MaxOverWindows
 );
 pooling_layer!(
     /// 2-D max pooling (PyTorch's `nn.MaxPool2d`) of `[N, C, H, W]` or `[C, H, W]`. `stride` defaults
@@ -310,7 +315,8 @@ pooling_layer!(
     /// assert_eq!(y.shape(), &[1, 3, 4, 4]);
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
-    MaxPool2d, "MaxPool2d", 2, {}, |m, x| max_pool("MaxPool2d", &m.window, x)
+    MaxPool2d, "MaxPool2d", 2, {}, |m, x| max_pool("MaxPool2d", &m.window, x),
+    LayerAlgebra::MaxOverWindows
 );
 pooling_layer!(
     /// 1-D average pooling (PyTorch's `nn.AvgPool1d`) of `[N, C, L]` or `[C, L]`. `stride` defaults
