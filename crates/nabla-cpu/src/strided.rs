@@ -193,15 +193,6 @@ pub(crate) fn filled_vec<T: Copy + Send + Sync>(n: usize, value: T) -> Vec<T> {
     out
 }
 
-/// Fills `chunk` with `value` and returns it as initialised: for kernels that take their output as
-/// part of a [`output_vec`] buffer task by task, so that each task zeroes its own part while it is
-/// in cache rather than the whole buffer being filled in a pass of its own first.
-pub(crate) fn fill_uninit<T: Copy>(chunk: &mut [MaybeUninit<T>], value: T) -> &mut [T] {
-    chunk.fill(MaybeUninit::new(value));
-    // SAFETY: every element was just written, and `MaybeUninit<T>` has `T`'s layout.
-    unsafe { &mut *(chunk as *mut [MaybeUninit<T>] as *mut [T]) }
-}
-
 #[cfg(target_os = "linux")]
 fn advise_huge_pages(addr: usize, bytes: usize) {
     use std::ffi::{c_int, c_void};

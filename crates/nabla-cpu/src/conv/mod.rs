@@ -18,7 +18,7 @@ mod tests;
 use crate::CpuStorage;
 use crate::matmul::{gemm, mat_mut, mat_ref, mat_uninit, par_for};
 use crate::reduce::Arith;
-use crate::strided::{fill_uninit, filled_vec, gather_view, output_vec};
+use crate::strided::{filled_vec, gather_view, output_vec};
 use faer::traits::ComplexField;
 use faer::{Accum, MatRef, Par};
 use im2col::{Geom, Image, col2im, im2col};
@@ -333,49 +333,37 @@ pub(crate) fn conv2d_input_grad(
 fn input_grad<T: Float>(dy: &[T], ldy: &Layout, w: &[T], lw: &Layout, g: &Geom) -> Vec<T> {
     let (og, cg, taps, pix) = (g.og(), g.cg(), g.taps(), g.pixels());
     let image_len = cg * g.h * g.w;
-    let len = g.n * g.c * g.h * g.w;
-    if len == 0 || og == 0 || pix == 0 {
-        return filled_vec(len, T::zero());
+    let mut dx = filled_vec(g.n * g.c * g.h * g.w, T::zero());
+    if dx.is_empty() || og == 0 || pix == 0 {
+        return dx;
     }
     let wm = Mats::new(w, lw, [1, g.o, taps]);
     let dym = Mats::new(dy, ldy, [g.n, g.o, pix]);
-    let unit = |u: usize, dst: &mut [MaybeUninit<T>], cols: &mut Vec<T>, par: Par| {
+    let unit = |u: usize, dst: &mut [T], cols: &mut Vec<T>, par: Par| {
         let (n, gi) = (u / g.p.groups, u % g.p.groups);
         let wt = wm.mat(0, gi * og, og, taps).transpose();
         let rhs = dym.mat(n, gi * og, og, pix);
         if g.is_pointwise() {
-            // SAFETY: the image is only replaced by the product.
-            gemm(
-                unsafe { mat_uninit(dst, cg, pix) },
-                Accum::Replace,
-                wt,
-                rhs,
-                par,
-            );
+            gemm(mat_mut(dst, cg, pix), Accum::Replace, wt, rhs, par);
         } else {
             cols.resize(taps * pix, T::zero());
             gemm(mat_mut(cols, taps, pix), Accum::Replace, wt, rhs, par);
-            // The taps add into the image, zeroed here while it is in cache.
-            col2im(cols, g, fill_uninit(dst, T::zero()));
+            col2im(cols, g, dst);
         }
     };
-    let mut dx = output_vec(len);
-    let spare = &mut dx.spare_capacity_mut()[..len];
     let units = g.n * g.p.groups;
     match unit_par(units, taps, og, pix) {
-        None => spare
+        None => dx
             .par_chunks_mut(image_len)
             .enumerate()
             .for_each_init(Vec::new, |cols, (u, dst)| unit(u, dst, cols, Par::Seq)),
         Some(par) => {
             let mut cols = Vec::new();
-            for (u, dst) in spare.chunks_mut(image_len).enumerate() {
+            for (u, dst) in dx.chunks_mut(image_len).enumerate() {
                 unit(u, dst, &mut cols, par);
             }
         }
     }
-    // SAFETY: every (image, group) unit initialised its `image_len` elements.
-    unsafe { dx.set_len(len) };
     dx
 }
 
