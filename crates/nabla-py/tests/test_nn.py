@@ -54,6 +54,26 @@ def test_functional_ops_match_pytorch():
     close(w.grad, ops["grad_w"])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sequential_relu_before_max_pool_matches_the_written_order(dtype):
+    rng = np.random.default_rng(0)
+    v = rng.standard_normal((2, 3, 6, 6))
+    v.flat[::7] = np.nan
+    v.flat[1::5] = 2.0  # ties
+    v.flat[3::11] = -0.0
+    v[:, :, :2, :2] = -1.0  # windows of at most 0
+    v = v.astype(dtype)
+    g = nb.tensor(rng.standard_normal((2, 3, 3, 3)).astype(dtype))
+    reordered = nb.tensor(v, requires_grad=True)
+    written = nb.tensor(v, requires_grad=True)
+    y = nn.Sequential(nn.ReLU(), nn.MaxPool2d(2))(reordered)
+    y_ref = F.max_pool2d(F.relu(written), 2)
+    assert np.asarray(y).tobytes() == np.asarray(y_ref).tobytes()
+    (y * g).sum().backward()
+    (y_ref * g).sum().backward()
+    assert np.asarray(reordered.grad).tobytes() == np.asarray(written.grad).tobytes()
+
+
 @pytest.mark.parametrize("name", ["sgd_momentum", "sgd_nesterov", "adam", "adamw", "rmsprop", "adagrad"])
 def test_optimizers_follow_pytorch(name):
     m = small_cnn()

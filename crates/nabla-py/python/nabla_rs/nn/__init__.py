@@ -322,7 +322,12 @@ Identity = _activation("Identity", lambda x: x, "Returns its input.")
 
 
 class Sequential(Module):
-    """Modules applied in order; named ``0``, ``1``, ... as in PyTorch."""
+    """Modules applied in order; named ``0``, ``1``, ... as in PyTorch.
+
+    A ``ReLU`` directly followed by a ``MaxPool2d`` runs after the pooling instead, on the smaller
+    tensor (as the Rust ``Sequential`` does): ``relu(max(window)) == max(relu(window))`` and the
+    gradient reaches the same element, so values and gradients are the written order's bit for bit.
+    """
 
     def __init__(self, *modules: Module):
         super().__init__()
@@ -330,8 +335,15 @@ class Sequential(Module):
             setattr(self, str(i), m)
 
     def forward(self, x):
-        for m in self._modules.values():
-            x = m(x)
+        modules = list(self._modules.values())
+        i = 0
+        while i < len(modules):
+            if type(modules[i]) is ReLU and i + 1 < len(modules) and type(modules[i + 1]) is MaxPool2d:
+                x = modules[i](modules[i + 1](x))
+                i += 2
+            else:
+                x = modules[i](x)
+                i += 1
         return x
 
     def __getitem__(self, i):
