@@ -1,11 +1,11 @@
-//! Copying and adding the short runs of `im2col` and `col2im`: one kernel tap's reach across an image
-//! row, often 5 to 30 elements, `oh` runs per row of the columns. A call to `memmove` per run (what
-//! `copy_from_slice` compiles to) or a vectorised loop with a scalar tail costs more than the run
-//! itself; on x86-64 with AVX, `f32` runs are moved in 8-lane blocks (copies of 4 to 32 elements,
-//! under 8 in two 4-lane blocks; adds of 8 or more) with no tail: the last block ends at the run's end
-//! and overlaps the one before (a copy writes those lanes twice,
-//! alike; an add adds `-0.0` there, which leaves every value's bits as they are, and writes the block
-//! before last, so that the shared lanes keep that block's sums).
+//! Copying and adding the short runs of `im2col` and `col2im`: one kernel tap's reach across an
+//! image row, often 5 to 30 elements, `oh` runs per row of the columns. A call to `memmove` per run
+//! (what `copy_from_slice` compiles to) or a vectorised loop with a scalar tail costs more than the
+//! run itself; on x86-64 with AVX, `f32` runs are moved in 8-lane blocks (copies of 4 to 32
+//! elements, under 8 in two 4-lane blocks; adds of 8 or more) with no tail: the last block ends at
+//! the run's end and overlaps the one before (a copy writes those lanes twice, alike; an add adds
+//! `-0.0` there, which leaves every value's bits as they are, and writes the block before last, so
+//! that the shared lanes keep that block's sums).
 
 use crate::reduce::Arith;
 

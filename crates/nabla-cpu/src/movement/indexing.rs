@@ -384,7 +384,6 @@ fn scatter_onto_constant_lines<T: Accumulate>(
         return None;
     }
     let [_, si, ss] = plan.inner_strides;
-    let (m, ni) = (n as isize, n as i64);
     let lines = |r0: usize, out: &mut [std::mem::MaybeUninit<T>]| -> bool {
         let mut valid = true;
         let first = r0 * n;
@@ -401,12 +400,11 @@ fn scatter_onto_constant_lines<T: Accumulate>(
             }
             let (mut pi, mut ps) = (oi as isize, os as isize);
             for _ in 0..len {
-                let i = idx[pi as usize];
-                if !(-ni..ni).contains(&i) {
+                let Some(at) = resolve(idx[pi as usize], n) else {
                     valid = false;
                     return;
-                }
-                let slot = &mut line[resolved(i, m) as usize];
+                };
+                let slot = &mut line[at];
                 // SAFETY: the whole line was initialised above.
                 let sum = unsafe { slot.assume_init() }.accumulate(src[ps as usize]);
                 *slot = std::mem::MaybeUninit::new(sum);
@@ -436,13 +434,12 @@ fn scatter_onto_constant_lines<T: Accumulate>(
 /// first index out of bounds.
 #[inline]
 fn add_line<T: Accumulate>(line: &mut [T], idx: &[i64], src: &[T]) -> bool {
-    let (m, n) = (line.len() as isize, line.len() as i64);
+    let n = line.len();
     for (&i, &v) in idx.iter().zip(src) {
-        if !(-n..n).contains(&i) {
+        let Some(at) = resolve(i, n) else {
             return false;
-        }
-        let slot = &mut line[resolved(i, m) as usize];
-        *slot = slot.accumulate(v);
+        };
+        line[at] = line[at].accumulate(v);
     }
     true
 }

@@ -117,30 +117,10 @@ macro_rules! gathers {
 gathers!(f32 => pool_f32, f64 => pool_f64);
 
 #[cfg(target_arch = "x86_64")]
-pub(super) mod x86 {
+mod x86 {
     use super::Windows;
+    use crate::pool2d::x86::keep_max8;
     use std::arch::x86_64::*;
-
-    /// Tap value `v` at positions `pos` replaces the maximum so far, `best` at `at`, in the lanes where it
-    /// is strictly larger or the window's first NaN (as `replaces_max`).
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    pub(in crate::pool2d) fn keep_max8(
-        (best, at): (__m256, __m256i),
-        v: __m256,
-        pos: __m256i,
-    ) -> (__m256, __m256i) {
-        let larger = _mm256_cmp_ps::<_CMP_GT_OQ>(v, best);
-        let first_nan = _mm256_andnot_ps(
-            _mm256_cmp_ps::<_CMP_UNORD_Q>(best, best),
-            _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v),
-        );
-        let wins = _mm256_or_ps(larger, first_nan);
-        (
-            _mm256_blendv_ps(best, v, wins),
-            _mm256_blendv_epi8(at, pos, _mm256_castps_si256(wins)),
-        )
-    }
 
     /// Eight outputs of a plane from the corners `c`: the maxima and their flat positions.
     ///

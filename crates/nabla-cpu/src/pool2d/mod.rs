@@ -239,6 +239,33 @@ fn replaces_max<T: PartialOrd>(v: T, best: T) -> bool {
     (v > best) | ((v != v) & (best == best))
 }
 
+/// The vector form of the replacement test, shared by the gathered and the paired kernels.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// Tap value `v` at positions `pos` replaces the maximum so far, `best` at `at`, in the lanes where it
+    /// is strictly larger or the window's first NaN: [`super::replaces_max`] on eight lanes.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(super) fn keep_max8(
+        (best, at): (__m256, __m256i),
+        v: __m256,
+        pos: __m256i,
+    ) -> (__m256, __m256i) {
+        let larger = _mm256_cmp_ps::<_CMP_GT_OQ>(v, best);
+        let first_nan = _mm256_andnot_ps(
+            _mm256_cmp_ps::<_CMP_UNORD_Q>(best, best),
+            _mm256_cmp_ps::<_CMP_UNORD_Q>(v, v),
+        );
+        let wins = _mm256_or_ps(larger, first_nan);
+        (
+            _mm256_blendv_ps(best, v, wins),
+            _mm256_blendv_epi8(at, pos, _mm256_castps_si256(wins)),
+        )
+    }
+}
+
 /// Pools one plane whose whole `KH x KW` windows also tile each row (column stride `KW`, as in the
 /// usual `2x2` stride-2 pooling; rows `row_stride` apart), into `vals`/`idx` rows of equal length. Window
 /// row `r` of all outputs in an output row is one branch-free sweep over `KW`-wide chunks of an input

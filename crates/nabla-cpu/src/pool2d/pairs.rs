@@ -2,11 +2,12 @@
 //! consecutive inputs of each of a window row pair are split into their even and odd columns, which are
 //! the four taps of eight adjacent outputs.
 //!
-//! Vector gathers ([`super::gathered`]) serve any window shape, but they are slow on some CPUs (on the
-//! AMD EPYC development machine this kernel takes half their time); this layout needs none. A row's
-//! last vector overlaps the one before it (its outputs are written twice, alike), so every row length
-//! from 4 up vectorises without a scalar tail. Taps are visited in window order with the same replacement test as the scalar kernels (strictly
-//! larger, or the window's first NaN), so values and positions are the same bit for bit.
+//! Vector gathers ([`super::gathered`]) serve any window shape, but they are slow on some CPUs (on
+//! the AMD EPYC development machine this kernel takes half their time); this layout needs none. A
+//! row's last vector overlaps the one before it (its outputs are written twice, alike), so every
+//! row length from 4 up vectorises without a scalar tail. Taps are visited in window order with the
+//! same replacement test as the scalar kernels (strictly larger, or the window's first NaN), so
+//! values and positions are the same bit for bit.
 
 /// Pools one plane `w` wide with `2x2` windows of stride 2 into `vals` and `idx` (`out.0 * out.1`
 /// entries each, row-major); `false` (writing nothing) when no kernel is compiled for this CPU and
@@ -74,8 +75,8 @@ fn vector_starts(out_w: usize, lanes: usize) -> impl Iterator<Item = usize> {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::super::gathered::x86::keep_max8;
     use super::vector_starts;
+    use crate::pool2d::x86::keep_max8;
     use std::arch::x86_64::*;
 
     /// The even and odd columns of 16 consecutive inputs at `p`, in order.
