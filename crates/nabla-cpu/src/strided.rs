@@ -5,6 +5,8 @@
 //! across threads when the view is large. The innermost loop is specialised for unit and zero strides so
 //! that contiguous and broadcast-scalar operands vectorise.
 
+mod transposed;
+
 use crate::PARALLEL_THRESHOLD;
 use nabla_core::Layout;
 use rayon::prelude::*;
@@ -326,6 +328,9 @@ where
 {
     if let (Some(ra), Some(rb)) = (la.contiguous_range(), lb.contiguous_range()) {
         return zip_contiguous(&a[ra], &b[rb], &f);
+    }
+    if let Some(out) = transposed::map2_transposed(a, la, b, lb, &f) {
+        return out;
     }
     let plan = RowPlan::new([la, lb]);
     let [sa, sb] = plan.inner_strides;

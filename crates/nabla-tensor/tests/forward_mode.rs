@@ -10,6 +10,8 @@ mod composites;
 mod elementwise;
 #[path = "forward_mode/errors.rs"]
 mod errors;
+#[path = "forward_mode/gram.rs"]
+mod gram;
 #[path = "forward_mode/helpers.rs"]
 pub(crate) mod helpers;
 #[path = "forward_mode/indexing.rs"]

@@ -9,8 +9,9 @@
 //! - `mlp_grad`: value and gradient of the cross-entropy loss of a 3-layer MLP (tanh, batch 128,
 //!   784-512-512-10) with respect to its six parameters, eager (`AdContext` with `create_graph(false)`)
 //!   and traced + compiled (`GraphCompiler`, run by `GraphExecutor`);
-//! - `tanh_gram_grad` / `tanh_gram_hvp`: gradient and Hessian-vector product (forward over reverse) of
-//!   `sum(tanh(X Xᵀ))` for a 256x256 `X`, traced + compiled, and eager.
+//! - `tanh_gram_grad` / `tanh_gram_hvp`: gradient and Hessian-vector product of `sum(tanh(X Xᵀ))` for
+//!   a 256x256 `X`, traced + compiled, and eager. The HVP is `AdContext::hvp` (reverse over forward);
+//!   compiled, it is also timed forward over reverse (the tangent of the gradient).
 //!
 //! Each time is the median of `--repeats` runs (default 30) after warm-up. Trace and compile times are
 //! reported separately. `--workload NAME` runs one group only (`mlp_eager`, `mlp_compiled`,
@@ -208,7 +209,9 @@ fn gram_compiled(repeats: usize, cpu: &CpuBackend, json: &mut Vec<String>) -> Re
 }
 
 /// Compiles the gradient and the HVP with `compiler`, times them and records `gram_grad{suffix}_s`
-/// and `gram_hvp{suffix}_s`; returns the two programs.
+/// and `gram_hvp{suffix}_s` (the HVP as [`AdContext::hvp`] takes it, reverse over forward), and
+/// `gram_hvp_fwd_rev{suffix}_s` for the HVP traced forward over reverse (the tangent of the gradient,
+/// as JAX's `jvp(grad(f))`); returns the gradient's and `hvp`'s programs.
 fn gram_compiled_with(
     repeats: usize,
     cpu: &CpuBackend,
@@ -222,30 +225,42 @@ fn gram_compiled_with(
         Ok(vec![AdContext::new().grad(&gram(&inp[0])?, &inp[0])?])
     })?;
     let hvp_prog = trace_and_compile_with(compiler, &shapes, |inp| {
+        Ok(vec![AdContext::new().hvp(
+            &gram(&inp[0])?,
+            &inp[0],
+            &inp[1].detach(),
+        )?])
+    })?;
+    let fwd_rev_prog = trace_and_compile_with(compiler, &shapes, |inp| {
         let ad = AdContext::new();
         let g = ad.grad(&gram(&inp[0])?, &inp[0])?;
         Ok(vec![ad.jvp(&g, &inp[0], &inp[1].detach())?])
     })?;
     let exec = GraphExecutor::new(cpu);
     let (grad_feed, hvp_feed) = ([x.clone()], [x, v]);
-    let grad_s = time(repeats, || {
-        std::hint::black_box(exec.run(&grad_prog.program, &grad_feed)?);
-        Ok(())
-    })?;
-    let hvp_s = time(repeats, || {
-        std::hint::black_box(exec.run(&hvp_prog.program, &hvp_feed)?);
-        Ok(())
-    })?;
+    let run = |program: &Program, feed: &[CpuTensor]| {
+        time(repeats, || {
+            std::hint::black_box(exec.run(program, feed)?);
+            Ok(())
+        })
+    };
+    let grad_s = run(&grad_prog.program, &grad_feed)?;
+    let hvp_s = run(&hvp_prog.program, &hvp_feed)?;
+    let fwd_rev_s = run(&fwd_rev_prog.program, &hvp_feed)?;
     eprintln!(
-        "tanh_gram compiled{suffix}: grad {:.3} ms, hvp {:.3} ms (ratio {:.2}); compile {:.2} / {:.2} ms",
+        "tanh_gram compiled{suffix}: grad {:.3} ms, hvp {:.3} ms (ratio {:.2}), forward over reverse \
+         {:.3} ms (ratio {:.2}); compile {:.2} / {:.2} ms",
         grad_s * 1e3,
         hvp_s * 1e3,
         hvp_s / grad_s,
+        fwd_rev_s * 1e3,
+        fwd_rev_s / grad_s,
         grad_prog.compile_s * 1e3,
         hvp_prog.compile_s * 1e3
     );
     put(json, &format!("gram_grad{suffix}_s"), grad_s);
     put(json, &format!("gram_hvp{suffix}_s"), hvp_s);
+    put(json, &format!("gram_hvp_fwd_rev{suffix}_s"), fwd_rev_s);
     Ok((grad_prog, hvp_prog))
 }
 

@@ -102,7 +102,7 @@ impl<B: Backend> Cotangent<B> {
                 let f32 = DType::F32;
                 sum.cast(f32)?.add(grad.cast(f32)?)?.cast(grad.dtype())?
             }
-            Some(sum) => sum.add(&grad)?,
+            Some(sum) => add_in_place_order(&sum, &grad)?,
         });
         Ok(())
     }
@@ -297,4 +297,46 @@ fn nodes_cross_threads<B: Backend>() {
     send_and_sync::<Node<B>>();
     send_and_sync::<Cotangent<B>>();
     send_and_sync::<Tensor<B>>();
+}
+
+/// `a + b`. When both are transposed views (the cotangents a transposed operand of several
+/// products receives, such as `x` in `x @ xᵀ` and `v @ xᵀ`), they are added in their buffers' order
+/// and the sum is a transposed view too: the same values, read and written in memory order, and a
+/// later transpose back to the operand's own layout is free.
+fn add_in_place_order<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>> {
+    if rules::is_transposed(a) && rules::is_transposed(b) {
+        return a.t()?.add(&b.t()?)?.t();
+    }
+    a.add(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nabla_cpu::CpuBackend;
+
+    #[test]
+    fn transposed_cotangents_add_in_buffer_order_to_the_same_values() -> Result<()> {
+        let cpu = CpuBackend::new();
+        let matrix = |seed: f32| {
+            let v: Vec<f32> = (0..35).map(|k| (k as f32 * seed).sin()).collect();
+            Tensor::from_vec(v, [5, 7], &cpu)?.t()
+        };
+        let (a, b) = (matrix(0.3)?, matrix(1.7)?);
+        let sum = add_in_place_order(&a, &b)?;
+        assert!(
+            rules::is_transposed(&sum),
+            "the sum stays a transposed view"
+        );
+        let plain = a.contiguous()?.add(&b.contiguous()?)?;
+        let bits = |t: &Tensor<CpuBackend>| -> Result<Vec<u32>> {
+            Ok(t.to_vec::<f32>()?.iter().map(|v| v.to_bits()).collect())
+        };
+        assert_eq!(bits(&sum)?, bits(&plain)?);
+        // Anything else adds as it is.
+        let mixed = add_in_place_order(&a, &plain)?;
+        assert!(mixed.is_contiguous());
+        assert_eq!(bits(&mixed)?, bits(&a.add(&plain)?)?);
+        Ok(())
+    }
 }

@@ -10,11 +10,13 @@
 use super::backward::{Walk, take_saved};
 use super::extension::ExtensionRules;
 use super::functional::{MarkedRun, run_marked, vjp_n};
-use super::node::NodeKind;
+use super::node::{Node, NodeKind};
+use super::op::Op;
 use super::rules;
 use crate::Tensor;
 use crate::autograd::grad;
 use nabla_core::{Backend, Error, Result};
+use std::sync::Arc;
 
 /// Pushes the `tangents` of the marked nodes `marks` forward to `root`, with extension ops' rules from
 /// `ext`. `None` when the output does not depend on any marked input.
@@ -53,13 +55,45 @@ pub(crate) fn push_forward<B: Backend>(
         }
         super::extension::ensure_rule(op, ext, super::extension::Mode::Forward)?;
         let values = take_saved(node, op.name(), saved, true, nested)?;
-        let tangent = rules::jvp(op, &values, &inputs, &node.shape, ext)?;
+        let tangent = match (&inputs[..], is_gram_product(op, parents, marks)) {
+            ([Some(ta), Some(_)], true) => Some(rules::gram_jvp(&values, ta)?),
+            _ => rules::jvp(op, &values, &inputs, &node.shape, ext)?,
+        };
         tangents[i] = match tangent {
             Some(t) if t.dtype() != node.dtype => Some(t.cast(node.dtype)?),
             other => other,
         };
     }
     Ok(tangents[0].take())
+}
+
+/// `true` when `op` is the matrix product `a @ aᵀ` of a node and that node's transpose (a `Permute`
+/// swapping the last two axes, unmarked, so that its tangent is the transposed tangent of `a`): its
+/// tangent then takes one product ([`rules::gram_jvp`]).
+fn is_gram_product<B: Backend>(
+    op: &Op<B>,
+    parents: &[Option<Arc<Node<B>>>],
+    marks: &[(u64, Tensor<B>)],
+) -> bool {
+    let (Op::Matmul, [Some(a), Some(b)]) = (op, parents) else {
+        return false;
+    };
+    let NodeKind::Op {
+        op: Op::Permute { perm },
+        parents: inner,
+        ..
+    } = &b.kind
+    else {
+        return false;
+    };
+    let rank = perm.len();
+    let swaps_last_two = rank >= 2
+        && perm[..rank - 2].iter().enumerate().all(|(i, &p)| i == p)
+        && perm[rank - 2] == rank - 1
+        && perm[rank - 1] == rank - 2;
+    swaps_last_two
+        && matches!(&inner[..], [Some(inner)] if Arc::ptr_eq(inner, a))
+        && !marks.iter().any(|(id, _)| *id == b.id)
 }
 
 /// Checks that each tangent matches its input in shape and dtype.

@@ -125,6 +125,19 @@ pub(super) fn conv2d_weight_grad<B: Backend>(
     ])
 }
 
+/// The tangent of a Gram product `c = a @ aᵀ` (the right operand the left one's transpose, so its
+/// tangent is `taᵀ`): `ta aᵀ + a taᵀ = p + pᵀ` with `p = ta aᵀ`, one product instead of two.
+///
+/// Each element of `a taᵀ` is the same sum of the same products, in the same order of the contracted
+/// axis, as the matching element of `(ta aᵀ)ᵀ` (multiplication commutes exactly), so on a backend
+/// whose matrix product sums every element in one order (the CPU's) the tangent is bit for bit the
+/// two-product one. The reverse pass of `p + pᵀ` adds the two cotangents before the one product, so
+/// a Hessian-vector product taken reverse over forward saves a second product there too.
+pub(crate) fn gram_jvp<B: Backend>(s: &SavedValues<B>, ta: &Tensor<B>) -> Result<Tensor<B>> {
+    let p = ta.matmul(s.input(1)?)?;
+    p.add(&p.t()?)
+}
+
 /// The tangent of a bilinear op `f(a, b)` from its two partial maps: `f(ta, b) + f(a, tb)`.
 pub(super) fn bilinear_jvp<B: Backend>(
     s: &SavedValues<B>,

@@ -12,7 +12,7 @@ mod movement;
 mod reduce;
 
 pub(crate) use forward::jvp;
-pub(crate) use linalg::{is_transposed, rhs_cotangent_untransposed};
+pub(crate) use linalg::{gram_jvp, is_transposed, rhs_cotangent_untransposed};
 pub(crate) use movement::slice as slice_cotangent;
 
 use super::extension::{self, ExtensionRules};

@@ -1,0 +1,159 @@
+//! Elementwise maps of a row-major matrix and a transposed one, such as `x + xᵀ` or a cotangent plus
+//! a transposed cotangent (a Gram product's tangent and its reverse pass make both).
+//!
+//! Row by row, the transposed operand is read one element per cache line. Here each task takes a band
+//! of rows and copies the transposed operand's tiles into a small row-major buffer first, reading
+//! whole cache lines, so that the map itself runs over contiguous rows of both operands.
+
+use super::{CHUNK, apply2, output_vec};
+use crate::PARALLEL_THRESHOLD;
+use nabla_core::Layout;
+use rayon::prelude::*;
+use std::mem::MaybeUninit;
+
+/// Rows and columns of one tile of the transposed operand.
+const TILE: usize = 32;
+
+/// `f` over a row-major `[m, n]` operand and the transpose of a row-major `[n, m]` one, either way
+/// round; `None` unless the two layouts are exactly that (rank 2, both dimensions above 1).
+pub(crate) fn map2_transposed<A, B, U, F>(
+    a: &[A],
+    la: &Layout,
+    b: &[B],
+    lb: &Layout,
+    f: &F,
+) -> Option<Vec<U>>
+where
+    A: Copy + Sync,
+    B: Copy + Sync,
+    U: Send,
+    F: Fn(A, B) -> U + Sync,
+{
+    if let (Some(ra), Some(rb)) = (la.contiguous_range(), transposed_range(lb)) {
+        return Some(rows_with_transposed(&a[ra], &b[rb], la.shape(), f));
+    }
+    if let (Some(ra), Some(rb)) = (transposed_range(la), lb.contiguous_range()) {
+        return Some(rows_with_transposed(&b[rb], &a[ra], la.shape(), &|y, x| {
+            f(x, y)
+        }));
+    }
+    None
+}
+
+/// The buffer range of `l` when it is the transpose of a contiguous row-major matrix.
+fn transposed_range(l: &Layout) -> Option<std::ops::Range<usize>> {
+    let shape = l.shape();
+    if shape.len() != 2 || shape[0] < 2 || shape[1] < 2 {
+        return None;
+    }
+    l.transpose(0, 1).ok()?.contiguous_range()
+}
+
+/// `out[i, j] = f(rows[i * n + j], cols[j * m + i])` for `shape = [m, n]`.
+fn rows_with_transposed<A, B, U, F>(rows: &[A], cols: &[B], shape: &[usize], f: &F) -> Vec<U>
+where
+    A: Copy + Sync,
+    B: Copy + Sync,
+    U: Send,
+    F: Fn(A, B) -> U + Sync,
+{
+    let (m, n) = (shape[0], shape[1]);
+    let mut out: Vec<U> = output_vec(m * n);
+    let spare = &mut out.spare_capacity_mut()[..m * n];
+    let band = |(index, dst): (usize, &mut [MaybeUninit<U>])| {
+        band_with_transposed(rows, cols, m, n, index * TILE, dst, f);
+    };
+    if m * n >= PARALLEL_THRESHOLD {
+        let bands = (CHUNK / (TILE * n)).max(1);
+        spare
+            .par_chunks_mut(bands * TILE * n)
+            .enumerate()
+            .for_each(|(task, dst)| {
+                dst.chunks_mut(TILE * n)
+                    .enumerate()
+                    .for_each(|(k, d)| band((task * bands + k, d)));
+            });
+    } else {
+        spare.chunks_mut(TILE * n).enumerate().for_each(band);
+    }
+    // SAFETY: each band wrote every element of its rows, and the bands cover all m * n.
+    unsafe { out.set_len(m * n) };
+    out
+}
+
+/// Rows `first..` of the map (as many as `dst` holds), tile by tile across the columns.
+fn band_with_transposed<A, B, U, F>(
+    rows: &[A],
+    cols: &[B],
+    m: usize,
+    n: usize,
+    first: usize,
+    dst: &mut [MaybeUninit<U>],
+    f: &F,
+) where
+    A: Copy,
+    B: Copy,
+    F: Fn(A, B) -> U,
+{
+    let height = dst.len() / n;
+    let mut tile = [cols[0]; TILE * TILE];
+    for left in (0..n).step_by(TILE) {
+        let width = TILE.min(n - left);
+        // tile[r * TILE + c] = the transposed operand at (first + r, left + c), read column by column
+        // of the tile, which is row by row of its buffer.
+        for c in 0..width {
+            let src = &cols[(left + c) * m + first..][..height];
+            for (r, &v) in src.iter().enumerate() {
+                tile[r * TILE + c] = v;
+            }
+        }
+        for r in 0..height {
+            let i = first + r;
+            apply2(
+                &rows[i * n + left..][..width],
+                &tile[r * TILE..][..width],
+                &mut dst[r * n + left..][..width],
+                f,
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every band and tile edge: shapes below, at and above the tile and band sizes, both operand
+    /// orders, against the plain strided loop's definition.
+    #[test]
+    fn transposed_maps_match_the_elementwise_definition() {
+        for (m, n) in [(2, 2), (3, 70), (33, 31), (64, 64), (100, 257), (300, 129)] {
+            let a: Vec<f32> = (0..m * n).map(|k| k as f32 * 0.5).collect();
+            let b: Vec<f32> = (0..m * n).map(|k| (k as f32).sin()).collect();
+            let la = Layout::contiguous([m, n]);
+            let lb = Layout::contiguous([n, m]).transpose(0, 1).unwrap();
+            let expect = |i: usize, j: usize| a[i * n + j] - 3.0 * b[j * m + i];
+            let got = map2_transposed(&a, &la, &b, &lb, &|x, y| x - 3.0 * y).unwrap();
+            let swapped = map2_transposed(&b, &lb, &a, &la, &|y, x| x - 3.0 * y).unwrap();
+            for i in 0..m {
+                for j in 0..n {
+                    assert_eq!(got[i * n + j].to_bits(), expect(i, j).to_bits(), "{m}x{n}");
+                    assert_eq!(swapped[i * n + j].to_bits(), expect(i, j).to_bits());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn other_layouts_are_left_to_the_general_loop() {
+        let a = vec![0f32; 12];
+        let row_major = Layout::contiguous([3, 4]);
+        let strided = Layout::contiguous([3, 8]).slice(1, 0, 4, 2).unwrap();
+        assert!(map2_transposed(&a, &row_major, &a, &row_major, &|x, y| x + y).is_none());
+        assert!(map2_transposed(&a, &row_major, &a, &strided, &|x, y| x + y).is_none());
+        let vector = Layout::contiguous([1, 4]).transpose(0, 1).unwrap();
+        assert!(
+            map2_transposed(&a, &Layout::contiguous([4, 1]), &a, &vector, &|x, y| x + y).is_none()
+        );
+    }
+}
