@@ -15,7 +15,9 @@ use std::mem::MaybeUninit;
 const TILE: usize = 32;
 
 /// `f` over a row-major `[m, n]` operand and the transpose of a row-major `[n, m]` one, either way
-/// round; `None` unless the two layouts are exactly that (rank 2, both dimensions above 1).
+/// round; `None` unless the two layouts are exactly that (rank 2, more than one band of rows, more
+/// than one column). Fewer rows would make one task of the whole map; the general loop splits long
+/// rows across threads instead.
 pub(crate) fn map2_transposed<A, B, U, F>(
     a: &[A],
     la: &Layout,
@@ -29,6 +31,7 @@ where
     U: Send,
     F: Fn(A, B) -> U + Sync,
 {
+    debug_assert_eq!(la.shape(), lb.shape());
     if let (Some(ra), Some(rb)) = (la.contiguous_range(), transposed_range(lb)) {
         return Some(rows_with_transposed(&a[ra], &b[rb], la.shape(), f));
     }
@@ -43,7 +46,7 @@ where
 /// The buffer range of `l` when it is the transpose of a contiguous row-major matrix.
 fn transposed_range(l: &Layout) -> Option<std::ops::Range<usize>> {
     let shape = l.shape();
-    if shape.len() != 2 || shape[0] < 2 || shape[1] < 2 {
+    if shape.len() != 2 || shape[0] <= TILE || shape[1] < 2 {
         return None;
     }
     l.transpose(0, 1).ok()?.contiguous_range()
@@ -60,28 +63,30 @@ where
     let (m, n) = (shape[0], shape[1]);
     let mut out: Vec<U> = output_vec(m * n);
     let spare = &mut out.spare_capacity_mut()[..m * n];
-    let band = |(index, dst): (usize, &mut [MaybeUninit<U>])| {
-        band_with_transposed(rows, cols, m, n, index * TILE, dst, f);
+    // Each task runs the bands of TILE rows from band `first` that `dst` holds, with one tile buffer.
+    let task = |first: usize, dst: &mut [MaybeUninit<U>]| {
+        let mut tile = [cols[0]; TILE * TILE];
+        for (k, band) in dst.chunks_mut(TILE * n).enumerate() {
+            band_with_transposed(rows, cols, m, n, (first + k) * TILE, band, &mut tile, f);
+        }
     };
     if m * n >= PARALLEL_THRESHOLD {
         let bands = (CHUNK / (TILE * n)).max(1);
         spare
             .par_chunks_mut(bands * TILE * n)
             .enumerate()
-            .for_each(|(task, dst)| {
-                dst.chunks_mut(TILE * n)
-                    .enumerate()
-                    .for_each(|(k, d)| band((task * bands + k, d)));
-            });
+            .for_each(|(t, dst)| task(t * bands, dst));
     } else {
-        spare.chunks_mut(TILE * n).enumerate().for_each(band);
+        task(0, spare);
     }
     // SAFETY: each band wrote every element of its rows, and the bands cover all m * n.
     unsafe { out.set_len(m * n) };
     out
 }
 
-/// Rows `first..` of the map (as many as `dst` holds), tile by tile across the columns.
+/// Rows `first..` of the map (as many as `dst` holds), tile by tile across the columns, through
+/// the scratch `tile`.
+#[allow(clippy::too_many_arguments)]
 fn band_with_transposed<A, B, U, F>(
     rows: &[A],
     cols: &[B],
@@ -89,6 +94,7 @@ fn band_with_transposed<A, B, U, F>(
     n: usize,
     first: usize,
     dst: &mut [MaybeUninit<U>],
+    tile: &mut [B; TILE * TILE],
     f: &F,
 ) where
     A: Copy,
@@ -96,7 +102,6 @@ fn band_with_transposed<A, B, U, F>(
     F: Fn(A, B) -> U,
 {
     let height = dst.len() / n;
-    let mut tile = [cols[0]; TILE * TILE];
     for left in (0..n).step_by(TILE) {
         let width = TILE.min(n - left);
         // tile[r * TILE + c] = the transposed operand at (first + r, left + c), read column by column
@@ -127,7 +132,14 @@ mod tests {
     /// orders, against the plain strided loop's definition.
     #[test]
     fn transposed_maps_match_the_elementwise_definition() {
-        for (m, n) in [(2, 2), (3, 70), (33, 31), (64, 64), (100, 257), (300, 129)] {
+        for (m, n) in [
+            (33, 2),
+            (33, 31),
+            (64, 64),
+            (100, 257),
+            (300, 129),
+            (1100, 3),
+        ] {
             let a: Vec<f32> = (0..m * n).map(|k| k as f32 * 0.5).collect();
             let b: Vec<f32> = (0..m * n).map(|k| (k as f32).sin()).collect();
             let la = Layout::contiguous([m, n]);
@@ -155,5 +167,16 @@ mod tests {
         assert!(
             map2_transposed(&a, &Layout::contiguous([4, 1]), &a, &vector, &|x, y| x + y).is_none()
         );
+        // One band of rows: the general loop, which splits long rows across threads.
+        let wide = vec![0f32; 4 * 40];
+        let short = Layout::contiguous([40, 4]).transpose(0, 1).unwrap();
+        let out = map2_transposed(
+            &wide,
+            &Layout::contiguous([4, 40]),
+            &wide,
+            &short,
+            &|x, y| x + y,
+        );
+        assert!(out.is_none());
     }
 }

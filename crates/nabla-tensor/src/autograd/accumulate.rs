@@ -19,7 +19,7 @@
 //! The joins are made of tensor ops, so a reverse pass that records itself (`create_graph`) records
 //! them and they can be differentiated again.
 
-use super::node::Node;
+use super::node::{Node, NodeKind};
 use super::rules;
 use crate::Tensor;
 use nabla_core::{Backend, DType, Error, Result};
@@ -102,7 +102,9 @@ impl<B: Backend> Cotangent<B> {
                 let f32 = DType::F32;
                 sum.cast(f32)?.add(grad.cast(f32)?)?.cast(grad.dtype())?
             }
-            Some(sum) => add_in_place_order(&sum, &grad)?,
+            // A leaf keeps a row-major gradient (optimisers then update it in memory order).
+            Some(sum) if matches!(node.kind, NodeKind::Leaf { .. }) => sum.add(&grad)?,
+            Some(sum) => add_in_buffer_order(&sum, &grad)?,
         });
         Ok(())
     }
@@ -300,10 +302,10 @@ fn nodes_cross_threads<B: Backend>() {
 }
 
 /// `a + b`. When both are transposed views (the cotangents a transposed operand of several
-/// products receives, such as `x` in `x @ xᵀ` and `v @ xᵀ`), they are added in their buffers' order
-/// and the sum is a transposed view too: the same values, read and written in memory order, and a
-/// later transpose back to the operand's own layout is free.
-fn add_in_place_order<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>> {
+/// products receives, such as `xᵀ` in `x @ xᵀ` and `v @ xᵀ`), they are added in their buffers'
+/// order and the sum is a transposed view too: the same values, read and written in memory order,
+/// and the transpose back to the operand's source (`x`) is then free.
+fn add_in_buffer_order<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>> {
     if rules::is_transposed(a) && rules::is_transposed(b) {
         return a.t()?.add(&b.t()?)?.t();
     }
@@ -323,7 +325,7 @@ mod tests {
             Tensor::from_vec(v, [5, 7], &cpu)?.t()
         };
         let (a, b) = (matrix(0.3)?, matrix(1.7)?);
-        let sum = add_in_place_order(&a, &b)?;
+        let sum = add_in_buffer_order(&a, &b)?;
         assert!(
             rules::is_transposed(&sum),
             "the sum stays a transposed view"
@@ -334,7 +336,7 @@ mod tests {
         };
         assert_eq!(bits(&sum)?, bits(&plain)?);
         // Anything else adds as it is.
-        let mixed = add_in_place_order(&a, &plain)?;
+        let mixed = add_in_buffer_order(&a, &plain)?;
         assert!(mixed.is_contiguous());
         assert_eq!(bits(&mixed)?, bits(&a.add(&plain)?)?);
         Ok(())

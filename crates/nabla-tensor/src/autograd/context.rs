@@ -190,10 +190,11 @@ impl AdContext {
     /// Computed reverse over forward: the gradient of the directional derivative `∇y · v`. With `y`
     /// already computed, that costs its tangent and one reverse pass over the value and the tangent.
     /// Forward over reverse (the tangent of the gradient) would here also compute the gradient itself
-    /// eagerly only to throw it away. For `sum(tanh(X Xᵀ))` this takes 5 matrix products, traced or
-    /// not: the Gram product's tangent is one product `P + Pᵀ`, whose reverse pass adds the two
-    /// cotangents before its one product. Forward over reverse takes 9 eagerly, 6 once a compiler
-    /// has dropped the unused gradient and merged the transposed twin.
+    /// eagerly only to throw it away. For `sum(tanh(X Xᵀ))`, `hvp` takes 5 matrix products, traced
+    /// or not: the Gram product's tangent is one product `P + Pᵀ`, and the reverse pass of `P + Pᵀ`
+    /// adds its two cotangents before its one product. Forward over reverse takes 8 eagerly (the
+    /// gradient's 3, the Gram tangent's 1 and the 4 tangents of the gradient's two products), 6 once
+    /// a compiler has dropped the unused gradient.
     pub fn hvp<B: Backend>(
         &self,
         y: &Tensor<B>,

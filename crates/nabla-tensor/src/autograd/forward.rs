@@ -55,8 +55,14 @@ pub(crate) fn push_forward<B: Backend>(
         }
         super::extension::ensure_rule(op, ext, super::extension::Mode::Forward)?;
         let values = take_saved(node, op.name(), saved, true, nested)?;
-        let tangent = match (&inputs[..], is_gram_product(op, parents, marks)) {
-            ([Some(ta), Some(_)], true) => Some(rules::gram_jvp(&values, ta)?),
+        let tangent = match (gram_form(op, parents, marks), &inputs[..]) {
+            // x @ xᵀ: p = ẋ xᵀ. xᵀ @ x: p = xᵀ ẋ.
+            (Some(Gram::RightIsLeftTransposed), [Some(ta), Some(_)]) => {
+                Some(rules::gram_jvp(ta, values.input(1)?)?)
+            }
+            (Some(Gram::LeftIsRightTransposed), [Some(_), Some(tb)]) => {
+                Some(rules::gram_jvp(values.input(0)?, tb)?)
+            }
             _ => rules::jvp(op, &values, &inputs, &node.shape, ext)?,
         };
         tangents[i] = match tangent {
@@ -67,33 +73,50 @@ pub(crate) fn push_forward<B: Backend>(
     Ok(tangents[0].take())
 }
 
-/// `true` when `op` is the matrix product `a @ aᵀ` of a node and that node's transpose (a `Permute`
-/// swapping the last two axes, unmarked, so that its tangent is the transposed tangent of `a`): its
-/// tangent then takes one product ([`rules::gram_jvp`]).
-fn is_gram_product<B: Backend>(
+/// Which operand of a Gram product is the other one's transpose.
+enum Gram {
+    /// `x @ xᵀ`.
+    RightIsLeftTransposed,
+    /// `xᵀ @ x`.
+    LeftIsRightTransposed,
+}
+
+/// The form of `op` when it is a Gram product `x @ xᵀ` or `xᵀ @ x`: a matrix product of a node and
+/// that node's transpose (an unmarked `Permute` swapping the last two axes, so that its tangent is
+/// the transposed tangent of `x`). Its tangent then takes one product ([`rules::gram_jvp`]).
+fn gram_form<B: Backend>(
     op: &Op<B>,
     parents: &[Option<Arc<Node<B>>>],
     marks: &[(u64, Tensor<B>)],
-) -> bool {
+) -> Option<Gram> {
     let (Op::Matmul, [Some(a), Some(b)]) = (op, parents) else {
-        return false;
+        return None;
     };
-    let NodeKind::Op {
-        op: Op::Permute { perm },
-        parents: inner,
-        ..
-    } = &b.kind
-    else {
-        return false;
+    let transposes = |t: &Arc<Node<B>>, x: &Arc<Node<B>>| {
+        let NodeKind::Op {
+            op: Op::Permute { perm },
+            parents: inner,
+            ..
+        } = &t.kind
+        else {
+            return false;
+        };
+        let rank = perm.len();
+        let swaps_last_two = rank >= 2
+            && perm[..rank - 2].iter().enumerate().all(|(i, &p)| i == p)
+            && perm[rank - 2] == rank - 1
+            && perm[rank - 1] == rank - 2;
+        swaps_last_two
+            && matches!(&inner[..], [Some(inner)] if Arc::ptr_eq(inner, x))
+            && !marks.iter().any(|(id, _)| *id == t.id)
     };
-    let rank = perm.len();
-    let swaps_last_two = rank >= 2
-        && perm[..rank - 2].iter().enumerate().all(|(i, &p)| i == p)
-        && perm[rank - 2] == rank - 1
-        && perm[rank - 1] == rank - 2;
-    swaps_last_two
-        && matches!(&inner[..], [Some(inner)] if Arc::ptr_eq(inner, a))
-        && !marks.iter().any(|(id, _)| *id == b.id)
+    if transposes(b, a) {
+        Some(Gram::RightIsLeftTransposed)
+    } else if transposes(a, b) {
+        Some(Gram::LeftIsRightTransposed)
+    } else {
+        None
+    }
 }
 
 /// Checks that each tangent matches its input in shape and dtype.

@@ -25,8 +25,29 @@ fn the_gram_tangent_is_bit_for_bit_the_two_product_tangent() -> Result<()> {
             let two_products = v.matmul(&x.t()?)?.add(&x.matmul(&v.t()?)?)?;
             assert_eq!(tangent.shape(), two_products.shape());
             assert_eq!(bits(&tangent), bits(&two_products), "{shape:?} {dtype:?}");
+            // xᵀ @ x: ẋᵀ x + xᵀ ẋ.
+            let tangent = ad.jvp(&xv.t()?.matmul(&xv)?, &xv, &v)?;
+            let two_products = v.t()?.matmul(&x)?.add(&x.t()?.matmul(&v)?)?;
+            assert_eq!(bits(&tangent), bits(&two_products), "ᵀ {shape:?} {dtype:?}");
         }
     }
+    Ok(())
+}
+
+#[test]
+fn complex_gram_tangents_agree_to_rounding() -> Result<()> {
+    let complex =
+        |shape: &[usize], seed: u64| T::complex(&randn(shape, seed), &randn(shape, seed + 1));
+    let (x, v) = (complex(&[6, 9], 100)?, complex(&[6, 9], 102)?);
+    let xv = T::var("x", x.clone())?;
+    let ad = AdContext::new();
+    let parts = |t: &T| -> Result<Vec<f64>> { Ok([vals(&t.real()?), vals(&t.imag()?)].concat()) };
+    let tangent = ad.jvp(&xv.matmul(&xv.t()?)?, &xv, &v)?;
+    let two_products = v.matmul(&x.t()?)?.add(&x.matmul(&v.t()?)?)?;
+    assert_near(&parts(&tangent)?, &parts(&two_products)?, 1e-12);
+    let tangent = ad.jvp(&xv.t()?.matmul(&xv)?, &xv, &v)?;
+    let two_products = v.t()?.matmul(&x)?.add(&x.t()?.matmul(&v)?)?;
+    assert_near(&parts(&tangent)?, &parts(&two_products)?, 1e-12);
     Ok(())
 }
 
@@ -54,6 +75,8 @@ fn the_gram_tangent_and_the_hvp_record_fewer_products() -> Result<()> {
     // tangent reads: not the primal product).
     let jvp = traced_products(|x, v| AdContext::new().jvp(&x.matmul(&x.t()?)?, x, &v.detach()))?;
     assert_eq!(jvp, 1);
+    let jvp = traced_products(|x, v| AdContext::new().jvp(&x.t()?.matmul(x)?, x, &v.detach()))?;
+    assert_eq!(jvp, 1);
     let general = traced_products(|x, v| {
         let xt = x.t()?.contiguous()?;
         AdContext::new().jvp(&x.matmul(&xt)?, x, &v.detach())
@@ -66,6 +89,14 @@ fn the_gram_tangent_and_the_hvp_record_fewer_products() -> Result<()> {
         AdContext::new().hvp(&y, x, &v.detach())
     })?;
     assert_eq!(hvp, 5);
+    // Forward over reverse: the primal, the Gram tangent and the four tangents of the gradient's
+    // two products (the program holds what the result reads, not the gradient's own products).
+    let fwd_rev = traced_products(|x, v| {
+        let ad = AdContext::new();
+        let g = ad.grad(&x.matmul(&x.t()?)?.tanh()?.sum_all()?, x)?;
+        ad.jvp(&g, x, &v.detach())
+    })?;
+    assert_eq!(fwd_rev, 6);
     Ok(())
 }
 

@@ -125,16 +125,19 @@ pub(super) fn conv2d_weight_grad<B: Backend>(
     ])
 }
 
-/// The tangent of a Gram product `c = a @ aᵀ` (the right operand the left one's transpose, so its
-/// tangent is `taᵀ`): `ta aᵀ + a taᵀ = p + pᵀ` with `p = ta aᵀ`, one product instead of two.
+/// The tangent `p + pᵀ` of a Gram product from its one product `p`: `ẋ xᵀ` for `x @ xᵀ` (whose
+/// tangent `ẋ xᵀ + x ẋᵀ` is `p + pᵀ`), `xᵀ ẋ` for `xᵀ @ x` (tangent `ẋᵀ x + xᵀ ẋ`): one product
+/// instead of two.
 ///
-/// Each element of `a taᵀ` is the same sum of the same products, in the same order of the contracted
-/// axis, as the matching element of `(ta aᵀ)ᵀ` (multiplication commutes exactly), so on a backend
-/// whose matrix product sums every element in one order (the CPU's) the tangent is bit for bit the
-/// two-product one. The reverse pass of `p + pᵀ` adds the two cotangents before the one product, so
-/// a Hessian-vector product taken reverse over forward saves a second product there too.
-pub(crate) fn gram_jvp<B: Backend>(s: &SavedValues<B>, ta: &Tensor<B>) -> Result<Tensor<B>> {
-    let p = ta.matmul(s.input(1)?)?;
+/// For real dtypes each element of the second product is the same sum of the same products, in the
+/// same order of the contracted axis, as the matching element of the first's transpose
+/// (multiplication commutes exactly), so on a backend whose matrix product sums every element in one
+/// order (the CPU's) the tangent is bit for bit the two-product one; complex products round their
+/// imaginary parts in an operand-dependent order and agree to rounding. The reverse pass of `p + pᵀ`
+/// adds the two cotangents before its one product, so a Hessian-vector product taken reverse over
+/// forward saves a product there too.
+pub(crate) fn gram_jvp<B: Backend>(lhs: &Tensor<B>, rhs: &Tensor<B>) -> Result<Tensor<B>> {
+    let p = lhs.matmul(rhs)?;
     p.add(&p.t()?)
 }
 
