@@ -103,9 +103,10 @@ fn gram_form<B: Backend>(
         };
         let rank = perm.len();
         let swaps_last_two = rank >= 2
-            && perm[..rank - 2].iter().enumerate().all(|(i, &p)| i == p)
-            && perm[rank - 2] == rank - 1
-            && perm[rank - 1] == rank - 2;
+            && perm
+                .iter()
+                .copied()
+                .eq((0..rank - 2).chain([rank - 1, rank - 2]));
         swaps_last_two
             && matches!(&inner[..], [Some(inner)] if Arc::ptr_eq(inner, x))
             && !marks.iter().any(|(id, _)| *id == t.id)

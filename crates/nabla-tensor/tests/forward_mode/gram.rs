@@ -11,6 +11,23 @@ fn bits(x: &T) -> Vec<u64> {
     vals(x).iter().map(|v| v.to_bits()).collect()
 }
 
+/// For `x @ xᵀ` and then `xᵀ @ x`: the tangent in direction `v` by `jvp` (the Gram rule) and the
+/// general rule's two products written out (`v xᵀ + x vᵀ`, `vᵀ x + xᵀ v`).
+fn gram_tangents(x: &T, v: &T) -> Result<[(T, T); 2]> {
+    let ad = AdContext::new();
+    let xv = T::var("x", x.clone())?;
+    Ok([
+        (
+            ad.jvp(&xv.matmul(&xv.t()?)?, &xv, v)?,
+            v.matmul(&x.t()?)?.add(&x.matmul(&v.t()?)?)?,
+        ),
+        (
+            ad.jvp(&xv.t()?.matmul(&xv)?, &xv, v)?,
+            v.t()?.matmul(x)?.add(&x.t()?.matmul(v)?)?,
+        ),
+    ])
+}
+
 #[test]
 fn the_gram_tangent_is_bit_for_bit_the_two_product_tangent() -> Result<()> {
     // Shapes through the product kernel's several paths (small, blocked, ragged) and a batch.
@@ -19,16 +36,14 @@ fn the_gram_tangent_is_bit_for_bit_the_two_product_tangent() -> Result<()> {
         for dtype in [DType::F64, DType::F32] {
             let x = randn(shape, 60 + k as u64).cast(dtype)?;
             let v = randn(shape, 70 + k as u64).cast(dtype)?;
-            let ad = AdContext::new();
-            let xv = T::var("x", x.clone())?;
-            let tangent = ad.jvp(&xv.matmul(&xv.t()?)?, &xv, &v)?;
-            let two_products = v.matmul(&x.t()?)?.add(&x.matmul(&v.t()?)?)?;
-            assert_eq!(tangent.shape(), two_products.shape());
-            assert_eq!(bits(&tangent), bits(&two_products), "{shape:?} {dtype:?}");
-            // xᵀ @ x: ẋᵀ x + xᵀ ẋ.
-            let tangent = ad.jvp(&xv.t()?.matmul(&xv)?, &xv, &v)?;
-            let two_products = v.t()?.matmul(&x)?.add(&x.t()?.matmul(&v)?)?;
-            assert_eq!(bits(&tangent), bits(&two_products), "ᵀ {shape:?} {dtype:?}");
+            for (form, (tangent, two_products)) in gram_tangents(&x, &v)?.iter().enumerate() {
+                assert_eq!(tangent.shape(), two_products.shape());
+                assert_eq!(
+                    bits(tangent),
+                    bits(two_products),
+                    "form {form} {shape:?} {dtype:?}"
+                );
+            }
         }
     }
     Ok(())
@@ -39,15 +54,10 @@ fn complex_gram_tangents_agree_to_rounding() -> Result<()> {
     let complex =
         |shape: &[usize], seed: u64| T::complex(&randn(shape, seed), &randn(shape, seed + 1));
     let (x, v) = (complex(&[6, 9], 100)?, complex(&[6, 9], 102)?);
-    let xv = T::var("x", x.clone())?;
-    let ad = AdContext::new();
     let parts = |t: &T| -> Result<Vec<f64>> { Ok([vals(&t.real()?), vals(&t.imag()?)].concat()) };
-    let tangent = ad.jvp(&xv.matmul(&xv.t()?)?, &xv, &v)?;
-    let two_products = v.matmul(&x.t()?)?.add(&x.matmul(&v.t()?)?)?;
-    assert_near(&parts(&tangent)?, &parts(&two_products)?, 1e-12);
-    let tangent = ad.jvp(&xv.t()?.matmul(&xv)?, &xv, &v)?;
-    let two_products = v.t()?.matmul(&x)?.add(&x.t()?.matmul(&v)?)?;
-    assert_near(&parts(&tangent)?, &parts(&two_products)?, 1e-12);
+    for (tangent, two_products) in gram_tangents(&x, &v)? {
+        assert_near(&parts(&tangent)?, &parts(&two_products)?, 1e-12);
+    }
     Ok(())
 }
 
@@ -84,16 +94,13 @@ fn the_gram_tangent_and_the_hvp_record_fewer_products() -> Result<()> {
     assert_eq!(general, 2);
     // Reverse over forward: the primal, the tangent's one, its reverse pass's one (the two
     // cotangents of p + pᵀ added first) and the primal product's two.
-    let hvp = traced_products(|x, v| {
-        let y = x.matmul(&x.t()?)?.tanh()?.sum_all()?;
-        AdContext::new().hvp(&y, x, &v.detach())
-    })?;
+    let hvp = traced_products(|x, v| AdContext::new().hvp(&gram_loss(x)?, x, &v.detach()))?;
     assert_eq!(hvp, 5);
     // Forward over reverse: the primal, the Gram tangent and the four tangents of the gradient's
     // two products (the program holds what the result reads, not the gradient's own products).
     let fwd_rev = traced_products(|x, v| {
         let ad = AdContext::new();
-        let g = ad.grad(&x.matmul(&x.t()?)?.tanh()?.sum_all()?, x)?;
+        let g = ad.grad(&gram_loss(x)?, x)?;
         ad.jvp(&g, x, &v.detach())
     })?;
     assert_eq!(fwd_rev, 6);
