@@ -202,6 +202,50 @@ pub(crate) fn gemm<T: ComplexField>(
     gemm_blocks(dst, accum, a, b, blocks);
 }
 
+/// `dst = a b`, or `dst += a b` when `accumulate`, for host kernels outside this crate (the fused LSTM
+/// layer of `nabla-nn` runs its recurrent products through it), split over the thread pool as this
+/// backend's own products are. A shape mismatch is an error naming `op`.
+///
+/// ```
+/// use faer::{MatMut, MatRef};
+/// let (a, b) = ([1.0f32, 2.0, 3.0, 4.0], [1.0f32, 0.0, 0.0, 1.0]);
+/// let mut c = [0.0f32; 4];
+/// nabla_cpu::host_gemm(
+///     "example",
+///     MatMut::from_row_major_slice_mut(&mut c, 2, 2),
+///     false,
+///     MatRef::from_row_major_slice(&a, 2, 2),
+///     MatRef::from_row_major_slice(&b, 2, 2).transpose(),
+/// )?;
+/// assert_eq!(c, a);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn host_gemm<T: ComplexField>(
+    op: &'static str,
+    dst: MatMut<'_, T>,
+    accumulate: bool,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+) -> Result<()> {
+    let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
+    if b.nrows() != k || dst.nrows() != m || dst.ncols() != n {
+        return Err(
+            Error::shapes(op, &[m, k], &[b.nrows(), n]).with_hint(format!(
+                "into a {}x{} destination",
+                dst.nrows(),
+                dst.ncols()
+            )),
+        );
+    }
+    let accum = if accumulate {
+        Accum::Add
+    } else {
+        Accum::Replace
+    };
+    gemm(dst, accum, a, b, par_for(m, k, n));
+    Ok(())
+}
+
 /// Smallest side of an output block worth a task of its own.
 const MIN_BLOCK: usize = 32;
 

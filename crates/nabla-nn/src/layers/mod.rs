@@ -7,7 +7,7 @@ mod dropout;
 mod embedding;
 mod layer_norm;
 mod linear;
-mod lstm_cell;
+mod lstm_fused;
 mod norm;
 mod pool;
 mod positional;

@@ -3,7 +3,7 @@
 
 use crate::init;
 use crate::layers::dropout::Dropout;
-use crate::layers::lstm_cell::lstm_cell;
+use crate::layers::lstm_fused::lstm_layer;
 use crate::module::{Forward, Module};
 use crate::param::Param;
 use nabla_core::{Backend, DType, Error, Generator, Result};
@@ -317,7 +317,7 @@ impl<B: Backend> RnnCore<B> {
         &self,
         w: &DirectionWeights<B>,
         x: &Tensor<B>,
-        mut state: Vec<Tensor<B>>,
+        state: Vec<Tensor<B>>,
         reverse: bool,
     ) -> Result<(Tensor<B>, Vec<Tensor<B>>)> {
         // The input projection of every step at once: [L, N, gates * H]. Where the cell only adds
@@ -335,48 +335,73 @@ impl<B: Backend> RnnCore<B> {
         if let Some(b) = &input_bias {
             xw = xw.add(b)?;
         }
-        // One transposed view for every step: the steps' contributions to W_hh's gradient then
-        // reach that one view, where the reverse pass multiplies them out as one product of the
-        // stacked hidden states and gate gradients, in W_hh's own layout.
-        let w_hh_t = w.weight_hh.value().t()?;
-        let len = x.shape()[0];
-        let mut outputs = vec![None; len];
-        for step in 0..len {
-            let t = if reverse { len - 1 - step } else { step };
-            let gi = xw.select_index(0, t as isize)?;
-            let mut gh = state[0].matmul(&w_hh_t)?;
-            if let Some(b) = &b_hh {
-                gh = gh.add(b)?;
+        let w_hh = w.weight_hh.value();
+        let b_hh = b_hh.as_ref();
+        match self.cell {
+            // The whole recurrence is one fused op on the CPU.
+            Cell::Lstm => {
+                let s = lstm_layer(&xw, &w_hh, &state[0], &state[1], reverse)?;
+                Ok((s.outputs, vec![s.h_n, s.c_n]))
             }
-            state = self.step(&gi, &gh, &state)?;
-            outputs[t] = Some(state[0].clone());
+            Cell::Rnn(RnnNonlinearity::Tanh) => {
+                recur(&xw, &w_hh, b_hh, &state[0], reverse, |gi, gh, _| {
+                    gi.add(gh)?.tanh()
+                })
+            }
+            Cell::Rnn(RnnNonlinearity::Relu) => {
+                recur(&xw, &w_hh, b_hh, &state[0], reverse, |gi, gh, _| {
+                    gi.add(gh)?.relu()
+                })
+            }
+            Cell::Gru => recur(&xw, &w_hh, b_hh, &state[0], reverse, gru_step),
         }
-        let outputs: Vec<Tensor<B>> = outputs.into_iter().flatten().collect();
-        let refs: Vec<&Tensor<B>> = outputs.iter().collect();
-        Ok((Tensor::stack(&refs, 0)?, state))
     }
+}
 
-    /// One step of the cell from the input part `gi = x W_ihᵀ + b_ih` and the hidden part
-    /// `gh = h W_hhᵀ + b_hh` (both `[N, gates * H]`; RNN and LSTM, which only add the two, get both
-    /// biases in `gi`); returns the new states.
-    fn step(&self, gi: &Tensor<B>, gh: &Tensor<B>, state: &[Tensor<B>]) -> Result<Vec<Tensor<B>>> {
-        Ok(match self.cell {
-            Cell::Rnn(RnnNonlinearity::Tanh) => vec![gi.add(gh)?.tanh()?],
-            Cell::Rnn(RnnNonlinearity::Relu) => vec![gi.add(gh)?.relu()?],
-            // Gate order i, f, g, o; one fused pass on the CPU.
-            Cell::Lstm => lstm_cell(&gi.add(gh)?, &state[1])?.to_vec(),
-            Cell::Gru => {
-                // Gate order r, z, n; the candidate applies r to the whole hidden part.
-                let gi = gi.chunk(3, -1)?;
-                let gh = gh.chunk(3, -1)?;
-                let r = gi[0].add(&gh[0])?.sigmoid()?;
-                let z = gi[1].add(&gh[1])?.sigmoid()?;
-                let n = gi[2].add(r.mul(&gh[2])?)?.tanh()?;
-                // h' = (1 - z) * n + z * h = n + z * (h - n).
-                vec![n.add(z.mul(state[0].sub(&n)?)?)?]
-            }
-        })
+/// Runs a single-state cell over the steps of `xw` (`[L, N, gates * H]`, the input part of every
+/// step) from `h0`: `step(gi, gh, h)` gives the next state from the step's input part `gi`, its
+/// hidden part `gh = h W_hhᵀ + b_hh` and the state. Returns the states `[L, N, H]` in time order and
+/// the final one.
+fn recur<B: Backend>(
+    xw: &Tensor<B>,
+    w_hh: &Tensor<B>,
+    b_hh: Option<&Tensor<B>>,
+    h0: &Tensor<B>,
+    reverse: bool,
+    step: impl Fn(&Tensor<B>, &Tensor<B>, &Tensor<B>) -> Result<Tensor<B>>,
+) -> Result<(Tensor<B>, Vec<Tensor<B>>)> {
+    // One transposed view for every step: the steps' contributions to W_hh's gradient then reach
+    // that one view, where the reverse pass multiplies them out as one product of the stacked hidden
+    // states and gate gradients, in W_hh's own layout.
+    let w_hh_t = w_hh.t()?;
+    let len = xw.shape()[0];
+    let mut h = h0.clone();
+    let mut outputs = vec![None; len];
+    for s in 0..len {
+        let t = if reverse { len - 1 - s } else { s };
+        let gi = xw.select_index(0, t as isize)?;
+        let mut gh = h.matmul(&w_hh_t)?;
+        if let Some(b) = b_hh {
+            gh = gh.add(b)?;
+        }
+        h = step(&gi, &gh, &h)?;
+        outputs[t] = Some(h.clone());
     }
+    let outputs: Vec<Tensor<B>> = outputs.into_iter().flatten().collect();
+    let refs: Vec<&Tensor<B>> = outputs.iter().collect();
+    Ok((Tensor::stack(&refs, 0)?, vec![h]))
+}
+
+/// One GRU step from the input part `gi = x W_ihᵀ + b_ih` and the hidden part `gh = h W_hhᵀ + b_hh`
+/// (both `[N, 3H]`, gate order r, z, n); the candidate applies r to the whole hidden part.
+fn gru_step<B: Backend>(gi: &Tensor<B>, gh: &Tensor<B>, h: &Tensor<B>) -> Result<Tensor<B>> {
+    let gi = gi.chunk(3, -1)?;
+    let gh = gh.chunk(3, -1)?;
+    let r = gi[0].add(&gh[0])?.sigmoid()?;
+    let z = gi[1].add(&gh[1])?.sigmoid()?;
+    let n = gi[2].add(r.mul(&gh[2])?)?.tanh()?;
+    // h' = (1 - z) * n + z * h = n + z * (h - n).
+    n.add(z.mul(h.sub(&n)?)?)
 }
 
 /// Implements `Module` (PyTorch's flat parameter names) and the accessors for a recurrent layer.

@@ -1,0 +1,348 @@
+//! The host kernels of the fused LSTM layer: the recurrence forwards and its vector-Jacobian product
+//! backwards, each step one faer product (through the CPU backend's [`nabla_cpu::host_gemm`]) and one
+//! row-parallel pass of the cell.
+
+use super::{Dims, LstmOp};
+use faer::traits::ComplexField;
+use faer::{MatMut, MatRef};
+use nabla_core::simd_math::SimdFloat;
+use nabla_core::{Element, Error, HostAllocator, HostData, Result};
+use rayon::prelude::*;
+use std::mem::MaybeUninit;
+
+/// Batch rows per parallel task: rows of a few hundred units are a few microseconds of work each.
+const ROWS_PER_TASK: usize = 8;
+
+/// The float types the kernels run in.
+pub(super) trait LayerFloat: SimdFloat + Element + ComplexField {}
+impl<T: SimdFloat + Element + ComplexField> LayerFloat for T {}
+
+/// Runs `op` on inputs already validated by [`LstmOp::dims`].
+pub(super) fn run<T: LayerFloat>(
+    op: LstmOp,
+    data: &[&HostData],
+    dims: Dims,
+    alloc: &dyn HostAllocator,
+) -> Result<Vec<T>> {
+    let slices: Vec<&[T]> = data
+        .iter()
+        .map(|d| T::slice_of(d).ok_or_else(|| Error::dtype(op.op_name(), d.dtype())))
+        .collect::<Result<_>>()?;
+    let steps = Steps {
+        len: dims.len,
+        reverse: op.reverse(),
+    };
+    match (op, slices.as_slice()) {
+        (LstmOp::Layer { .. }, &[xw, w_hh, h0, c0]) => {
+            forward(&Inputs { w_hh, h0, c0 }, xw, dims, steps, alloc)
+        }
+        (LstmOp::LayerVjp { .. }, &[w_hh, h0, c0, states, cot]) => {
+            backward(&Inputs { w_hh, h0, c0 }, states, cot, dims, steps, alloc)
+        }
+        _ => Err(Error::invalid(op.op_name(), "wrong number of inputs")),
+    }
+}
+
+/// The inputs both kernels read: the recurrent weight `[4H, H]` and the initial states `[N, H]`.
+struct Inputs<'a, T> {
+    w_hh: &'a [T],
+    h0: &'a [T],
+    c0: &'a [T],
+}
+
+/// The order of the steps: `time(s)` is the time index of the `s`-th step run.
+#[derive(Clone, Copy)]
+struct Steps {
+    len: usize,
+    reverse: bool,
+}
+
+impl Steps {
+    fn time(self, s: usize) -> usize {
+        if self.reverse { self.len - 1 - s } else { s }
+    }
+}
+
+/// Views initialised elements as values.
+///
+/// # Safety
+/// Every element of `s` must have been written.
+unsafe fn assume_init<T>(s: &[MaybeUninit<T>]) -> &[T] {
+    // SAFETY: `MaybeUninit<T>` has `T`'s layout, and the caller guarantees the elements are written.
+    unsafe { &*(s as *const [MaybeUninit<T>] as *const [T]) }
+}
+
+/// Block `index` of `len` elements of `buf`.
+fn block<T>(buf: &[T], index: usize, len: usize) -> &[T] {
+    &buf[index * len..(index + 1) * len]
+}
+
+/// Block `write` of `buf` to write, and block `read` (another one, already written) to read.
+fn read_and_write<T>(
+    buf: &mut [MaybeUninit<T>],
+    read: usize,
+    write: usize,
+    len: usize,
+) -> (&[T], &mut [MaybeUninit<T>]) {
+    let split = read.max(write) * len;
+    let (low, high) = buf.split_at_mut(split);
+    let (r, w) = if read < write {
+        (&low[read * len..(read + 1) * len], &mut high[..len])
+    } else {
+        (
+            &high[..len] as &[_],
+            &mut low[write * len..(write + 1) * len],
+        )
+    };
+    // SAFETY: the caller reads only blocks of steps already run, whose elements are all written.
+    (unsafe { assume_init(r) }, w)
+}
+
+/// A scratch vector of `len` zeros, from the backend's buffer cache where it has one of that size.
+fn zeros<T: LayerFloat>(len: usize, alloc: &dyn HostAllocator) -> Vec<T> {
+    let mut v = alloc.vec(len);
+    v.resize(len, T::ZERO);
+    v
+}
+
+/// The forward recurrence: the output `[6, L, N, H]` (activations, then `h` and `c` per step).
+fn forward<T: LayerFloat>(
+    x: &Inputs<'_, T>,
+    xw: &[T],
+    d: Dims,
+    steps: Steps,
+    alloc: &dyn HostAllocator,
+) -> Result<Vec<T>> {
+    let (n, h) = (d.n, d.h);
+    let nh = n * h;
+    let len = 6 * d.len * nh;
+    let mut out: Vec<T> = alloc.vec(len);
+    let spare = &mut out.spare_capacity_mut()[..len];
+    let (acts, states) = spare.split_at_mut(4 * d.len * nh);
+    let (hs, cs) = states.split_at_mut(d.len * nh);
+    let mut gh = zeros(4 * nh, alloc);
+    let w_t = MatRef::from_row_major_slice(x.w_hh, 4 * h, h).transpose();
+    for s in 0..d.len {
+        let t = steps.time(s);
+        let (h_out, c_out, h_prev, c_prev);
+        if s == 0 {
+            (h_prev, c_prev) = (x.h0, x.c0);
+            h_out = &mut hs[t * nh..(t + 1) * nh];
+            c_out = &mut cs[t * nh..(t + 1) * nh];
+        } else {
+            let p = steps.time(s - 1);
+            (h_prev, h_out) = read_and_write(hs, p, t, nh);
+            (c_prev, c_out) = read_and_write(cs, p, t, nh);
+        }
+        if n > 0 {
+            nabla_cpu::host_gemm(
+                "fused.lstm_layer",
+                MatMut::from_row_major_slice_mut(&mut gh, n, 4 * h),
+                false,
+                MatRef::from_row_major_slice(h_prev, n, h),
+                w_t,
+            )?;
+        }
+        let gi = block(xw, t, 4 * nh);
+        acts[t * 4 * nh..(t + 1) * 4 * nh]
+            .par_chunks_mut(4 * h)
+            .zip(h_out.par_chunks_mut(h).zip(c_out.par_chunks_mut(h)))
+            .zip(gi.par_chunks(4 * h).zip(gh.par_chunks(4 * h)))
+            .zip(c_prev.par_chunks(h))
+            .with_min_len(ROWS_PER_TASK)
+            .for_each(|(((a, (ho, co)), (gi, gh)), c)| cell_row(gi, gh, c, a, ho, co));
+    }
+    // SAFETY: the steps above wrote every one of the `len` elements.
+    unsafe { out.set_len(len) };
+    Ok(out)
+}
+
+/// The vector-Jacobian product: `[dxw (L·N·4H), dh0 (N·H), dc0 (N·H), dw_hh (4H·H)]`.
+fn backward<T: LayerFloat>(
+    x: &Inputs<'_, T>,
+    states: &[T],
+    cot: &[T],
+    d: Dims,
+    steps: Steps,
+    alloc: &dyn HostAllocator,
+) -> Result<Vec<T>> {
+    let (n, h) = (d.n, d.h);
+    let (nh, lnh) = (n * h, d.len * n * h);
+    let (acts, hs, cs) = (
+        &states[..4 * lnh],
+        block(states, 4, lnh),
+        block(states, 5, lnh),
+    );
+    let (cot_h, cot_c) = (block(cot, 4, lnh), block(cot, 5, lnh));
+    let len = 4 * lnh + 2 * nh + 4 * h * h;
+    let mut out: Vec<T> = alloc.vec(len);
+    let spare = &mut out.spare_capacity_mut()[..len];
+    let (dxw, rest) = spare.split_at_mut(4 * lnh);
+    let (dstates, dw) = rest.split_at_mut(2 * nh);
+    // The cotangents reaching the state from the later steps, and their sums with the outside ones.
+    let (mut dh_next, mut dc_next) = (zeros(nh, alloc), zeros(nh, alloc));
+    let mut dh = zeros(nh, alloc);
+    let w = MatRef::from_row_major_slice(x.w_hh, 4 * h, h);
+    for s in (0..d.len).rev() {
+        let t = steps.time(s);
+        let c_prev = if s == 0 {
+            x.c0
+        } else {
+            block(cs, steps.time(s - 1), nh)
+        };
+        for ((sum, a), b) in dh.iter_mut().zip(block(cot_h, t, nh)).zip(&dh_next) {
+            *sum = *a + *b;
+        }
+        let dg = &mut dxw[t * 4 * nh..(t + 1) * 4 * nh];
+        dg.par_chunks_mut(4 * h)
+            .zip(dc_next.par_chunks_mut(h))
+            .enumerate()
+            .with_min_len(ROWS_PER_TASK)
+            .for_each(|(b, (dg, dc))| {
+                let r = b * h..(b + 1) * h;
+                let row = RowIn {
+                    acts: &block(acts, t, 4 * nh)[b * 4 * h..(b + 1) * 4 * h],
+                    c: &c_prev[r.clone()],
+                    c_new: &block(cs, t, nh)[r.clone()],
+                    dh: &dh[r.clone()],
+                    dc_out: &block(cot_c, t, nh)[r],
+                };
+                cell_vjp_row(&row, dg, dc)
+            });
+        // SAFETY: the rows above wrote the whole block.
+        let dg = unsafe { assume_init(dg) };
+        if n > 0 {
+            nabla_cpu::host_gemm(
+                "fused.lstm_layer_vjp",
+                MatMut::from_row_major_slice_mut(&mut dh_next, n, h),
+                false,
+                MatRef::from_row_major_slice(dg, n, 4 * h),
+                w,
+            )?;
+        }
+    }
+    for (o, v) in dstates.iter_mut().zip(dh_next.iter().chain(&dc_next)) {
+        o.write(*v);
+    }
+    // SAFETY: the steps wrote every block of `dxw`.
+    let dxw = unsafe { assume_init(dxw) };
+    recurrent_weight_cotangent(x.h0, hs, dxw, d, steps, dw)?;
+    // SAFETY: every one of the `len` elements is written above.
+    unsafe { out.set_len(len) };
+    Ok(out)
+}
+
+/// `dW_hh = Σ_t dG_tᵀ h_prev(t)` (`[4H, H]`) as two products: the first step's, against `h0`, and the
+/// others', whose previous states are the other steps' outputs shifted by one step.
+fn recurrent_weight_cotangent<T: LayerFloat>(
+    h0: &[T],
+    hs: &[T],
+    dg: &[T],
+    d: Dims,
+    steps: Steps,
+    dw: &mut [MaybeUninit<T>],
+) -> Result<()> {
+    let (n, h, len) = (d.n, d.h, d.len);
+    let nh = n * h;
+    for v in dw.iter_mut() {
+        v.write(T::ZERO);
+    }
+    // SAFETY: written just above.
+    let dw = unsafe { &mut *(dw as *mut [MaybeUninit<T>] as *mut [T]) };
+    if n == 0 {
+        return Ok(());
+    }
+    let first = steps.time(0);
+    let product = |dst: &mut [T], dg: &[T], hp: &[T], rows: usize| {
+        nabla_cpu::host_gemm(
+            "fused.lstm_layer_vjp",
+            MatMut::from_row_major_slice_mut(dst, 4 * h, h),
+            true,
+            MatRef::from_row_major_slice(dg, rows, 4 * h).transpose(),
+            MatRef::from_row_major_slice(hp, rows, h),
+        )
+    };
+    product(dw, block(dg, first, 4 * nh), h0, n)?;
+    if len > 1 {
+        let rows = (len - 1) * n;
+        // Forward: steps 1.. read outputs 0..L-1; reverse: steps ..L-1 read outputs 1..L.
+        let (g_from, h_from) = if steps.reverse { (0, 1) } else { (1, 0) };
+        let dg_rest = &dg[g_from * 4 * nh..(g_from + len - 1) * 4 * nh];
+        let h_rest = &hs[h_from * nh..(h_from + len - 1) * nh];
+        product(dw, dg_rest, h_rest, rows)?;
+    }
+    Ok(())
+}
+
+/// One batch row of the cell: the gates are `gi + gh`; writes the activations
+/// `[σ(i), σ(f), tanh(g), σ(o)]` into `acts`, then the new states.
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
+    "x86_64+avx2+fma"
+))]
+fn cell_row<T: SimdFloat>(
+    gi: &[T],
+    gh: &[T],
+    c: &[T],
+    acts: &mut [MaybeUninit<T>],
+    h_out: &mut [MaybeUninit<T>],
+    c_out: &mut [MaybeUninit<T>],
+) {
+    let h = c.len();
+    let gate = |k: usize| (&gi[k * h..(k + 1) * h], &gh[k * h..(k + 1) * h]);
+    let ((ii, ih), (fi, fh), (ci, ch), (oi, oh)) = (gate(0), gate(1), gate(2), gate(3));
+    let (ai, rest) = acts.split_at_mut(h);
+    let (af, rest) = rest.split_at_mut(h);
+    let (ag, ao) = rest.split_at_mut(h);
+    for j in 0..h {
+        let (i, f) = ((ii[j] + ih[j]).sigmoid(), (fi[j] + fh[j]).sigmoid());
+        let (cand, o) = ((ci[j] + ch[j]).tanh(), (oi[j] + oh[j]).sigmoid());
+        ai[j].write(i);
+        af[j].write(f);
+        ag[j].write(cand);
+        ao[j].write(o);
+        let c_new = f * c[j] + i * cand;
+        c_out[j].write(c_new);
+        h_out[j].write(o * c_new.tanh());
+    }
+}
+
+/// The inputs of one batch row of the vjp.
+struct RowIn<'a, T> {
+    /// The saved activations, `[σ(i), σ(f), tanh(g), σ(o)]`.
+    acts: &'a [T],
+    c: &'a [T],
+    c_new: &'a [T],
+    /// The cotangent of the row's `h`, from outside and from the later steps.
+    dh: &'a [T],
+    /// The outside cotangent of the row's `c`.
+    dc_out: &'a [T],
+}
+
+/// One batch row of the vjp: `dg` is `[di, df, dg, do]`. `dc` holds the cotangent of the new `c` from
+/// the later step on entry, and that of the previous `c` on return.
+#[multiversion::multiversion(targets(
+    "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
+    "x86_64+avx2+fma"
+))]
+fn cell_vjp_row<T: SimdFloat>(x: &RowIn<'_, T>, dg: &mut [MaybeUninit<T>], dc: &mut [T]) {
+    let h = x.c.len();
+    let (ai, rest) = x.acts.split_at(h);
+    let (af, rest) = rest.split_at(h);
+    let (ag, ao) = rest.split_at(h);
+    let (di, rest) = dg.split_at_mut(h);
+    let (df, rest) = rest.split_at_mut(h);
+    let (dgg, d_o) = rest.split_at_mut(h);
+    let one = T::ONE;
+    for j in 0..h {
+        let (i, f, cand, o) = (ai[j], af[j], ag[j], ao[j]);
+        let tc = x.c_new[j].tanh();
+        let dh = x.dh[j];
+        let dcj = dc[j] + x.dc_out[j] + dh * o * (one - tc * tc);
+        d_o[j].write(dh * tc * (o * (one - o)));
+        di[j].write(dcj * cand * (i * (one - i)));
+        df[j].write(dcj * x.c[j] * (f * (one - f)));
+        dgg[j].write(dcj * i * (one - cand * cand));
+        dc[j] = dcj * f;
+    }
+}

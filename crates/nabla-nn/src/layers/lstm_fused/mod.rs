@@ -1,0 +1,320 @@
+//! One LSTM layer in one direction as one fused op (what cuDNN's and oneDNN's RNN primitives do): from
+//! the input projections of every step `XW = x W_ihᵀ + b_ih + b_hh` (`[L, N, 4H]`, gate order i, f, g,
+//! o), the recurrent weight `W_hh` (`[4H, H]`) and the initial states `h_0`, `c_0` (`[N, H]`), one
+//! kernel runs the whole recurrence: per step one product `h W_hhᵀ` and one pass of the cell, which
+//! adds the two gate parts as it reads them. Its vector-Jacobian product is one kernel too: the steps
+//! backwards, one product `dG W_hh` and one cell pass each, then `W_hh`'s cotangent as one product over
+//! the whole sequence. Nothing per step goes on the tape, and nothing is stacked or concatenated.
+//!
+//! The op's output is `[6, L, N, H]`: its first `4LNH` elements are the activations
+//! `σ(i), σ(f), tanh(g), σ(o)` of every step, laid out as `[L, N, 4H]` (read only by the vjp kernel),
+//! then every step's `h` and `c` as contiguous `[L, N, H]` blocks, in time order.
+//!
+//! Derivatives of any order: the reverse rule runs the fused vjp op when nothing it returns is tracked
+//! (plain `backward`, the training case); when the pass builds a graph (`create_graph`, higher order)
+//! and for forward mode, it differentiates the composite layer (the same steps from tensor ops), which
+//! has the same values up to rounding. The fused op runs on the CPU backend for `f32` and `f64`;
+//! elsewhere (other backends, traced programs) the layer is the composite.
+
+mod kernel;
+#[cfg(test)]
+mod tests;
+
+use nabla_core::Result;
+use nabla_core::{
+    Backend, DType, Error, ExtensionOp, HostAllocator, HostData, HostView, OutputSpec,
+};
+use nabla_tensor::{ExtensionFamily, ExtensionRules, RuleArgs, Tensor, jvp_n, vjp_n};
+use std::sync::Arc;
+
+/// The outputs of [`lstm_layer`]: every step's `h` (`[L, N, H]`, time order), and the final `h` and
+/// `c` (`[N, H]`; the last step's, or the first's when running in reverse).
+pub(crate) struct LayerStates<B: Backend> {
+    pub outputs: Tensor<B>,
+    pub h_n: Tensor<B>,
+    pub c_n: Tensor<B>,
+}
+
+/// Runs one LSTM layer over the input projections `xw` (`[L, N, 4H]`, both biases included) with the
+/// recurrent weight `w_hh` (`[4H, H]`) from `h0` and `c0` (`[N, H]`), the steps in reverse time order
+/// when `reverse`.
+pub(crate) fn lstm_layer<B: Backend>(
+    xw: &Tensor<B>,
+    w_hh: &Tensor<B>,
+    h0: &Tensor<B>,
+    c0: &Tensor<B>,
+    reverse: bool,
+) -> Result<LayerStates<B>> {
+    let len = xw.shape().first().copied().unwrap_or(0);
+    if len == 0 {
+        return Err(Error::invalid(
+            "LSTM",
+            format!("the sequence is empty (projections {:?})", xw.shape()),
+        ));
+    }
+    let last = if reverse { 0 } else { len - 1 };
+    let fused =
+        xw.backend().device().kind == "cpu" && matches!(xw.dtype(), DType::F32 | DType::F64);
+    if !fused {
+        let steps = composite_steps(xw, w_hh, h0, c0, reverse)?;
+        let hs: Vec<&Tensor<B>> = steps.iter().map(|s| &s.h).collect();
+        return Ok(LayerStates {
+            outputs: Tensor::stack(&hs, 0)?,
+            h_n: steps[last].h.clone(),
+            c_n: steps[last].c.clone(),
+        });
+    }
+    let op = Arc::new(LstmOp::Layer { reverse });
+    let out = Tensor::apply_family_op::<FusedLstm>(op, &[xw, w_hh, h0, c0])?;
+    let (outputs, cells) = (out.select_index(0, 4)?, out.select_index(0, 5)?);
+    Ok(LayerStates {
+        h_n: outputs.select_index(0, last as isize)?,
+        c_n: cells.select_index(0, last as isize)?,
+        outputs,
+    })
+}
+
+/// One step of the composite layer: the activations `[σ(i), σ(f), tanh(g), σ(o)]`, `h` and `c`.
+struct Step<B: Backend> {
+    acts: [Tensor<B>; 4],
+    h: Tensor<B>,
+    c: Tensor<B>,
+}
+
+/// The cell by its formula, from the gate pre-activations `gates` (`[N, 4H]`) and the state `c`.
+fn composite_cell<B: Backend>(gates: &Tensor<B>, c: &Tensor<B>) -> Result<Step<B>> {
+    let g = gates.chunk(4, -1)?;
+    let i = g[0].sigmoid()?;
+    let f = g[1].sigmoid()?;
+    let cand = g[2].tanh()?;
+    let o = g[3].sigmoid()?;
+    let c_new = f.mul(c)?.add(i.mul(&cand)?)?;
+    let h_new = o.mul(c_new.tanh()?)?;
+    Ok(Step {
+        acts: [i, f, cand, o],
+        h: h_new,
+        c: c_new,
+    })
+}
+
+/// The layer from tensor ops, indexed by time step.
+fn composite_steps<B: Backend>(
+    xw: &Tensor<B>,
+    w_hh: &Tensor<B>,
+    h0: &Tensor<B>,
+    c0: &Tensor<B>,
+    reverse: bool,
+) -> Result<Vec<Step<B>>> {
+    let len = xw.shape()[0];
+    let w_t = w_hh.t()?;
+    let (mut h, mut c) = (h0.clone(), c0.clone());
+    let mut steps: Vec<Option<Step<B>>> = (0..len).map(|_| None).collect();
+    for s in 0..len {
+        let t = if reverse { len - 1 - s } else { s };
+        let gates = xw.select_index(0, t as isize)?.add(&h.matmul(&w_t)?)?;
+        let step = composite_cell(&gates, &c)?;
+        (h, c) = (step.h.clone(), step.c.clone());
+        steps[t] = Some(step);
+    }
+    Ok(steps.into_iter().flatten().collect())
+}
+
+/// The composite layer laid out as the fused op's output (`[6, L, N, H]`, the activations first),
+/// which the rules differentiate for higher orders and forward mode.
+fn composite_layer<B: Backend>(v: &[Tensor<B>], reverse: bool) -> Result<Tensor<B>> {
+    let steps = composite_steps(&v[0], &v[1], &v[2], &v[3], reverse)?;
+    let (len, n, h) = (steps.len(), v[2].shape()[0], v[2].shape()[1]);
+    let acts: Vec<Tensor<B>> = steps
+        .iter()
+        .map(|s| Tensor::cat(&[&s.acts[0], &s.acts[1], &s.acts[2], &s.acts[3]], -1))
+        .collect::<Result<_>>()?;
+    let acts = Tensor::stack(&acts.iter().collect::<Vec<_>>(), 0)?.reshape([4, len, n, h])?;
+    let hs = Tensor::stack(&steps.iter().map(|s| &s.h).collect::<Vec<_>>(), 0)?;
+    let cs = Tensor::stack(&steps.iter().map(|s| &s.c).collect::<Vec<_>>(), 0)?;
+    Tensor::cat(&[&acts, &hs.unsqueeze(0)?, &cs.unsqueeze(0)?], 0)
+}
+
+/// The fused layer and its vector-Jacobian product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum LstmOp {
+    /// `(xw [L, N, 4H], w_hh [4H, H], h0 [N, H], c0 [N, H]) -> [6, L, N, H]`: the activations, then
+    /// every step's `h` and `c`.
+    Layer { reverse: bool },
+    /// `(w_hh, h0, c0, states [6, L, N, H], cotangent [6, L, N, H]) -> [4LNH + 2NH + 4H·H]`: the
+    /// cotangents of `xw`, `h0`, `c0` and `w_hh`, flattened one after another, from the layer's output
+    /// and its cotangent (whose activation part is ignored: only `h` and `c` leave the layer).
+    LayerVjp { reverse: bool },
+}
+
+/// The sizes of one layer: steps, batch rows and hidden units.
+#[derive(Clone, Copy, Debug)]
+struct Dims {
+    len: usize,
+    n: usize,
+    h: usize,
+}
+
+/// The family binding the layer's rules.
+struct FusedLstm;
+
+impl ExtensionFamily for FusedLstm {
+    fn rules<B: Backend>() -> ExtensionRules<B> {
+        ExtensionRules::new()
+            .reverse("fused.lstm_layer", layer_reverse)
+            .forward("fused.lstm_layer", |args, t| {
+                let reverse = reverse_of(args)?;
+                let (ins, ts): (Vec<Tensor<B>>, Vec<Tensor<B>>) = args
+                    .inputs
+                    .iter()
+                    .zip(t)
+                    .map(|(x, t)| Ok((x.clone(), t.clone().map_or_else(|| x.zeros_like(), Ok)?)))
+                    .collect::<Result<Vec<_>>>()?
+                    .into_iter()
+                    .unzip();
+                let (_, tangent) = jvp_n(|v| composite_layer(v, reverse), &ins, &ts)?;
+                Ok(Some(tangent))
+            })
+    }
+}
+
+/// The direction of the recorded layer op.
+fn reverse_of<B: Backend>(args: &RuleArgs<'_, B>) -> Result<bool> {
+    match args.op.as_any().downcast_ref::<LstmOp>() {
+        Some(LstmOp::Layer { reverse }) => Ok(*reverse),
+        _ => Err(Error::invalid(
+            "fused.lstm_layer",
+            format!("the rule was bound to another op ({})", args.op.name()),
+        )),
+    }
+}
+
+/// The layer's reverse rule: the fused vjp where no graph is built, the composite's otherwise.
+fn layer_reverse<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    g: &Tensor<B>,
+    _needs: &[bool],
+) -> Result<Vec<Option<Tensor<B>>>> {
+    let reverse = reverse_of(args)?;
+    let tracked = g.requires_grad() || args.inputs.iter().any(Tensor::requires_grad);
+    if tracked {
+        let (_, grads) = vjp_n(|v| composite_layer(v, reverse), args.inputs, g)?;
+        return Ok(grads.into_iter().map(Some).collect());
+    }
+    let [xw, w_hh, h0, c0] = args.inputs else {
+        return Err(Error::invalid("fused.lstm_layer", "expected four inputs"));
+    };
+    let op = Arc::new(LstmOp::LayerVjp { reverse });
+    let flat = Tensor::apply_family_op::<FusedLstm>(op, &[w_hh, h0, c0, args.output, g])?;
+    let (xw_len, state_len) = (xw.numel(), h0.numel());
+    let piece = |start: usize, len: usize, shape: &[usize]| -> Result<Option<Tensor<B>>> {
+        Ok(Some(flat.narrow(0, start, len)?.reshape(shape.to_vec())?))
+    };
+    Ok(vec![
+        piece(0, xw_len, xw.shape())?,
+        piece(xw_len + 2 * state_len, w_hh.numel(), w_hh.shape())?,
+        piece(xw_len, state_len, h0.shape())?,
+        piece(xw_len + state_len, state_len, c0.shape())?,
+    ])
+}
+
+impl LstmOp {
+    fn op_name(self) -> &'static str {
+        match self {
+            LstmOp::Layer { .. } => "fused.lstm_layer",
+            LstmOp::LayerVjp { .. } => "fused.lstm_layer_vjp",
+        }
+    }
+
+    fn reverse(self) -> bool {
+        match self {
+            LstmOp::Layer { reverse } | LstmOp::LayerVjp { reverse } => reverse,
+        }
+    }
+
+    /// The expected input shapes for the sizes `d`.
+    fn input_shapes(self, d: Dims) -> Vec<Vec<usize>> {
+        let (len, n, h) = (d.len, d.n, d.h);
+        match self {
+            LstmOp::Layer { .. } => {
+                vec![vec![len, n, 4 * h], vec![4 * h, h], vec![n, h], vec![n, h]]
+            }
+            LstmOp::LayerVjp { .. } => vec![
+                vec![4 * h, h],
+                vec![n, h],
+                vec![n, h],
+                vec![6, len, n, h],
+                vec![6, len, n, h],
+            ],
+        }
+    }
+
+    /// The dtype and sizes from the input shapes, or an error naming the op and the expected shapes.
+    fn dims(self, inputs: &[(DType, &[usize])]) -> Result<(DType, Dims)> {
+        let bad = || {
+            let shapes: Vec<_> = inputs.iter().map(|(d, s)| (*d, s.to_vec())).collect();
+            Error::invalid(
+                self.op_name(),
+                format!(
+                    "expected f32 or f64 inputs of one dtype: projections [L, N, 4H], weight \
+                     [4H, H] and states [N, H] for the layer; weight, states, output and cotangent \
+                     [6, L, N, H] for its vjp; got {shapes:?}"
+                ),
+            )
+        };
+        // The sizes come from the projections (layer) or the layer's output (vjp).
+        let shape_from = match self {
+            LstmOp::Layer { .. } => 0,
+            LstmOp::LayerVjp { .. } => 3,
+        };
+        let (dtype, from) = *inputs.get(shape_from).ok_or_else(bad)?;
+        let sizes = match (self, from) {
+            (LstmOp::Layer { .. }, &[len, n, h4]) if h4 % 4 == 0 => Dims { len, n, h: h4 / 4 },
+            (LstmOp::LayerVjp { .. }, &[6, len, n, h]) => Dims { len, n, h },
+            _ => return Err(bad()),
+        };
+        let want = self.input_shapes(sizes);
+        let ok = inputs.len() == want.len()
+            && sizes.len > 0
+            && sizes.h > 0
+            && matches!(dtype, DType::F32 | DType::F64)
+            && inputs
+                .iter()
+                .zip(&want)
+                .all(|((d, s), w)| *d == dtype && *s == w.as_slice());
+        if ok { Ok((dtype, sizes)) } else { Err(bad()) }
+    }
+}
+
+impl ExtensionOp for LstmOp {
+    fn name(&self) -> &str {
+        self.op_name()
+    }
+
+    fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
+        let (dtype, Dims { len, n, h }) = self.dims(inputs)?;
+        let shape = match self {
+            LstmOp::Layer { .. } => vec![6, len, n, h],
+            LstmOp::LayerVjp { .. } => vec![4 * len * n * h + 2 * n * h + 4 * h * h],
+        };
+        Ok(OutputSpec { dtype, shape })
+    }
+
+    fn host_kernel(&self, views: &[HostView<'_>], alloc: &dyn HostAllocator) -> Result<HostData> {
+        let specs: Vec<_> = views.iter().map(|v| (v.data.dtype(), v.shape)).collect();
+        let (_, dims) = self.dims(&specs)?;
+        let data: Vec<&HostData> = views.iter().map(|v| v.data).collect();
+        match data[0] {
+            HostData::F32(_) => Ok(HostData::F32(kernel::run::<f32>(
+                *self, &data, dims, alloc,
+            )?)),
+            HostData::F64(_) => Ok(HostData::F64(kernel::run::<f64>(
+                *self, &data, dims, alloc,
+            )?)),
+            other => Err(Error::dtype(self.op_name(), other.dtype())),
+        }
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}

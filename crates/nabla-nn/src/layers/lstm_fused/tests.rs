@@ -1,0 +1,197 @@
+use super::*;
+use nabla_core::Generator;
+use nabla_cpu::CpuBackend;
+use nabla_tensor::{GradCheckOptions, check_gradients, check_second_order};
+
+type T = Tensor<CpuBackend>;
+
+/// Projections `[len, n, 4h]`, a weight `[4h, h]` and states `[n, h]` in f64, spread over the
+/// activations' curved parts.
+fn inputs(len: usize, n: usize, h: usize, seed: u64) -> Vec<T> {
+    let cpu = CpuBackend::new();
+    let mut rng = Generator::new(seed);
+    let mut draw = |shape: Vec<usize>, scale: f64| {
+        Tensor::randn(shape, DType::F64, &mut rng, &cpu)
+            .unwrap()
+            .mul(scale)
+            .unwrap()
+    };
+    vec![
+        draw(vec![len, n, 4 * h], 1.2),
+        draw(vec![4 * h, h], 0.6),
+        draw(vec![n, h], 1.0),
+        draw(vec![n, h], 1.0),
+    ]
+}
+
+fn vals(t: &T) -> Vec<f64> {
+    t.contiguous().unwrap().to_vec::<f64>().unwrap()
+}
+
+#[track_caller]
+fn near(a: &[f64], b: &[f64], tol: f64) {
+    assert_eq!(a.len(), b.len());
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!(
+            (x - y).abs() <= tol * (1.0 + y.abs()),
+            "element {i}: {x} vs {y}"
+        );
+    }
+}
+
+/// A loss that reaches every output: each step's `h`, and the final `h` and `c`.
+fn loss_of(s: &LayerStates<CpuBackend>) -> Result<T> {
+    let hs = s.outputs.tanh()?.sum_all()?;
+    let last = s.h_n.mul(1.7)?.sin()?.sum_all()?;
+    hs.add(last)?.add(s.c_n.square()?.mul(0.3)?.sum_all()?)
+}
+
+fn fused_loss(v: &[T], reverse: bool) -> Result<T> {
+    loss_of(&lstm_layer(&v[0], &v[1], &v[2], &v[3], reverse)?)
+}
+
+/// The same loss through the composite steps.
+fn composite_loss(v: &[T], reverse: bool) -> Result<T> {
+    let steps = composite_steps(&v[0], &v[1], &v[2], &v[3], reverse)?;
+    let last = if reverse { 0 } else { steps.len() - 1 };
+    let hs: Vec<&T> = steps.iter().map(|s| &s.h).collect();
+    loss_of(&LayerStates {
+        outputs: Tensor::stack(&hs, 0)?,
+        h_n: steps[last].h.clone(),
+        c_n: steps[last].c.clone(),
+    })
+}
+
+fn one() -> T {
+    Tensor::from_vec(vec![1.0f64], [], &CpuBackend::new()).unwrap()
+}
+
+#[test]
+fn values_and_gradients_match_the_composite_layer() {
+    let shapes = [
+        (1, 1, 1, 1),
+        (3, 2, 5, 2),
+        (5, 4, 17, 3),
+        (4, 40, 32, 4),
+        (7, 9, 8, 5),
+    ];
+    for (len, n, h, seed) in shapes {
+        for reverse in [false, true] {
+            let v = inputs(len, n, h, seed);
+            let fused = lstm_layer(&v[0], &v[1], &v[2], &v[3], reverse).unwrap();
+            let steps = composite_steps(&v[0], &v[1], &v[2], &v[3], reverse).unwrap();
+            let hs: Vec<&T> = steps.iter().map(|s| &s.h).collect();
+            near(
+                &vals(&fused.outputs),
+                &vals(&Tensor::stack(&hs, 0).unwrap()),
+                1e-14,
+            );
+            let last = if reverse { 0 } else { len - 1 };
+            near(&vals(&fused.c_n), &vals(&steps[last].c), 1e-14);
+            near(&vals(&fused.h_n), &vals(&steps[last].h), 1e-14);
+            let (lf, gf) = vjp_n(|x| fused_loss(x, reverse), &v, &one()).unwrap();
+            let (lc, gc) = vjp_n(|x| composite_loss(x, reverse), &v, &one()).unwrap();
+            near(&vals(&lf), &vals(&lc), 1e-13);
+            for (f, c) in gf.iter().zip(&gc) {
+                assert_eq!(f.shape(), c.shape());
+                near(&vals(f), &vals(c), 1e-12);
+            }
+        }
+    }
+}
+
+#[test]
+fn derivatives_match_finite_differences_to_second_order() {
+    let opts = GradCheckOptions::default();
+    for reverse in [false, true] {
+        let v = inputs(3, 2, 3, 7);
+        check_gradients(|x: &[T]| fused_loss(x, reverse), &v, &opts)
+            .unwrap()
+            .assert_close(1e-7, 1e-6)
+            .unwrap();
+        // Higher order runs the composite's rules through the graph the reverse rule builds.
+        check_second_order(|x: &[T]| fused_loss(x, reverse), &v, &opts)
+            .unwrap()
+            .assert_close(1e-7, 1e-6)
+            .unwrap();
+    }
+    // Every step's `h` and `c` (what leaves the op: the activations are its own), contracted with a
+    // random cotangent, so that each step's `c` gets an outside cotangent too.
+    let states = |x: &[T]| -> Result<T> {
+        Tensor::apply_family_op::<FusedLstm>(
+            Arc::new(LstmOp::Layer { reverse: true }),
+            &[&x[0], &x[1], &x[2], &x[3]],
+        )?
+        .narrow(0, 4, 2)
+    };
+    check_gradients(states, &inputs(3, 3, 2, 8), &opts)
+        .unwrap()
+        .assert_close(1e-7, 1e-6)
+        .unwrap();
+}
+
+#[test]
+fn forward_mode_agrees_with_reverse_mode() {
+    for reverse in [false, true] {
+        let v = inputs(4, 2, 3, 9);
+        let t = inputs(4, 2, 3, 10);
+        let (_, jv) = jvp_n(|x| fused_loss(x, reverse), &v, &t).unwrap();
+        let (_, gs) = vjp_n(|x| fused_loss(x, reverse), &v, &one()).unwrap();
+        let dot = |a: &T, b: &T| a.mul(b).unwrap().sum_all().unwrap().item::<f64>().unwrap();
+        let rhs: f64 = gs.iter().zip(&t).map(|(g, t)| dot(g, t)).sum();
+        let lhs = jv.item::<f64>().unwrap();
+        assert!(
+            (lhs - rhs).abs() < 1e-12 * (1.0 + rhs.abs()),
+            "{lhs} vs {rhs}"
+        );
+    }
+}
+
+#[test]
+fn float32_layer_matches_float64_to_single_precision() {
+    let v = inputs(6, 5, 16, 12);
+    let v32: Vec<T> = v.iter().map(|x| x.cast(DType::F32).unwrap()).collect();
+    let (l64, g64) = vjp_n(|x| fused_loss(x, false), &v, &one()).unwrap();
+    let one32 = one().cast(DType::F32).unwrap();
+    let (l32, g32) = vjp_n(|x| fused_loss(x, false), &v32, &one32).unwrap();
+    let to64 = |t: &T| vals(&t.cast(DType::F64).unwrap());
+    near(&to64(&l32), &vals(&l64), 1e-5);
+    for (a, b) in g32.iter().zip(&g64) {
+        near(&to64(a), &vals(b), 1e-4);
+    }
+}
+
+#[test]
+fn an_empty_batch_gives_empty_states_and_zero_weight_cotangent() {
+    let v = inputs(3, 0, 4, 13);
+    let s = lstm_layer(&v[0], &v[1], &v[2], &v[3], false).unwrap();
+    assert_eq!(s.outputs.shape(), &[3, 0, 4]);
+    let (_, g) = vjp_n(|x| fused_loss(x, false), &v, &one()).unwrap();
+    assert_eq!(g[1].shape(), &[16, 4]);
+    assert!(vals(&g[1]).iter().all(|&x| x == 0.0));
+}
+
+#[test]
+fn bad_shapes_and_dtypes_are_errors() {
+    let cpu = CpuBackend::new();
+    let v = inputs(2, 2, 3, 11);
+    let layer = |x: &[&T]| {
+        Tensor::apply_family_op::<FusedLstm>(Arc::new(LstmOp::Layer { reverse: false }), x)
+            .unwrap_err()
+            .to_string()
+    };
+    let wide = Tensor::zeros([2, 4], DType::F64, &cpu).unwrap();
+    let err = layer(&[&v[0], &v[1], &v[2], &wide]);
+    assert!(err.contains("fused.lstm_layer"), "{err}");
+    let ints = Tensor::zeros([2, 2, 12], DType::I64, &cpu).unwrap();
+    let err = layer(&[&ints, &v[1], &v[2], &v[3]]);
+    assert!(err.contains("f32 or f64"), "{err}");
+    let err = layer(&[&v[0], &v[1], &v[2]]);
+    assert!(err.contains("fused.lstm_layer"), "{err}");
+    let empty = Tensor::zeros([0, 2, 12], DType::F64, &cpu).unwrap();
+    let err = lstm_layer(&empty, &v[1], &v[2], &v[3], false)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("empty"), "{err}");
+}
