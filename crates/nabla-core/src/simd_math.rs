@@ -3,7 +3,7 @@
 //! The functions here contain no calls, no loops and no data-dependent branches (only `if` expressions
 //! between values that are already computed, which become vector blends), so the loops that call them
 //! (the CPU backend's elementwise kernels, the host kernels of fused row ops) compile to SIMD code,
-//! including the AVX2+FMA builds of those loops. They live here, below every backend, so that each
+//! including the AVX-512 and AVX2+FMA builds of those loops. They live here, below every backend, so that each
 //! kernel needing them shares one implementation and one set of accuracy tests.
 //!
 //! ```
@@ -43,6 +43,36 @@
 //! ```
 
 use std::ops::{Add, Mul};
+
+/// Compiles a kernel function once per SIMD level worth its own build (AVX-512, then AVX2 with FMA, on
+/// x86-64) besides the baseline, and runs the best one the CPU has (the `multiversion` crate's
+/// dispatch, so the calling crate depends on `multiversion`). Every vectorised loop of the backends
+/// goes through here, so that the levels are named once.
+///
+/// ```
+/// nabla_core::simd_kernel! {
+///     /// `dst += src`, elementwise.
+///     fn add_assign(dst: &mut [f32], src: &[f32]) {
+///         for (d, s) in dst.iter_mut().zip(src) {
+///             *d += s;
+///         }
+///     }
+/// }
+/// let mut x = vec![1.0f32; 40];
+/// add_assign(&mut x, &[2.0; 40]);
+/// assert!(x.iter().all(|&v| v == 3.0));
+/// ```
+#[macro_export]
+macro_rules! simd_kernel {
+    ($(#[$attr:meta])* $vis:vis fn $($rest:tt)*) => {
+        $(#[$attr])*
+        #[multiversion::multiversion(targets(
+            "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
+            "x86_64+avx2+fma"
+        ))]
+        $vis fn $($rest)*
+    };
+}
 
 /// Evaluates the polynomial with coefficients `c` (lowest degree first, at least four) at `x` as four
 /// interleaved Horner chains in `x^4`, combined at the end. The chains are independent, so the latency

@@ -265,24 +265,26 @@ where
     out
 }
 
-/// The innermost unary loop, compiled for AVX2+FMA when the CPU has it.
-#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-pub(crate) fn apply1<T: Copy, U, F: Fn(T) -> U>(src: &[T], dst: &mut [MaybeUninit<U>], f: &F) {
-    for (o, &s) in dst.iter_mut().zip(src) {
-        o.write(f(s));
+nabla_core::simd_kernel! {
+    /// The innermost unary loop, compiled for each SIMD level the CPU may have.
+    pub(crate) fn apply1<T: Copy, U, F: Fn(T) -> U>(src: &[T], dst: &mut [MaybeUninit<U>], f: &F) {
+        for (o, &s) in dst.iter_mut().zip(src) {
+            o.write(f(s));
+        }
     }
 }
 
-/// The innermost binary loop, compiled for AVX2+FMA when the CPU has it.
-#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-pub(crate) fn apply2<A: Copy, B: Copy, U, F: Fn(A, B) -> U>(
-    a: &[A],
-    b: &[B],
-    dst: &mut [MaybeUninit<U>],
-    f: &F,
-) {
-    for ((o, &x), &y) in dst.iter_mut().zip(a).zip(b) {
-        o.write(f(x, y));
+nabla_core::simd_kernel! {
+    /// The innermost binary loop, compiled for each SIMD level the CPU may have.
+    pub(crate) fn apply2<A: Copy, B: Copy, U, F: Fn(A, B) -> U>(
+        a: &[A],
+        b: &[B],
+        dst: &mut [MaybeUninit<U>],
+        f: &F,
+    ) {
+        for ((o, &x), &y) in dst.iter_mut().zip(a).zip(b) {
+            o.write(f(x, y));
+        }
     }
 }
 
@@ -492,19 +494,20 @@ fn then1<A: Copy, B: Copy, C: Copy, U, F, RA, RB>(
     }
 }
 
-/// The innermost ternary loop, compiled for AVX2+FMA when the CPU has it.
-#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-fn apply3<A, B, C, U, F, RA, RB, RC>(a: RA, b: RB, c: RC, dst: &mut [MaybeUninit<U>], f: &F)
-where
-    F: Fn(A, B, C) -> U,
-    RA: RowOperand<A>,
-    RB: RowOperand<B>,
-    RC: RowOperand<C>,
-{
-    let n = dst.len();
-    let (a, b, c) = (a.fit(n), b.fit(n), c.fit(n));
-    for (i, o) in dst.iter_mut().enumerate() {
-        o.write(f(a.at(i), b.at(i), c.at(i)));
+nabla_core::simd_kernel! {
+    /// The innermost ternary loop, compiled for each SIMD level the CPU may have.
+    fn apply3<A, B, C, U, F, RA, RB, RC>(a: RA, b: RB, c: RC, dst: &mut [MaybeUninit<U>], f: &F)
+    where
+        F: Fn(A, B, C) -> U,
+        RA: RowOperand<A>,
+        RB: RowOperand<B>,
+        RC: RowOperand<C>,
+    {
+        let n = dst.len();
+        let (a, b, c) = (a.fit(n), b.fit(n), c.fit(n));
+        for (i, o) in dst.iter_mut().enumerate() {
+            o.write(f(a.at(i), b.at(i), c.at(i)));
+        }
     }
 }
 

@@ -147,13 +147,14 @@ trait Gate: Copy + PartialOrd + Default + Send + Sync {}
 impl Gate for f32 {}
 impl Gate for f64 {}
 
-/// `out[i] = mask[i] <= 0 ? 0 : value[i]`, vectorised (a compare and a select per lane); a NaN mask
-/// lets the value through.
-#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-fn gate<T: Gate>(mask: &[T], value: &[T], out: &mut [MaybeUninit<T>]) {
-    let zero = T::default();
-    for ((o, &m), &v) in out.iter_mut().zip(mask).zip(value) {
-        o.write(if m <= zero { zero } else { v });
+nabla_core::simd_kernel! {
+    /// `out[i] = mask[i] <= 0 ? 0 : value[i]`, vectorised (a compare and a select per lane); a NaN mask
+    /// lets the value through.
+    fn gate<T: Gate>(mask: &[T], value: &[T], out: &mut [MaybeUninit<T>]) {
+        let zero = T::default();
+        for ((o, &m), &v) in out.iter_mut().zip(mask).zip(value) {
+            o.write(if m <= zero { zero } else { v });
+        }
     }
 }
 

@@ -170,30 +170,31 @@ pub(super) fn im2col<T: Runs>(x: &[T], img: Image, g: &Geom, cols: &mut [T]) {
     });
 }
 
-/// Adds the columns matrix `cols` (`taps x pixels`, row-major) back onto the contiguous
-/// `[channels, h, w]` image group `dx`: the adjoint of [`im2col`]. Compiled for AVX2 where the CPU has
-/// it, so that the adds of a short run are vector adds.
-#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-pub(super) fn col2im<T: Runs>(cols: &[T], g: &Geom, dx: &mut [T]) {
-    let pixels = g.pixels();
-    let step = g.p.stride.1;
-    if g.p.padding == (0, 0) && step == 1 {
-        return col2im_unpadded(cols, g, dx);
-    }
-    for_each_segment(g, |s| {
-        let src = &cols[s.row * pixels + s.oy * g.ow..][s.x0..s.x1];
-        let start = (s.c * g.h + s.iy) * g.w + s.ix0;
-        if step == 1 {
-            for (d, &v) in dx[start..start + src.len()].iter_mut().zip(src) {
-                *d = d.add(v);
-            }
-        } else {
-            for (t, &v) in src.iter().enumerate() {
-                let d = &mut dx[start + t * step];
-                *d = d.add(v);
-            }
+nabla_core::simd_kernel! {
+    /// Adds the columns matrix `cols` (`taps x pixels`, row-major) back onto the contiguous
+    /// `[channels, h, w]` image group `dx`: the adjoint of [`im2col`]. Compiled per SIMD level, so that the
+    /// adds of a short run are vector adds.
+    pub(super) fn col2im<T: Runs>(cols: &[T], g: &Geom, dx: &mut [T]) {
+        let pixels = g.pixels();
+        let step = g.p.stride.1;
+        if g.p.padding == (0, 0) && step == 1 {
+            return col2im_unpadded(cols, g, dx);
         }
-    });
+        for_each_segment(g, |s| {
+            let src = &cols[s.row * pixels + s.oy * g.ow..][s.x0..s.x1];
+            let start = (s.c * g.h + s.iy) * g.w + s.ix0;
+            if step == 1 {
+                for (d, &v) in dx[start..start + src.len()].iter_mut().zip(src) {
+                    *d = d.add(v);
+                }
+            } else {
+                for (t, &v) in src.iter().enumerate() {
+                    let d = &mut dx[start + t * step];
+                    *d = d.add(v);
+                }
+            }
+        });
+    }
 }
 
 /// The image offset of kernel tap `(c, ki, kj)`'s first input (output pixel `(0, 0)`) in an unpadded

@@ -1,6 +1,6 @@
 //! Slice kernels for the heavier vectorisable functions (`exp`, `sigmoid`, `tanh`, `erf`).
 //!
-//! A closure handed to the generic walkers of [`crate::strided`] is only inlined into their AVX2 loop
+//! A closure handed to the generic walkers of [`crate::strided`] is only inlined into their SIMD loops
 //! while its body is small; after inlining `erf` or a 16-term polynomial it no longer is, and the loop
 //! would call a baseline (SSE2, scalar) function per element. Here each function is called directly
 //! inside its own multiversioned loop, where `#[inline(always)]` is honoured, so it always vectorises.
@@ -23,12 +23,13 @@ pub(crate) type SliceKernel<T> = fn(&[T], &mut [MaybeUninit<T>]);
 
 macro_rules! slice_kernels {
     ($($name:ident: $t:ty => $f:path;)*) => {$(
-        /// Applies the function to every element of `src`, writing `dst`; compiled for AVX2+FMA when
-        /// the CPU has it.
-        #[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-        pub(crate) fn $name(src: &[$t], dst: &mut [MaybeUninit<$t>]) {
-            for (o, &s) in dst.iter_mut().zip(src) {
-                o.write($f(s));
+        nabla_core::simd_kernel! {
+            /// Applies the function to every element of `src`, writing `dst`; compiled for each SIMD
+            /// level the CPU may have.
+            pub(crate) fn $name(src: &[$t], dst: &mut [MaybeUninit<$t>]) {
+                for (o, &s) in dst.iter_mut().zip(src) {
+                    o.write($f(s));
+                }
             }
         }
     )*};

@@ -6,11 +6,12 @@ use crate::PARALLEL_THRESHOLD;
 use crate::reduce::Arith;
 use rayon::prelude::*;
 
-/// `dst[j] = dst[j] + s * src[j]` (wrapping).
-#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-fn axpy<T: Arith>(dst: &mut [T], s: T, src: &[T]) {
-    for (d, &v) in dst.iter_mut().zip(src) {
-        *d = d.add(s.mul(v));
+nabla_core::simd_kernel! {
+    /// `dst[j] = dst[j] + s * src[j]` (wrapping).
+    fn axpy<T: Arith>(dst: &mut [T], s: T, src: &[T]) {
+        for (d, &v) in dst.iter_mut().zip(src) {
+            *d = d.add(s.mul(v));
+        }
     }
 }
 

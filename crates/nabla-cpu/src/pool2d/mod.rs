@@ -266,58 +266,59 @@ mod x86 {
     }
 }
 
-/// Pools one plane whose whole `KH x KW` windows also tile each row (column stride `KW`, as in the
-/// usual `2x2` stride-2 pooling; rows `row_stride` apart), into `vals`/`idx` rows of equal length. Window
-/// row `r` of all outputs in an output row is one branch-free sweep over `KW`-wide chunks of an input
-/// row, carrying the winning flat position as a `u32` lane beside the value (the caller checks that
-/// positions fit), so the sweep vectorises; compiled for AVX2 where the CPU has it.
-#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-fn pool_plane_tiled<T: Element + PartialOrd, const KH: usize, const KW: usize>(
-    plane: &[T],
-    (w, out_w): (usize, usize),
-    row_stride: usize,
-    vals: &mut [T],
-    idx: &mut [i64],
-) {
-    if out_w == 0 {
-        return;
-    }
-    // The winning position of each output of a row; a small plane's row fits on the stack.
-    let mut on_stack = [0u32; 64];
-    let mut on_heap = Vec::new();
-    let best_at: &mut [u32] = if out_w <= on_stack.len() {
-        &mut on_stack[..out_w]
-    } else {
-        on_heap.resize(out_w, 0);
-        &mut on_heap
-    };
-    for (oh, (v_row, i_row)) in vals
-        .chunks_exact_mut(out_w)
-        .zip(idx.chunks_exact_mut(out_w))
-        .enumerate()
-    {
-        for r in 0..KH {
-            let row = (oh * row_stride + r) * w;
-            let (windows, _) = plane[row..row + w].as_chunks::<KW>();
-            let outputs = v_row.iter_mut().zip(best_at.iter_mut());
-            for (ow, ((best, at), window)) in outputs.zip(&windows[..out_w]).enumerate() {
-                let corner = (row + ow * KW) as u32;
-                // The first window row starts from the window's first tap.
-                let (mut b, mut a, from) = match r {
-                    0 => (window[0], corner, 1),
-                    _ => (*best, *at, 0),
-                };
-                for (c, &v) in window.iter().enumerate().skip(from) {
-                    let wins = replaces_max(v, b);
-                    // Selects, not branches, also in the scalar tail of a short row.
-                    b = select_unpredictable(wins, v, b);
-                    a = select_unpredictable(wins, corner + c as u32, a);
-                }
-                (*best, *at) = (b, a);
-            }
+nabla_core::simd_kernel! {
+    /// Pools one plane whose whole `KH x KW` windows also tile each row (column stride `KW`, as in the
+    /// usual `2x2` stride-2 pooling; rows `row_stride` apart), into `vals`/`idx` rows of equal length. Window
+    /// row `r` of all outputs in an output row is one branch-free sweep over `KW`-wide chunks of an input
+    /// row, carrying the winning flat position as a `u32` lane beside the value (the caller checks that
+    /// positions fit), so the sweep vectorises; compiled for AVX2 where the CPU has it.
+    fn pool_plane_tiled<T: Element + PartialOrd, const KH: usize, const KW: usize>(
+        plane: &[T],
+        (w, out_w): (usize, usize),
+        row_stride: usize,
+        vals: &mut [T],
+        idx: &mut [i64],
+    ) {
+        if out_w == 0 {
+            return;
         }
-        for (out, &a) in i_row.iter_mut().zip(best_at.iter()) {
-            *out = i64::from(a);
+        // The winning position of each output of a row; a small plane's row fits on the stack.
+        let mut on_stack = [0u32; 64];
+        let mut on_heap = Vec::new();
+        let best_at: &mut [u32] = if out_w <= on_stack.len() {
+            &mut on_stack[..out_w]
+        } else {
+            on_heap.resize(out_w, 0);
+            &mut on_heap
+        };
+        for (oh, (v_row, i_row)) in vals
+            .chunks_exact_mut(out_w)
+            .zip(idx.chunks_exact_mut(out_w))
+            .enumerate()
+        {
+            for r in 0..KH {
+                let row = (oh * row_stride + r) * w;
+                let (windows, _) = plane[row..row + w].as_chunks::<KW>();
+                let outputs = v_row.iter_mut().zip(best_at.iter_mut());
+                for (ow, ((best, at), window)) in outputs.zip(&windows[..out_w]).enumerate() {
+                    let corner = (row + ow * KW) as u32;
+                    // The first window row starts from the window's first tap.
+                    let (mut b, mut a, from) = match r {
+                        0 => (window[0], corner, 1),
+                        _ => (*best, *at, 0),
+                    };
+                    for (c, &v) in window.iter().enumerate().skip(from) {
+                        let wins = replaces_max(v, b);
+                        // Selects, not branches, also in the scalar tail of a short row.
+                        b = select_unpredictable(wins, v, b);
+                        a = select_unpredictable(wins, corner + c as u32, a);
+                    }
+                    (*best, *at) = (b, a);
+                }
+            }
+            for (out, &a) in i_row.iter_mut().zip(best_at.iter()) {
+                *out = i64::from(a);
+            }
         }
     }
 }

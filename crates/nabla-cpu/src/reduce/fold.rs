@@ -12,52 +12,55 @@ const STRIDED_LEAF: usize = 128;
 /// Runs at least this long are split across threads when parallelism is allowed.
 pub(super) const PAR_LEAF: usize = 1 << 16;
 
-/// Folds a non-empty slice with `LANES` independent accumulators, then combines the lanes as a tree.
-#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-pub(super) fn fold_lanes<T: Copy, F: Fn(T, T) -> T>(x: &[T], f: &F) -> T {
-    if x.len() < LANES {
-        let mut acc = x[0];
-        for &v in &x[1..] {
-            acc = f(acc, v);
+nabla_core::simd_kernel! {
+    /// Folds a non-empty slice with `LANES` independent accumulators, then combines the lanes as a tree.
+    pub(super) fn fold_lanes<T: Copy, F: Fn(T, T) -> T>(x: &[T], f: &F) -> T {
+        if x.len() < LANES {
+            let mut acc = x[0];
+            for &v in &x[1..] {
+                acc = f(acc, v);
+            }
+            return acc;
         }
-        return acc;
-    }
-    let mut acc: [T; LANES] = std::array::from_fn(|j| x[j]);
-    let mut chunks = x[LANES..].chunks_exact(LANES);
-    for c in &mut chunks {
-        for j in 0..LANES {
-            acc[j] = f(acc[j], c[j]);
+        let mut acc: [T; LANES] = std::array::from_fn(|j| x[j]);
+        let mut chunks = x[LANES..].chunks_exact(LANES);
+        for c in &mut chunks {
+            for j in 0..LANES {
+                acc[j] = f(acc[j], c[j]);
+            }
         }
-    }
-    for (a, &v) in acc.iter_mut().zip(chunks.remainder()) {
-        *a = f(*a, v);
-    }
-    let mut width = LANES;
-    while width > 1 {
-        width /= 2;
-        for j in 0..width {
-            acc[j] = f(acc[j], acc[j + width]);
+        for (a, &v) in acc.iter_mut().zip(chunks.remainder()) {
+            *a = f(*a, v);
         }
-    }
-    acc[0]
-}
-
-/// `dst[j] = f(dst[j], src[j])` over two slices of one length.
-#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-pub(super) fn combine_into<T: Copy, F: Fn(T, T) -> T>(dst: &mut [T], src: &[T], f: &F) {
-    for (d, &s) in dst.iter_mut().zip(src) {
-        *d = f(*d, s);
+        let mut width = LANES;
+        while width > 1 {
+            width /= 2;
+            for j in 0..width {
+                acc[j] = f(acc[j], acc[j + width]);
+            }
+        }
+        acc[0]
     }
 }
 
-/// `dst[j] = f(dst[j], f(f(a[j], b[j]), f(c[j], d[j])))` for four source rows `[a, b, c, d]`: one pass
-/// over `dst` per four rows.
-#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-pub(super) fn combine4_into<T: Copy, F: Fn(T, T) -> T>(dst: &mut [T], src: [&[T]; 4], f: &F) {
-    let n = dst.len();
-    let [a, b, c, d] = src.map(|s| &s[..n]);
-    for j in 0..n {
-        dst[j] = f(dst[j], f(f(a[j], b[j]), f(c[j], d[j])));
+nabla_core::simd_kernel! {
+    /// `dst[j] = f(dst[j], src[j])` over two slices of one length.
+    pub(super) fn combine_into<T: Copy, F: Fn(T, T) -> T>(dst: &mut [T], src: &[T], f: &F) {
+        for (d, &s) in dst.iter_mut().zip(src) {
+            *d = f(*d, s);
+        }
+    }
+}
+
+nabla_core::simd_kernel! {
+    /// `dst[j] = f(dst[j], f(f(a[j], b[j]), f(c[j], d[j])))` for four source rows `[a, b, c, d]`: one pass
+    /// over `dst` per four rows.
+    pub(super) fn combine4_into<T: Copy, F: Fn(T, T) -> T>(dst: &mut [T], src: [&[T]; 4], f: &F) {
+        let n = dst.len();
+        let [a, b, c, d] = src.map(|s| &s[..n]);
+        for j in 0..n {
+            dst[j] = f(dst[j], f(f(a[j], b[j]), f(c[j], d[j])));
+        }
     }
 }
 

@@ -170,10 +170,11 @@ pub(super) fn cumsum_typed<T: Arith>(x: &[T], layout: &Layout, axis: usize) -> V
     v
 }
 
-/// `dst[j] = dst[j] + src[j]`.
-#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-fn add_assign<T: Arith>(dst: &mut [T], src: &[T]) {
-    for (d, &s) in dst.iter_mut().zip(src) {
-        *d = s.add(*d);
+nabla_core::simd_kernel! {
+    /// `dst[j] = dst[j] + src[j]`.
+    fn add_assign<T: Arith>(dst: &mut [T], src: &[T]) {
+        for (d, &s) in dst.iter_mut().zip(src) {
+            *d = s.add(*d);
+        }
     }
 }

@@ -317,35 +317,36 @@ fn update<T: Float, const L2: bool, const DECAY: bool>(
     }
 }
 
-/// The element loop, compiled for AVX2+FMA when the CPU has it (no operation is contracted into a
-/// fused multiply-add: each rounds as its step does).
-#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-fn update_loop<T: Float, const L2: bool, const DECAY: bool, const AMS: bool>(
-    k: &Coefficients<T>,
-    p: &mut [T],
-    g: &[T],
-    m: &mut [T],
-    v: &mut [T],
-    max: &mut [T],
-) {
-    let n = p.len();
-    let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
-    for i in 0..n {
-        let pi = p[i];
-        let gi = if L2 { g[i] + pi * k.l2_decay } else { g[i] };
-        let mi = m[i] + (gi - m[i]) * k.one_minus_beta1;
-        let vi = v[i] * k.beta2 + (gi * gi) * k.one_minus_beta2;
-        m[i] = mi;
-        v[i] = vi;
-        let second = if AMS {
-            let s = maximum(max[i], vi);
-            max[i] = s;
-            s
-        } else {
-            vi
-        };
-        let base = if DECAY { pi * k.param_decay } else { pi };
-        p[i] = base - mi / (second.sqrt() / k.bias_correction2_sqrt + k.eps) * k.step_size;
+nabla_core::simd_kernel! {
+    /// The element loop, compiled for each SIMD level the CPU may have (no operation is contracted into a
+    /// fused multiply-add: each rounds as its step does).
+    fn update_loop<T: Float, const L2: bool, const DECAY: bool, const AMS: bool>(
+        k: &Coefficients<T>,
+        p: &mut [T],
+        g: &[T],
+        m: &mut [T],
+        v: &mut [T],
+        max: &mut [T],
+    ) {
+        let n = p.len();
+        let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
+        for i in 0..n {
+            let pi = p[i];
+            let gi = if L2 { g[i] + pi * k.l2_decay } else { g[i] };
+            let mi = m[i] + (gi - m[i]) * k.one_minus_beta1;
+            let vi = v[i] * k.beta2 + (gi * gi) * k.one_minus_beta2;
+            m[i] = mi;
+            v[i] = vi;
+            let second = if AMS {
+                let s = maximum(max[i], vi);
+                max[i] = s;
+                s
+            } else {
+                vi
+            };
+            let base = if DECAY { pi * k.param_decay } else { pi };
+            p[i] = base - mi / (second.sqrt() / k.bias_correction2_sqrt + k.eps) * k.step_size;
+        }
     }
 }
 

@@ -125,36 +125,37 @@ unsafe fn assume_init<T>(s: &mut [MaybeUninit<T>]) -> &mut [T] {
     unsafe { &mut *(s as *mut [MaybeUninit<T>] as *mut [T]) }
 }
 
-/// Runs `kernel` over consecutive rows of `n` elements: `a` (and `b` for the two-input kernels, else
-/// empty) in, `out` written in full.
-#[multiversion::multiversion(targets("x86_64+avx2+fma"))]
-fn rows_task<T: RowFloat>(
-    kernel: RowKernel,
-    n: usize,
-    a: &[T],
-    b: &[T],
-    out: &mut [MaybeUninit<T>],
-) {
-    match kernel {
-        RowKernel::Softmax => out
-            .chunks_exact_mut(n)
-            .zip(a.chunks_exact(n))
-            .for_each(|(o, x)| softmax_row(x, o)),
-        RowKernel::SoftmaxVjp => out
-            .chunks_exact_mut(n)
-            .zip(a.chunks_exact(n).zip(b.chunks_exact(n)))
-            .for_each(|(o, (y, g))| softmax_vjp_row(y, g, o)),
-        RowKernel::LayerNorm { eps } => {
-            let eps = T::from_f64(f64::from_bits(eps));
-            out.chunks_exact_mut(n)
+nabla_core::simd_kernel! {
+    /// Runs `kernel` over consecutive rows of `n` elements: `a` (and `b` for the two-input kernels, else
+    /// empty) in, `out` written in full.
+    fn rows_task<T: RowFloat>(
+        kernel: RowKernel,
+        n: usize,
+        a: &[T],
+        b: &[T],
+        out: &mut [MaybeUninit<T>],
+    ) {
+        match kernel {
+            RowKernel::Softmax => out
+                .chunks_exact_mut(n)
                 .zip(a.chunks_exact(n))
-                .for_each(|(o, x)| layer_norm_row(x, eps, o))
-        }
-        RowKernel::LayerNormVjp { eps } => {
-            let eps = T::from_f64(f64::from_bits(eps));
-            out.chunks_exact_mut(n)
+                .for_each(|(o, x)| softmax_row(x, o)),
+            RowKernel::SoftmaxVjp => out
+                .chunks_exact_mut(n)
                 .zip(a.chunks_exact(n).zip(b.chunks_exact(n)))
-                .for_each(|(o, (x, g))| layer_norm_vjp_row(x, g, eps, o))
+                .for_each(|(o, (y, g))| softmax_vjp_row(y, g, o)),
+            RowKernel::LayerNorm { eps } => {
+                let eps = T::from_f64(f64::from_bits(eps));
+                out.chunks_exact_mut(n)
+                    .zip(a.chunks_exact(n))
+                    .for_each(|(o, x)| layer_norm_row(x, eps, o))
+            }
+            RowKernel::LayerNormVjp { eps } => {
+                let eps = T::from_f64(f64::from_bits(eps));
+                out.chunks_exact_mut(n)
+                    .zip(a.chunks_exact(n).zip(b.chunks_exact(n)))
+                    .for_each(|(o, (x, g))| layer_norm_vjp_row(x, g, eps, o))
+            }
         }
     }
 }

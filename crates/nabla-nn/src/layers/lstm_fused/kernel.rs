@@ -274,36 +274,34 @@ fn recurrent_weight_cotangent<T: LayerFloat>(
     Ok(())
 }
 
-/// One batch row of the cell: the gates are `gi + gh`; writes the activations
-/// `[σ(i), σ(f), tanh(g), σ(o)]` into `acts`, then the new states.
-#[multiversion::multiversion(targets(
-    "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
-    "x86_64+avx2+fma"
-))]
-fn cell_row<T: SimdFloat>(
-    gi: &[T],
-    gh: &[T],
-    c: &[T],
-    acts: &mut [MaybeUninit<T>],
-    h_out: &mut [MaybeUninit<T>],
-    c_out: &mut [MaybeUninit<T>],
-) {
-    let h = c.len();
-    let gate = |k: usize| (&gi[k * h..(k + 1) * h], &gh[k * h..(k + 1) * h]);
-    let ((ii, ih), (fi, fh), (ci, ch), (oi, oh)) = (gate(0), gate(1), gate(2), gate(3));
-    let (ai, rest) = acts.split_at_mut(h);
-    let (af, rest) = rest.split_at_mut(h);
-    let (ag, ao) = rest.split_at_mut(h);
-    for j in 0..h {
-        let (i, f) = ((ii[j] + ih[j]).sigmoid(), (fi[j] + fh[j]).sigmoid());
-        let (cand, o) = ((ci[j] + ch[j]).tanh(), (oi[j] + oh[j]).sigmoid());
-        ai[j].write(i);
-        af[j].write(f);
-        ag[j].write(cand);
-        ao[j].write(o);
-        let c_new = f * c[j] + i * cand;
-        c_out[j].write(c_new);
-        h_out[j].write(o * c_new.tanh());
+nabla_core::simd_kernel! {
+    /// One batch row of the cell: the gates are `gi + gh`; writes the activations
+    /// `[σ(i), σ(f), tanh(g), σ(o)]` into `acts`, then the new states.
+    fn cell_row<T: SimdFloat>(
+        gi: &[T],
+        gh: &[T],
+        c: &[T],
+        acts: &mut [MaybeUninit<T>],
+        h_out: &mut [MaybeUninit<T>],
+        c_out: &mut [MaybeUninit<T>],
+    ) {
+        let h = c.len();
+        let gate = |k: usize| (&gi[k * h..(k + 1) * h], &gh[k * h..(k + 1) * h]);
+        let ((ii, ih), (fi, fh), (ci, ch), (oi, oh)) = (gate(0), gate(1), gate(2), gate(3));
+        let (ai, rest) = acts.split_at_mut(h);
+        let (af, rest) = rest.split_at_mut(h);
+        let (ag, ao) = rest.split_at_mut(h);
+        for j in 0..h {
+            let (i, f) = ((ii[j] + ih[j]).sigmoid(), (fi[j] + fh[j]).sigmoid());
+            let (cand, o) = ((ci[j] + ch[j]).tanh(), (oi[j] + oh[j]).sigmoid());
+            ai[j].write(i);
+            af[j].write(f);
+            ag[j].write(cand);
+            ao[j].write(o);
+            let c_new = f * c[j] + i * cand;
+            c_out[j].write(c_new);
+            h_out[j].write(o * c_new.tanh());
+        }
     }
 }
 
@@ -319,30 +317,28 @@ struct RowIn<'a, T> {
     dc_out: &'a [T],
 }
 
-/// One batch row of the vjp: `dg` is `[di, df, dg, do]`. `dc` holds the cotangent of the new `c` from
-/// the later step on entry, and that of the previous `c` on return.
-#[multiversion::multiversion(targets(
-    "x86_64+avx512f+avx512vl+avx512bw+avx512dq+avx2+fma",
-    "x86_64+avx2+fma"
-))]
-fn cell_vjp_row<T: SimdFloat>(x: &RowIn<'_, T>, dg: &mut [MaybeUninit<T>], dc: &mut [T]) {
-    let h = x.c.len();
-    let (ai, rest) = x.acts.split_at(h);
-    let (af, rest) = rest.split_at(h);
-    let (ag, ao) = rest.split_at(h);
-    let (di, rest) = dg.split_at_mut(h);
-    let (df, rest) = rest.split_at_mut(h);
-    let (dgg, d_o) = rest.split_at_mut(h);
-    let one = T::ONE;
-    for j in 0..h {
-        let (i, f, cand, o) = (ai[j], af[j], ag[j], ao[j]);
-        let tc = x.c_new[j].tanh();
-        let dh = x.dh[j];
-        let dcj = dc[j] + x.dc_out[j] + dh * o * (one - tc * tc);
-        d_o[j].write(dh * tc * (o * (one - o)));
-        di[j].write(dcj * cand * (i * (one - i)));
-        df[j].write(dcj * x.c[j] * (f * (one - f)));
-        dgg[j].write(dcj * i * (one - cand * cand));
-        dc[j] = dcj * f;
+nabla_core::simd_kernel! {
+    /// One batch row of the vjp: `dg` is `[di, df, dg, do]`. `dc` holds the cotangent of the new `c` from
+    /// the later step on entry, and that of the previous `c` on return.
+    fn cell_vjp_row<T: SimdFloat>(x: &RowIn<'_, T>, dg: &mut [MaybeUninit<T>], dc: &mut [T]) {
+        let h = x.c.len();
+        let (ai, rest) = x.acts.split_at(h);
+        let (af, rest) = rest.split_at(h);
+        let (ag, ao) = rest.split_at(h);
+        let (di, rest) = dg.split_at_mut(h);
+        let (df, rest) = rest.split_at_mut(h);
+        let (dgg, d_o) = rest.split_at_mut(h);
+        let one = T::ONE;
+        for j in 0..h {
+            let (i, f, cand, o) = (ai[j], af[j], ag[j], ao[j]);
+            let tc = x.c_new[j].tanh();
+            let dh = x.dh[j];
+            let dcj = dc[j] + x.dc_out[j] + dh * o * (one - tc * tc);
+            d_o[j].write(dh * tc * (o * (one - o)));
+            di[j].write(dcj * cand * (i * (one - i)));
+            df[j].write(dcj * x.c[j] * (f * (one - f)));
+            dgg[j].write(dcj * i * (one - cand * cand));
+            dc[j] = dcj * f;
+        }
     }
 }
