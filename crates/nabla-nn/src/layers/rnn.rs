@@ -290,8 +290,11 @@ impl<B: Backend> RnnCore<B> {
                     f.push(l);
                 }
             }
-            let refs: Vec<&Tensor<B>> = outputs.iter().collect();
-            layer_input = Tensor::cat(&refs, -1)?;
+            // One direction's output is the layer's as it is; two are joined feature-wise.
+            layer_input = match outputs.as_slice() {
+                [one] => one.clone(),
+                both => Tensor::cat(&both.iter().collect::<Vec<_>>(), -1)?,
+            };
             if layer + 1 < c.num_layers {
                 layer_input = self.dropout.forward(&layer_input)?;
             }
