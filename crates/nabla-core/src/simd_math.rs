@@ -1,10 +1,11 @@
 //! Branch-free elementary functions that the compiler can vectorise.
 //!
-//! The functions here contain no calls, no loops and no data-dependent branches (only `if` expressions
-//! between values that are already computed, which become vector blends), so the loops that call them
-//! (the CPU backend's elementwise kernels, the host kernels of fused row ops) compile to SIMD code,
-//! including the AVX-512 and AVX2+FMA builds of those loops. They live here, below every backend, so that each
-//! kernel needing them shares one implementation and one set of accuracy tests.
+//! The functions here contain no calls, no loops and no data-dependent branches (only `if`
+//! expressions between values that are already computed, which become vector blends), so the loops
+//! that call them (the CPU backend's elementwise kernels, the host kernels of fused row ops)
+//! compile to SIMD code, including the AVX-512 and AVX2+FMA builds of those loops
+//! ([`simd_kernel!`](crate::simd_kernel)). They live here, below every backend, so that each kernel
+//! needing them shares one implementation and one set of accuracy tests.
 //!
 //! ```
 //! use nabla_core::simd_math::{exp_f32, tanh_f64};
@@ -18,22 +19,22 @@
 //! 2. `n = round(x / ln 2)` with the "shifter" trick (adding `1.5 * 2^(mantissa bits)` rounds to an
 //!    integer and leaves that integer in the low bits of the sum);
 //! 3. `r = x - n ln 2` with a Cody–Waite split `ln 2 = LN2_HI + LN2_LO`, where `LN2_HI` has few enough
-//!    significant bits that `n * LN2_HI` and the subtraction are exact, so `|r| <= ln 2 / 2` carries no
-//!    cancellation error;
+//!    significant bits that `n * LN2_HI` and the subtraction are exact, so `|r| <= ln 2 / 2`
+//!    carries no cancellation error;
 //! 4. `e^r` by its Taylor polynomial (degree 7 for `f32`, 13 for `f64`, truncation error below 2^-27 and
-//!    2^-57 respectively on `|r| <= ln 2 / 2`), as `1 + (r + r^2 Q(r))` with `Q` (the coefficients from
-//!    `1/2!` on) evaluated by [`poly`];
+//!    2^-57 respectively on `|r| <= ln 2 / 2`), as `1 + (r + r^2 Q(r))` with `Q` (the
+//!    coefficients from `1/2!` on) evaluated by [`poly`];
 //! 5. multiply by `2^n` as two factors `2^(n >> 1)` and `2^(n - (n >> 1))` built from bit patterns, so
 //!    that both are normal numbers and a subnormal result is rounded once, and results beyond the
 //!    range overflow to infinity or underflow to zero through ordinary IEEE rounding.
 //!
-//! Measured accuracy (see the tests): at most 1 ulp from the correctly rounded result for `f32` over a
-//! sweep of the whole range and at most 2 ulp from `std`'s `f64::exp` for `f64`.
+//! Measured accuracy (see the tests): at most 1 ulp from the correctly rounded result for `f32`
+//! over a sweep of the whole range and at most 2 ulp from `std`'s `f64::exp` for `f64`.
 //!
-//! `sigmoid` is `1 / (1 + e^-|x|)` (or `e^-|x|` times that for negative `x`), so nothing overflows. `tanh`
-//! uses `1 - 2 / (e^(2|x|) + 1)` for `|x| >= 1` and an odd polynomial below, where that formula would
-//! cancel: `(tanh(x) - x) / x^3` as a polynomial in `x^2` on `[0, 1]` (degree 7 for `f32`, 15 for `f64`,
-//! error below 2e-9 and 5e-18) from Chebyshev interpolation at 50 digits:
+//! `sigmoid` is `1 / (1 + e^-|x|)` (or `e^-|x|` times that for negative `x`), so nothing overflows.
+//! `tanh` uses `1 - 2 / (e^(2|x|) + 1)` for `|x| >= 1` and an odd polynomial below, where that
+//! formula would cancel: `(tanh(x) - x) / x^3` as a polynomial in `x^2` on `[0, 1]` (degree 7 for
+//! `f32`, 15 for `f64`, error below 2e-9 and 5e-18) from Chebyshev interpolation at 50 digits:
 //!
 //! ```text
 //! import mpmath as mp
@@ -44,8 +45,8 @@
 
 use std::ops::{Add, Mul};
 
-/// Compiles a kernel function once per SIMD level worth its own build (AVX-512, then AVX2 with FMA, on
-/// x86-64) besides the baseline, and runs the best one the CPU has (the `multiversion` crate's
+/// Compiles a kernel function once per SIMD level worth its own build (AVX-512, then AVX2 with FMA,
+/// on x86-64) besides the baseline, and runs the best one the CPU has (the `multiversion` crate's
 /// dispatch, so the calling crate depends on `multiversion`). Every vectorised loop of the backends
 /// goes through here, so that the levels are named once.
 ///
@@ -74,9 +75,10 @@ macro_rules! simd_kernel {
     };
 }
 
-/// Evaluates the polynomial with coefficients `c` (lowest degree first, at least four) at `x` as four
-/// interleaved Horner chains in `x^4`, combined at the end. The chains are independent, so the latency
-/// of the evaluation is about a quarter of plain Horner's, which is what limits a vectorised loop.
+/// Evaluates the polynomial with coefficients `c` (lowest degree first, at least four) at `x` as
+/// four interleaved Horner chains in `x^4`, combined at the end. The chains are independent, so the
+/// latency of the evaluation is about a quarter of plain Horner's, which is what limits a
+/// vectorised loop.
 #[inline(always)]
 pub fn poly<T: Copy + Add<Output = T> + Mul<Output = T>>(c: &[T], x: T) -> T {
     let n = c.len();
@@ -122,8 +124,8 @@ macro_rules! exp_impl {
             if x.is_nan() { x } else { y }
         }
 
-        /// The logistic function `1 / (1 + e^-x)`, from `e^-|x|` so that nothing overflows: exactly `1` and
-        /// `0` in the limits, NaN for NaN.
+        /// The logistic function `1 / (1 + e^-x)`, from `e^-|x|` so that nothing overflows: exactly
+        /// `1` and `0` in the limits, NaN for NaN.
         #[inline(always)]
         pub fn $sigmoid(x: $f) -> $f {
             let e = $exp(-x.abs());
@@ -189,8 +191,9 @@ exp_impl!(
 /// `(tanh(x) - x) / x^3` as a polynomial in `x^2` on `[0, 1]`.
 macro_rules! tanh_impl {
     ($tanh:ident, $exp:ident, $f:ty, poly = [$($c:expr),+ $(,)?]) => {
-        /// Hyperbolic tangent, branch-free: `x + x^3 P(x^2)` for `|x| < 1`, where `1 - 2 / (e^(2|x|) + 1)`
-        /// would cancel, and that formula beyond (it reaches exactly ±1 and needs no overflow check).
+        /// Hyperbolic tangent, branch-free: `x + x^3 P(x^2)` for `|x| < 1`, where `1 - 2 /
+        /// (e^(2|x|) + 1)` would cancel, and that formula beyond (it reaches exactly ±1 and needs
+        /// no overflow check).
         #[inline(always)]
         pub fn $tanh(x: $f) -> $f {
             let a = x.abs();
@@ -244,8 +247,9 @@ tanh_impl!(
     ]
 );
 
-/// The float types the vectorisable kernels compute in (`f32`, `f64`): arithmetic, the constants the
-/// kernels start from, and this module's functions by method, so that one generic kernel serves both.
+/// The float types the vectorisable kernels compute in (`f32`, `f64`): arithmetic, the constants
+/// the kernels start from, and this module's functions by method, so that one generic kernel serves
+/// both.
 pub trait SimdFloat:
     Copy
     + Send

@@ -1,7 +1,7 @@
 //! ReLU as one pass each way (what PyTorch's `relu` and `threshold_backward` are): `fused.relu`
 //! computes `x <= 0 ? 0 : x` without the boolean mask the composite `where(x <= 0, 0, x)`
-//! materialises, and `fused.relu_vjp(y, g) = y <= 0 ? 0 : g` gives the cotangent from the output `y`
-//! (`y <= 0` exactly where `x <= 0`).
+//! materialises, and `fused.relu_vjp(y, g) = y <= 0 ? 0 : g` gives the cotangent from the output
+//! `y` (`y <= 0` exactly where `x <= 0`).
 //!
 //! The values are those of the composite bit for bit (a NaN input gives NaN, as in PyTorch and
 //! JAX: `NaN <= 0` is false), and so are the derivatives:
@@ -148,8 +148,8 @@ impl Gate for f32 {}
 impl Gate for f64 {}
 
 nabla_core::simd_kernel! {
-    /// `out[i] = mask[i] <= 0 ? 0 : value[i]`, vectorised (a compare and a select per lane); a NaN mask
-    /// lets the value through.
+    /// `out[i] = mask[i] <= 0 ? 0 : value[i]`, vectorised (a compare and a select per lane); a NaN
+    /// mask lets the value through.
     fn gate<T: Gate>(mask: &[T], value: &[T], out: &mut [MaybeUninit<T>]) {
         let zero = T::default();
         for ((o, &m), &v) in out.iter_mut().zip(mask).zip(value) {

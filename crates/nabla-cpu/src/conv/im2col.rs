@@ -1,9 +1,10 @@
-//! Unfolding image patches into columns (`im2col`) and its adjoint, folding columns back into an image
-//! with accumulation (`col2im`).
+//! Unfolding image patches into columns (`im2col`) and its adjoint, folding columns back into an
+//! image with accumulation (`col2im`).
 //!
-//! The columns matrix of one image and one channel group has a row per `(channel, ki, kj)` kernel tap and
-//! a column per output pixel `(oy, ox)`: entry `[(c, ki, kj), (oy, ox)]` is the input at
-//! `(c, oy * stride + ki * dilation - padding, ox * stride + kj * dilation - padding)`, or 0 in the padding.
+//! The columns matrix of one image and one channel group has a row per `(channel, ki, kj)` kernel
+//! tap and a column per output pixel `(oy, ox)`: entry `[(c, ki, kj), (oy, ox)]` is the input at
+//! `(c, oy * stride + ki * dilation - padding, ox * stride + kj * dilation - padding)`, or 0 in the
+//! padding.
 
 use super::runs::Runs;
 use nabla_core::Conv2dParams;
@@ -54,14 +55,15 @@ impl Geom {
         self.oh * self.ow
     }
 
-    /// `true` when the columns matrix is the input itself: a 1x1 kernel with unit stride and no padding.
+    /// `true` when the columns matrix is the input itself: a 1x1 kernel with unit stride and no
+    /// padding.
     pub fn is_pointwise(&self) -> bool {
         self.kh == 1 && self.kw == 1 && self.p.stride == (1, 1) && self.p.padding == (0, 0)
     }
 }
 
-/// Where the channels of one image group start in a buffer, and the steps between channels, rows and
-/// columns.
+/// Where the channels of one image group start in a buffer, and the steps between channels, rows
+/// and columns.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Image {
     /// Buffer offset of element `[c0, 0, 0]`.
@@ -70,8 +72,8 @@ pub(super) struct Image {
     pub strides: [isize; 3],
 }
 
-/// Output positions `lo..hi` along one axis for which kernel tap `tap` reads inside the input of `size`:
-/// `o * stride + tap * dilation - padding` in `0..size`.
+/// Output positions `lo..hi` along one axis for which kernel tap `tap` reads inside the input of
+/// `size`: `o * stride + tap * dilation - padding` in `0..size`.
 fn valid(
     out: usize,
     size: usize,
@@ -95,8 +97,9 @@ fn valid(
     (lo, hi.clamp(lo, out))
 }
 
-/// One run of the columns matrix that reads the input: kernel-tap row `row` (channel `c`), output row
-/// `oy` (input row `iy`), output columns `x0..x1` reading input columns `ix0, ix0 + stride, ...`.
+/// One run of the columns matrix that reads the input: kernel-tap row `row` (channel `c`), output
+/// row `oy` (input row `iy`), output columns `x0..x1` reading input columns `ix0, ix0 + stride,
+/// ...`.
 struct Segment {
     row: usize,
     c: usize,
@@ -107,7 +110,8 @@ struct Segment {
     ix0: usize,
 }
 
-/// Calls `f` for every segment of the columns matrix that reads the input; every other entry is padding.
+/// Calls `f` for every segment of the columns matrix that reads the input; every other entry is
+/// padding.
 fn for_each_segment(g: &Geom, mut f: impl FnMut(Segment)) {
     let Conv2dParams {
         stride: (sy, sx),
@@ -172,8 +176,8 @@ pub(super) fn im2col<T: Runs>(x: &[T], img: Image, g: &Geom, cols: &mut [T]) {
 
 nabla_core::simd_kernel! {
     /// Adds the columns matrix `cols` (`taps x pixels`, row-major) back onto the contiguous
-    /// `[channels, h, w]` image group `dx`: the adjoint of [`im2col`]. Compiled per SIMD level, so that the
-    /// adds of a short run are vector adds.
+    /// `[channels, h, w]` image group `dx`: the adjoint of [`im2col`]. Compiled per SIMD level, so
+    /// that the adds of a short run are vector adds.
     pub(super) fn col2im<T: Runs>(cols: &[T], g: &Geom, dx: &mut [T]) {
         let pixels = g.pixels();
         let step = g.p.stride.1;
@@ -197,8 +201,8 @@ nabla_core::simd_kernel! {
     }
 }
 
-/// The image offset of kernel tap `(c, ki, kj)`'s first input (output pixel `(0, 0)`) in an unpadded
-/// convolution, given the steps between channels and rows (columns are contiguous).
+/// The image offset of kernel tap `(c, ki, kj)`'s first input (output pixel `(0, 0)`) in an
+/// unpadded convolution, given the steps between channels and rows (columns are contiguous).
 fn tap_start(g: &Geom, [sc, sh]: [usize; 2], (c, ki, kj): (usize, usize, usize)) -> usize {
     c * sc + ki * g.p.dilation.0 * sh + kj * g.p.dilation.1
 }
@@ -209,8 +213,8 @@ fn taps(g: &Geom) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
         .flat_map(move |c| (0..g.kh).flat_map(move |ki| (0..g.kw).map(move |kj| (c, ki, kj))))
 }
 
-/// [`im2col`] without padding and with unit column stride: every row of the columns is `oh` whole runs
-/// of `ow` consecutive inputs, `stride.0` image rows apart.
+/// [`im2col`] without padding and with unit column stride: every row of the columns is `oh` whole
+/// runs of `ow` consecutive inputs, `stride.0` image rows apart.
 fn im2col_unpadded<T: Runs>(x: &[T], offset: usize, steps: [usize; 2], g: &Geom, cols: &mut [T]) {
     if g.pixels() == 0 {
         return;

@@ -1,9 +1,10 @@
 //! Slice kernels for the heavier vectorisable functions (`exp`, `sigmoid`, `tanh`, `erf`).
 //!
-//! A closure handed to the generic walkers of [`crate::strided`] is only inlined into their SIMD loops
-//! while its body is small; after inlining `erf` or a 16-term polynomial it no longer is, and the loop
-//! would call a baseline (SSE2, scalar) function per element. Here each function is called directly
-//! inside its own multiversioned loop, where `#[inline(always)]` is honoured, so it always vectorises.
+//! A closure handed to the generic walkers of [`crate::strided`] is only inlined into their SIMD
+//! loops while its body is small; after inlining `erf` or a 16-term polynomial it no longer is, and
+//! the loop would call a baseline (SSE2, scalar) function per element. Here each function is called
+//! directly inside its own multiversioned loop, where `#[inline(always)]` is honoured, so it always
+//! vectorises.
 
 use super::erf::{erf_f32, erf_f64};
 use crate::strided::{CHUNK, gather_view, output_vec};
@@ -12,9 +13,9 @@ use nabla_core::simd_math::{exp_f32, exp_f64, sigmoid_f32, sigmoid_f64, tanh_f32
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
-/// These functions cost about 1 ns per element, 10 to 20 times a memory-bound op's, so their outputs
-/// are split across threads from this size on (the cheap ops' [`crate::PARALLEL_THRESHOLD`] is 8 times
-/// larger): an LSTM step's gates (`[32, 256]`) are split, while a task still gets several
+/// These functions cost about 1 ns per element, 10 to 20 times a memory-bound op's, so their
+/// outputs are split across threads from this size on (the cheap ops' [`crate::PARALLEL_THRESHOLD`]
+/// is 8 times larger): a GRU step's gates (`[32, 256]`) are split, while a task still gets several
 /// microseconds of work.
 const EXPENSIVE_PARALLEL_THRESHOLD: usize = 1 << 12;
 
@@ -24,8 +25,8 @@ pub(crate) type SliceKernel<T> = fn(&[T], &mut [MaybeUninit<T>]);
 macro_rules! slice_kernels {
     ($($name:ident: $t:ty => $f:path;)*) => {$(
         nabla_core::simd_kernel! {
-            /// Applies the function to every element of `src`, writing `dst`; compiled for each SIMD
-            /// level the CPU may have.
+            /// Applies the function to every element of `src`, writing `dst`; compiled for each
+            /// SIMD level the CPU may have.
             pub(crate) fn $name(src: &[$t], dst: &mut [MaybeUninit<$t>]) {
                 for (o, &s) in dst.iter_mut().zip(src) {
                     o.write($f(s));

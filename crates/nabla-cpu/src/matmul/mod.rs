@@ -1,10 +1,10 @@
 //! Batched matrix products.
 //!
 //! Float and complex products go through faer with the views' strides passed straight through: a
-//! transposed, sliced or reversed operand is never copied, and broadcast batch dimensions (stride 0) are
-//! never materialised. One large product is split into output blocks that run on every thread; a batch of small products runs one
-//! product per thread with faer sequential. Integer products use a simple row-oriented kernel with
-//! wrapping arithmetic.
+//! transposed, sliced or reversed operand is never copied, and broadcast batch dimensions (stride
+//! 0) are never materialised. One large product is split into output blocks that run on every
+//! thread; a batch of small products runs one product per thread with faer sequential. Integer
+//! products use a simple row-oriented kernel with wrapping arithmetic.
 
 mod int;
 #[cfg(test)]
@@ -164,8 +164,8 @@ pub(crate) fn mat_mut<T>(data: &mut [T], rows: usize, cols: usize) -> MatMut<'_,
     unsafe { MatMut::from_raw_parts_mut(data.as_mut_ptr(), rows, cols, cols as isize, 1) }
 }
 
-/// A faer view of a contiguous row-major `rows x cols` matrix (non-empty) over memory not yet written,
-/// for a product that replaces it: with `Accum::Replace` faer writes every element of the
+/// A faer view of a contiguous row-major `rows x cols` matrix (non-empty) over memory not yet
+/// written, for a product that replaces it: with `Accum::Replace` faer writes every element of the
 /// destination and reads none (its documented contract), so the output needs no zero-fill first.
 ///
 /// # Safety
@@ -184,10 +184,11 @@ pub(crate) unsafe fn mat_uninit<T>(
 
 /// `dst = a * b` (or `dst += a * b`) for one product.
 ///
-/// With a parallel `par`, the output is cut into row or column blocks (along its longer side) that run
-/// as separate tasks, each a sequential faer product. On this class of machine that beats faer's own
-/// split for the mid-sized products of training (batch 128 by a few hundred): for example
-/// 128x784x512 goes from about 120 to about 200 GFLOP/s on two cores, and large products are no slower.
+/// With a parallel `par`, the output is cut into row or column blocks (along its longer side) that
+/// run as separate tasks, each a sequential faer product. On this class of machine that beats
+/// faer's own split for the mid-sized products of training (batch 128 by a few hundred): for
+/// example 128x784x512 goes from about 120 to about 200 GFLOP/s on two cores, and large products
+/// are no slower.
 pub(crate) fn gemm<T: ComplexField>(
     dst: MatMut<'_, T>,
     accum: Accum,
@@ -202,9 +203,9 @@ pub(crate) fn gemm<T: ComplexField>(
     gemm_blocks(dst, accum, a, b, blocks);
 }
 
-/// `dst = a b`, or `dst += a b` when `accumulate`, for host kernels outside this crate (the fused LSTM
-/// layer of `nabla-nn` runs its recurrent products through it), split over the thread pool as this
-/// backend's own products are. A shape mismatch is an error naming `op`.
+/// `dst = a b`, or `dst += a b` when `accumulate`, for host kernels outside this crate (the fused
+/// LSTM layer of `nabla-nn` runs its recurrent products through it), split over the thread pool as
+/// this backend's own products are. A shape mismatch is an error naming `op`.
 ///
 /// ```
 /// use faer::{MatMut, MatRef};

@@ -1,8 +1,10 @@
-//! 2-D max pooling with the position of each maximum (PyTorch's `max_pool2d(..., return_indices=True)`).
+//! 2-D max pooling with the position of each maximum (PyTorch's `max_pool2d(...,
+//! return_indices=True)`).
 //!
-//! Every `H x W` plane (the last two dimensions) is pooled on its own; planes are split across threads
-//! for large inputs. Window taps in the padding are skipped, so padding never wins; ties keep the first
-//! maximum in row-major window order; the first NaN of a window is its maximum, as in PyTorch.
+//! Every `H x W` plane (the last two dimensions) is pooled on its own; planes are split across
+//! threads for large inputs. Window taps in the padding are skipped, so padding never wins; ties
+//! keep the first maximum in row-major window order; the first NaN of a window is its maximum, as
+//! in PyTorch.
 
 mod gathered;
 mod pairs;
@@ -19,9 +21,9 @@ use std::hint::select_unpredictable;
 /// Output elements above which planes are pooled in parallel.
 const PARALLEL_OUTPUTS: usize = 1 << 14;
 
-/// The taps of one axis. For output position `o`, the valid input positions are
-/// `first[o] + k * dilation` for `k < count[o]` (taps in the padding left out); kernel tap `k` reads
-/// input `o * stride + k * dilation - pad`, valid for the outputs `outputs[k].0..outputs[k].1`.
+/// The taps of one axis. For output position `o`, the valid input positions are `first[o] + k *
+/// dilation` for `k < count[o]` (taps in the padding left out); kernel tap `k` reads input `o *
+/// stride + k * dilation - pad`, valid for the outputs `outputs[k].0..outputs[k].1`.
 struct AxisTaps {
     first: Vec<usize>,
     count: Vec<usize>,
@@ -97,11 +99,11 @@ impl Geometry {
             .is_some_and(|n| n <= u32::MAX as usize)
     }
 
-    /// Pools one plane into `vals`/`idx` (each `out_h * out_w` long), one output row at a time: each
-    /// row starts from the first valid tap of every window, then every tap `(kh, kw)` in window order
-    /// sweeps the whole row, so later taps replace the maximum only when strictly larger (ties keep the
-    /// first) or when they are the window's first NaN. `Err(position)` names an output whose window
-    /// covers no input element.
+    /// Pools one plane into `vals`/`idx` (each `out_h * out_w` long), one output row at a time:
+    /// each row starts from the first valid tap of every window, then every tap `(kh, kw)` in
+    /// window order sweeps the whole row, so later taps replace the maximum only when strictly
+    /// larger (ties keep the first) or when they are the window's first NaN. `Err(position)` names
+    /// an output whose window covers no input element.
     fn pool_plane<T: Element + PartialOrd>(
         &self,
         plane: &[T],
@@ -190,8 +192,8 @@ impl Geometry {
         Some((full(&self.rows)?, full(&self.cols)?))
     }
 
-    /// Pools one plane whose windows are all whole (see [`Geometry::dense_kernel`]): each output scans
-    /// its window in row-major order, keeping the first maximum, or the first NaN.
+    /// Pools one plane whose windows are all whole (see [`Geometry::dense_kernel`]): each output
+    /// scans its window in row-major order, keeping the first maximum, or the first NaN.
     #[inline(always)]
     fn pool_plane_dense<T: Element + PartialOrd>(
         &self,
@@ -230,9 +232,9 @@ impl Geometry {
     }
 }
 
-/// `true` when tap value `v` replaces the window's maximum so far, `best`: when it is strictly larger,
-/// or the first NaN (so ties keep the earliest tap and a NaN, once taken, stays). Written without
-/// short-circuits, so that callers can select instead of branch.
+/// `true` when tap value `v` replaces the window's maximum so far, `best`: when it is strictly
+/// larger, or the first NaN (so ties keep the earliest tap and a NaN, once taken, stays). Written
+/// without short-circuits, so that callers can select instead of branch.
 #[inline(always)]
 #[allow(clippy::eq_op)]
 fn replaces_max<T: PartialOrd>(v: T, best: T) -> bool {
@@ -244,8 +246,9 @@ fn replaces_max<T: PartialOrd>(v: T, best: T) -> bool {
 mod x86 {
     use std::arch::x86_64::*;
 
-    /// Tap value `v` at positions `pos` replaces the maximum so far, `best` at `at`, in the lanes where it
-    /// is strictly larger or the window's first NaN: [`super::replaces_max`] on eight lanes.
+    /// Tap value `v` at positions `pos` replaces the maximum so far, `best` at `at`, in the lanes
+    /// where it is strictly larger or the window's first NaN: [`super::replaces_max`] on eight
+    /// lanes.
     #[inline]
     #[target_feature(enable = "avx2")]
     pub(super) fn keep_max8(
@@ -267,11 +270,12 @@ mod x86 {
 }
 
 nabla_core::simd_kernel! {
-    /// Pools one plane whose whole `KH x KW` windows also tile each row (column stride `KW`, as in the
-    /// usual `2x2` stride-2 pooling; rows `row_stride` apart), into `vals`/`idx` rows of equal length. Window
-    /// row `r` of all outputs in an output row is one branch-free sweep over `KW`-wide chunks of an input
-    /// row, carrying the winning flat position as a `u32` lane beside the value (the caller checks that
-    /// positions fit), so the sweep vectorises; compiled for AVX2 where the CPU has it.
+    /// Pools one plane whose whole `KH x KW` windows also tile each row (column stride `KW`, as in
+    /// the usual `2x2` stride-2 pooling; rows `row_stride` apart), into `vals`/`idx` rows of equal
+    /// length. Window row `r` of all outputs in an output row is one branch-free sweep over
+    /// `KW`-wide chunks of an input row, carrying the winning flat position as a `u32` lane beside
+    /// the value (the caller checks that positions fit), so the sweep vectorises; compiled per SIMD
+    /// level.
     fn pool_plane_tiled<T: Element + PartialOrd, const KH: usize, const KW: usize>(
         plane: &[T],
         (w, out_w): (usize, usize),
@@ -323,7 +327,8 @@ nabla_core::simd_kernel! {
     }
 }
 
-/// Max pooling of every plane of `x`; returns the values and the `I64` flat positions of the maxima.
+/// Max pooling of every plane of `x`; returns the values and the `I64` flat positions of the
+/// maxima.
 pub(crate) fn max_pool2d(
     x: &CpuStorage,
     layout: &Layout,

@@ -1,5 +1,6 @@
 //! Folding runs of elements with an associative operation: multi-lane vectorised leaves combined
-//! pairwise, so that float sums stay accurate (error growing with the logarithm of the length) and fast.
+//! pairwise, so that float sums stay accurate (error growing with the logarithm of the length) and
+//! fast.
 
 use rayon::join;
 
@@ -13,7 +14,8 @@ const STRIDED_LEAF: usize = 128;
 pub(super) const PAR_LEAF: usize = 1 << 16;
 
 nabla_core::simd_kernel! {
-    /// Folds a non-empty slice with `LANES` independent accumulators, then combines the lanes as a tree.
+    /// Folds a non-empty slice with `LANES` independent accumulators, then combines the lanes as a
+    /// tree.
     pub(super) fn fold_lanes<T: Copy, F: Fn(T, T) -> T>(x: &[T], f: &F) -> T {
         if x.len() < LANES {
             let mut acc = x[0];
@@ -53,8 +55,8 @@ nabla_core::simd_kernel! {
 }
 
 nabla_core::simd_kernel! {
-    /// `dst[j] = f(dst[j], f(f(a[j], b[j]), f(c[j], d[j])))` for four source rows `[a, b, c, d]`: one pass
-    /// over `dst` per four rows.
+    /// `dst[j] = f(dst[j], f(f(a[j], b[j]), f(c[j], d[j])))` for four source rows `[a, b, c, d]`:
+    /// one pass over `dst` per four rows.
     pub(super) fn combine4_into<T: Copy, F: Fn(T, T) -> T>(dst: &mut [T], src: [&[T]; 4], f: &F) {
         let n = dst.len();
         let [a, b, c, d] = src.map(|s| &s[..n]);
@@ -64,8 +66,8 @@ nabla_core::simd_kernel! {
     }
 }
 
-/// Pairwise fold of a non-empty contiguous slice; halves longer than [`PAR_LEAF`] run on two threads
-/// when `par` is set.
+/// Pairwise fold of a non-empty contiguous slice; halves longer than [`PAR_LEAF`] run on two
+/// threads when `par` is set.
 pub(super) fn fold_contiguous<T, F>(x: &[T], f: &F, par: bool) -> T
 where
     T: Copy + Send + Sync,

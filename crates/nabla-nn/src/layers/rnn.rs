@@ -331,9 +331,10 @@ impl<B: Backend> RnnCore<B> {
             w.bias_ih.as_ref().map(Param::value),
             w.bias_hh.as_ref().map(Param::value),
         );
-        let (input_bias, b_hh) = match biases {
-            (Some(b_ih), Some(b_hh)) if self.cell != Cell::Gru => (Some(b_ih.add(&b_hh)?), None),
-            unfolded => unfolded,
+        let (input_bias, b_hh) = match (self.cell, biases) {
+            (Cell::Gru, unfolded) => unfolded,
+            (Cell::Rnn(_) | Cell::Lstm, (Some(b_ih), Some(b_hh))) => (Some(b_ih.add(&b_hh)?), None),
+            (Cell::Rnn(_) | Cell::Lstm, (b_ih, b_hh)) => (b_ih.or(b_hh), None),
         };
         if let Some(b) = &input_bias {
             xw = xw.add(b)?;
@@ -363,8 +364,8 @@ impl<B: Backend> RnnCore<B> {
 
 /// Runs a single-state cell over the steps of `xw` (`[L, N, gates * H]`, the input part of every
 /// step) from `h0`: `step(gi, gh, h)` gives the next state from the step's input part `gi`, its
-/// hidden part `gh = h W_hhᵀ + b_hh` and the state. Returns the states `[L, N, H]` in time order and
-/// the final one.
+/// hidden part `gh = h W_hhᵀ + b_hh` and the state. Returns the states `[L, N, H]` in time order
+/// and the final one.
 fn recur<B: Backend>(
     xw: &Tensor<B>,
     w_hh: &Tensor<B>,
@@ -374,8 +375,8 @@ fn recur<B: Backend>(
     step: impl Fn(&Tensor<B>, &Tensor<B>, &Tensor<B>) -> Result<Tensor<B>>,
 ) -> Result<(Tensor<B>, Vec<Tensor<B>>)> {
     // One transposed view for every step: the steps' contributions to W_hh's gradient then reach
-    // that one view, where the reverse pass multiplies them out as one product of the stacked hidden
-    // states and gate gradients, in W_hh's own layout.
+    // that one view, where the reverse pass multiplies them out as one product of the stacked
+    // hidden states and gate gradients, in W_hh's own layout.
     let w_hh_t = w_hh.t()?;
     let len = xw.shape()[0];
     let mut h = h0.clone();

@@ -1,7 +1,8 @@
 //! One Adam/AdamW update as a fused kernel with several results, carrying a native loop
-//! ([`nabla_core::HostLoop`]) that host backends run instead of interpreting the steps: each element's
-//! update in registers, one pass over the parameter, gradient and moments. The loop's operations,
-//! their order and their roundings are the steps' ([`AdamCoefficients`]), so results agree bit for bit.
+//! ([`nabla_core::HostLoop`]) that host backends run instead of interpreting the steps: each
+//! element's update in registers, one pass over the parameter, gradient and moments. The loop's
+//! operations, their order and their roundings are the steps' ([`AdamCoefficients`]), so results
+//! agree bit for bit.
 
 use nabla_core::Element;
 use nabla_core::{BinaryOp, DType, FusedBuilder, FusedKernel, HostLoop, Result, Scalar, UnaryOp};
@@ -318,8 +319,8 @@ fn update<T: Float, const L2: bool, const DECAY: bool>(
 }
 
 nabla_core::simd_kernel! {
-    /// The element loop, compiled for each SIMD level the CPU may have (no operation is contracted into a
-    /// fused multiply-add: each rounds as its step does).
+    /// The element loop, compiled for each SIMD level the CPU may have (no operation is contracted
+    /// into a fused multiply-add: each rounds as its step does).
     fn update_loop<T: Float, const L2: bool, const DECAY: bool, const AMS: bool>(
         k: &Coefficients<T>,
         p: &mut [T],
@@ -361,7 +362,8 @@ mod tests {
         NATIVE_RUNS.with(|runs| runs.get())
     }
 
-    /// Deterministic values in `[-2, 2)`, with infinities, NaNs and signed zeros first when `special`.
+    /// Deterministic values in `[-2, 2)`, with infinities, NaNs and signed zeros first when
+    /// `special`.
     fn values(n: usize, seed: u64, special: bool) -> Vec<f64> {
         let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         let mut v: Vec<f64> = (0..n)

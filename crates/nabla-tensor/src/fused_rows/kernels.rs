@@ -1,8 +1,9 @@
-//! The host kernels of the fused row ops: each row (the trailing axes, flattened) is read from memory
-//! once and stays in cache for the passes over it, so a softmax or a layer normalisation costs about
-//! one read and one write of its input instead of the five to eight passes of the composite formula.
+//! The host kernels of the fused row ops: each row (the trailing axes, flattened) is read from
+//! memory once and stays in cache for the passes over it, so a softmax or a layer normalisation
+//! costs about one read and one write of its input instead of the five to eight passes of the
+//! composite formula.
 //!
-//! Sums run in eight independent lanes (combined at the end), so the AVX2 builds of these loops
+//! Sums run in eight independent lanes (combined at the end), so the SIMD builds of these loops
 //! vectorise without reassociating anything the compiler would have to prove; `exp` is the
 //! branch-free one of [`nabla_core::simd_math`]. Rows are split across the thread pool in tasks of
 //! at least [`TASK_ELEMENTS`] elements.
@@ -126,8 +127,8 @@ unsafe fn assume_init<T>(s: &mut [MaybeUninit<T>]) -> &mut [T] {
 }
 
 nabla_core::simd_kernel! {
-    /// Runs `kernel` over consecutive rows of `n` elements: `a` (and `b` for the two-input kernels, else
-    /// empty) in, `out` written in full.
+    /// Runs `kernel` over consecutive rows of `n` elements: `a` (and `b` for the two-input kernels,
+    /// else empty) in, `out` written in full.
     fn rows_task<T: RowFloat>(
         kernel: RowKernel,
         n: usize,
@@ -161,8 +162,8 @@ nabla_core::simd_kernel! {
 }
 
 /// Applies `kernel` to rows of `n > 0` elements of `a` (and `b`, of `a`'s length, for the two-input
-/// kernels; empty otherwise), writing every element of `out` (of `a`'s length). Rows are split across
-/// the thread pool when there are enough of them.
+/// kernels; empty otherwise), writing every element of `out` (of `a`'s length). Rows are split
+/// across the thread pool when there are enough of them.
 pub(super) fn run_rows<T: RowFloat>(
     kernel: RowKernel,
     n: usize,

@@ -1,6 +1,6 @@
-//! The host kernels of the fused LSTM layer: the recurrence forwards and its vector-Jacobian product
-//! backwards, each step one faer product (through the CPU backend's [`nabla_cpu::host_gemm`]) and one
-//! row-parallel pass of the cell.
+//! The host kernels of the fused LSTM layer: the recurrence forwards and its vector-Jacobian
+//! product backwards, each step one faer product (through the CPU backend's
+//! [`nabla_cpu::host_gemm`]) and one row-parallel pass of the cell.
 
 use super::{Dims, LstmOp};
 use faer::traits::ComplexField;
@@ -77,13 +77,26 @@ fn block<T>(buf: &[T], index: usize, len: usize) -> &[T] {
     &buf[index * len..(index + 1) * len]
 }
 
-/// Block `write` of `buf` to write, and block `read` (another one, already written) to read.
-fn read_and_write<T>(
+/// Views initialised elements as values, mutably.
+///
+/// # Safety
+/// Every element of `s` must have been written.
+unsafe fn assume_init_mut<T>(s: &mut [MaybeUninit<T>]) -> &mut [T] {
+    // SAFETY: `MaybeUninit<T>` has `T`'s layout, and the caller guarantees the elements are written.
+    unsafe { &mut *(s as *mut [MaybeUninit<T>] as *mut [T]) }
+}
+
+/// Block `write` of `buf` to write, and block `read`, another one, to read.
+///
+/// # Safety
+/// Every element of block `read` must have been written.
+unsafe fn read_and_write<T>(
     buf: &mut [MaybeUninit<T>],
     read: usize,
     write: usize,
     len: usize,
 ) -> (&[T], &mut [MaybeUninit<T>]) {
+    debug_assert_ne!(read, write, "a step reads the state of another step");
     let split = read.max(write) * len;
     let (low, high) = buf.split_at_mut(split);
     let (r, w) = if read < write {
@@ -94,15 +107,8 @@ fn read_and_write<T>(
             &mut low[write * len..(write + 1) * len],
         )
     };
-    // SAFETY: the caller reads only blocks of steps already run, whose elements are all written.
+    // SAFETY: the caller guarantees that block `read` is written.
     (unsafe { assume_init(r) }, w)
-}
-
-/// A scratch vector of `len` zeros, from the backend's buffer cache where it has one of that size.
-fn zeros<T: LayerFloat>(len: usize, alloc: &dyn HostAllocator) -> Vec<T> {
-    let mut v = alloc.vec(len);
-    v.resize(len, T::ZERO);
-    v
 }
 
 /// The forward recurrence: the output `[6, L, N, H]` (activations, then `h` and `c` per step).
@@ -120,7 +126,7 @@ fn forward<T: LayerFloat>(
     let spare = &mut out.spare_capacity_mut()[..len];
     let (acts, states) = spare.split_at_mut(4 * d.len * nh);
     let (hs, cs) = states.split_at_mut(d.len * nh);
-    let mut gh = zeros(4 * nh, alloc);
+    let mut gh = vec![T::ZERO; 4 * nh];
     let w_t = MatRef::from_row_major_slice(x.w_hh, 4 * h, h).transpose();
     for s in 0..d.len {
         let t = steps.time(s);
@@ -131,8 +137,10 @@ fn forward<T: LayerFloat>(
             c_out = &mut cs[t * nh..(t + 1) * nh];
         } else {
             let p = steps.time(s - 1);
-            (h_prev, h_out) = read_and_write(hs, p, t, nh);
-            (c_prev, c_out) = read_and_write(cs, p, t, nh);
+            // SAFETY: the previous step, `p`, wrote its blocks of `hs` and `cs` whole.
+            (h_prev, h_out) = unsafe { read_and_write(hs, p, t, nh) };
+            // SAFETY: as above.
+            (c_prev, c_out) = unsafe { read_and_write(cs, p, t, nh) };
         }
         if n > 0 {
             nabla_cpu::host_gemm(
@@ -179,9 +187,8 @@ fn backward<T: LayerFloat>(
     let spare = &mut out.spare_capacity_mut()[..len];
     let (dxw, rest) = spare.split_at_mut(4 * lnh);
     let (dstates, dw) = rest.split_at_mut(2 * nh);
-    // The cotangents reaching the state from the later steps, and their sums with the outside ones.
-    let (mut dh_next, mut dc_next) = (zeros(nh, alloc), zeros(nh, alloc));
-    let mut dh = zeros(nh, alloc);
+    // The cotangents reaching the state from the later steps (the cell adds the outside ones).
+    let (mut dh_next, mut dc_next) = (vec![T::ZERO; nh], vec![T::ZERO; nh]);
     let w = MatRef::from_row_major_slice(x.w_hh, 4 * h, h);
     for s in (0..d.len).rev() {
         let t = steps.time(s);
@@ -190,9 +197,6 @@ fn backward<T: LayerFloat>(
         } else {
             block(cs, steps.time(s - 1), nh)
         };
-        for ((sum, a), b) in dh.iter_mut().zip(block(cot_h, t, nh)).zip(&dh_next) {
-            *sum = *a + *b;
-        }
         let dg = &mut dxw[t * 4 * nh..(t + 1) * 4 * nh];
         dg.par_chunks_mut(4 * h)
             .zip(dc_next.par_chunks_mut(h))
@@ -204,7 +208,8 @@ fn backward<T: LayerFloat>(
                     acts: &block(acts, t, 4 * nh)[b * 4 * h..(b + 1) * 4 * h],
                     c: &c_prev[r.clone()],
                     c_new: &block(cs, t, nh)[r.clone()],
-                    dh: &dh[r.clone()],
+                    dh_out: &block(cot_h, t, nh)[r.clone()],
+                    dh_next: &dh_next[r.clone()],
                     dc_out: &block(cot_c, t, nh)[r],
                 };
                 cell_vjp_row(&row, dg, dc)
@@ -232,8 +237,8 @@ fn backward<T: LayerFloat>(
     Ok(out)
 }
 
-/// `dW_hh = Σ_t dG_tᵀ h_prev(t)` (`[4H, H]`) as two products: the first step's, against `h0`, and the
-/// others', whose previous states are the other steps' outputs shifted by one step.
+/// `dW_hh = Σ_t dG_tᵀ h_prev(t)` (`[4H, H]`) as two products: the first step's, against `h0`, and
+/// the others', whose previous states are the other steps' outputs shifted by one step.
 fn recurrent_weight_cotangent<T: LayerFloat>(
     h0: &[T],
     hs: &[T],
@@ -248,7 +253,7 @@ fn recurrent_weight_cotangent<T: LayerFloat>(
         v.write(T::ZERO);
     }
     // SAFETY: written just above.
-    let dw = unsafe { &mut *(dw as *mut [MaybeUninit<T>] as *mut [T]) };
+    let dw = unsafe { assume_init_mut(dw) };
     if n == 0 {
         return Ok(());
     }
@@ -311,15 +316,17 @@ struct RowIn<'a, T> {
     acts: &'a [T],
     c: &'a [T],
     c_new: &'a [T],
-    /// The cotangent of the row's `h`, from outside and from the later steps.
-    dh: &'a [T],
+    /// The outside cotangent of the row's `h`.
+    dh_out: &'a [T],
+    /// The cotangent of the row's `h` from the later steps.
+    dh_next: &'a [T],
     /// The outside cotangent of the row's `c`.
     dc_out: &'a [T],
 }
 
 nabla_core::simd_kernel! {
-    /// One batch row of the vjp: `dg` is `[di, df, dg, do]`. `dc` holds the cotangent of the new `c` from
-    /// the later step on entry, and that of the previous `c` on return.
+    /// One batch row of the vjp: `dg` is `[di, df, dg, do]`. `dc` holds the cotangent of the new
+    /// `c` from the later step on entry, and that of the previous `c` on return.
     fn cell_vjp_row<T: SimdFloat>(x: &RowIn<'_, T>, dg: &mut [MaybeUninit<T>], dc: &mut [T]) {
         let h = x.c.len();
         let (ai, rest) = x.acts.split_at(h);
@@ -332,7 +339,7 @@ nabla_core::simd_kernel! {
         for j in 0..h {
             let (i, f, cand, o) = (ai[j], af[j], ag[j], ao[j]);
             let tc = x.c_new[j].tanh();
-            let dh = x.dh[j];
+            let dh = x.dh_out[j] + x.dh_next[j];
             let dcj = dc[j] + x.dc_out[j] + dh * o * (one - tc * tc);
             d_o[j].write(dh * tc * (o * (one - o)));
             di[j].write(dcj * cand * (i * (one - i)));

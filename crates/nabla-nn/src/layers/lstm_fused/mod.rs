@@ -1,20 +1,21 @@
-//! One LSTM layer in one direction as one fused op (what cuDNN's and oneDNN's RNN primitives do): from
-//! the input projections of every step `XW = x W_ihᵀ + b_ih + b_hh` (`[L, N, 4H]`, gate order i, f, g,
-//! o), the recurrent weight `W_hh` (`[4H, H]`) and the initial states `h_0`, `c_0` (`[N, H]`), one
-//! kernel runs the whole recurrence: per step one product `h W_hhᵀ` and one pass of the cell, which
-//! adds the two gate parts as it reads them. Its vector-Jacobian product is one kernel too: the steps
-//! backwards, one product `dG W_hh` and one cell pass each, then `W_hh`'s cotangent as one product over
-//! the whole sequence. Nothing per step goes on the tape, and nothing is stacked or concatenated.
+//! One LSTM layer in one direction as one fused op (what cuDNN's and oneDNN's RNN primitives do):
+//! from the input projections of every step `XW = x W_ihᵀ + b_ih + b_hh` (`[L, N, 4H]`, gate order
+//! i, f, g, o), the recurrent weight `W_hh` (`[4H, H]`) and the initial states `h_0` and `c_0`
+//! (`[N, H]`), one kernel runs the whole recurrence: per step one product `h W_hhᵀ` and one pass of
+//! the cell, which adds the two gate parts as it reads them. Its vector-Jacobian product is one kernel
+//! too: the steps backwards, one product `dG W_hh` and one cell pass each, then `W_hh`'s cotangent
+//! as one product over the whole sequence. Nothing per step goes on the tape, and nothing is
+//! stacked or concatenated.
 //!
-//! The op's output is `[6, L, N, H]`: its first `4LNH` elements are the activations
-//! `σ(i), σ(f), tanh(g), σ(o)` of every step, laid out as `[L, N, 4H]` (read only by the vjp kernel),
-//! then every step's `h` and `c` as contiguous `[L, N, H]` blocks, in time order.
+//! The op's output is `[6, L, N, H]`: its first `4LNH` elements are the activations `σ(i), σ(f),
+//! tanh(g), σ(o)` of every step, laid out as `[L, N, 4H]` (read only by the vjp kernel), then every
+//! step's `h` and `c` as contiguous `[L, N, H]` blocks, in time order.
 //!
-//! Derivatives of any order: the reverse rule runs the fused vjp op when nothing it returns is tracked
-//! (plain `backward`, the training case); when the pass builds a graph (`create_graph`, higher order)
-//! and for forward mode, it differentiates the composite layer (the same steps from tensor ops), which
-//! has the same values up to rounding. The fused op runs on the CPU backend for `f32` and `f64`;
-//! elsewhere (other backends, traced programs) the layer is the composite.
+//! Derivatives of any order: the reverse rule runs the fused vjp op when nothing it returns is
+//! tracked (plain `backward`, the training case); when the pass builds a graph (`create_graph`,
+//! higher order) and for forward mode, it differentiates the composite layer (the same steps from
+//! tensor ops), which has the same values up to rounding. The fused op runs on the CPU backend for
+//! `f32` and `f64`; elsewhere (other backends, traced programs) the layer is the composite.
 
 mod kernel;
 #[cfg(test)]
@@ -35,9 +36,9 @@ pub(crate) struct LayerStates<B: Backend> {
     pub c_n: Tensor<B>,
 }
 
-/// Runs one LSTM layer over the input projections `xw` (`[L, N, 4H]`, both biases included) with the
-/// recurrent weight `w_hh` (`[4H, H]`) from `h0` and `c0` (`[N, H]`), the steps in reverse time order
-/// when `reverse`.
+/// Runs one LSTM layer over the input projections `xw` (`[L, N, 4H]`, both biases included) with
+/// the recurrent weight `w_hh` (`[4H, H]`) from `h0` and `c0` (`[N, H]`), the steps in reverse time
+/// order when `reverse`.
 pub(crate) fn lstm_layer<B: Backend>(
     xw: &Tensor<B>,
     w_hh: &Tensor<B>,
@@ -141,8 +142,9 @@ enum LstmOp {
     /// every step's `h` and `c`.
     Layer { reverse: bool },
     /// `(w_hh, h0, c0, states [6, L, N, H], cotangent [6, L, N, H]) -> [4LNH + 2NH + 4H·H]`: the
-    /// cotangents of `xw`, `h0`, `c0` and `w_hh`, flattened one after another, from the layer's output
-    /// and its cotangent (whose activation part is ignored: only `h` and `c` leave the layer).
+    /// cotangents of `xw`, `h0`, `c0` and `w_hh`, flattened one after another, from the layer's
+    /// output and its cotangent (whose activation part is ignored: only `h` and `c` leave the
+    /// layer).
     LayerVjp { reverse: bool },
 }
 
@@ -181,7 +183,7 @@ impl ExtensionFamily for FusedLstm {
 fn reverse_of<B: Backend>(args: &RuleArgs<'_, B>) -> Result<bool> {
     match args.op.as_any().downcast_ref::<LstmOp>() {
         Some(LstmOp::Layer { reverse }) => Ok(*reverse),
-        _ => Err(Error::invalid(
+        Some(LstmOp::LayerVjp { .. }) | None => Err(Error::invalid(
             "fused.lstm_layer",
             format!("the rule was bound to another op ({})", args.op.name()),
         )),
@@ -248,7 +250,8 @@ impl LstmOp {
         }
     }
 
-    /// The dtype and sizes from the input shapes, or an error naming the op and the expected shapes.
+    /// The dtype and sizes from the input shapes, or an error naming the op and the expected
+    /// shapes.
     fn dims(self, inputs: &[(DType, &[usize])]) -> Result<(DType, Dims)> {
         let bad = || {
             let shapes: Vec<_> = inputs.iter().map(|(d, s)| (*d, s.to_vec())).collect();
