@@ -3,7 +3,7 @@
 
 use crate::init;
 use crate::layers::dropout::Dropout;
-use crate::layers::lstm_fused::lstm_layer;
+use crate::layers::lstm_fused::{lstm_layer, time_of_step};
 use crate::module::{Forward, Module};
 use crate::param::Param;
 use nabla_core::{Backend, DType, Error, Generator, Result};
@@ -382,7 +382,7 @@ fn recur<B: Backend>(
     let mut h = h0.clone();
     let mut outputs = vec![None; len];
     for s in 0..len {
-        let t = if reverse { len - 1 - s } else { s };
+        let t = time_of_step(s, len, reverse);
         let gi = xw.select_index(0, t as isize)?;
         let mut gh = h.matmul(&w_hh_t)?;
         if let Some(b) = b_hh {

@@ -59,7 +59,7 @@ struct Steps {
 
 impl Steps {
     fn time(self, s: usize) -> usize {
-        if self.reverse { self.len - 1 - s } else { s }
+        super::time_of_step(s, self.len, self.reverse)
     }
 }
 

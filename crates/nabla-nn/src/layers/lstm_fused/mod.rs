@@ -75,6 +75,11 @@ pub(crate) fn lstm_layer<B: Backend>(
     })
 }
 
+/// The time index of the `step`-th step run over `len` steps, counting down when `reverse`.
+pub(crate) fn time_of_step(step: usize, len: usize, reverse: bool) -> usize {
+    if reverse { len - 1 - step } else { step }
+}
+
 /// One step of the composite layer: the activations `[σ(i), σ(f), tanh(g), σ(o)]`, `h` and `c`.
 struct Step<B: Backend> {
     acts: [Tensor<B>; 4],
@@ -111,7 +116,7 @@ fn composite_steps<B: Backend>(
     let (mut h, mut c) = (h0.clone(), c0.clone());
     let mut steps: Vec<Option<Step<B>>> = (0..len).map(|_| None).collect();
     for s in 0..len {
-        let t = if reverse { len - 1 - s } else { s };
+        let t = time_of_step(s, len, reverse);
         let gates = xw.select_index(0, t as isize)?.add(&h.matmul(&w_t)?)?;
         let step = composite_cell(&gates, &c)?;
         (h, c) = (step.h.clone(), step.c.clone());
