@@ -296,6 +296,9 @@ nabla_core::simd_kernel! {
         let (ai, rest) = acts.split_at_mut(h);
         let (af, rest) = rest.split_at_mut(h);
         let (ag, ao) = rest.split_at_mut(h);
+        // Every slice exactly `h` long: no bounds check is left in the loop, which then vectorises
+        // with no scalar remainder.
+        let (ao, h_out, c_out) = (&mut ao[..h], &mut h_out[..h], &mut c_out[..h]);
         for j in 0..h {
             let (i, f) = ((ii[j] + ih[j]).sigmoid(), (fi[j] + fh[j]).sigmoid());
             let (cand, o) = ((ci[j] + ch[j]).tanh(), (oi[j] + oh[j]).sigmoid());
@@ -335,15 +338,21 @@ nabla_core::simd_kernel! {
         let (di, rest) = dg.split_at_mut(h);
         let (df, rest) = rest.split_at_mut(h);
         let (dgg, d_o) = rest.split_at_mut(h);
+        // Every slice exactly `h` long, as in `cell_row`.
+        let (d_o, dc) = (&mut d_o[..h], &mut dc[..h]);
+        let (ai, af, ag, ao) = (&ai[..h], &af[..h], &ag[..h], &ao[..h]);
+        let (c_new, dh_out, dh_next, dc_out) =
+            (&x.c_new[..h], &x.dh_out[..h], &x.dh_next[..h], &x.dc_out[..h]);
+        let c_prev = &x.c[..h];
         let one = T::ONE;
         for j in 0..h {
             let (i, f, cand, o) = (ai[j], af[j], ag[j], ao[j]);
-            let tc = x.c_new[j].tanh();
-            let dh = x.dh_out[j] + x.dh_next[j];
-            let dcj = dc[j] + x.dc_out[j] + dh * o * (one - tc * tc);
+            let tc = c_new[j].tanh();
+            let dh = dh_out[j] + dh_next[j];
+            let dcj = dc[j] + dc_out[j] + dh * o * (one - tc * tc);
             d_o[j].write(dh * tc * (o * (one - o)));
             di[j].write(dcj * cand * (i * (one - i)));
-            df[j].write(dcj * x.c[j] * (f * (one - f)));
+            df[j].write(dcj * c_prev[j] * (f * (one - f)));
             dgg[j].write(dcj * i * (one - cand * cand));
             dc[j] = dcj * f;
         }
