@@ -32,6 +32,7 @@ mod thread_pool;
 pub use host_pool::{MAX_CACHED_BYTES, MIN_POOLED_BYTES, cached_bytes, release_cached_buffers};
 pub use matmul::host_gemm;
 pub use storage::CpuStorage;
+pub use strided::host_transpose;
 pub use thread_pool::{init_thread_pool, max_threads};
 
 use nabla_core::{

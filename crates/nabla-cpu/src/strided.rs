@@ -7,6 +7,8 @@
 
 mod transposed;
 
+pub use transposed::host_transpose;
+
 use crate::PARALLEL_THRESHOLD;
 use nabla_core::Layout;
 use rayon::prelude::*;
