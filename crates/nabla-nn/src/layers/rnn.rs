@@ -3,7 +3,7 @@
 
 use crate::init;
 use crate::layers::dropout::Dropout;
-use crate::layers::lstm_fused::{lstm_layer, time_of_step};
+use crate::layers::lstm_fused::{LayerWeights, lstm_layer, time_of_step};
 use crate::module::{Forward, Module};
 use crate::param::Param;
 use nabla_core::{Backend, DType, Error, Generator, Result};
@@ -324,9 +324,9 @@ impl<B: Backend> RnnCore<B> {
         reverse: bool,
     ) -> Result<(Tensor<B>, Vec<Tensor<B>>)> {
         // The input projection of every step at once: [L, N, gates * H]. Where the cell only adds
-        // the two projections (RNN, LSTM), the hidden bias joins the input bias here, once, instead
-        // of being added at every step; GRU's candidate scales its hidden part, bias included.
-        let mut xw = x.matmul(&w.weight_ih.value().t()?)?;
+        // the two projections (RNN, LSTM), the two biases are summed once instead of being added at
+        // every step; GRU's candidate scales its hidden part, bias included.
+        let xw = x.matmul(&w.weight_ih.value().t()?)?;
         let biases = (
             w.bias_ih.as_ref().map(Param::value),
             w.bias_hh.as_ref().map(Param::value),
@@ -336,28 +336,40 @@ impl<B: Backend> RnnCore<B> {
             (Cell::Rnn(_) | Cell::Lstm, (Some(b_ih), Some(b_hh))) => (Some(b_ih.add(&b_hh)?), None),
             (Cell::Rnn(_) | Cell::Lstm, (b_ih, b_hh)) => (b_ih.or(b_hh), None),
         };
-        if let Some(b) = &input_bias {
-            xw = xw.add(b)?;
-        }
         let w_hh = w.weight_hh.value();
         let b_hh = b_hh.as_ref();
+        // The fused LSTM adds the bias as it reads the gates; the others add it to the projections.
+        let biased = |xw: Tensor<B>| match &input_bias {
+            Some(b) => xw.add(b),
+            None => Ok(xw),
+        };
         match self.cell {
             // The whole recurrence is one fused op on the CPU.
             Cell::Lstm => {
-                let s = lstm_layer(&xw, &w_hh, &state[0], &state[1], reverse)?;
+                let weights = LayerWeights {
+                    w_hh: &w_hh,
+                    bias: input_bias.as_ref(),
+                };
+                let s = lstm_layer(&xw, &weights, &state[0], &state[1], reverse)?;
                 Ok((s.outputs, vec![s.h_n, s.c_n]))
             }
-            Cell::Rnn(RnnNonlinearity::Tanh) => {
-                recur(&xw, &w_hh, b_hh, &state[0], reverse, |gi, gh, _| {
-                    gi.add(gh)?.tanh()
-                })
-            }
-            Cell::Rnn(RnnNonlinearity::Relu) => {
-                recur(&xw, &w_hh, b_hh, &state[0], reverse, |gi, gh, _| {
-                    gi.add(gh)?.relu()
-                })
-            }
-            Cell::Gru => recur(&xw, &w_hh, b_hh, &state[0], reverse, gru_step),
+            Cell::Rnn(RnnNonlinearity::Tanh) => recur(
+                &biased(xw)?,
+                &w_hh,
+                b_hh,
+                &state[0],
+                reverse,
+                |gi, gh, _| gi.add(gh)?.tanh(),
+            ),
+            Cell::Rnn(RnnNonlinearity::Relu) => recur(
+                &biased(xw)?,
+                &w_hh,
+                b_hh,
+                &state[0],
+                reverse,
+                |gi, gh, _| gi.add(gh)?.relu(),
+            ),
+            Cell::Gru => recur(&biased(xw)?, &w_hh, b_hh, &state[0], reverse, gru_step),
         }
     }
 }

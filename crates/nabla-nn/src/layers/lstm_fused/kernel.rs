@@ -33,8 +33,8 @@ pub(super) fn run<T: LayerFloat>(
         reverse: op.reverse(),
     };
     match (op, slices.as_slice()) {
-        (LstmOp::Layer { .. }, &[xw, w_hh, h0, c0]) => {
-            forward(&Inputs { w_hh, h0, c0 }, xw, dims, steps, alloc)
+        (LstmOp::Layer { .. }, &[xw, w_hh, h0, c0, bias]) => {
+            forward(&Inputs { w_hh, h0, c0 }, xw, bias, dims, steps, alloc)
         }
         (LstmOp::LayerVjp { .. }, &[w_hh, h0, c0, states, cot]) => {
             backward(&Inputs { w_hh, h0, c0 }, states, cot, dims, steps, alloc)
@@ -115,6 +115,7 @@ unsafe fn read_and_write<T>(
 fn forward<T: LayerFloat>(
     x: &Inputs<'_, T>,
     xw: &[T],
+    bias: &[T],
     d: Dims,
     steps: Steps,
     alloc: &dyn HostAllocator,
@@ -161,14 +162,14 @@ fn forward<T: LayerFloat>(
             .zip(gi.par_chunks(4 * h).zip(gh.par_chunks(4 * h)))
             .zip(c_prev.par_chunks(h))
             .with_min_len(ROWS_PER_TASK)
-            .for_each(|(((a, (ho, co)), (gi, gh)), c)| cell_row(gi, gh, c, a, ho, co));
+            .for_each(|(((a, (ho, co)), (gi, gh)), c)| cell_row([gi, gh, bias], c, a, ho, co));
     }
     // SAFETY: the steps above wrote every one of the `len` elements.
     unsafe { out.set_len(len) };
     Ok(out)
 }
 
-/// The vector-Jacobian product: `[dxw (L·N·4H), dh0 (N·H), dc0 (N·H), dw_hh (4H·H)]`.
+/// The vector-Jacobian product: `[dxw (L·N·4H), dh0 (N·H), dc0 (N·H), dw_hh (4H·H), db (4H)]`.
 fn backward<T: LayerFloat>(
     x: &Inputs<'_, T>,
     states: &[T],
@@ -185,11 +186,12 @@ fn backward<T: LayerFloat>(
         block(states, 5, lnh),
     );
     let (cot_h, cot_c) = (block(cot, 4, lnh), block(cot, 5, lnh));
-    let len = 4 * lnh + 2 * nh + 4 * h * h;
+    let len = 4 * lnh + 2 * nh + 4 * h * h + 4 * h;
     let mut out: Vec<T> = alloc.vec(len);
     let spare = &mut out.spare_capacity_mut()[..len];
     let (dxw, rest) = spare.split_at_mut(4 * lnh);
-    let (dstates, dw) = rest.split_at_mut(2 * nh);
+    let (dstates, rest) = rest.split_at_mut(2 * nh);
+    let (dw, db) = rest.split_at_mut(4 * h * h);
     // The cotangents reaching the state from the later steps (the cell adds the outside ones).
     let (mut dh_next, mut dc_next) = (vec![T::ZERO; nh], vec![T::ZERO; nh]);
     let w = MatRef::from_row_major_slice(x.w_hh, 4 * h, h);
@@ -235,6 +237,7 @@ fn backward<T: LayerFloat>(
     // SAFETY: the steps wrote every block of `dxw`.
     let dxw = unsafe { assume_init(dxw) };
     recurrent_weight_cotangent(x.h0, hs, dxw, d, steps, dw)?;
+    bias_cotangent(dxw, d, db);
     // SAFETY: every one of the `len` elements is written above.
     unsafe { out.set_len(len) };
     Ok(out)
@@ -282,20 +285,51 @@ fn recurrent_weight_cotangent<T: LayerFloat>(
     Ok(())
 }
 
+/// Columns of `db` per parallel task: each task reads its columns of every row of `dG`.
+const BIAS_COLUMNS_PER_TASK: usize = 128;
+
+/// `db = Σ dG` over every step and batch row (`[4H]`), column blocks in parallel.
+fn bias_cotangent<T: LayerFloat>(dg: &[T], d: Dims, db: &mut [MaybeUninit<T>]) {
+    let width = 4 * d.h;
+    db.par_chunks_mut(BIAS_COLUMNS_PER_TASK)
+        .enumerate()
+        .for_each(|(b, out)| {
+            let first = b * BIAS_COLUMNS_PER_TASK;
+            let mut sum = vec![T::ZERO; out.len()];
+            for row in dg.chunks_exact(width) {
+                add_assign(&mut sum, &row[first..first + out.len()]);
+            }
+            for (o, v) in out.iter_mut().zip(sum) {
+                o.write(v);
+            }
+        });
+}
+
 nabla_core::simd_kernel! {
-    /// One batch row of the cell: the gates are `gi + gh`; writes the activations
-    /// `[σ(i), σ(f), tanh(g), σ(o)]` into `acts`, then the new states.
+    /// `acc += x`, elementwise (`x` at least as long as `acc`).
+    fn add_assign<T: SimdFloat>(acc: &mut [T], x: &[T]) {
+        let x = &x[..acc.len()];
+        for (a, v) in acc.iter_mut().zip(x) {
+            *a = *a + *v;
+        }
+    }
+}
+
+nabla_core::simd_kernel! {
+    /// One batch row of the cell: the gates are the sum of the three `parts` (the input part, the
+    /// recurrent part and the bias, each `[4H]`); writes the activations `[σ(i), σ(f), tanh(g),
+    /// σ(o)]` into `acts`, then the new states.
     fn cell_row<T: SimdFloat>(
-        gi: &[T],
-        gh: &[T],
+        parts: [&[T]; 3],
         c: &[T],
         acts: &mut [MaybeUninit<T>],
         h_out: &mut [MaybeUninit<T>],
         c_out: &mut [MaybeUninit<T>],
     ) {
         let h = c.len();
-        let gate = |k: usize| (&gi[k * h..(k + 1) * h], &gh[k * h..(k + 1) * h]);
-        let ((ii, ih), (fi, fh), (ci, ch), (oi, oh)) = (gate(0), gate(1), gate(2), gate(3));
+        let gate = |k: usize| parts.map(|p| &p[k * h..(k + 1) * h]);
+        let ([ii, ih, ib], [fi, fh, fb]) = (gate(0), gate(1));
+        let ([ci, ch, cb], [oi, oh, ob]) = (gate(2), gate(3));
         let (ai, rest) = acts.split_at_mut(h);
         let (af, rest) = rest.split_at_mut(h);
         let (ag, ao) = rest.split_at_mut(h);
@@ -303,8 +337,9 @@ nabla_core::simd_kernel! {
         // with no scalar remainder.
         let (ao, h_out, c_out) = (&mut ao[..h], &mut h_out[..h], &mut c_out[..h]);
         for j in 0..h {
-            let (i, f) = ((ii[j] + ih[j]).sigmoid(), (fi[j] + fh[j]).sigmoid());
-            let (cand, o) = ((ci[j] + ch[j]).tanh(), (oi[j] + oh[j]).sigmoid());
+            // In the composite's order: the bias joins the input part first.
+            let (i, f) = ((ii[j] + ib[j] + ih[j]).sigmoid(), (fi[j] + fb[j] + fh[j]).sigmoid());
+            let (cand, o) = ((ci[j] + cb[j] + ch[j]).tanh(), (oi[j] + ob[j] + oh[j]).sigmoid());
             ai[j].write(i);
             af[j].write(f);
             ag[j].write(cand);

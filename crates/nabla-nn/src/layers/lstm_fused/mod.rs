@@ -1,11 +1,13 @@
 //! One LSTM layer in one direction as one fused op (what cuDNN's and oneDNN's RNN primitives do):
-//! from the input projections of every step `XW = x W_ihᵀ + b_ih + b_hh` (`[L, N, 4H]`, gate order
-//! i, f, g, o), the recurrent weight `W_hh` (`[4H, H]`) and the initial states `h_0` and `c_0`
-//! (`[N, H]`), one kernel runs the whole recurrence: per step one product `h W_hhᵀ` and one pass of
-//! the cell, which adds the two gate parts as it reads them. Its vector-Jacobian product is one kernel
-//! too: the steps backwards, one product `dG W_hh` and one cell pass each, then `W_hh`'s cotangent
-//! as one product over the whole sequence. Nothing per step goes on the tape, and nothing is
-//! stacked or concatenated.
+//! from the input projections of every step `XW = x W_ihᵀ` (`[L, N, 4H]`, gate order i, f, g, o),
+//! the recurrent weight `W_hh` (`[4H, H]`), the bias `b = b_ih + b_hh` (`[4H]`) and the initial
+//! states `h_0` and `c_0` (`[N, H]`), one kernel runs the whole recurrence: per step one product
+//! `h W_hhᵀ` and one pass of the cell, which adds the input part, the recurrent part and the bias as
+//! it reads them. Its vector-Jacobian product is one kernel too: the steps backwards, one product
+//! `dG W_hh` and one cell pass each, then `W_hh`'s cotangent as one product over the whole sequence
+//! and the bias's as one sum. Nothing per step goes on the tape, and nothing is stacked or
+//! concatenated; the forward pass adds the bias as the cell reads the gates, with no pass of its own
+//! over the projections.
 //!
 //! The op's output is `[6, L, N, H]`: its first `4LNH` elements are the activations `σ(i), σ(f),
 //! tanh(g), σ(o)` of every step, laid out as `[L, N, 4H]` (read only by the vjp kernel), then every
@@ -36,12 +38,18 @@ pub(crate) struct LayerStates<B: Backend> {
     pub c_n: Tensor<B>,
 }
 
-/// Runs one LSTM layer over the input projections `xw` (`[L, N, 4H]`, both biases included) with
-/// the recurrent weight `w_hh` (`[4H, H]`) from `h0` and `c0` (`[N, H]`), the steps in reverse time
-/// order when `reverse`.
+/// The weights of one layer and direction: the recurrent weight `w_hh` (`[4H, H]`) and the bias
+/// (`[4H]`, both biases summed; `None` for none).
+pub(crate) struct LayerWeights<'a, B: Backend> {
+    pub w_hh: &'a Tensor<B>,
+    pub bias: Option<&'a Tensor<B>>,
+}
+
+/// Runs one LSTM layer over the input projections `xw` (`[L, N, 4H]`, no bias) with the weights
+/// `w` from `h0` and `c0` (`[N, H]`), the steps in reverse time order when `reverse`.
 pub(crate) fn lstm_layer<B: Backend>(
     xw: &Tensor<B>,
-    w_hh: &Tensor<B>,
+    w: &LayerWeights<'_, B>,
     h0: &Tensor<B>,
     c0: &Tensor<B>,
     reverse: bool,
@@ -54,9 +62,14 @@ pub(crate) fn lstm_layer<B: Backend>(
         ));
     }
     let last = if reverse { 0 } else { len - 1 };
+    let w_hh = w.w_hh;
     let fused =
         xw.backend().device().kind == "cpu" && matches!(xw.dtype(), DType::F32 | DType::F64);
     if !fused {
+        let xw = match w.bias {
+            Some(b) => &xw.add(b)?,
+            None => xw,
+        };
         let steps = composite_steps(xw, w_hh, h0, c0, reverse)?;
         let hs: Vec<&Tensor<B>> = steps.iter().map(|s| &s.h).collect();
         return Ok(LayerStates {
@@ -65,8 +78,16 @@ pub(crate) fn lstm_layer<B: Backend>(
             c_n: steps[last].c.clone(),
         });
     }
+    let zeros;
+    let bias = match w.bias {
+        Some(b) => b,
+        None => {
+            zeros = Tensor::zeros([w_hh.shape()[0]], xw.dtype(), xw.backend())?;
+            &zeros
+        }
+    };
     let op = Arc::new(LstmOp::Layer { reverse });
-    let out = Tensor::apply_family_op::<FusedLstm>(op, &[xw, w_hh, h0, c0])?;
+    let out = Tensor::apply_family_op::<FusedLstm>(op, &[xw, w_hh, h0, c0, bias])?;
     let (outputs, cells) = (out.select_index(0, 4)?, out.select_index(0, 5)?);
     Ok(LayerStates {
         h_n: outputs.select_index(0, last as isize)?,
@@ -126,9 +147,9 @@ fn composite_steps<B: Backend>(
 }
 
 /// The composite layer laid out as the fused op's output (`[6, L, N, H]`, the activations first),
-/// which the rules differentiate for higher orders and forward mode.
+/// which the rules differentiate for higher orders and forward mode; `v` are the op's inputs.
 fn composite_layer<B: Backend>(v: &[Tensor<B>], reverse: bool) -> Result<Tensor<B>> {
-    let steps = composite_steps(&v[0], &v[1], &v[2], &v[3], reverse)?;
+    let steps = composite_steps(&v[0].add(&v[4])?, &v[1], &v[2], &v[3], reverse)?;
     let (len, n, h) = (steps.len(), v[2].shape()[0], v[2].shape()[1]);
     let acts: Vec<Tensor<B>> = steps
         .iter()
@@ -143,13 +164,13 @@ fn composite_layer<B: Backend>(v: &[Tensor<B>], reverse: bool) -> Result<Tensor<
 /// The fused layer and its vector-Jacobian product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum LstmOp {
-    /// `(xw [L, N, 4H], w_hh [4H, H], h0 [N, H], c0 [N, H]) -> [6, L, N, H]`: the activations, then
-    /// every step's `h` and `c`.
+    /// `(xw [L, N, 4H], w_hh [4H, H], h0 [N, H], c0 [N, H], bias [4H]) -> [6, L, N, H]`: the
+    /// activations, then every step's `h` and `c`.
     Layer { reverse: bool },
-    /// `(w_hh, h0, c0, states [6, L, N, H], cotangent [6, L, N, H]) -> [4LNH + 2NH + 4H·H]`: the
-    /// cotangents of `xw`, `h0`, `c0` and `w_hh`, flattened one after another, from the layer's
-    /// output and its cotangent (whose activation part is ignored: only `h` and `c` leave the
-    /// layer).
+    /// `(w_hh, h0, c0, states [6, L, N, H], cotangent [6, L, N, H]) -> [4LNH + 2NH + 4H·H + 4H]`:
+    /// the cotangents of `xw`, `h0`, `c0`, `w_hh` and the bias, flattened one after another, from
+    /// the layer's output and its cotangent (whose activation part is ignored: only `h` and `c`
+    /// leave the layer).
     LayerVjp { reverse: bool },
 }
 
@@ -207,20 +228,21 @@ fn layer_reverse<B: Backend>(
         let (_, grads) = vjp_n(|v| composite_layer(v, reverse), args.inputs, g)?;
         return Ok(grads.into_iter().map(Some).collect());
     }
-    let [xw, w_hh, h0, c0] = args.inputs else {
-        return Err(Error::invalid("fused.lstm_layer", "expected four inputs"));
+    let [xw, w_hh, h0, c0, bias] = args.inputs else {
+        return Err(Error::invalid("fused.lstm_layer", "expected five inputs"));
     };
     let op = Arc::new(LstmOp::LayerVjp { reverse });
     let flat = Tensor::apply_family_op::<FusedLstm>(op, &[w_hh, h0, c0, args.output, g])?;
-    let (xw_len, state_len) = (xw.numel(), h0.numel());
+    let (xw_len, state_len, w_len) = (xw.numel(), h0.numel(), w_hh.numel());
     let piece = |start: usize, len: usize, shape: &[usize]| -> Result<Option<Tensor<B>>> {
         Ok(Some(flat.narrow(0, start, len)?.reshape(shape.to_vec())?))
     };
     Ok(vec![
         piece(0, xw_len, xw.shape())?,
-        piece(xw_len + 2 * state_len, w_hh.numel(), w_hh.shape())?,
+        piece(xw_len + 2 * state_len, w_len, w_hh.shape())?,
         piece(xw_len, state_len, h0.shape())?,
         piece(xw_len + state_len, state_len, c0.shape())?,
+        piece(xw_len + 2 * state_len + w_len, bias.numel(), bias.shape())?,
     ])
 }
 
@@ -242,9 +264,13 @@ impl LstmOp {
     fn input_shapes(self, d: Dims) -> Vec<Vec<usize>> {
         let (len, n, h) = (d.len, d.n, d.h);
         match self {
-            LstmOp::Layer { .. } => {
-                vec![vec![len, n, 4 * h], vec![4 * h, h], vec![n, h], vec![n, h]]
-            }
+            LstmOp::Layer { .. } => vec![
+                vec![len, n, 4 * h],
+                vec![4 * h, h],
+                vec![n, h],
+                vec![n, h],
+                vec![4 * h],
+            ],
             LstmOp::LayerVjp { .. } => vec![
                 vec![4 * h, h],
                 vec![n, h],
@@ -264,8 +290,8 @@ impl LstmOp {
                 self.op_name(),
                 format!(
                     "expected f32 or f64 inputs of one dtype: projections [L, N, 4H], weight \
-                     [4H, H] and states [N, H] for the layer; weight, states, output and cotangent \
-                     [6, L, N, H] for its vjp; got {shapes:?}"
+                     [4H, H], states [N, H] and bias [4H] for the layer; weight, states, output \
+                     and cotangent [6, L, N, H] for its vjp; got {shapes:?}"
                 ),
             )
         };
@@ -302,7 +328,7 @@ impl ExtensionOp for LstmOp {
         let (dtype, Dims { len, n, h }) = self.dims(inputs)?;
         let shape = match self {
             LstmOp::Layer { .. } => vec![6, len, n, h],
-            LstmOp::LayerVjp { .. } => vec![4 * len * n * h + 2 * n * h + 4 * h * h],
+            LstmOp::LayerVjp { .. } => vec![4 * len * n * h + 2 * n * h + 4 * h * h + 4 * h],
         };
         Ok(OutputSpec { dtype, shape })
     }

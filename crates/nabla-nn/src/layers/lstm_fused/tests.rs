@@ -5,8 +5,8 @@ use nabla_tensor::{GradCheckOptions, check_gradients, check_second_order};
 
 type T = Tensor<CpuBackend>;
 
-/// Projections `[len, n, 4h]`, a weight `[4h, h]` and states `[n, h]` in f64, spread over the
-/// activations' curved parts.
+/// The op's inputs in f64: projections `[len, n, 4h]`, a weight `[4h, h]`, states `[n, h]` and a
+/// bias `[4h]`, spread over the activations' curved parts.
 fn inputs(len: usize, n: usize, h: usize, seed: u64) -> Vec<T> {
     let cpu = CpuBackend::new();
     let mut rng = Generator::new(seed);
@@ -21,7 +21,22 @@ fn inputs(len: usize, n: usize, h: usize, seed: u64) -> Vec<T> {
         draw(vec![4 * h, h], 0.6),
         draw(vec![n, h], 1.0),
         draw(vec![n, h], 1.0),
+        draw(vec![4 * h], 0.5),
     ]
+}
+
+/// The layer on the inputs `v` (as [`inputs`] orders them).
+fn layer(v: &[T], reverse: bool) -> Result<LayerStates<CpuBackend>> {
+    let w = LayerWeights {
+        w_hh: &v[1],
+        bias: Some(&v[4]),
+    };
+    lstm_layer(&v[0], &w, &v[2], &v[3], reverse)
+}
+
+/// The composite steps on the inputs `v`.
+fn steps_of(v: &[T], reverse: bool) -> Result<Vec<Step<CpuBackend>>> {
+    composite_steps(&v[0].add(&v[4])?, &v[1], &v[2], &v[3], reverse)
 }
 
 fn vals(t: &T) -> Vec<f64> {
@@ -47,12 +62,12 @@ fn loss_of(s: &LayerStates<CpuBackend>) -> Result<T> {
 }
 
 fn fused_loss(v: &[T], reverse: bool) -> Result<T> {
-    loss_of(&lstm_layer(&v[0], &v[1], &v[2], &v[3], reverse)?)
+    loss_of(&layer(v, reverse)?)
 }
 
 /// The same loss through the composite steps.
 fn composite_loss(v: &[T], reverse: bool) -> Result<T> {
-    let steps = composite_steps(&v[0], &v[1], &v[2], &v[3], reverse)?;
+    let steps = steps_of(v, reverse)?;
     let last = if reverse { 0 } else { steps.len() - 1 };
     let hs: Vec<&T> = steps.iter().map(|s| &s.h).collect();
     loss_of(&LayerStates {
@@ -78,8 +93,8 @@ fn values_and_gradients_match_the_composite_layer() {
     for (len, n, h, seed) in shapes {
         for reverse in [false, true] {
             let v = inputs(len, n, h, seed);
-            let fused = lstm_layer(&v[0], &v[1], &v[2], &v[3], reverse).unwrap();
-            let steps = composite_steps(&v[0], &v[1], &v[2], &v[3], reverse).unwrap();
+            let fused = layer(&v, reverse).unwrap();
+            let steps = steps_of(&v, reverse).unwrap();
             let hs: Vec<&T> = steps.iter().map(|s| &s.h).collect();
             near(
                 &vals(&fused.outputs),
@@ -120,7 +135,7 @@ fn derivatives_match_finite_differences_to_second_order() {
     let states = |x: &[T]| -> Result<T> {
         Tensor::apply_family_op::<FusedLstm>(
             Arc::new(LstmOp::Layer { reverse: true }),
-            &[&x[0], &x[1], &x[2], &x[3]],
+            &[&x[0], &x[1], &x[2], &x[3], &x[4]],
         )?
         .narrow(0, 4, 2)
     };
@@ -164,34 +179,64 @@ fn float32_layer_matches_float64_to_single_precision() {
 #[test]
 fn an_empty_batch_gives_empty_states_and_zero_weight_cotangent() {
     let v = inputs(3, 0, 4, 13);
-    let s = lstm_layer(&v[0], &v[1], &v[2], &v[3], false).unwrap();
+    let s = layer(&v, false).unwrap();
     assert_eq!(s.outputs.shape(), &[3, 0, 4]);
     let (_, g) = vjp_n(|x| fused_loss(x, false), &v, &one()).unwrap();
     assert_eq!(g[1].shape(), &[16, 4]);
-    assert!(vals(&g[1]).iter().all(|&x| x == 0.0));
+    assert_eq!(g[4].shape(), &[16]);
+    for weight in [&g[1], &g[4]] {
+        assert!(vals(weight).iter().all(|&x| x == 0.0));
+    }
 }
 
 #[test]
 fn bad_shapes_and_dtypes_are_errors() {
     let cpu = CpuBackend::new();
     let v = inputs(2, 2, 3, 11);
-    let layer = |x: &[&T]| {
+    let op = |x: &[&T]| {
         Tensor::apply_family_op::<FusedLstm>(Arc::new(LstmOp::Layer { reverse: false }), x)
             .unwrap_err()
             .to_string()
     };
     let wide = Tensor::zeros([2, 4], DType::F64, &cpu).unwrap();
-    let err = layer(&[&v[0], &v[1], &v[2], &wide]);
+    let err = op(&[&v[0], &v[1], &v[2], &wide, &v[4]]);
     assert!(err.contains("fused.lstm_layer"), "{err}");
+    let long_bias = Tensor::zeros([13], DType::F64, &cpu).unwrap();
+    let err = op(&[&v[0], &v[1], &v[2], &v[3], &long_bias]);
+    assert!(err.contains("bias [4H]"), "{err}");
     let ints = Tensor::zeros([2, 2, 12], DType::I64, &cpu).unwrap();
-    let err = layer(&[&ints, &v[1], &v[2], &v[3]]);
+    let err = op(&[&ints, &v[1], &v[2], &v[3], &v[4]]);
     assert!(err.contains("f32 or f64"), "{err}");
-    let err = layer(&[&v[0], &v[1], &v[2]]);
+    let err = op(&[&v[0], &v[1], &v[2], &v[3]]);
     assert!(err.contains("fused.lstm_layer"), "{err}");
     let empty = Tensor::zeros([0, 2, 12], DType::F64, &cpu).unwrap();
-    let err = lstm_layer(&empty, &v[1], &v[2], &v[3], false)
-        .err()
-        .unwrap()
-        .to_string();
+    let mut short = v.clone();
+    short[0] = empty;
+    let err = layer(&short, false).err().unwrap().to_string();
     assert!(err.contains("empty"), "{err}");
+}
+
+#[test]
+fn a_missing_bias_is_a_zero_bias() {
+    let mut v = inputs(4, 3, 5, 14);
+    v[4] = v[4].zeros_like().unwrap();
+    let with_zeros = layer(&v, false).unwrap();
+    let without = lstm_layer(
+        &v[0],
+        &LayerWeights {
+            w_hh: &v[1],
+            bias: None,
+        },
+        &v[2],
+        &v[3],
+        false,
+    )
+    .unwrap();
+    for (a, b) in [
+        (&with_zeros.outputs, &without.outputs),
+        (&with_zeros.h_n, &without.h_n),
+        (&with_zeros.c_n, &without.c_n),
+    ] {
+        assert_eq!(vals(a), vals(b));
+    }
 }
