@@ -89,6 +89,8 @@ fn values_and_gradients_match_the_composite_layer() {
         (5, 4, 17, 3),
         (4, 40, 32, 4),
         (7, 9, 8, 5),
+        // Longer than a share of the weight cotangents (WEIGHT_CHUNK_STEPS), and not a multiple.
+        (19, 3, 4, 6),
     ];
     for (len, n, h, seed) in shapes {
         for reverse in [false, true] {
