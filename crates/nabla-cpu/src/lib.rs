@@ -30,7 +30,7 @@ mod strided;
 mod thread_pool;
 
 pub use host_pool::{MAX_CACHED_BYTES, MIN_POOLED_BYTES, cached_bytes, release_cached_buffers};
-pub use matmul::host_gemm;
+pub use matmul::{host_gemm, host_gemm_uninit};
 pub use storage::CpuStorage;
 pub use strided::host_transpose;
 pub use thread_pool::{init_thread_pool, max_threads};

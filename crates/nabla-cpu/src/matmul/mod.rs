@@ -247,6 +247,53 @@ pub fn host_gemm<T: ComplexField>(
     Ok(())
 }
 
+/// `dst = a b` into the uninitialised row-major `[a.nrows(), b.ncols()]` matrix at the start of
+/// `dst`, which it writes whole (zeros when `a` has no columns), for host kernels that fill their
+/// output buffers as they go. A shape mismatch, or a `dst` too short, is an error naming `op`, and
+/// then nothing is written.
+///
+/// ```
+/// use faer::MatRef;
+/// use std::mem::MaybeUninit;
+/// let (a, b) = ([1.0f64, 2.0], [3.0f64, 4.0]);
+/// let mut c = [MaybeUninit::<f64>::uninit(); 4];
+/// nabla_cpu::host_gemm_uninit(
+///     "example",
+///     &mut c,
+///     MatRef::from_row_major_slice(&a, 2, 1),
+///     MatRef::from_row_major_slice(&b, 1, 2),
+/// )?;
+/// // SAFETY: the product wrote all four elements.
+/// let c = c.map(|v| unsafe { v.assume_init() });
+/// assert_eq!(c, [3.0, 4.0, 6.0, 8.0]);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn host_gemm_uninit<T: ComplexField>(
+    op: &'static str,
+    dst: &mut [MaybeUninit<T>],
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+) -> Result<()> {
+    let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
+    if b.nrows() != k || m.checked_mul(n).is_none_or(|len| len > dst.len()) {
+        return Err(Error::shapes(op, &[m, k], &[b.nrows(), n])
+            .with_hint(format!("into a destination of {} elements", dst.len())));
+    }
+    if m == 0 || n == 0 {
+        return Ok(());
+    }
+    if k == 0 {
+        for v in &mut dst[..m * n] {
+            v.write(T::zero_impl());
+        }
+        return Ok(());
+    }
+    // SAFETY: `dst` holds the `m * n` elements, and `Replace` writes them without reading them.
+    let dst = unsafe { mat_uninit(dst, m, n) };
+    gemm(dst, Accum::Replace, a, b, par_for(m, k, n));
+    Ok(())
+}
+
 /// Smallest side of an output block worth a task of its own.
 const MIN_BLOCK: usize = 32;
 

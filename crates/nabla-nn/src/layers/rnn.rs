@@ -323,10 +323,9 @@ impl<B: Backend> RnnCore<B> {
         state: Vec<Tensor<B>>,
         reverse: bool,
     ) -> Result<(Tensor<B>, Vec<Tensor<B>>)> {
-        // The input projection of every step at once: [L, N, gates * H]. Where the cell only adds
-        // the two projections (RNN, LSTM), the two biases are summed once instead of being added at
-        // every step; GRU's candidate scales its hidden part, bias included.
-        let xw = x.matmul(&w.weight_ih.value().t()?)?;
+        // Where the cell only adds the two projections (RNN, LSTM), the two biases are summed once
+        // instead of being added at every step; GRU's candidate scales its hidden part, bias
+        // included.
         let biases = (
             w.bias_ih.as_ref().map(Param::value),
             w.bias_hh.as_ref().map(Param::value),
@@ -336,25 +335,30 @@ impl<B: Backend> RnnCore<B> {
             (Cell::Rnn(_) | Cell::Lstm, (Some(b_ih), Some(b_hh))) => (Some(b_ih.add(&b_hh)?), None),
             (Cell::Rnn(_) | Cell::Lstm, (b_ih, b_hh)) => (b_ih.or(b_hh), None),
         };
-        let w_hh = w.weight_hh.value();
+        let (w_ih, w_hh) = (w.weight_ih.value(), w.weight_hh.value());
         let b_hh = b_hh.as_ref();
-        // The fused LSTM adds the bias as it reads the gates; the others add it to the projections.
-        let biased = |xw: Tensor<B>| match &input_bias {
-            Some(b) => xw.add(b),
-            None => Ok(xw),
+        // The other cells take the input projection of every step at once, `[L, N, gates * H]`,
+        // with the input bias.
+        let projected = || -> Result<Tensor<B>> {
+            let xw = x.matmul(&w_ih.t()?)?;
+            match &input_bias {
+                Some(b) => xw.add(b),
+                None => Ok(xw),
+            }
         };
         match self.cell {
-            // The whole recurrence is one fused op on the CPU.
+            // The whole layer is one fused op on the CPU.
             Cell::Lstm => {
                 let weights = LayerWeights {
+                    w_ih: &w_ih,
                     w_hh: &w_hh,
                     bias: input_bias.as_ref(),
                 };
-                let s = lstm_layer(&xw, &weights, &state[0], &state[1], reverse)?;
+                let s = lstm_layer(x, &weights, &state[0], &state[1], reverse)?;
                 Ok((s.outputs, vec![s.h_n, s.c_n]))
             }
             Cell::Rnn(RnnNonlinearity::Tanh) => recur(
-                &biased(xw)?,
+                &projected()?,
                 &w_hh,
                 b_hh,
                 &state[0],
@@ -362,14 +366,14 @@ impl<B: Backend> RnnCore<B> {
                 |gi, gh, _| gi.add(gh)?.tanh(),
             ),
             Cell::Rnn(RnnNonlinearity::Relu) => recur(
-                &biased(xw)?,
+                &projected()?,
                 &w_hh,
                 b_hh,
                 &state[0],
                 reverse,
                 |gi, gh, _| gi.add(gh)?.relu(),
             ),
-            Cell::Gru => recur(&biased(xw)?, &w_hh, b_hh, &state[0], reverse, gru_step),
+            Cell::Gru => recur(&projected()?, &w_hh, b_hh, &state[0], reverse, gru_step),
         }
     }
 }

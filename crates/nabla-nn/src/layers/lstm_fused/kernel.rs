@@ -1,6 +1,9 @@
 //! The host kernels of the fused LSTM layer: the recurrence forwards and its vector-Jacobian
 //! product backwards, each step one faer product (through the CPU backend's
-//! [`nabla_cpu::host_gemm`]) and one row-parallel pass of the cell.
+//! [`nabla_cpu::host_gemm`]) and one row-parallel pass of the cell. Forwards, the input projections
+//! are one product before the steps; backwards, the products with the input's and the weights'
+//! cotangents run every [`CHUNK_STEPS`] steps, over those steps, while the gate cotangents they read
+//! are still in cache.
 
 use super::{Dims, LstmOp};
 use faer::traits::ComplexField;
@@ -33,18 +36,35 @@ pub(super) fn run<T: LayerFloat>(
         reverse: op.reverse(),
     };
     match (op, slices.as_slice()) {
-        (LstmOp::Layer { .. }, &[xw, w_hh, h0, c0, bias]) => {
-            forward(&Inputs { w_hh, h0, c0 }, xw, bias, dims, steps, alloc)
+        (LstmOp::Layer { .. }, &[x, w_ih, w_hh, h0, c0, bias]) => {
+            let inputs = Inputs {
+                x,
+                w_ih,
+                w_hh,
+                h0,
+                c0,
+            };
+            forward(&inputs, bias, dims, steps, alloc)
         }
-        (LstmOp::LayerVjp { .. }, &[w_hh, h0, c0, states, cot]) => {
-            backward(&Inputs { w_hh, h0, c0 }, states, cot, dims, steps, alloc)
+        (LstmOp::LayerVjp { .. }, &[x, w_ih, w_hh, h0, c0, states, cot]) => {
+            let inputs = Inputs {
+                x,
+                w_ih,
+                w_hh,
+                h0,
+                c0,
+            };
+            backward(&inputs, states, cot, dims, steps, alloc)
         }
         _ => Err(Error::invalid(op.op_name(), "wrong number of inputs")),
     }
 }
 
-/// The inputs both kernels read: the recurrent weight `[4H, H]` and the initial states `[N, H]`.
+/// The inputs both kernels read: the input `[L, N, I]`, the weights `[4H, I]` and `[4H, H]`, and
+/// the initial states `[N, H]`.
 struct Inputs<'a, T> {
+    x: &'a [T],
+    w_ih: &'a [T],
     w_hh: &'a [T],
     h0: &'a [T],
     c0: &'a [T],
@@ -61,7 +81,26 @@ impl Steps {
     fn time(self, s: usize) -> usize {
         super::time_of_step(s, self.len, self.reverse)
     }
+
+    /// The times of the chunk whose last run step is `end - 1`: run steps `end - count..end`, which
+    /// are the times `first..first + count` (`count` at most [`CHUNK_STEPS`]) in one order or the
+    /// other. Chunks are cut from the end of the run, backwards, which the reverse pass walks.
+    fn chunk_ending(self, end: usize) -> std::ops::Range<usize> {
+        let count = CHUNK_STEPS.min(end);
+        let first = if self.reverse {
+            self.len - end
+        } else {
+            end - count
+        };
+        first..first + count
+    }
 }
+
+/// Steps per chunk of the backward products with the input's and the weights' cotangents: each runs
+/// while the chunk's gate cotangents are still in cache, where one product over the whole sequence
+/// would read them back from memory (the backward pass of the 2-layer benchmark LSTM is about 1 ms
+/// faster per training step with chunks of 8 steps than with 4, 16 or the whole sequence).
+const CHUNK_STEPS: usize = 8;
 
 /// Views initialised elements as values.
 ///
@@ -114,7 +153,6 @@ unsafe fn read_and_write<T>(
 /// The forward recurrence: the output `[6, L, N, H]` (activations, then `h` and `c` per step).
 fn forward<T: LayerFloat>(
     x: &Inputs<'_, T>,
-    xw: &[T],
     bias: &[T],
     d: Dims,
     steps: Steps,
@@ -128,6 +166,15 @@ fn forward<T: LayerFloat>(
     let (acts, states) = spare.split_at_mut(4 * d.len * nh);
     let (hs, cs) = states.split_at_mut(d.len * nh);
     let mut gh = vec![T::ZERO; 4 * nh];
+    // The input projections `x W_ihᵀ` of every step, as one product, into the activations' blocks:
+    // each step's cell reads its block and overwrites it with the activations.
+    let rows = d.len * n;
+    nabla_cpu::host_gemm_uninit(
+        "fused.lstm_layer",
+        acts,
+        MatRef::from_row_major_slice(x.x, rows, d.input),
+        MatRef::from_row_major_slice(x.w_ih, 4 * h, d.input).transpose(),
+    )?;
     // `W_hhᵀ` row-major: the products read it faster than the transposed view of `W_hh` (about 40
     // against 48 µs per step at H = 256, batch 32), which pays for the copy a few times over.
     let w_t = nabla_cpu::host_transpose(x.w_hh, 4 * h, h)?;
@@ -155,21 +202,22 @@ fn forward<T: LayerFloat>(
                 w_t,
             )?;
         }
-        let gi = block(xw, t, 4 * nh);
-        acts[t * 4 * nh..(t + 1) * 4 * nh]
+        // SAFETY: the projection above wrote every block.
+        let gates = unsafe { assume_init_mut(&mut acts[t * 4 * nh..(t + 1) * 4 * nh]) };
+        gates
             .par_chunks_mut(4 * h)
             .zip(h_out.par_chunks_mut(h).zip(c_out.par_chunks_mut(h)))
-            .zip(gi.par_chunks(4 * h).zip(gh.par_chunks(4 * h)))
-            .zip(c_prev.par_chunks(h))
+            .zip(gh.par_chunks(4 * h).zip(c_prev.par_chunks(h)))
             .with_min_len(ROWS_PER_TASK)
-            .for_each(|(((a, (ho, co)), (gi, gh)), c)| cell_row([gi, gh, bias], c, a, ho, co));
+            .for_each(|((g, (ho, co)), (gh, c))| cell_row(g, [gh, bias], c, ho, co));
     }
     // SAFETY: the steps above wrote every one of the `len` elements.
     unsafe { out.set_len(len) };
     Ok(out)
 }
 
-/// The vector-Jacobian product: `[dxw (L·N·4H), dh0 (N·H), dc0 (N·H), dw_hh (4H·H), db (4H)]`.
+/// The vector-Jacobian product: `[dx (L·N·I), dh0 (N·H), dc0 (N·H), dw_ih (4H·I), dw_hh (4H·H),
+/// db (4H)]`.
 fn backward<T: LayerFloat>(
     x: &Inputs<'_, T>,
     states: &[T],
@@ -178,7 +226,7 @@ fn backward<T: LayerFloat>(
     steps: Steps,
     alloc: &dyn HostAllocator,
 ) -> Result<Vec<T>> {
-    let (n, h) = (d.n, d.h);
+    let (n, h, input) = (d.n, d.h, d.input);
     let (nh, lnh) = (n * h, d.len * n * h);
     let (acts, hs, cs) = (
         &states[..4 * lnh],
@@ -186,22 +234,25 @@ fn backward<T: LayerFloat>(
         block(states, 5, lnh),
     );
     let (cot_h, cot_c) = (block(cot, 4, lnh), block(cot, 5, lnh));
-    let len = 4 * lnh + 2 * nh + 4 * h * h + 4 * h;
+    let len = d.len * n * input + 2 * nh + 4 * h * input + 4 * h * h + 4 * h;
     let mut out: Vec<T> = alloc.vec(len);
     let spare = &mut out.spare_capacity_mut()[..len];
-    let (dxw, rest) = spare.split_at_mut(4 * lnh);
-    let (dstates, rest) = rest.split_at_mut(2 * nh);
-    let (dw, db) = rest.split_at_mut(4 * h * h);
-    // The cotangents reaching the state from the later steps (the cell adds the outside ones).
-    let (mut dh_next, mut dc_next) = (vec![T::ZERO; nh], vec![T::ZERO; nh]);
-    let w = MatRef::from_row_major_slice(x.w_hh, 4 * h, h);
-    for v in dw.iter_mut().chain(db.iter_mut()) {
+    let (dx, rest) = spare.split_at_mut(d.len * n * input);
+    let (dstates, weights) = rest.split_at_mut(2 * nh);
+    for v in weights.iter_mut() {
         v.write(T::ZERO);
     }
     // SAFETY: written just above.
-    let (dw, db) = unsafe { (assume_init_mut(dw), assume_init_mut(db)) };
-    // Steps whose shares of `dW_hh` and `db` are not yet added: the run steps `s..unadded_end`.
-    let mut unadded_end = d.len;
+    let weights = unsafe { assume_init_mut(weights) };
+    let (dw_ih, rest) = weights.split_at_mut(4 * h * input);
+    let (dw_hh, db) = rest.split_at_mut(4 * h * h);
+    // The cotangents reaching the state from the later steps (the cell adds the outside ones).
+    let (mut dh_next, mut dc_next) = (vec![T::ZERO; nh], vec![T::ZERO; nh]);
+    // The gate cotangents of one chunk's steps, in time order.
+    let mut dg_chunk = vec![T::ZERO; CHUNK_STEPS * 4 * nh];
+    let w = MatRef::from_row_major_slice(x.w_hh, 4 * h, h);
+    let mut chunk = steps.chunk_ending(d.len);
+    let mut chunk_end = d.len;
     for s in (0..d.len).rev() {
         let t = steps.time(s);
         let c_prev = if s == 0 {
@@ -209,7 +260,8 @@ fn backward<T: LayerFloat>(
         } else {
             block(cs, steps.time(s - 1), nh)
         };
-        let dg = &mut dxw[t * 4 * nh..(t + 1) * 4 * nh];
+        let at = t - chunk.start;
+        let dg = &mut dg_chunk[at * 4 * nh..(at + 1) * 4 * nh];
         dg.par_chunks_mut(4 * h)
             .zip(dc_next.par_chunks_mut(h))
             .enumerate()
@@ -226,8 +278,6 @@ fn backward<T: LayerFloat>(
                 };
                 cell_vjp_row(&row, dg, dc)
             });
-        // SAFETY: the rows above wrote the whole block.
-        let dg = unsafe { assume_init(dg) };
         if n > 0 {
             nabla_cpu::host_gemm(
                 "fused.lstm_layer_vjp",
@@ -237,20 +287,12 @@ fn backward<T: LayerFloat>(
                 w,
             )?;
         }
-        if unadded_end - s == WEIGHT_CHUNK_STEPS || s == 0 {
-            // The run steps s..unadded_end are the times `first..first + count`.
-            let count = unadded_end - s;
-            let first = if steps.reverse {
-                d.len - unadded_end
-            } else {
-                s
-            };
-            let span = first * 4 * nh..(first + count) * 4 * nh;
-            // SAFETY: the steps s..unadded_end wrote their blocks of `dxw`, which are `span`.
-            let dg = unsafe { assume_init(&dxw[span]) };
-            add_recurrent_weight_cotangent(x.h0, hs, dg, first..first + count, d, steps, dw)?;
-            add_bias_cotangent(dg, h, db);
-            unadded_end = s;
+        if chunk_end - s == chunk.len() {
+            let dg = &dg_chunk[..chunk.len() * 4 * nh];
+            let weights = WeightCotangents { dw_ih, dw_hh, db };
+            add_chunk_cotangents(x, hs, dg, chunk.clone(), d, steps, dx, weights)?;
+            chunk_end = s;
+            chunk = steps.chunk_ending(s);
         }
     }
     for (o, v) in dstates.iter_mut().zip(dh_next.iter().chain(&dc_next)) {
@@ -261,15 +303,58 @@ fn backward<T: LayerFloat>(
     Ok(out)
 }
 
-/// Steps per share of the weight and bias cotangents: the backward pass adds the share of these
-/// steps while their gate cotangents are still in cache, where one product over the whole sequence
-/// after the loop would read them all back from memory (about 1 ms faster per training step of the
-/// 2-layer benchmark LSTM than 4 or 16 steps, or the whole sequence at once).
-const WEIGHT_CHUNK_STEPS: usize = 8;
+/// The cotangents of the weights and the bias, accumulated chunk by chunk.
+struct WeightCotangents<'a, T> {
+    dw_ih: &'a mut [T],
+    dw_hh: &'a mut [T],
+    db: &'a mut [T],
+}
 
-/// `dW_hh += Σ_t dG_tᵀ h_prev(t)` over the times `times` (`dg` their gate cotangents, `[4H, H]`), as
-/// at most two products: the first run step's, against `h0`, and the others', whose previous states
-/// are the other steps' outputs shifted by one step.
+/// For the times `times` with gate cotangents `dg` (`[count, N, 4H]`): writes the input's cotangent
+/// `dx = dG W_ih` for those times, and adds their shares of the weights' and bias's cotangents.
+#[allow(clippy::too_many_arguments)]
+fn add_chunk_cotangents<T: LayerFloat>(
+    x: &Inputs<'_, T>,
+    hs: &[T],
+    dg: &[T],
+    times: std::ops::Range<usize>,
+    d: Dims,
+    steps: Steps,
+    dx: &mut [MaybeUninit<T>],
+    w: WeightCotangents<'_, T>,
+) -> Result<()> {
+    let (n, h, input) = (d.n, d.h, d.input);
+    let rows = times.start * n..times.end * n;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let g = MatRef::from_row_major_slice(dg, rows.len(), 4 * h);
+    const OP: &str = "fused.lstm_layer_vjp";
+    nabla_cpu::host_gemm_uninit(
+        OP,
+        &mut dx[rows.start * input..rows.end * input],
+        g,
+        MatRef::from_row_major_slice(x.w_ih, 4 * h, input),
+    )?;
+    nabla_cpu::host_gemm(
+        OP,
+        MatMut::from_row_major_slice_mut(w.dw_ih, 4 * h, input),
+        true,
+        g.transpose(),
+        MatRef::from_row_major_slice(
+            &x.x[rows.start * input..rows.end * input],
+            rows.len(),
+            input,
+        ),
+    )?;
+    add_recurrent_weight_cotangent(x.h0, hs, dg, times, d, steps, w.dw_hh)?;
+    add_bias_cotangent(dg, h, w.db);
+    Ok(())
+}
+
+/// `dW_hh += Σ_t dG_tᵀ h_prev(t)` (`[4H, H]`) over the times `times`, whose gate cotangents are
+/// `dg`, as at most two products: the first run step's, against `h0`, and the others', whose
+/// previous states are the other steps' outputs shifted by one step.
 fn add_recurrent_weight_cotangent<T: LayerFloat>(
     h0: &[T],
     hs: &[T],
@@ -342,34 +427,31 @@ nabla_core::simd_kernel! {
 }
 
 nabla_core::simd_kernel! {
-    /// One batch row of the cell: the gates are the sum of the three `parts` (the input part, the
-    /// recurrent part and the bias, each `[4H]`); writes the activations `[σ(i), σ(f), tanh(g),
-    /// σ(o)]` into `acts`, then the new states.
+    /// One batch row of the cell. `gates` holds the input part of the gate pre-activations on
+    /// entry, to which the recurrent part and the bias (`more`, each `[4H]`) are added, and the
+    /// activations `[σ(i), σ(f), tanh(g), σ(o)]` on return; then the new states.
     fn cell_row<T: SimdFloat>(
-        parts: [&[T]; 3],
+        gates: &mut [T],
+        more: [&[T]; 2],
         c: &[T],
-        acts: &mut [MaybeUninit<T>],
         h_out: &mut [MaybeUninit<T>],
         c_out: &mut [MaybeUninit<T>],
     ) {
         let h = c.len();
-        let gate = |k: usize| parts.map(|p| &p[k * h..(k + 1) * h]);
-        let ([ii, ih, ib], [fi, fh, fb]) = (gate(0), gate(1));
-        let ([ci, ch, cb], [oi, oh, ob]) = (gate(2), gate(3));
-        let (ai, rest) = acts.split_at_mut(h);
-        let (af, rest) = rest.split_at_mut(h);
-        let (ag, ao) = rest.split_at_mut(h);
+        let gate = |k: usize| more.map(|p| &p[k * h..(k + 1) * h]);
+        let ([ih, ib], [fh, fb]) = (gate(0), gate(1));
+        let ([ch, cb], [oh, ob]) = (gate(2), gate(3));
+        let (gi, rest) = gates.split_at_mut(h);
+        let (gf, rest) = rest.split_at_mut(h);
+        let (gg, go) = rest.split_at_mut(h);
         // Every slice exactly `h` long: no bounds check is left in the loop, which then vectorises
         // with no scalar remainder.
-        let (ao, h_out, c_out) = (&mut ao[..h], &mut h_out[..h], &mut c_out[..h]);
+        let (go, h_out, c_out) = (&mut go[..h], &mut h_out[..h], &mut c_out[..h]);
         for j in 0..h {
             // In the composite's order: the bias joins the input part first.
-            let (i, f) = ((ii[j] + ib[j] + ih[j]).sigmoid(), (fi[j] + fb[j] + fh[j]).sigmoid());
-            let (cand, o) = ((ci[j] + cb[j] + ch[j]).tanh(), (oi[j] + ob[j] + oh[j]).sigmoid());
-            ai[j].write(i);
-            af[j].write(f);
-            ag[j].write(cand);
-            ao[j].write(o);
+            let (i, f) = ((gi[j] + ib[j] + ih[j]).sigmoid(), (gf[j] + fb[j] + fh[j]).sigmoid());
+            let (cand, o) = ((gg[j] + cb[j] + ch[j]).tanh(), (go[j] + ob[j] + oh[j]).sigmoid());
+            (gi[j], gf[j], gg[j], go[j]) = (i, f, cand, o);
             let c_new = f * c[j] + i * cand;
             c_out[j].write(c_new);
             h_out[j].write(o * c_new.tanh());
@@ -394,7 +476,7 @@ struct RowIn<'a, T> {
 nabla_core::simd_kernel! {
     /// One batch row of the vjp: `dg` is `[di, df, dg, do]`. `dc` holds the cotangent of the new
     /// `c` from the later step on entry, and that of the previous `c` on return.
-    fn cell_vjp_row<T: SimdFloat>(x: &RowIn<'_, T>, dg: &mut [MaybeUninit<T>], dc: &mut [T]) {
+    fn cell_vjp_row<T: SimdFloat>(x: &RowIn<'_, T>, dg: &mut [T], dc: &mut [T]) {
         let h = x.c.len();
         let (ai, rest) = x.acts.split_at(h);
         let (af, rest) = rest.split_at(h);
@@ -414,10 +496,10 @@ nabla_core::simd_kernel! {
             let tc = c_new[j].tanh();
             let dh = dh_out[j] + dh_next[j];
             let dcj = dc[j] + dc_out[j] + dh * o * (one - tc * tc);
-            d_o[j].write(dh * tc * (o * (one - o)));
-            di[j].write(dcj * cand * (i * (one - i)));
-            df[j].write(dcj * c_prev[j] * (f * (one - f)));
-            dgg[j].write(dcj * i * (one - cand * cand));
+            d_o[j] = dh * tc * (o * (one - o));
+            di[j] = dcj * cand * (i * (one - i));
+            df[j] = dcj * c_prev[j] * (f * (one - f));
+            dgg[j] = dcj * i * (one - cand * cand);
             dc[j] = dcj * f;
         }
     }

@@ -1,13 +1,13 @@
 //! One LSTM layer in one direction as one fused op (what cuDNN's and oneDNN's RNN primitives do):
-//! from the input projections of every step `XW = x W_ihᵀ` (`[L, N, 4H]`, gate order i, f, g, o),
-//! the recurrent weight `W_hh` (`[4H, H]`), the bias `b = b_ih + b_hh` (`[4H]`) and the initial
-//! states `h_0` and `c_0` (`[N, H]`), one kernel runs the whole recurrence: per step one product
-//! `h W_hhᵀ` and one pass of the cell, which adds the input part, the recurrent part and the bias as
-//! it reads them. Its vector-Jacobian product is one kernel too: the steps backwards, one product
-//! `dG W_hh` and one cell pass each, then `W_hh`'s cotangent as one product over the whole sequence
-//! and the bias's as one sum. Nothing per step goes on the tape, and nothing is stacked or
-//! concatenated; the forward pass adds the bias as the cell reads the gates, with no pass of its own
-//! over the projections.
+//! from the input `x` (`[L, N, I]`), the weights `W_ih` (`[4H, I]`) and `W_hh` (`[4H, H]`, gate
+//! order i, f, g, o), the bias `b = b_ih + b_hh` (`[4H]`) and the initial states `h_0` and `c_0`
+//! (`[N, H]`), one kernel runs the whole layer: the input projections `x W_ihᵀ` a chunk of steps at
+//! a time, and per step one product `h W_hhᵀ` and one pass of the cell, which adds the input part,
+//! the recurrent part and the bias as it reads them. Its vector-Jacobian product is one kernel too:
+//! the steps backwards, one product `dG W_hh` and one cell pass each, and every chunk of steps the
+//! input's cotangent `dG W_ih` and the chunk's shares of the weights' and bias's cotangents, while
+//! the chunk's gate cotangents are in cache. Nothing per step goes on the tape, and nothing is
+//! stacked or concatenated.
 //!
 //! The op's output is `[6, L, N, H]`: its first `4LNH` elements are the activations `σ(i), σ(f),
 //! tanh(g), σ(o)` of every step, laid out as `[L, N, 4H]` (read only by the vjp kernel), then every
@@ -38,39 +38,40 @@ pub(crate) struct LayerStates<B: Backend> {
     pub c_n: Tensor<B>,
 }
 
-/// The weights of one layer and direction: the recurrent weight `w_hh` (`[4H, H]`) and the bias
+/// The weights of one layer and direction: `w_ih` (`[4H, I]`), `w_hh` (`[4H, H]`) and the bias
 /// (`[4H]`, both biases summed; `None` for none).
 pub(crate) struct LayerWeights<'a, B: Backend> {
+    pub w_ih: &'a Tensor<B>,
     pub w_hh: &'a Tensor<B>,
     pub bias: Option<&'a Tensor<B>>,
 }
 
-/// Runs one LSTM layer over the input projections `xw` (`[L, N, 4H]`, no bias) with the weights
-/// `w` from `h0` and `c0` (`[N, H]`), the steps in reverse time order when `reverse`.
+/// Runs one LSTM layer over the input `x` (`[L, N, I]`) with the weights `w` from `h0` and `c0`
+/// (`[N, H]`), the steps in reverse time order when `reverse`.
 pub(crate) fn lstm_layer<B: Backend>(
-    xw: &Tensor<B>,
+    x: &Tensor<B>,
     w: &LayerWeights<'_, B>,
     h0: &Tensor<B>,
     c0: &Tensor<B>,
     reverse: bool,
 ) -> Result<LayerStates<B>> {
-    let len = xw.shape().first().copied().unwrap_or(0);
+    let len = x.shape().first().copied().unwrap_or(0);
     if len == 0 {
         return Err(Error::invalid(
             "LSTM",
-            format!("the sequence is empty (projections {:?})", xw.shape()),
+            format!("the sequence is empty (input {:?})", x.shape()),
         ));
     }
     let last = if reverse { 0 } else { len - 1 };
     let w_hh = w.w_hh;
-    let fused =
-        xw.backend().device().kind == "cpu" && matches!(xw.dtype(), DType::F32 | DType::F64);
+    let fused = x.backend().device().kind == "cpu" && matches!(x.dtype(), DType::F32 | DType::F64);
     if !fused {
+        let xw = x.matmul(&w.w_ih.t()?)?;
         let xw = match w.bias {
-            Some(b) => &xw.add(b)?,
+            Some(b) => xw.add(b)?,
             None => xw,
         };
-        let steps = composite_steps(xw, w_hh, h0, c0, reverse)?;
+        let steps = composite_steps(&xw, w_hh, h0, c0, reverse)?;
         let hs: Vec<&Tensor<B>> = steps.iter().map(|s| &s.h).collect();
         return Ok(LayerStates {
             outputs: Tensor::stack(&hs, 0)?,
@@ -82,12 +83,12 @@ pub(crate) fn lstm_layer<B: Backend>(
     let bias = match w.bias {
         Some(b) => b,
         None => {
-            zeros = Tensor::zeros([w_hh.shape()[0]], xw.dtype(), xw.backend())?;
+            zeros = Tensor::zeros([w_hh.shape()[0]], x.dtype(), x.backend())?;
             &zeros
         }
     };
     let op = Arc::new(LstmOp::Layer { reverse });
-    let out = Tensor::apply_family_op::<FusedLstm>(op, &[xw, w_hh, h0, c0, bias])?;
+    let out = Tensor::apply_family_op::<FusedLstm>(op, &[x, w.w_ih, w_hh, h0, c0, bias])?;
     let (outputs, cells) = (out.select_index(0, 4)?, out.select_index(0, 5)?);
     Ok(LayerStates {
         h_n: outputs.select_index(0, last as isize)?,
@@ -149,8 +150,9 @@ fn composite_steps<B: Backend>(
 /// The composite layer laid out as the fused op's output (`[6, L, N, H]`, the activations first),
 /// which the rules differentiate for higher orders and forward mode; `v` are the op's inputs.
 fn composite_layer<B: Backend>(v: &[Tensor<B>], reverse: bool) -> Result<Tensor<B>> {
-    let steps = composite_steps(&v[0].add(&v[4])?, &v[1], &v[2], &v[3], reverse)?;
-    let (len, n, h) = (steps.len(), v[2].shape()[0], v[2].shape()[1]);
+    let xw = v[0].matmul(&v[1].t()?)?.add(&v[5])?;
+    let steps = composite_steps(&xw, &v[2], &v[3], &v[4], reverse)?;
+    let (len, n, h) = (steps.len(), v[3].shape()[0], v[3].shape()[1]);
     let acts: Vec<Tensor<B>> = steps
         .iter()
         .map(|s| Tensor::cat(&[&s.acts[0], &s.acts[1], &s.acts[2], &s.acts[3]], -1))
@@ -164,21 +166,22 @@ fn composite_layer<B: Backend>(v: &[Tensor<B>], reverse: bool) -> Result<Tensor<
 /// The fused layer and its vector-Jacobian product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum LstmOp {
-    /// `(xw [L, N, 4H], w_hh [4H, H], h0 [N, H], c0 [N, H], bias [4H]) -> [6, L, N, H]`: the
-    /// activations, then every step's `h` and `c`.
+    /// `(x [L, N, I], w_ih [4H, I], w_hh [4H, H], h0 [N, H], c0 [N, H], bias [4H]) -> [6, L, N, H]`:
+    /// the activations, then every step's `h` and `c`.
     Layer { reverse: bool },
-    /// `(w_hh, h0, c0, states [6, L, N, H], cotangent [6, L, N, H]) -> [4LNH + 2NH + 4H·H + 4H]`:
-    /// the cotangents of `xw`, `h0`, `c0`, `w_hh` and the bias, flattened one after another, from
-    /// the layer's output and its cotangent (whose activation part is ignored: only `h` and `c`
-    /// leave the layer).
+    /// `(x, w_ih, w_hh, h0, c0, states [6, L, N, H], cotangent [6, L, N, H])
+    /// -> [LNI + 2NH + 4H·I + 4H·H + 4H]`: the cotangents of `x`, `h0`, `c0`, `w_ih`, `w_hh` and
+    /// the bias, flattened one after another, from the layer's output and its cotangent (whose
+    /// activation part is ignored: only `h` and `c` leave the layer).
     LayerVjp { reverse: bool },
 }
 
-/// The sizes of one layer: steps, batch rows and hidden units.
+/// The sizes of one layer: steps, batch rows, input features and hidden units.
 #[derive(Clone, Copy, Debug)]
 struct Dims {
     len: usize,
     n: usize,
+    input: usize,
     h: usize,
 }
 
@@ -228,22 +231,24 @@ fn layer_reverse<B: Backend>(
         let (_, grads) = vjp_n(|v| composite_layer(v, reverse), args.inputs, g)?;
         return Ok(grads.into_iter().map(Some).collect());
     }
-    let [xw, w_hh, h0, c0, bias] = args.inputs else {
-        return Err(Error::invalid("fused.lstm_layer", "expected five inputs"));
+    let [x, w_ih, w_hh, h0, c0, bias] = args.inputs else {
+        return Err(Error::invalid("fused.lstm_layer", "expected six inputs"));
     };
     let op = Arc::new(LstmOp::LayerVjp { reverse });
-    let flat = Tensor::apply_family_op::<FusedLstm>(op, &[w_hh, h0, c0, args.output, g])?;
-    let (xw_len, state_len, w_len) = (xw.numel(), h0.numel(), w_hh.numel());
-    let piece = |start: usize, len: usize, shape: &[usize]| -> Result<Option<Tensor<B>>> {
-        Ok(Some(flat.narrow(0, start, len)?.reshape(shape.to_vec())?))
+    let inputs = [x, w_ih, w_hh, h0, c0, args.output, g];
+    let flat = Tensor::apply_family_op::<FusedLstm>(op, &inputs)?;
+    // The flat cotangent's pieces, in its order.
+    let mut start = 0;
+    let mut piece = |like: &Tensor<B>| -> Result<Option<Tensor<B>>> {
+        let p = flat
+            .narrow(0, start, like.numel())?
+            .reshape(like.shape().to_vec())?;
+        start += like.numel();
+        Ok(Some(p))
     };
-    Ok(vec![
-        piece(0, xw_len, xw.shape())?,
-        piece(xw_len + 2 * state_len, w_len, w_hh.shape())?,
-        piece(xw_len, state_len, h0.shape())?,
-        piece(xw_len + state_len, state_len, c0.shape())?,
-        piece(xw_len + 2 * state_len + w_len, bias.numel(), bias.shape())?,
-    ])
+    let (dx, dh0, dc0) = (piece(x)?, piece(h0)?, piece(c0)?);
+    let (dw_ih, dw_hh, db) = (piece(w_ih)?, piece(w_hh)?, piece(bias)?);
+    Ok(vec![dx, dw_ih, dw_hh, dh0, dc0, db])
 }
 
 impl LstmOp {
@@ -262,23 +267,19 @@ impl LstmOp {
 
     /// The expected input shapes for the sizes `d`.
     fn input_shapes(self, d: Dims) -> Vec<Vec<usize>> {
-        let (len, n, h) = (d.len, d.n, d.h);
+        let (len, n, i, h) = (d.len, d.n, d.input, d.h);
+        let mut shapes = vec![
+            vec![len, n, i],
+            vec![4 * h, i],
+            vec![4 * h, h],
+            vec![n, h],
+            vec![n, h],
+        ];
         match self {
-            LstmOp::Layer { .. } => vec![
-                vec![len, n, 4 * h],
-                vec![4 * h, h],
-                vec![n, h],
-                vec![n, h],
-                vec![4 * h],
-            ],
-            LstmOp::LayerVjp { .. } => vec![
-                vec![4 * h, h],
-                vec![n, h],
-                vec![n, h],
-                vec![6, len, n, h],
-                vec![6, len, n, h],
-            ],
+            LstmOp::Layer { .. } => shapes.push(vec![4 * h]),
+            LstmOp::LayerVjp { .. } => shapes.extend([vec![6, len, n, h], vec![6, len, n, h]]),
         }
+        shapes
     }
 
     /// The dtype and sizes from the input shapes, or an error naming the op and the expected
@@ -289,23 +290,21 @@ impl LstmOp {
             Error::invalid(
                 self.op_name(),
                 format!(
-                    "expected f32 or f64 inputs of one dtype: projections [L, N, 4H], weight \
-                     [4H, H], states [N, H] and bias [4H] for the layer; weight, states, output \
-                     and cotangent [6, L, N, H] for its vjp; got {shapes:?}"
+                    "expected f32 or f64 inputs of one dtype: input [L, N, I], weights [4H, I] \
+                     and [4H, H], states [N, H], then bias [4H] for the layer, or output and \
+                     cotangent [6, L, N, H] for its vjp; got {shapes:?}"
                 ),
             )
         };
-        // The sizes come from the projections (layer) or the layer's output (vjp).
-        let shape_from = match self {
-            LstmOp::Layer { .. } => 0,
-            LstmOp::LayerVjp { .. } => 3,
+        // The sizes come from the input and the recurrent weight.
+        let (Some((dtype, x)), Some((_, w_hh))) = (inputs.first(), inputs.get(2)) else {
+            return Err(bad());
         };
-        let (dtype, from) = *inputs.get(shape_from).ok_or_else(bad)?;
-        let sizes = match (self, from) {
-            (LstmOp::Layer { .. }, &[len, n, h4]) if h4 % 4 == 0 => Dims { len, n, h: h4 / 4 },
-            (LstmOp::LayerVjp { .. }, &[6, len, n, h]) => Dims { len, n, h },
+        let sizes = match (*x, *w_hh) {
+            (&[len, n, input], &[_, h]) => Dims { len, n, input, h },
             _ => return Err(bad()),
         };
+        let dtype = *dtype;
         let want = self.input_shapes(sizes);
         let ok = inputs.len() == want.len()
             && sizes.len > 0
@@ -325,10 +324,12 @@ impl ExtensionOp for LstmOp {
     }
 
     fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
-        let (dtype, Dims { len, n, h }) = self.dims(inputs)?;
+        let (dtype, Dims { len, n, input, h }) = self.dims(inputs)?;
         let shape = match self {
             LstmOp::Layer { .. } => vec![6, len, n, h],
-            LstmOp::LayerVjp { .. } => vec![4 * len * n * h + 2 * n * h + 4 * h * h + 4 * h],
+            LstmOp::LayerVjp { .. } => {
+                vec![len * n * input + 2 * n * h + 4 * h * input + 4 * h * h + 4 * h]
+            }
         };
         Ok(OutputSpec { dtype, shape })
     }

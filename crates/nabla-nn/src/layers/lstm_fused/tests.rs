@@ -5,8 +5,8 @@ use nabla_tensor::{GradCheckOptions, check_gradients, check_second_order};
 
 type T = Tensor<CpuBackend>;
 
-/// The op's inputs in f64: projections `[len, n, 4h]`, a weight `[4h, h]`, states `[n, h]` and a
-/// bias `[4h]`, spread over the activations' curved parts.
+/// The op's inputs in f64: an input `[len, n, I]` (`I` from 2 to 4, with `h`), weights `[4h, I]`
+/// and `[4h, h]`, states `[n, h]` and a bias `[4h]`, spread over the activations' curved parts.
 fn inputs(len: usize, n: usize, h: usize, seed: u64) -> Vec<T> {
     let cpu = CpuBackend::new();
     let mut rng = Generator::new(seed);
@@ -16,8 +16,10 @@ fn inputs(len: usize, n: usize, h: usize, seed: u64) -> Vec<T> {
             .mul(scale)
             .unwrap()
     };
+    let input = 2 + h % 3;
     vec![
-        draw(vec![len, n, 4 * h], 1.2),
+        draw(vec![len, n, input], 1.0),
+        draw(vec![4 * h, input], 0.7),
         draw(vec![4 * h, h], 0.6),
         draw(vec![n, h], 1.0),
         draw(vec![n, h], 1.0),
@@ -28,15 +30,17 @@ fn inputs(len: usize, n: usize, h: usize, seed: u64) -> Vec<T> {
 /// The layer on the inputs `v` (as [`inputs`] orders them).
 fn layer(v: &[T], reverse: bool) -> Result<LayerStates<CpuBackend>> {
     let w = LayerWeights {
-        w_hh: &v[1],
-        bias: Some(&v[4]),
+        w_ih: &v[1],
+        w_hh: &v[2],
+        bias: Some(&v[5]),
     };
-    lstm_layer(&v[0], &w, &v[2], &v[3], reverse)
+    lstm_layer(&v[0], &w, &v[3], &v[4], reverse)
 }
 
 /// The composite steps on the inputs `v`.
 fn steps_of(v: &[T], reverse: bool) -> Result<Vec<Step<CpuBackend>>> {
-    composite_steps(&v[0].add(&v[4])?, &v[1], &v[2], &v[3], reverse)
+    let xw = v[0].matmul(&v[1].t()?)?.add(&v[5])?;
+    composite_steps(&xw, &v[2], &v[3], &v[4], reverse)
 }
 
 fn vals(t: &T) -> Vec<f64> {
@@ -137,7 +141,7 @@ fn derivatives_match_finite_differences_to_second_order() {
     let states = |x: &[T]| -> Result<T> {
         Tensor::apply_family_op::<FusedLstm>(
             Arc::new(LstmOp::Layer { reverse: true }),
-            &[&x[0], &x[1], &x[2], &x[3], &x[4]],
+            &[&x[0], &x[1], &x[2], &x[3], &x[4], &x[5]],
         )?
         .narrow(0, 4, 2)
     };
@@ -184,9 +188,11 @@ fn an_empty_batch_gives_empty_states_and_zero_weight_cotangent() {
     let s = layer(&v, false).unwrap();
     assert_eq!(s.outputs.shape(), &[3, 0, 4]);
     let (_, g) = vjp_n(|x| fused_loss(x, false), &v, &one()).unwrap();
-    assert_eq!(g[1].shape(), &[16, 4]);
-    assert_eq!(g[4].shape(), &[16]);
-    for weight in [&g[1], &g[4]] {
+    assert_eq!(g[0].shape(), &[3, 0, 3]);
+    assert_eq!(g[1].shape(), &[16, 3]);
+    assert_eq!(g[2].shape(), &[16, 4]);
+    assert_eq!(g[5].shape(), &[16]);
+    for weight in [&g[1], &g[2], &g[5]] {
         assert!(vals(weight).iter().all(|&x| x == 0.0));
     }
 }
@@ -201,17 +207,26 @@ fn bad_shapes_and_dtypes_are_errors() {
             .to_string()
     };
     let wide = Tensor::zeros([2, 4], DType::F64, &cpu).unwrap();
-    let err = op(&[&v[0], &v[1], &v[2], &wide, &v[4]]);
+    let all = |k: usize, t: &T| -> Vec<T> {
+        let mut w = v.clone();
+        w[k] = t.clone();
+        w
+    };
+    let refs = |w: &[T]| -> String { op(&w.iter().collect::<Vec<_>>()) };
+    let err = refs(&all(4, &wide));
     assert!(err.contains("fused.lstm_layer"), "{err}");
     let long_bias = Tensor::zeros([13], DType::F64, &cpu).unwrap();
-    let err = op(&[&v[0], &v[1], &v[2], &v[3], &long_bias]);
+    let err = refs(&all(5, &long_bias));
     assert!(err.contains("bias [4H]"), "{err}");
-    let ints = Tensor::zeros([2, 2, 12], DType::I64, &cpu).unwrap();
-    let err = op(&[&ints, &v[1], &v[2], &v[3], &v[4]]);
+    let other_input = Tensor::zeros([12, 5], DType::F64, &cpu).unwrap();
+    let err = refs(&all(1, &other_input));
+    assert!(err.contains("weights [4H, I]"), "{err}");
+    let ints = Tensor::zeros([2, 2, 2], DType::I64, &cpu).unwrap();
+    let err = refs(&all(0, &ints));
     assert!(err.contains("f32 or f64"), "{err}");
-    let err = op(&[&v[0], &v[1], &v[2], &v[3]]);
+    let err = refs(&v[..5]);
     assert!(err.contains("fused.lstm_layer"), "{err}");
-    let empty = Tensor::zeros([0, 2, 12], DType::F64, &cpu).unwrap();
+    let empty = Tensor::zeros([0, 2, 2], DType::F64, &cpu).unwrap();
     let mut short = v.clone();
     short[0] = empty;
     let err = layer(&short, false).err().unwrap().to_string();
@@ -221,16 +236,17 @@ fn bad_shapes_and_dtypes_are_errors() {
 #[test]
 fn a_missing_bias_is_a_zero_bias() {
     let mut v = inputs(4, 3, 5, 14);
-    v[4] = v[4].zeros_like().unwrap();
+    v[5] = v[5].zeros_like().unwrap();
     let with_zeros = layer(&v, false).unwrap();
     let without = lstm_layer(
         &v[0],
         &LayerWeights {
-            w_hh: &v[1],
+            w_ih: &v[1],
+            w_hh: &v[2],
             bias: None,
         },
-        &v[2],
         &v[3],
+        &v[4],
         false,
     )
     .unwrap();
