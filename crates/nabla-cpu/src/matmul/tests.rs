@@ -293,3 +293,41 @@ fn errors_name_matmul_and_both_shapes() {
             .starts_with("matmul: not supported for dtype float16")
     );
 }
+
+#[test]
+fn host_gemm_uninit_checks_its_destination() {
+    use faer::MatRef;
+    use std::mem::MaybeUninit;
+    let a = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let (lhs, rhs) = (
+        MatRef::from_row_major_slice(&a, 2, 3),
+        MatRef::from_row_major_slice(&a, 3, 2),
+    );
+    let mut short = [MaybeUninit::<f32>::uninit(); 3];
+    let err = super::host_gemm_uninit("demo", &mut short, lhs, rhs).unwrap_err();
+    assert!(err.to_string().contains("demo"), "{err}");
+    // Mismatched inner sizes.
+    let mut dst = [MaybeUninit::<f32>::uninit(); 9];
+    assert!(super::host_gemm_uninit("demo", &mut dst, lhs, lhs).is_err());
+    // No columns in the left operand: zeros.
+    let empty: [f32; 0] = [];
+    let (l0, r0) = (
+        MatRef::from_row_major_slice(&empty, 2, 0),
+        MatRef::from_row_major_slice(&empty, 0, 2),
+    );
+    super::host_gemm_uninit("demo", &mut dst, l0, r0).unwrap();
+    // SAFETY: the product wrote the first four elements.
+    let zeros: Vec<f32> = dst[..4]
+        .iter()
+        .map(|v| unsafe { v.assume_init() })
+        .collect();
+    assert_eq!(zeros, [0.0; 4]);
+    // The product itself.
+    super::host_gemm_uninit("demo", &mut dst, lhs, rhs).unwrap();
+    // SAFETY: as above.
+    let c: Vec<f32> = dst[..4]
+        .iter()
+        .map(|v| unsafe { v.assume_init() })
+        .collect();
+    assert_eq!(c, [22.0, 28.0, 49.0, 64.0]);
+}

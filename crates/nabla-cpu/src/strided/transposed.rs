@@ -152,6 +152,9 @@ pub fn host_transpose<T: Copy + Send + Sync>(
         ));
     }
     let len = src.len();
+    if len == 0 {
+        return Ok(Vec::new());
+    }
     let mut out: Vec<T> = output_vec(len);
     let spare = &mut out.spare_capacity_mut()[..len];
     // Output rows `first..` (as many as `dst` holds): column `first + r` of `src`, tile by tile.
@@ -172,7 +175,7 @@ pub fn host_transpose<T: Copy + Send + Sync>(
             .par_chunks_mut(TILE * rows)
             .enumerate()
             .for_each(|(b, dst)| band(b * TILE, dst));
-    } else if rows > 0 {
+    } else {
         band(0, spare);
     }
     // SAFETY: the bands wrote every element of their rows, and they cover all `cols * rows`.
@@ -211,6 +214,8 @@ mod tests {
         }
         assert!(host_transpose(&[1.0f32; 5], 2, 3).is_err());
         assert!(host_transpose(&[0u8; 0], usize::MAX, 2).is_err());
+        // An empty matrix with a huge side returns at once.
+        assert!(host_transpose(&[0u8; 0], usize::MAX, 0)?.is_empty());
         Ok(())
     }
 

@@ -35,29 +35,30 @@ pub(super) fn run<T: LayerFloat>(
         len: dims.len,
         reverse: op.reverse(),
     };
-    match (op, slices.as_slice()) {
-        (LstmOp::Layer { .. }, &[x, w_ih, w_hh, h0, c0, bias]) => {
-            let inputs = Inputs {
-                x,
-                w_ih,
-                w_hh,
-                h0,
-                c0,
-            };
-            forward(&inputs, bias, dims, steps, alloc)
-        }
-        (LstmOp::LayerVjp { .. }, &[x, w_ih, w_hh, h0, c0, states, cot]) => {
-            let inputs = Inputs {
-                x,
-                w_ih,
-                w_hh,
-                h0,
-                c0,
-            };
-            backward(&inputs, states, cot, dims, steps, alloc)
+    let [x, w_ih, w_hh, h0, c0, rest @ ..] = slices.as_slice() else {
+        return Err(Error::invalid(op.op_name(), "wrong number of inputs"));
+    };
+    let inputs = Inputs {
+        x,
+        w_ih,
+        w_hh,
+        h0,
+        c0,
+    };
+    match (op, rest) {
+        (LstmOp::Layer { .. }, &[bias]) => forward(&inputs, bias, dims, steps, alloc),
+        (LstmOp::LayerVjp { input_grad, .. }, &[states, cot]) => {
+            let output = Cotangent { states, cot };
+            backward(&inputs, output, input_grad, dims, steps, alloc)
         }
         _ => Err(Error::invalid(op.op_name(), "wrong number of inputs")),
     }
+}
+
+/// The layer's output and its cotangent, both `[6, L, N, H]`.
+struct Cotangent<'a, T> {
+    states: &'a [T],
+    cot: &'a [T],
 }
 
 /// The inputs both kernels read: the input `[L, N, I]`, the weights `[4H, I]` and `[4H, H]`, and
@@ -217,27 +218,29 @@ fn forward<T: LayerFloat>(
 }
 
 /// The vector-Jacobian product: `[dx (L·N·I), dh0 (N·H), dc0 (N·H), dw_ih (4H·I), dw_hh (4H·H),
-/// db (4H)]`.
+/// db (4H)]`, without `dx` unless `input_grad`.
 fn backward<T: LayerFloat>(
     x: &Inputs<'_, T>,
-    states: &[T],
-    cot: &[T],
+    output: Cotangent<'_, T>,
+    input_grad: bool,
     d: Dims,
     steps: Steps,
     alloc: &dyn HostAllocator,
 ) -> Result<Vec<T>> {
     let (n, h, input) = (d.n, d.h, d.input);
     let (nh, lnh) = (n * h, d.len * n * h);
+    let (states, cot) = (output.states, output.cot);
     let (acts, hs, cs) = (
         &states[..4 * lnh],
         block(states, 4, lnh),
         block(states, 5, lnh),
     );
     let (cot_h, cot_c) = (block(cot, 4, lnh), block(cot, 5, lnh));
-    let len = d.len * n * input + 2 * nh + 4 * h * input + 4 * h * h + 4 * h;
+    let dx_len = if input_grad { d.len * n * input } else { 0 };
+    let len = dx_len + 2 * nh + 4 * h * input + 4 * h * h + 4 * h;
     let mut out: Vec<T> = alloc.vec(len);
     let spare = &mut out.spare_capacity_mut()[..len];
-    let (dx, rest) = spare.split_at_mut(d.len * n * input);
+    let (dx, rest) = spare.split_at_mut(dx_len);
     let (dstates, weights) = rest.split_at_mut(2 * nh);
     for v in weights.iter_mut() {
         v.write(T::ZERO);
@@ -249,7 +252,7 @@ fn backward<T: LayerFloat>(
     // The cotangents reaching the state from the later steps (the cell adds the outside ones).
     let (mut dh_next, mut dc_next) = (vec![T::ZERO; nh], vec![T::ZERO; nh]);
     // The gate cotangents of one chunk's steps, in time order.
-    let mut dg_chunk = vec![T::ZERO; CHUNK_STEPS * 4 * nh];
+    let mut dg_chunk = vec![T::ZERO; CHUNK_STEPS.min(d.len) * 4 * nh];
     let w = MatRef::from_row_major_slice(x.w_hh, 4 * h, h);
     let mut chunk = steps.chunk_ending(d.len);
     let mut chunk_end = d.len;
@@ -311,7 +314,8 @@ struct WeightCotangents<'a, T> {
 }
 
 /// For the times `times` with gate cotangents `dg` (`[count, N, 4H]`): writes the input's cotangent
-/// `dx = dG W_ih` for those times, and adds their shares of the weights' and bias's cotangents.
+/// `dx = dG W_ih` for those times (unless `dx`, the whole input's, is empty: not asked for), and
+/// adds their shares of the weights' and bias's cotangents.
 #[allow(clippy::too_many_arguments)]
 fn add_chunk_cotangents<T: LayerFloat>(
     x: &Inputs<'_, T>,
@@ -330,12 +334,14 @@ fn add_chunk_cotangents<T: LayerFloat>(
     }
     let g = MatRef::from_row_major_slice(dg, rows.len(), 4 * h);
     const OP: &str = "fused.lstm_layer_vjp";
-    nabla_cpu::host_gemm_uninit(
-        OP,
-        &mut dx[rows.start * input..rows.end * input],
-        g,
-        MatRef::from_row_major_slice(x.w_ih, 4 * h, input),
-    )?;
+    if !dx.is_empty() {
+        nabla_cpu::host_gemm_uninit(
+            OP,
+            &mut dx[rows.start * input..rows.end * input],
+            g,
+            MatRef::from_row_major_slice(x.w_ih, 4 * h, input),
+        )?;
+    }
     nabla_cpu::host_gemm(
         OP,
         MatMut::from_row_major_slice_mut(w.dw_ih, 4 * h, input),
@@ -366,9 +372,6 @@ fn add_recurrent_weight_cotangent<T: LayerFloat>(
 ) -> Result<()> {
     let (n, h) = (d.n, d.h);
     let nh = n * h;
-    if n == 0 {
-        return Ok(());
-    }
     let mut product = |dg: &[T], hp: &[T], rows: usize| {
         nabla_cpu::host_gemm(
             "fused.lstm_layer_vjp",

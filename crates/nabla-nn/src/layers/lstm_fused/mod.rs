@@ -1,9 +1,9 @@
 //! One LSTM layer in one direction as one fused op (what cuDNN's and oneDNN's RNN primitives do):
 //! from the input `x` (`[L, N, I]`), the weights `W_ih` (`[4H, I]`) and `W_hh` (`[4H, H]`, gate
 //! order i, f, g, o), the bias `b = b_ih + b_hh` (`[4H]`) and the initial states `h_0` and `c_0`
-//! (`[N, H]`), one kernel runs the whole layer: the input projections `x W_ihᵀ` a chunk of steps at
-//! a time, and per step one product `h W_hhᵀ` and one pass of the cell, which adds the input part,
-//! the recurrent part and the bias as it reads them. Its vector-Jacobian product is one kernel too:
+//! (`[N, H]`), one kernel runs the whole layer: the input projections `x W_ihᵀ` as one product, then
+//! per step one product `h W_hhᵀ` and one pass of the cell, which adds the input part, the
+//! recurrent part and the bias as it reads them. Its vector-Jacobian product is one kernel too:
 //! the steps backwards, one product `dG W_hh` and one cell pass each, and every chunk of steps the
 //! input's cotangent `dG W_ih` and the chunk's shares of the weights' and bias's cotangents, while
 //! the chunk's gate cotangents are in cache. Nothing per step goes on the tape, and nothing is
@@ -64,7 +64,11 @@ pub(crate) fn lstm_layer<B: Backend>(
     }
     let last = if reverse { 0 } else { len - 1 };
     let w_hh = w.w_hh;
-    let fused = x.backend().device().kind == "cpu" && matches!(x.dtype(), DType::F32 | DType::F64);
+    // The fused op takes one float dtype; mixed dtypes promote through the composite's ops.
+    let dtypes = [w.w_ih, w_hh, h0, c0].into_iter().chain(w.bias);
+    let fused = x.backend().device().kind == "cpu"
+        && matches!(x.dtype(), DType::F32 | DType::F64)
+        && dtypes.into_iter().all(|t| t.dtype() == x.dtype());
     if !fused {
         let xw = x.matmul(&w.w_ih.t()?)?;
         let xw = match w.bias {
@@ -172,8 +176,9 @@ enum LstmOp {
     /// `(x, w_ih, w_hh, h0, c0, states [6, L, N, H], cotangent [6, L, N, H])
     /// -> [LNI + 2NH + 4H·I + 4H·H + 4H]`: the cotangents of `x`, `h0`, `c0`, `w_ih`, `w_hh` and
     /// the bias, flattened one after another, from the layer's output and its cotangent (whose
-    /// activation part is ignored: only `h` and `c` leave the layer).
-    LayerVjp { reverse: bool },
+    /// activation part is ignored: only `h` and `c` leave the layer). Without `input_grad`, the
+    /// cotangent of `x` (the first `LNI` elements) is left out.
+    LayerVjp { reverse: bool, input_grad: bool },
 }
 
 /// The sizes of one layer: steps, batch rows, input features and hidden units.
@@ -223,7 +228,7 @@ fn reverse_of<B: Backend>(args: &RuleArgs<'_, B>) -> Result<bool> {
 fn layer_reverse<B: Backend>(
     args: &RuleArgs<'_, B>,
     g: &Tensor<B>,
-    _needs: &[bool],
+    needs: &[bool],
 ) -> Result<Vec<Option<Tensor<B>>>> {
     let reverse = reverse_of(args)?;
     let tracked = g.requires_grad() || args.inputs.iter().any(Tensor::requires_grad);
@@ -234,7 +239,12 @@ fn layer_reverse<B: Backend>(
     let [x, w_ih, w_hh, h0, c0, bias] = args.inputs else {
         return Err(Error::invalid("fused.lstm_layer", "expected six inputs"));
     };
-    let op = Arc::new(LstmOp::LayerVjp { reverse });
+    // The input's cotangent only when asked for: a first layer's input is often data.
+    let input_grad = needs.first().copied().unwrap_or(true);
+    let op = Arc::new(LstmOp::LayerVjp {
+        reverse,
+        input_grad,
+    });
     let inputs = [x, w_ih, w_hh, h0, c0, args.output, g];
     let flat = Tensor::apply_family_op::<FusedLstm>(op, &inputs)?;
     // The flat cotangent's pieces, in its order.
@@ -246,7 +256,8 @@ fn layer_reverse<B: Backend>(
         start += like.numel();
         Ok(Some(p))
     };
-    let (dx, dh0, dc0) = (piece(x)?, piece(h0)?, piece(c0)?);
+    let dx = if input_grad { piece(x)? } else { None };
+    let (dh0, dc0) = (piece(h0)?, piece(c0)?);
     let (dw_ih, dw_hh, db) = (piece(w_ih)?, piece(w_hh)?, piece(bias)?);
     Ok(vec![dx, dw_ih, dw_hh, dh0, dc0, db])
 }
@@ -261,7 +272,7 @@ impl LstmOp {
 
     fn reverse(self) -> bool {
         match self {
-            LstmOp::Layer { reverse } | LstmOp::LayerVjp { reverse } => reverse,
+            LstmOp::Layer { reverse } | LstmOp::LayerVjp { reverse, .. } => reverse,
         }
     }
 
@@ -305,6 +316,20 @@ impl LstmOp {
             _ => return Err(bad()),
         };
         let dtype = *dtype;
+        // Every size the op works out fits a usize (a zero-size input may have huge dimensions).
+        let Dims { len, n, input, h } = sizes;
+        let fits = |factors: &[usize]| factors.iter().try_fold(1usize, |p, &f| p.checked_mul(f));
+        let sized = [
+            [4, h, input, 1],
+            [4, h, h, 1],
+            [6, len, n, h],
+            [len, n, input, 1],
+        ]
+        .iter()
+        .all(|f| fits(f).is_some());
+        if !sized {
+            return Err(bad());
+        }
         let want = self.input_shapes(sizes);
         let ok = inputs.len() == want.len()
             && sizes.len > 0
@@ -327,8 +352,9 @@ impl ExtensionOp for LstmOp {
         let (dtype, Dims { len, n, input, h }) = self.dims(inputs)?;
         let shape = match self {
             LstmOp::Layer { .. } => vec![6, len, n, h],
-            LstmOp::LayerVjp { .. } => {
-                vec![len * n * input + 2 * n * h + 4 * h * input + 4 * h * h + 4 * h]
+            LstmOp::LayerVjp { input_grad, .. } => {
+                let dx = if *input_grad { len * n * input } else { 0 };
+                vec![dx + 2 * n * h + 4 * h * input + 4 * h * h + 4 * h]
             }
         };
         Ok(OutputSpec { dtype, shape })

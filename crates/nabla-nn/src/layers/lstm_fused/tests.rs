@@ -93,8 +93,12 @@ fn values_and_gradients_match_the_composite_layer() {
         (5, 4, 17, 3),
         (4, 40, 32, 4),
         (7, 9, 8, 5),
-        // Longer than a share of the weight cotangents (WEIGHT_CHUNK_STEPS), and not a multiple.
+        // Longer than a chunk of the vjp (CHUNK_STEPS), and not a multiple; then whole chunks.
         (19, 3, 4, 6),
+        (8, 2, 3, 15),
+        (16, 2, 3, 16),
+        // 4H above one column block of the bias's cotangent.
+        (3, 2, 40, 17),
     ];
     for (len, n, h, seed) in shapes {
         for reverse in [false, true] {
@@ -235,26 +239,90 @@ fn bad_shapes_and_dtypes_are_errors() {
 
 #[test]
 fn a_missing_bias_is_a_zero_bias() {
-    let mut v = inputs(4, 3, 5, 14);
-    v[5] = v[5].zeros_like().unwrap();
-    let with_zeros = layer(&v, false).unwrap();
-    let without = lstm_layer(
-        &v[0],
-        &LayerWeights {
-            w_ih: &v[1],
-            w_hh: &v[2],
-            bias: None,
-        },
-        &v[3],
-        &v[4],
-        false,
-    )
-    .unwrap();
-    for (a, b) in [
-        (&with_zeros.outputs, &without.outputs),
-        (&with_zeros.h_n, &without.h_n),
-        (&with_zeros.c_n, &without.c_n),
-    ] {
-        assert_eq!(vals(a), vals(b));
+    for reverse in [false, true] {
+        let mut v = inputs(11, 3, 5, 14);
+        v[5] = v[5].zeros_like().unwrap();
+        let without_bias = |x: &[T]| -> Result<T> {
+            let w = LayerWeights {
+                w_ih: &x[1],
+                w_hh: &x[2],
+                bias: None,
+            };
+            loss_of(&lstm_layer(&x[0], &w, &x[3], &x[4], reverse)?)
+        };
+        let (lz, gz) = vjp_n(|x| fused_loss(x, reverse), &v, &one()).unwrap();
+        let (ln, gn) = vjp_n(without_bias, &v[..5], &one()).unwrap();
+        assert_eq!(vals(&lz), vals(&ln));
+        for (a, b) in gz.iter().zip(&gn) {
+            assert_eq!(vals(a), vals(b));
+        }
     }
+}
+
+#[test]
+fn the_fused_vjp_matches_the_composite_for_every_output() {
+    // Every step's `h` and `c` with a random cotangent, over several chunks of the vjp.
+    let cpu = CpuBackend::new();
+    for reverse in [false, true] {
+        let v = inputs(19, 3, 6, 18);
+        let mut rng = Generator::new(19);
+        let cot = Tensor::randn([2, 19, 3, 6], DType::F64, &mut rng, &cpu).unwrap();
+        let op = Arc::new(LstmOp::Layer { reverse });
+        let fused = |x: &[T]| -> Result<T> {
+            Tensor::apply_family_op::<FusedLstm>(op.clone(), &x.iter().collect::<Vec<_>>())?
+                .narrow(0, 4, 2)
+        };
+        let composite = |x: &[T]| composite_layer(x, reverse)?.narrow(0, 4, 2);
+        let (yf, gf) = vjp_n(fused, &v, &cot).unwrap();
+        let (yc, gc) = vjp_n(composite, &v, &cot).unwrap();
+        near(&vals(&yf), &vals(&yc), 1e-13);
+        for (f, c) in gf.iter().zip(&gc) {
+            near(&vals(f), &vals(c), 1e-12);
+        }
+    }
+}
+
+#[test]
+fn an_input_without_gradient_leaves_the_others_unchanged() {
+    // Data as the input: the vjp leaves the input's cotangent out.
+    let v = inputs(10, 2, 3, 20);
+    let (_, all) = vjp_n(|x| fused_loss(x, true), &v, &one()).unwrap();
+    let vars: Vec<T> = v[1..]
+        .iter()
+        .enumerate()
+        .map(|(k, t)| Tensor::var(format!("w{k}"), t.clone()).unwrap())
+        .collect();
+    let mut with_data = vec![v[0].clone()];
+    with_data.extend(vars.iter().cloned());
+    let grads = fused_loss(&with_data, true).unwrap().backward().unwrap();
+    for (var, want) in vars.iter().zip(&all[1..]) {
+        assert_eq!(vals(grads.get(var).unwrap()), vals(want));
+    }
+}
+
+#[test]
+fn an_empty_input_size_and_mixed_dtypes_work() {
+    // No input features: the projections are zero, the input's cotangent empty.
+    let mut v = inputs(9, 2, 3, 21);
+    let cpu = CpuBackend::new();
+    v[0] = Tensor::zeros([9, 2, 0], DType::F64, &cpu).unwrap();
+    v[1] = Tensor::zeros([12, 0], DType::F64, &cpu).unwrap();
+    let (lf, gf) = vjp_n(|x| fused_loss(x, false), &v, &one()).unwrap();
+    let (lc, gc) = vjp_n(|x| composite_loss(x, false), &v, &one()).unwrap();
+    near(&vals(&lf), &vals(&lc), 1e-13);
+    for (f, c) in gf.iter().zip(&gc) {
+        assert_eq!(f.shape(), c.shape());
+        near(&vals(f), &vals(c), 1e-12);
+    }
+    // An f32 input with f64 weights and states promotes, as the composite ops do.
+    let v = inputs(3, 2, 3, 22);
+    let mut mixed = v.clone();
+    mixed[0] = v[0].cast(DType::F32).unwrap();
+    let s = layer(&mixed, false).unwrap();
+    assert_eq!(s.outputs.dtype(), DType::F64);
+    near(
+        &vals(&s.outputs),
+        &vals(&layer(&v, false).unwrap().outputs),
+        1e-6,
+    );
 }
