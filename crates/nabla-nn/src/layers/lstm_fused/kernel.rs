@@ -227,7 +227,7 @@ fn backward<T: LayerFloat>(
     steps: Steps,
     alloc: &dyn HostAllocator,
 ) -> Result<Vec<T>> {
-    let (n, h, input) = (d.n, d.h, d.input);
+    let (n, h) = (d.n, d.h);
     let (nh, lnh) = (n * h, d.len * n * h);
     let (states, cot) = (output.states, output.cot);
     let (acts, hs, cs) = (
@@ -236,19 +236,20 @@ fn backward<T: LayerFloat>(
         block(states, 5, lnh),
     );
     let (cot_h, cot_c) = (block(cot, 4, lnh), block(cot, 5, lnh));
-    let dx_len = if input_grad { d.len * n * input } else { 0 };
-    let len = dx_len + 2 * nh + 4 * h * input + 4 * h * h + 4 * h;
+    let lengths = d.vjp_lengths(input_grad);
+    let [dx_len, dh0_len, dc0_len, dw_ih_len, dw_hh_len, _] = lengths;
+    let len = lengths.iter().sum();
     let mut out: Vec<T> = alloc.vec(len);
     let spare = &mut out.spare_capacity_mut()[..len];
     let (dx, rest) = spare.split_at_mut(dx_len);
-    let (dstates, weights) = rest.split_at_mut(2 * nh);
+    let (dstates, weights) = rest.split_at_mut(dh0_len + dc0_len);
     for v in weights.iter_mut() {
         v.write(T::ZERO);
     }
     // SAFETY: written just above.
     let weights = unsafe { assume_init_mut(weights) };
-    let (dw_ih, rest) = weights.split_at_mut(4 * h * input);
-    let (dw_hh, db) = rest.split_at_mut(4 * h * h);
+    let (dw_ih, rest) = weights.split_at_mut(dw_ih_len);
+    let (dw_hh, db) = rest.split_at_mut(dw_hh_len);
     // The cotangents reaching the state from the later steps (the cell adds the outside ones).
     let (mut dh_next, mut dc_next) = (vec![T::ZERO; nh], vec![T::ZERO; nh]);
     // The gate cotangents of one chunk's steps, in time order.

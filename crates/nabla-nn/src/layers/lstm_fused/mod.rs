@@ -190,6 +190,16 @@ struct Dims {
     h: usize,
 }
 
+impl Dims {
+    /// The lengths of the vjp's flat output, in its order: `dx` (none without `input_grad`), `dh0`,
+    /// `dc0`, `dw_ih`, `dw_hh`, `db`.
+    fn vjp_lengths(self, input_grad: bool) -> [usize; 6] {
+        let (len, n, i, h) = (self.len, self.n, self.input, self.h);
+        let dx = if input_grad { len * n * i } else { 0 };
+        [dx, n * h, n * h, 4 * h * i, 4 * h * h, 4 * h]
+    }
+}
+
 /// The family binding the layer's rules.
 struct FusedLstm;
 
@@ -349,13 +359,10 @@ impl ExtensionOp for LstmOp {
     }
 
     fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
-        let (dtype, Dims { len, n, input, h }) = self.dims(inputs)?;
+        let (dtype, d) = self.dims(inputs)?;
         let shape = match self {
-            LstmOp::Layer { .. } => vec![6, len, n, h],
-            LstmOp::LayerVjp { input_grad, .. } => {
-                let dx = if *input_grad { len * n * input } else { 0 };
-                vec![dx + 2 * n * h + 4 * h * input + 4 * h * h + 4 * h]
-            }
+            LstmOp::Layer { .. } => vec![6, d.len, d.n, d.h],
+            LstmOp::LayerVjp { input_grad, .. } => vec![d.vjp_lengths(*input_grad).iter().sum()],
         };
         Ok(OutputSpec { dtype, shape })
     }
