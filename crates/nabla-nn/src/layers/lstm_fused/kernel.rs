@@ -46,7 +46,9 @@ pub(super) fn run<T: LayerFloat>(
         c0,
     };
     match (op, rest) {
-        (LstmOp::Layer { .. }, &[bias]) => forward(&inputs, bias, dims, steps, alloc),
+        (LstmOp::Layer { activations, .. }, &[bias]) => {
+            forward(&inputs, bias, dims, steps, activations, alloc)
+        }
         (LstmOp::LayerVjp { input_grad, .. }, &[states, cot]) => {
             let output = Cotangent { states, cot };
             backward(&inputs, output, input_grad, dims, steps, alloc)
@@ -151,21 +153,29 @@ unsafe fn read_and_write<T>(
     (unsafe { assume_init(r) }, w)
 }
 
-/// The forward recurrence: the output `[6, L, N, H]` (activations, then `h` and `c` per step).
+/// The forward recurrence: the output `[6, L, N, H]` (activations, then `h` and `c` per step), or
+/// `[2, L, N, H]` without `activations` (the activations then go to a scratch buffer).
 fn forward<T: LayerFloat>(
     x: &Inputs<'_, T>,
     bias: &[T],
     d: Dims,
     steps: Steps,
+    activations: bool,
     alloc: &dyn HostAllocator,
 ) -> Result<Vec<T>> {
     let (n, h) = (d.n, d.h);
-    let nh = n * h;
-    let len = 6 * d.len * nh;
+    let (nh, lnh) = (n * h, d.len * n * h);
+    let len = if activations { 6 * lnh } else { 2 * lnh };
     let mut out: Vec<T> = alloc.vec(len);
+    let mut scratch: Vec<T> = Vec::new();
     let spare = &mut out.spare_capacity_mut()[..len];
-    let (acts, states) = spare.split_at_mut(4 * d.len * nh);
-    let (hs, cs) = states.split_at_mut(d.len * nh);
+    let (acts, states) = if activations {
+        spare.split_at_mut(4 * lnh)
+    } else {
+        scratch.reserve_exact(4 * lnh);
+        (&mut scratch.spare_capacity_mut()[..4 * lnh], spare)
+    };
+    let (hs, cs) = states.split_at_mut(lnh);
     let mut gh = vec![T::ZERO; 4 * nh];
     // The input projections `x W_ihᵀ` of every step, as one product, into the activations' blocks:
     // each step's cell reads its block and overwrites it with the activations.

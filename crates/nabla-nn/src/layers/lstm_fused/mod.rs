@@ -11,7 +11,10 @@
 //!
 //! The op's output is `[6, L, N, H]`: its first `4LNH` elements are the activations `σ(i), σ(f),
 //! tanh(g), σ(o)` of every step, laid out as `[L, N, 4H]` (read only by the vjp kernel), then every
-//! step's `h` and `c` as contiguous `[L, N, H]` blocks, in time order.
+//! step's `h` and `c` as contiguous `[L, N, H]` blocks, in time order. Where the op is not recorded
+//! (no input tracked, or under [`nabla_tensor::no_grad`]), nothing will read the activations: the
+//! output is then `[2, L, N, H]`, `h` and `c` only, a third of the memory that the layer's outputs
+//! keep alive.
 //!
 //! Derivatives of any order: the reverse rule runs the fused vjp op when nothing it returns is
 //! tracked (plain `backward`, the training case); when the pass builds a graph (`create_graph`,
@@ -27,7 +30,9 @@ use nabla_core::Result;
 use nabla_core::{
     Backend, DType, Error, ExtensionOp, HostAllocator, HostData, HostView, OutputSpec,
 };
-use nabla_tensor::{ExtensionFamily, ExtensionRules, RuleArgs, Tensor, jvp_n, vjp_n};
+use nabla_tensor::{
+    ExtensionFamily, ExtensionRules, RuleArgs, Tensor, is_grad_enabled, jvp_n, vjp_n,
+};
 use std::sync::Arc;
 
 /// The outputs of [`lstm_layer`]: every step's `h` (`[L, N, H]`, time order), and the final `h` and
@@ -91,9 +96,17 @@ pub(crate) fn lstm_layer<B: Backend>(
             &zeros
         }
     };
-    let op = Arc::new(LstmOp::Layer { reverse });
-    let out = Tensor::apply_family_op::<FusedLstm>(op, &[x, w.w_ih, w_hh, h0, c0, bias])?;
-    let (outputs, cells) = (out.select_index(0, 4)?, out.select_index(0, 5)?);
+    let inputs = [x, w.w_ih, w_hh, h0, c0, bias];
+    // Only the vjp reads the activations, and it runs only where the op is recorded.
+    let activations = is_grad_enabled() && inputs.iter().any(|t| t.requires_grad());
+    let op = LstmOp::Layer {
+        reverse,
+        activations,
+    };
+    let planes = op.planes() as isize;
+    let out = Tensor::apply_family_op::<FusedLstm>(Arc::new(op), &inputs)?;
+    let outputs = out.select_index(0, planes - 2)?;
+    let cells = out.select_index(0, planes - 1)?;
     Ok(LayerStates {
         h_n: outputs.select_index(0, last as isize)?,
         c_n: cells.select_index(0, last as isize)?,
@@ -151,19 +164,23 @@ fn composite_steps<B: Backend>(
     Ok(steps.into_iter().flatten().collect())
 }
 
-/// The composite layer laid out as the fused op's output (`[6, L, N, H]`, the activations first),
-/// which the rules differentiate for higher orders and forward mode; `v` are the op's inputs.
-fn composite_layer<B: Backend>(v: &[Tensor<B>], reverse: bool) -> Result<Tensor<B>> {
+/// The composite layer laid out as the fused op `op`'s output (`[6, L, N, H]`, the activations
+/// first, or `[2, L, N, H]` without them), which the rules differentiate for higher orders and
+/// forward mode; `v` are the op's inputs.
+fn composite_layer<B: Backend>(v: &[Tensor<B>], op: LayerOp) -> Result<Tensor<B>> {
     let xw = v[0].matmul(&v[1].t()?)?.add(&v[5])?;
-    let steps = composite_steps(&xw, &v[2], &v[3], &v[4], reverse)?;
+    let steps = composite_steps(&xw, &v[2], &v[3], &v[4], op.reverse)?;
+    let hs = Tensor::stack(&steps.iter().map(|s| &s.h).collect::<Vec<_>>(), 0)?;
+    let cs = Tensor::stack(&steps.iter().map(|s| &s.c).collect::<Vec<_>>(), 0)?;
+    if !op.activations {
+        return Tensor::stack(&[&hs, &cs], 0);
+    }
     let (len, n, h) = (steps.len(), v[3].shape()[0], v[3].shape()[1]);
     let acts: Vec<Tensor<B>> = steps
         .iter()
         .map(|s| Tensor::cat(&[&s.acts[0], &s.acts[1], &s.acts[2], &s.acts[3]], -1))
         .collect::<Result<_>>()?;
     let acts = Tensor::stack(&acts.iter().collect::<Vec<_>>(), 0)?.reshape([4, len, n, h])?;
-    let hs = Tensor::stack(&steps.iter().map(|s| &s.h).collect::<Vec<_>>(), 0)?;
-    let cs = Tensor::stack(&steps.iter().map(|s| &s.c).collect::<Vec<_>>(), 0)?;
     Tensor::cat(&[&acts, &hs.unsqueeze(0)?, &cs.unsqueeze(0)?], 0)
 }
 
@@ -171,8 +188,9 @@ fn composite_layer<B: Backend>(v: &[Tensor<B>], reverse: bool) -> Result<Tensor<
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum LstmOp {
     /// `(x [L, N, I], w_ih [4H, I], w_hh [4H, H], h0 [N, H], c0 [N, H], bias [4H]) -> [6, L, N, H]`:
-    /// the activations, then every step's `h` and `c`.
-    Layer { reverse: bool },
+    /// the activations, then every step's `h` and `c`; without `activations`, `[2, L, N, H]`, the
+    /// states only.
+    Layer { reverse: bool, activations: bool },
     /// `(x, w_ih, w_hh, h0, c0, states [6, L, N, H], cotangent [6, L, N, H])
     /// -> [LNI + 2NH + 4H·I + 4H·H + 4H]`: the cotangents of `x`, `h0`, `c0`, `w_ih`, `w_hh` and
     /// the bias, flattened one after another, from the layer's output and its cotangent (whose
@@ -208,7 +226,7 @@ impl ExtensionFamily for FusedLstm {
         ExtensionRules::new()
             .reverse("fused.lstm_layer", layer_reverse)
             .forward("fused.lstm_layer", |args, t| {
-                let reverse = reverse_of(args)?;
+                let op = layer_of(args)?;
                 let (ins, ts): (Vec<Tensor<B>>, Vec<Tensor<B>>) = args
                     .inputs
                     .iter()
@@ -217,16 +235,29 @@ impl ExtensionFamily for FusedLstm {
                     .collect::<Result<Vec<_>>>()?
                     .into_iter()
                     .unzip();
-                let (_, tangent) = jvp_n(|v| composite_layer(v, reverse), &ins, &ts)?;
+                let (_, tangent) = jvp_n(|v| composite_layer(v, op), &ins, &ts)?;
                 Ok(Some(tangent))
             })
     }
 }
 
-/// The direction of the recorded layer op.
-fn reverse_of<B: Backend>(args: &RuleArgs<'_, B>) -> Result<bool> {
+/// The parameters of a recorded layer op.
+#[derive(Clone, Copy)]
+struct LayerOp {
+    reverse: bool,
+    activations: bool,
+}
+
+/// The parameters of the recorded layer op.
+fn layer_of<B: Backend>(args: &RuleArgs<'_, B>) -> Result<LayerOp> {
     match args.op.as_any().downcast_ref::<LstmOp>() {
-        Some(LstmOp::Layer { reverse }) => Ok(*reverse),
+        Some(&LstmOp::Layer {
+            reverse,
+            activations,
+        }) => Ok(LayerOp {
+            reverse,
+            activations,
+        }),
         Some(LstmOp::LayerVjp { .. }) | None => Err(Error::invalid(
             "fused.lstm_layer",
             format!("the rule was bound to another op ({})", args.op.name()),
@@ -240,10 +271,12 @@ fn layer_reverse<B: Backend>(
     g: &Tensor<B>,
     needs: &[bool],
 ) -> Result<Vec<Option<Tensor<B>>>> {
-    let reverse = reverse_of(args)?;
+    let layer = layer_of(args)?;
     let tracked = g.requires_grad() || args.inputs.iter().any(Tensor::requires_grad);
-    if tracked {
-        let (_, grads) = vjp_n(|v| composite_layer(v, reverse), args.inputs, g)?;
+    // An op run without its activations is one that was not expected to be recorded; its
+    // composite still gives the right cotangents.
+    if tracked || !layer.activations {
+        let (_, grads) = vjp_n(|v| composite_layer(v, layer), args.inputs, g)?;
         return Ok(grads.into_iter().map(Some).collect());
     }
     let [x, w_ih, w_hh, h0, c0, bias] = args.inputs else {
@@ -252,7 +285,7 @@ fn layer_reverse<B: Backend>(
     // The input's cotangent only when asked for: a first layer's input is often data.
     let input_grad = needs.first().copied().unwrap_or(true);
     let op = Arc::new(LstmOp::LayerVjp {
-        reverse,
+        reverse: layer.reverse,
         input_grad,
     });
     let inputs = [x, w_ih, w_hh, h0, c0, args.output, g];
@@ -282,7 +315,15 @@ impl LstmOp {
 
     fn reverse(self) -> bool {
         match self {
-            LstmOp::Layer { reverse } | LstmOp::LayerVjp { reverse, .. } => reverse,
+            LstmOp::Layer { reverse, .. } | LstmOp::LayerVjp { reverse, .. } => reverse,
+        }
+    }
+
+    /// The `[L, N, H]` planes of the layer's output: the activations' four (where kept), `h`, `c`.
+    fn planes(self) -> usize {
+        match self {
+            LstmOp::Layer { activations, .. } => 2 + 4 * usize::from(activations),
+            LstmOp::LayerVjp { .. } => 6,
         }
     }
 
@@ -361,7 +402,7 @@ impl ExtensionOp for LstmOp {
     fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
         let (dtype, d) = self.dims(inputs)?;
         let shape = match self {
-            LstmOp::Layer { .. } => vec![6, d.len, d.n, d.h],
+            LstmOp::Layer { .. } => vec![self.planes(), d.len, d.n, d.h],
             LstmOp::LayerVjp { input_grad, .. } => vec![d.vjp_lengths(*input_grad).iter().sum()],
         };
         Ok(OutputSpec { dtype, shape })

@@ -144,7 +144,10 @@ fn derivatives_match_finite_differences_to_second_order() {
     // random cotangent, so that each step's `c` gets an outside cotangent too.
     let states = |x: &[T]| -> Result<T> {
         Tensor::apply_family_op::<FusedLstm>(
-            Arc::new(LstmOp::Layer { reverse: true }),
+            Arc::new(LstmOp::Layer {
+                reverse: true,
+                activations: true,
+            }),
             &[&x[0], &x[1], &x[2], &x[3], &x[4], &x[5]],
         )?
         .narrow(0, 4, 2)
@@ -206,9 +209,15 @@ fn bad_shapes_and_dtypes_are_errors() {
     let cpu = CpuBackend::new();
     let v = inputs(2, 2, 3, 11);
     let op = |x: &[&T]| {
-        Tensor::apply_family_op::<FusedLstm>(Arc::new(LstmOp::Layer { reverse: false }), x)
-            .unwrap_err()
-            .to_string()
+        Tensor::apply_family_op::<FusedLstm>(
+            Arc::new(LstmOp::Layer {
+                reverse: false,
+                activations: true,
+            }),
+            x,
+        )
+        .unwrap_err()
+        .to_string()
     };
     let wide = Tensor::zeros([2, 4], DType::F64, &cpu).unwrap();
     let all = |k: usize, t: &T| -> Vec<T> {
@@ -267,12 +276,19 @@ fn the_fused_vjp_matches_the_composite_for_every_output() {
         let v = inputs(19, 3, 6, 18);
         let mut rng = Generator::new(19);
         let cot = Tensor::randn([2, 19, 3, 6], DType::F64, &mut rng, &cpu).unwrap();
-        let op = Arc::new(LstmOp::Layer { reverse });
+        let op = Arc::new(LstmOp::Layer {
+            reverse,
+            activations: true,
+        });
         let fused = |x: &[T]| -> Result<T> {
             Tensor::apply_family_op::<FusedLstm>(op.clone(), &x.iter().collect::<Vec<_>>())?
                 .narrow(0, 4, 2)
         };
-        let composite = |x: &[T]| composite_layer(x, reverse)?.narrow(0, 4, 2);
+        let layer = LayerOp {
+            reverse,
+            activations: true,
+        };
+        let composite = |x: &[T]| composite_layer(x, layer)?.narrow(0, 4, 2);
         let (yf, gf) = vjp_n(fused, &v, &cot).unwrap();
         let (yc, gc) = vjp_n(composite, &v, &cot).unwrap();
         near(&vals(&yf), &vals(&yc), 1e-13);
@@ -325,4 +341,55 @@ fn an_empty_input_size_and_mixed_dtypes_work() {
         &vals(&layer(&v, false).unwrap().outputs),
         1e-6,
     );
+}
+
+#[test]
+fn without_gradients_the_states_are_the_same_and_the_activations_are_not_kept() {
+    for reverse in [false, true] {
+        let v = inputs(11, 3, 5, 21);
+        let tracked: Vec<T> = v
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Tensor::var(format!("v{i}"), t.clone()).unwrap())
+            .collect();
+        let with = layer(&tracked, reverse).unwrap();
+        for without in [
+            layer(&v, reverse).unwrap(),
+            nabla_tensor::no_grad(|| layer(&tracked, reverse)).unwrap(),
+        ] {
+            assert!(!without.outputs.requires_grad());
+            near(&vals(&without.outputs), &vals(&with.outputs), 0.0);
+            near(&vals(&without.h_n), &vals(&with.h_n), 0.0);
+            near(&vals(&without.c_n), &vals(&with.c_n), 0.0);
+        }
+        // The untracked op's output is the two state planes only.
+        let op = Arc::new(LstmOp::Layer {
+            reverse,
+            activations: false,
+        });
+        let states =
+            Tensor::apply_family_op::<FusedLstm>(op, &v.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!(states.shape(), &[2, 11, 3, 5]);
+        // Its rules (which nothing calls in practice) are the composite's.
+        let layer = LayerOp {
+            reverse,
+            activations: false,
+        };
+        let fused = |x: &[T]| -> Result<T> {
+            Tensor::apply_family_op::<FusedLstm>(
+                Arc::new(LstmOp::Layer {
+                    reverse,
+                    activations: false,
+                }),
+                &x.iter().collect::<Vec<_>>(),
+            )
+        };
+        let cot = states.ones_like().unwrap();
+        let (yf, gf) = vjp_n(fused, &v, &cot).unwrap();
+        let (yc, gc) = vjp_n(|x| composite_layer(x, layer), &v, &cot).unwrap();
+        near(&vals(&yf), &vals(&yc), 1e-13);
+        for (f, c) in gf.iter().zip(&gc) {
+            near(&vals(f), &vals(c), 1e-12);
+        }
+    }
 }
