@@ -246,6 +246,17 @@ impl<B: Backend> Cotangent<B> {
             }
             return Ok(());
         }
+        // One piece with gaps around it (a selection out of a larger output) is padded with zeros
+        // in one pass, rather than joined to zero tensors made first.
+        if let [one] = pieces.as_slice() {
+            let after = size - one.first - len(one);
+            if one.first > 0 || after > 0 {
+                let mut pads = vec![(0, 0); node.shape.len()];
+                pads[axis] = (one.first, after);
+                let padded = one.grad.pad(&pads, 0i64)?;
+                return self.add(node, padded, "slice");
+            }
+        }
         let gap = |n: usize| {
             let mut shape = node.shape.clone();
             shape[axis] = n;
