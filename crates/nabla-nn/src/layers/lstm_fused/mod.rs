@@ -167,12 +167,12 @@ fn composite_steps<B: Backend>(
 /// The composite layer laid out as the fused op `op`'s output (`[6, L, N, H]`, the activations
 /// first, or `[2, L, N, H]` without them), which the rules differentiate for higher orders and
 /// forward mode; `v` are the op's inputs.
-fn composite_layer<B: Backend>(v: &[Tensor<B>], op: LayerOp) -> Result<Tensor<B>> {
+fn composite_layer<B: Backend>(v: &[Tensor<B>], op: LstmOp) -> Result<Tensor<B>> {
     let xw = v[0].matmul(&v[1].t()?)?.add(&v[5])?;
-    let steps = composite_steps(&xw, &v[2], &v[3], &v[4], op.reverse)?;
+    let steps = composite_steps(&xw, &v[2], &v[3], &v[4], op.reverse())?;
     let hs = Tensor::stack(&steps.iter().map(|s| &s.h).collect::<Vec<_>>(), 0)?;
     let cs = Tensor::stack(&steps.iter().map(|s| &s.c).collect::<Vec<_>>(), 0)?;
-    if !op.activations {
+    if op.planes() == 2 {
         return Tensor::stack(&[&hs, &cs], 0);
     }
     let (len, n, h) = (steps.len(), v[3].shape()[0], v[3].shape()[1]);
@@ -241,23 +241,10 @@ impl ExtensionFamily for FusedLstm {
     }
 }
 
-/// The parameters of a recorded layer op.
-#[derive(Clone, Copy)]
-struct LayerOp {
-    reverse: bool,
-    activations: bool,
-}
-
-/// The parameters of the recorded layer op.
-fn layer_of<B: Backend>(args: &RuleArgs<'_, B>) -> Result<LayerOp> {
+/// The recorded layer op (a [`LstmOp::Layer`]).
+fn layer_of<B: Backend>(args: &RuleArgs<'_, B>) -> Result<LstmOp> {
     match args.op.as_any().downcast_ref::<LstmOp>() {
-        Some(&LstmOp::Layer {
-            reverse,
-            activations,
-        }) => Ok(LayerOp {
-            reverse,
-            activations,
-        }),
+        Some(&layer @ LstmOp::Layer { .. }) => Ok(layer),
         Some(LstmOp::LayerVjp { .. }) | None => Err(Error::invalid(
             "fused.lstm_layer",
             format!("the rule was bound to another op ({})", args.op.name()),
@@ -275,7 +262,7 @@ fn layer_reverse<B: Backend>(
     let tracked = g.requires_grad() || args.inputs.iter().any(Tensor::requires_grad);
     // An op run without its activations is one that was not expected to be recorded; its
     // composite still gives the right cotangents.
-    if tracked || !layer.activations {
+    if tracked || layer.planes() == 2 {
         let (_, grads) = vjp_n(|v| composite_layer(v, layer), args.inputs, g)?;
         return Ok(grads.into_iter().map(Some).collect());
     }
@@ -285,7 +272,7 @@ fn layer_reverse<B: Backend>(
     // The input's cotangent only when asked for: a first layer's input is often data.
     let input_grad = needs.first().copied().unwrap_or(true);
     let op = Arc::new(LstmOp::LayerVjp {
-        reverse: layer.reverse,
+        reverse: layer.reverse(),
         input_grad,
     });
     let inputs = [x, w_ih, w_hh, h0, c0, args.output, g];

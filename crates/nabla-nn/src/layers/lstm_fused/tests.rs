@@ -284,11 +284,7 @@ fn the_fused_vjp_matches_the_composite_for_every_output() {
             Tensor::apply_family_op::<FusedLstm>(op.clone(), &x.iter().collect::<Vec<_>>())?
                 .narrow(0, 4, 2)
         };
-        let layer = LayerOp {
-            reverse,
-            activations: true,
-        };
-        let composite = |x: &[T]| composite_layer(x, layer)?.narrow(0, 4, 2);
+        let composite = |x: &[T]| composite_layer(x, *op)?.narrow(0, 4, 2);
         let (yf, gf) = vjp_n(fused, &v, &cot).unwrap();
         let (yc, gc) = vjp_n(composite, &v, &cot).unwrap();
         near(&vals(&yf), &vals(&yc), 1e-13);
@@ -368,25 +364,16 @@ fn without_gradients_the_states_are_the_same_and_the_activations_are_not_kept() 
             activations: false,
         });
         let states =
-            Tensor::apply_family_op::<FusedLstm>(op, &v.iter().collect::<Vec<_>>()).unwrap();
+            Tensor::apply_family_op::<FusedLstm>(op.clone(), &v.iter().collect::<Vec<_>>())
+                .unwrap();
         assert_eq!(states.shape(), &[2, 11, 3, 5]);
         // Its rules (which nothing calls in practice) are the composite's.
-        let layer = LayerOp {
-            reverse,
-            activations: false,
-        };
         let fused = |x: &[T]| -> Result<T> {
-            Tensor::apply_family_op::<FusedLstm>(
-                Arc::new(LstmOp::Layer {
-                    reverse,
-                    activations: false,
-                }),
-                &x.iter().collect::<Vec<_>>(),
-            )
+            Tensor::apply_family_op::<FusedLstm>(op.clone(), &x.iter().collect::<Vec<_>>())
         };
         let cot = states.ones_like().unwrap();
         let (yf, gf) = vjp_n(fused, &v, &cot).unwrap();
-        let (yc, gc) = vjp_n(|x| composite_layer(x, layer), &v, &cot).unwrap();
+        let (yc, gc) = vjp_n(|x| composite_layer(x, *op), &v, &cot).unwrap();
         near(&vals(&yf), &vals(&yc), 1e-13);
         for (f, c) in gf.iter().zip(&gc) {
             near(&vals(f), &vals(c), 1e-12);
