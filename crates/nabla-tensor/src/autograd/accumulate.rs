@@ -246,16 +246,13 @@ impl<B: Backend> Cotangent<B> {
             }
             return Ok(());
         }
-        // One piece with gaps around it (a selection out of a larger output) is padded with zeros
-        // in one pass, rather than joined to zero tensors made first.
-        if let [one] = pieces.as_slice() {
-            let after = size - one.first - len(one);
-            if one.first > 0 || after > 0 {
-                let mut pads = vec![(0, 0); node.shape.len()];
-                pads[axis] = (one.first, after);
-                let padded = one.grad.pad(&pads, 0i64)?;
-                return self.add(node, padded, "slice");
-            }
+        // One piece with gaps around it (a selection out of a larger output) is placed as a slice's
+        // cotangent is, with one zero pad, rather than joined to zero tensors made first.
+        if let [one] = pieces.as_slice()
+            && (one.first > 0 || one.first + len(one) < size)
+        {
+            let placed = rules::slice_cotangent(axis, one.first, len(one), 1, size, &one.grad)?;
+            return self.add(node, placed, "slice");
         }
         let gap = |n: usize| {
             let mut shape = node.shape.clone();
