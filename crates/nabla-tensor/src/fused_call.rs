@@ -78,7 +78,7 @@ impl<B: Backend> Tensor<B> {
         let mut calls = Vec::with_capacity(inputs.len());
         for (k, t) in inputs.iter().enumerate() {
             first.check_device(OP, t)?;
-            if t.requires_grad() && crate::is_grad_enabled() {
+            if crate::is_recorded(&[t]) {
                 return Err(Error::autodiff(
                     OP,
                     format!(

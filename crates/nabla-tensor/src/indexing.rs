@@ -21,7 +21,7 @@ impl<B: Backend> Tensor<B> {
     /// The sorted `values` of `self` at `indices` along `axis`; for a tracked `self` they are gathered
     /// again so that the gradient flows back to the positions they came from.
     fn values_at(&self, axis: usize, values: Tensor<B>, indices: &Tensor<B>) -> Result<Tensor<B>> {
-        if self.requires_grad() && crate::is_grad_enabled() {
+        if crate::is_recorded(&[self]) {
             self.gather(axis as isize, indices)
         } else {
             Ok(values)
@@ -279,7 +279,7 @@ impl<B: Backend> Tensor<B> {
         shape[rank - 2] = oh;
         shape[rank - 1] = ow;
         let indices = Tensor::from_output(i, shape.clone(), self.backend());
-        if !(self.requires_grad() && crate::is_grad_enabled()) {
+        if !crate::is_recorded(&[self]) {
             return Ok((Tensor::from_output(v, shape, self.backend()), indices));
         }
         // The maxima are exactly `gather(x planes, -1, indices)`: record them as that gather of the

@@ -46,4 +46,5 @@ pub use jacobian::{
     JacobianBlocks, Linearized, hessian_n, jacfwd_n, jacrev_n, linearize, linearize_n,
 };
 pub(crate) use node::Node;
+pub use node::is_recorded;
 pub(crate) use op::Op;

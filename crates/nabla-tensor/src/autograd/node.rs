@@ -100,15 +100,32 @@ impl<B: Backend> Drop for Node<B> {
     }
 }
 
+/// Whether an op on `inputs` records its derivative: an input is tracked and recording is on (no
+/// [`no_grad`](crate::no_grad) scope). Ops that keep extra state only for their reverse rule (the
+/// fused LSTM layer's activations) ask this first.
+///
+/// ```
+/// use nabla_cpu::CpuBackend;
+/// use nabla_tensor::{Tensor, is_recorded, no_grad};
+/// let cpu = CpuBackend::new();
+/// let x = Tensor::var("x", Tensor::from_vec(vec![1.0f32], [1], &cpu)?)?;
+/// let c = Tensor::from_vec(vec![2.0f32], [1], &cpu)?;
+/// assert!(is_recorded(&[&x, &c]));
+/// assert!(!is_recorded(&[&c]));
+/// assert!(!no_grad(|| is_recorded(&[&x])));
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+#[inline]
+pub fn is_recorded<B: Backend>(inputs: &[&Tensor<B>]) -> bool {
+    inputs.iter().any(|t| t.ad.is_some()) && is_grad_enabled()
+}
+
 impl<B: Backend> Tensor<B> {
     /// Attaches the derivative record of `op` to a freshly computed `self` when any input is tracked and
     /// recording is on. `op` is a closure so that untracked computation builds nothing.
     #[inline]
     pub(crate) fn record(mut self, op: impl FnOnce() -> Op<B>, inputs: &[&Tensor<B>]) -> Tensor<B> {
-        if !inputs.iter().any(|t| t.ad.is_some())
-            || !is_tracked_dtype(self.dtype())
-            || !is_grad_enabled()
-        {
+        if !is_recorded(inputs) || !is_tracked_dtype(self.dtype()) {
             return self;
         }
         let op = op();

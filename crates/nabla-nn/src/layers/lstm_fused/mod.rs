@@ -30,9 +30,7 @@ use nabla_core::Result;
 use nabla_core::{
     Backend, DType, Error, ExtensionOp, HostAllocator, HostData, HostView, OutputSpec,
 };
-use nabla_tensor::{
-    ExtensionFamily, ExtensionRules, RuleArgs, Tensor, is_grad_enabled, jvp_n, vjp_n,
-};
+use nabla_tensor::{ExtensionFamily, ExtensionRules, RuleArgs, Tensor, is_recorded, jvp_n, vjp_n};
 use std::sync::Arc;
 
 /// The outputs of [`lstm_layer`]: every step's `h` (`[L, N, H]`, time order), and the final `h` and
@@ -98,7 +96,7 @@ pub(crate) fn lstm_layer<B: Backend>(
     };
     let inputs = [x, w.w_ih, w_hh, h0, c0, bias];
     // Only the vjp reads the activations, and it runs only where the op is recorded.
-    let activations = is_grad_enabled() && inputs.iter().any(|t| t.requires_grad());
+    let activations = is_recorded(&inputs);
     let op = LstmOp::Layer {
         reverse,
         activations,
