@@ -37,7 +37,7 @@ BINARY = os.path.join(ROOT, "target", "release", "examples", "bench_data_paralle
 def mpirun(np, extra_mca=()):
     """The launcher command for `np` ranks (allowed as root, oversubscription allowed)."""
     if shutil.which("mpirun") is None:
-        sys.exit("mpirun not found: apt-get install openmpi-bin libopenmpi-dev")
+        sys.exit("mpirun not found: apt-get install openmpi-bin libopenmpi-dev libclang-dev")
     version = subprocess.run(["mpirun", "--version"], capture_output=True, text=True).stdout
     if "Open MPI" in version:
         cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "core", "-np", str(np)]
@@ -76,7 +76,10 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     opts = parser.parse_args()
     subprocess.run(
-        ["cargo", "build", "--release", "-q", "-p", "nabla-distributed", "--example", "bench_data_parallel"],
+        [
+            "cargo", "build", "--release", "-q", "-p", "nabla-distributed",
+            "--features", "mpi", "--example", "bench_data_parallel",
+        ],
         cwd=ROOT,
         check=True,
     )

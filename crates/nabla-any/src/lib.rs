@@ -1,12 +1,19 @@
-//! A backend chosen at run time: [`AnyBackend`] is one [`Backend`] type whose value is the CPU or a wgpu
-//! device, so an application (or the `nabla` command line) picks the device from a flag or a config
-//! file and runs one monomorphised copy of its code.
+//! Owns [`AnyBackend`] and [`AnyStorage`]: one backend type whose device is chosen at run time.
+//! Must not depend on `nabla-tensor` or above: only `nabla-core`, `nabla-cpu` and `nabla-wgpu`.
 //!
-//! Every kernel runs on the chosen device's own backend (its fast paths, native extension kernels and
-//! fused kernels included); buffers are [`AnyStorage`] handles tagged with their device. Mixing devices
-//! in one op is an error naming both, never a silent copy. Tensors move between devices with
-//! `Tensor::to_backend`, which is a differentiable op when source and target are both `AnyBackend`s:
-//! gradients flow back across the move.
+//! The layering of the crates, and the rules above, are described in the architecture chapter of
+//! the book, `docs/src/architecture.md`.
+//!
+//! A backend chosen at run time: [`AnyBackend`] is one [`Backend`] type whose value is the CPU or
+//! a wgpu device (the latter with the default feature `wgpu`), so an application (or the `nabla`
+//! command line) picks the device from a flag or a config file and runs one monomorphised copy of
+//! its code.
+//!
+//! Every kernel runs on the chosen device's own backend (its fast paths, native extension kernels
+//! and fused kernels included); buffers are [`AnyStorage`] handles tagged with their device.
+//! Mixing devices in one op is an error naming both, never a silent copy. Tensors move between
+//! devices with `Tensor::to_backend`, which is a differentiable op when source and target are both
+//! `AnyBackend`s: gradients flow back across the move.
 //!
 //! ```
 //! use nabla_any::AnyBackend;

@@ -1,20 +1,26 @@
-//! The conformance suite of nabla: one set of checks, generic over the [`Backend`], that every backend
-//! runs (in the spirit of Burn's `burn-backend-tests` and Candle's `test_device!`).
+//! Owns the conformance suite that every backend runs: fixtures, properties and kernel checks.
+//! Must not depend on a concrete backend: each backend's own crate runs the suite on itself.
+//!
+//! The layering of the crates, and the rules above, are described in the architecture chapter of
+//! the book, `docs/src/architecture.md`.
+//!
+//! The conformance suite of nabla: one set of checks, generic over the [`Backend`], that every
+//! backend runs (in the spirit of Burn's `burn-backend-tests` and Candle's `test_device!`).
 //!
 //! It has three parts:
-//! - the **NumPy fixtures** (`fixtures/numpy_*.json`, written by `scripts/gen_numpy_fixtures.py`): each case
-//!   names an op, its parameters, its inputs (often seen through strided, flipped or broadcast views) and
-//!   NumPy's result, and is run through the `Tensor` API;
-//! - **properties** (proptest) of every op family against plain-Rust references, over random shapes
-//!   (empty and rank-0 included), broadcasting and non-contiguous views;
-//! - **direct kernel checks** of Backend methods the Tensor API does not reach on its own (pooling, the
-//!   convolution gradients, `select`, `pad`, `concat`, `one_hot`, `topk`, `cumsum`, `scatter_add`...), called
-//!   on the backend itself and compared with naive loops.
+//! - the **NumPy fixtures** (`fixtures/numpy_*.json`, written by `scripts/gen_numpy_fixtures.py`):
+//!   each case names an op, its parameters, its inputs (often seen through strided, flipped or
+//!   broadcast views) and NumPy's result, and is run through the `Tensor` API;
+//! - **properties** (proptest) of every op family against plain-Rust references, over random
+//!   shapes (empty and rank-0 included), broadcasting and non-contiguous views;
+//! - **direct kernel checks** of Backend methods the Tensor API does not reach on its own
+//!   (pooling, the convolution gradients, `select`, `pad`, `concat`, `one_hot`, `topk`, `cumsum`,
+//!   `scatter_add`...), called on the backend itself and compared with naive loops.
 //!
-//! A backend states what it supports in [`Capabilities`]: its dtypes (cases needing another are skipped
-//! *and counted*, never silently passed), extra float tolerances per dtype, and whether float results are
-//! bit-exact where IEEE 754 makes them so. [`conformance_suite!`] expands to one `#[test]` per [`FAMILIES`]
-//! entry, so a failure names its family and backend:
+//! A backend states what it supports in [`Capabilities`]: its dtypes (cases needing another are
+//! skipped *and counted*, never silently passed), extra float tolerances per dtype, and whether
+//! float results are bit-exact where IEEE 754 makes them so. [`conformance_suite!`] expands to one
+//! `#[test]` per [`FAMILIES`] entry, so a failure names its family and backend:
 //!
 //! ```
 //! // crates/nabla-cpu/tests/conformance.rs

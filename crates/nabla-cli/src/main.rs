@@ -1,8 +1,14 @@
+//! Owns the `nabla` binary: its arguments, built-in models and the train/eval/predict commands.
+//! Must not depend on the `nabla` facade or `nabla-py`; MPI only through its opt-in `mpi` feature.
+//!
 //! `nabla`: train, evaluate and run small image classifiers from the command line.
 //!
 //! `nabla train` with no arguments trains a small CNN on the UCI digits embedded in nabla and
-//! reaches about 98% test accuracy in seconds; `nabla eval` and `nabla predict` use the checkpoint it
-//! writes. `nabla --help` and `nabla <command> --help` describe every option.
+//! reaches about 98% test accuracy in seconds; `nabla eval` and `nabla predict` use the checkpoint
+//! it writes. `nabla --help` and `nabla <command> --help` describe every option.
+//!
+//! The layering of the crates, and the rules above, are described in the architecture chapter of
+//! the book, `docs/src/architecture.md`.
 
 mod args;
 #[cfg(test)]

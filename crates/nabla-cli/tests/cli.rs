@@ -201,3 +201,38 @@ fn quick_train_then_eval_predict_and_resume() -> Result<(), Box<dyn std::error::
     }
     Ok(())
 }
+
+/// `nabla train` built without the `mpi` feature, started as a launcher would start one of two
+/// ranks, stops with one line saying how to build with MPI, and writes nothing; as a launcher's
+/// world of one it trains alone.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn a_build_without_mpi_refuses_to_be_one_of_several_ranks() {
+    let ckpt = temp("no-mpi.safetensors");
+    let c = ckpt.to_string_lossy().into_owned();
+    let train_as = |size: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_nabla"))
+            .args([
+                "train",
+                "--model",
+                "mlp",
+                "--epochs",
+                "1",
+                "--no-plot",
+                "-q",
+            ])
+            .args(["--checkpoint", &c])
+            .env("OMPI_COMM_WORLD_SIZE", size)
+            .env("OMPI_COMM_WORLD_RANK", "0")
+            .output()
+            .expect("nabla runs")
+    };
+    let o = train_as("2");
+    assert_one_line_error(&o, "one of 2 ranks");
+    assert_one_line_error(&o, "--features mpi");
+    assert!(!ckpt.exists(), "a refused rank wrote {c}");
+    let o = train_as("1");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(ckpt.exists());
+    std::fs::remove_file(&ckpt).ok();
+}

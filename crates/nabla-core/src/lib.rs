@@ -1,7 +1,12 @@
-//! Core types of nabla: runtime dtypes and their element types, shapes, strided layouts, the error type,
-//! the primitive op catalogue and the [`Backend`] trait that devices implement.
+//! Owns the dtypes, shapes, strided layouts, error type, primitive catalogue and `Backend` trait.
+//! Must not depend on any other nabla crate: every other crate builds on this one.
 //!
-//! Users normally reach these through the `nabla` facade crate.
+//! Core types of nabla: runtime dtypes and their element types, shapes, strided layouts, the error
+//! type, the primitive op catalogue and the [`Backend`] trait that devices implement.
+//!
+//! Users normally reach these through the `nabla` facade crate. The layering of the crates, and
+//! the rules above, are described in the architecture chapter of the book,
+//! `docs/src/architecture.md`.
 #![warn(missing_docs)]
 
 mod backend;

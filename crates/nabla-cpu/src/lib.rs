@@ -1,9 +1,14 @@
-//! The CPU backend of nabla.
+//! Owns the CPU backend: [`CpuBackend`], [`CpuStorage`], their kernels, thread pool, buffer pool.
+//! Must not depend on any nabla crate but `nabla-core`: it implements `Backend`, never `Tensor`.
 //!
-//! Kernels are generic over [`nabla_core::Element`] and dispatched once per op on the runtime dtype. They
-//! accept strided views (broadcast, transposed, negative-step) directly, take contiguous fast paths that
-//! vectorise, and split work across threads with rayon above [`PARALLEL_THRESHOLD`] elements. Matrix
-//! products of float and complex types go through faer with the views' strides passed straight through.
+//! The layering of the crates, and the rules above, are described in the architecture chapter of
+//! the book, `docs/src/architecture.md`.
+//!
+//! Kernels are generic over [`nabla_core::Element`] and dispatched once per op on the runtime
+//! dtype. They accept strided views (broadcast, transposed, negative-step) directly, take
+//! contiguous fast paths that vectorise, and split work across threads with rayon above
+//! [`PARALLEL_THRESHOLD`] elements. Matrix products of float and complex types go through faer
+//! with the views' strides passed straight through.
 //!
 //! ```
 //! use nabla_core::{Backend, HostData, Layout, UnaryOp};

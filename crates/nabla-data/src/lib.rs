@@ -1,12 +1,18 @@
+//! Owns data sets and loading: `Dataset`, `DataLoader`, sampler, file readers, transforms, digits.
+//! Must not depend on a concrete backend or on `nabla-nn`: only `nabla-core` and `nabla-tensor`.
+//!
+//! The layering of the crates, and the rules above, are described in the architecture chapter of
+//! the book, `docs/src/architecture.md`.
+//!
 //! Data sets and data loading for nabla, after `torch.utils.data` and `torchvision`.
 //!
 //! - [`Dataset`] (indexable examples), [`TensorDataset`], [`Subset`], [`random_split`] and the
 //!   [`Collate`] step that stacks examples into a batch;
-//! - [`DataLoader`]: batching, seeded per-epoch shuffling, `drop_last`, and background worker threads
-//!   that prefetch batches;
-//! - readers for the IDX format of MNIST / Fashion-MNIST ([`read_idx`], [`Mnist`]), CSV ([`read_csv`])
-//!   and NumPy `.npy` ([`read_npy`]), raw or gzip-compressed; bad or truncated input gives an error
-//!   naming the file and the byte offset;
+//! - [`DataLoader`]: batching, seeded per-epoch shuffling, `drop_last`, and background worker
+//!   threads that prefetch batches;
+//! - readers for the IDX format of MNIST / Fashion-MNIST ([`read_idx`], [`Mnist`]), CSV
+//!   ([`read_csv`]) and NumPy `.npy` ([`read_npy`]), raw or gzip-compressed; bad or truncated
+//!   input gives an error naming the file and the byte offset;
 //! - [`transforms`]: `Normalize`, `RandomCrop`, `RandomHorizontalFlip`, `Compose`;
 //! - [`Digits`]: the UCI optical digits set (1,797 8x8 images), embedded in the crate.
 //!

@@ -1,15 +1,23 @@
-//! `#[derive(Module)]`: implements `nabla_nn::Module` for a struct by visiting its fields in declaration
-//! order, each under its own name, so parameters get PyTorch-style dotted names
+//! Owns the procedural macros `#[derive(Module)]` and `#[differentiate]`.
+//! Must not depend on any nabla crate: a proc-macro, it names them only in the code it emits.
+//!
+//! The layering of the crates, and the rules above, are described in the architecture chapter of
+//! the book, `docs/src/architecture.md`.
+//!
+//! `#[derive(Module)]`: implements `nabla_nn::Module` for a struct by visiting its fields in
+//! declaration order, each under its own name, so parameters get PyTorch-style dotted names
 //! (`encoder.layers.0.attn.q_proj.weight`).
 //!
-//! The struct's first type parameter is taken as the backend. Every field must implement `Module` for
-//! that backend (parameters, layers, `Vec`s and `Option`s of them, and plain numbers and flags, which
-//! hold nothing) unless it is marked `#[module(skip)]`. Tuple structs name their fields `0`, `1`, ...
+//! The struct's first type parameter is taken as the backend. Every field must implement `Module`
+//! for that backend (parameters, layers, `Vec`s and `Option`s of them, and plain numbers and
+//! flags, which hold nothing) unless it is marked `#[module(skip)]`. Tuple structs name their
+//! fields `0`, `1`, ...
 //!
 //! The generated code refers to the library as `::nabla::nn`; a crate that depends on `nabla-nn`
 //! directly says so with `#[module(crate = nabla_nn)]` on the struct.
 //!
-//! `#[differentiate]` generates the gradient of a plain `f64` function; see [`macro@differentiate`].
+//! `#[differentiate]` generates the gradient of a plain `f64` function; see
+//! [`macro@differentiate`].
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;

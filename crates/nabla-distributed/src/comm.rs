@@ -120,7 +120,7 @@ impl Pending {
 /// The collectives data-parallel training needs, over a fixed group of processes (ranks). Every rank
 /// must call the same collectives in the same order with buffers of the same kind and length.
 ///
-/// [`MpiCommunicator`](crate::MpiCommunicator) implements it on MPI; [`SingleProcess`] is the
+/// `MpiCommunicator` (feature `mpi`) implements it on MPI; [`SingleProcess`] is the
 /// one-rank group. A NCCL communicator for CUDA devices would implement the same trait.
 ///
 /// ```

@@ -1,39 +1,47 @@
-//! Linear algebra for nabla, built as an **extension op family**: the worked example of how a crate
-//! outside the core adds ops with their kernels and derivative rules.
+//! Owns the `linalg` extension family: solvers, factorisations, spectral ops, kernels and rules.
+//! Must not depend on a concrete backend: only `nabla-core` and `nabla-tensor` (kernels on faer).
+//!
+//! The layering of the crates, and the rules above, are described in the architecture chapter of
+//! the book, `docs/src/architecture.md`.
+//!
+//! Linear algebra for nabla, built as an **extension op family**: the worked example of how a
+//! crate outside the core adds ops with their kernels and derivative rules.
 //!
 //! The family works on batches of matrices `[..., m, n]` of f32, f64, complex64 and complex128:
 //! - [`solve`] (`A⁻¹B`), [`inv`] (`A⁻¹`) and [`logabsdet`] (`log |det A|`);
-//! - factorisations and what is built on them: [`cholesky`], [`triangular_solve`], [`det`], [`slogdet`],
-//!   [`lu`], [`qr`], [`qr_full`], [`lstsq`] (table of shapes and rules in the `factor` module);
-//! - spectral ops: [`eigh`], [`svd`], [`svdvals`], [`eigvals`], [`eig`], [`pinv`], [`matrix_norm`],
-//!   [`matrix_exp`] (table in the `spectral` module).
+//! - factorisations and what is built on them: [`cholesky`], [`triangular_solve`], [`det`],
+//!   [`slogdet`], [`lu`], [`qr`], [`qr_full`], [`lstsq`] (table of shapes and rules in the
+//!   `factor` module);
+//! - spectral ops: [`eigh`], [`svd`], [`svdvals`], [`eigvals`], [`eig`], [`pinv`],
+//!   [`matrix_norm`], [`matrix_exp`] (table in the `spectral` module).
 //! - composed of those and core ops: [`vector_norm`], [`cross`], [`vecdot`], [`matrix_power`],
-//!   [`multi_dot`], [`cond`], [`eigvalsh`], [`cholesky_upper`], [`pinvh`], [`tensorsolve`], [`tensorinv`].
+//!   [`multi_dot`], [`cond`], [`eigvalsh`], [`cholesky_upper`], [`pinvh`], [`tensorsolve`],
+//!   [`tensorinv`].
 //!
-//! Every op has a forward and a reverse rule, correct for complex inputs under JAX's
-//! convention (see `nabla_tensor`'s docs on complex numbers). Ops with several results (QR, SVD, eigh,
-//! LU, slogdet) compute one packed tensor and return views of it, so their derivatives flow through
+//! Every op has a forward and a reverse rule, correct for complex inputs under JAX's convention
+//! (see `nabla_tensor`'s docs on complex numbers). Ops with several results (QR, SVD, eigh, LU,
+//! slogdet) compute one packed tensor and return views of it, so their derivatives flow through
 //! one graph node; [`solve`] also keeps `A`'s LU factors in its packed output, so its derivatives
-//! solve with them instead of factoring `A` again. Singular input, a matrix that is not positive definite and non-finite values are
-//! errors naming the op and the matrix of the batch; repeated eigenvalues or singular values give
-//! finite derivatives (exact for losses that do not depend on the basis chosen inside a degenerate
-//! subspace), as documented on each op.
+//! solve with them instead of factoring `A` again. Singular input, a matrix that is not positive
+//! definite and non-finite values are errors naming the op and the matrix of the batch; repeated
+//! eigenvalues or singular values give finite derivatives (exact for losses that do not depend on
+//! the basis chosen inside a degenerate subspace), as documented on each op.
 //!
 //! # Writing an extension family
 //! 1. **Ops.** One type per op implementing [`nabla_core::ExtensionOp`]: a namespaced name
 //!    (`"linalg.solve"`), `output_spec` (validates dtypes and shapes, gives the output's), and a
 //!    `host_kernel` on contiguous host data (see `ops.rs`, `kernels.rs`). The CPU backend runs the
-//!    host kernel on the tensors' memory; other backends run it through a host round trip unless they
-//!    provide a native kernel found with `ExtensionOp::device_kernel`.
+//!    host kernel on the tensors' memory; other backends run it through a host round trip unless
+//!    they provide a native kernel found with `ExtensionOp::device_kernel`.
 //! 2. **User functions.** Thin functions calling [`Tensor::apply_family_op`] with the family type
-//!    ([`Linalg`]), generic over the backend, so they work eagerly, on traced tensors (they record a
-//!    program node that [`nabla_tensor::GraphExecutor`] runs) and under autodiff (they record a graph
-//!    node with the family's rules bound).
-//! 3. **Rules.** An [`nabla_tensor::ExtensionFamily`] whose `rules` returns a forward and a reverse
-//!    rule per op, written in differentiable tensor ops (here they call the family's own ops, so
-//!    derivatives of every order exist). They travel with each recorded op, so every transform
-//!    (`backward`, `grad`, `jvp`, `hessian`, `jacrev`, an `AdContext`) differentiates the family with no
-//!    setup; an `AdContext` may override them:
+//!    ([`Linalg`]), generic over the backend, so they work eagerly, on traced tensors (they record
+//!    a program node that [`nabla_tensor::GraphExecutor`] runs) and under autodiff (they record a
+//!    graph node with the family's rules bound).
+//! 3. **Rules.** An [`nabla_tensor::ExtensionFamily`] whose `rules` returns a forward and a
+//!    reverse rule per op, written in differentiable tensor ops (here they call the family's own
+//!    ops, so derivatives of every order exist). They travel with each recorded op, so every
+//!    transform (`backward`, `grad`, `jvp`, `hessian`, `jacrev`, an `AdContext`) differentiates
+//!    the family with no setup; an `AdContext` may override them:
 //!
 //! ```
 //! use nabla_tensor::{AdContext, Tensor};

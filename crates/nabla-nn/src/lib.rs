@@ -1,12 +1,16 @@
-//! # nabla-nn
+//! Owns the `torch.nn`-style library: modules, params, layers, losses, optimizers, checkpoints.
+//! Must not name a backend type (all generic over `B`); `nabla-cpu` serves only the LSTM's GEMMs.
+//!
+//! The layering of the crates, and the rules above, are described in the architecture chapter of
+//! the book, `docs/src/architecture.md`.
 //!
 //! The neural-network library of nabla, shaped after PyTorch's `torch.nn` so that a ported model
 //! trains the same way: [`Module`]s with dotted parameter names (`#[derive(Module)]`), layers with
 //! PyTorch's defaults, initialisers, losses, optimizers, learning-rate schedulers and safetensors
 //! checkpoints.
 //!
-//! Parameters are [`Param`]s: shared handles with a stable identity whose values are graph leaves, so
-//! the eager autodiff of `nabla-tensor` gives their gradients with `loss.backward()`.
+//! Parameters are [`Param`]s: shared handles with a stable identity whose values are graph leaves,
+//! so the eager autodiff of `nabla-tensor` gives their gradients with `loss.backward()`.
 #![warn(missing_docs)]
 
 // Lets `#[derive(Module)]` inside this crate name it by its public path.

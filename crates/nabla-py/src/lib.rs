@@ -1,7 +1,13 @@
+//! Owns the Python extension `nabla_rs._nabla`: tensor class, ops, NumPy/DLPack, transforms.
+//! Must not depend on `nabla-train`, `nabla-distributed` or the facade; wgpu only by feature.
+//!
 //! `nabla_rs._nabla`: the extension module behind the `nabla_rs` Python package (PyO3, abi3 for
-//! CPython 3.10+). The Rust half holds the tensor class, the ops, NumPy and DLPack exchange and the
-//! transforms on flat lists of tensors; the Python half (`python/nabla_rs`) adds pytrees, `argnums`
-//! and the PyTorch- and JAX-style front ends.
+//! CPython 3.10+). The Rust half holds the tensor class, the ops, NumPy and DLPack exchange and
+//! the transforms on flat lists of tensors; the Python half (`python/nabla_rs`) adds pytrees,
+//! `argnums` and the PyTorch- and JAX-style front ends.
+//!
+//! The layering of the crates, and the rules above, are described in the architecture chapter of
+//! the book, `docs/src/architecture.md`.
 
 mod convert;
 mod custom;

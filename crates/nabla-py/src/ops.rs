@@ -158,8 +158,9 @@ pub fn add_catalogue(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// `tensor(data, dtype=None, requires_grad=False)`: a tensor from a NumPy array (sharing its
-/// memory), a nested sequence or a number (Python floats become float32, as in PyTorch).
+/// `tensor(data, dtype=None, requires_grad=False)`: a tensor from a NumPy array (a writable array
+/// is copied, as by `torch.tensor`; a read-only one is shared; `from_numpy` always shares), a
+/// nested sequence or a number (Python floats become float32, as in PyTorch).
 #[pyfunction]
 #[pyo3(signature = (data, dtype = None, requires_grad = false))]
 pub fn tensor(

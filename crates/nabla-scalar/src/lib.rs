@@ -1,18 +1,22 @@
-//! # nabla-scalar
+//! Owns scalar autodiff: [`Scalar`], dual numbers, the reverse-mode tape, fixed-size matrices.
+//! Must not depend on anything: no nabla crate (no tensors, no backend) and no third-party crate.
+//!
+//! The layering of the crates, and the rules above, are described in the architecture chapter of
+//! the book, `docs/src/architecture.md`.
 //!
 //! Automatic differentiation of scalar code: where a computation works on a handful of numbers
-//! (simulation, optimisation, control, physics), a tensor graph is overhead. Write the function once,
-//! generic over [`Scalar`], and run it on
+//! (simulation, optimisation, control, physics), a tensor graph is overhead. Write the function
+//! once, generic over [`Scalar`], and run it on
 //!
 //! - `f64` / `f32` for the value,
 //! - [`Dual<T>`] / [`DualN<T, N>`] for forward mode: one pass gives the value and `N` directional
 //!   derivatives; duals nest (`Dual<Dual<f64>>`) for higher derivatives. Helpers: [`derivative`],
 //!   [`gradient`], [`gradient_chunked`], [`jacobian`], [`hessian`].
-//! - [`Var`] on a [`Tape`] for reverse mode: one recording and one [`Tape::backward`] sweep give the
-//!   derivatives with respect to every input. Variables borrow the tape, so none outlives it.
+//! - [`Var`] on a [`Tape`] for reverse mode: one recording and one [`Tape::backward`] sweep give
+//!   the derivatives with respect to every input. Variables borrow the tape, so none outlives it.
 //!
-//! [`Vector<T, N>`] and [`Matrix<T, M, N>`] carry their sizes in the type (a shape mismatch does not
-//! compile) and work with any of the above, including the LU [`Matrix::solve`].
+//! [`Vector<T, N>`] and [`Matrix<T, M, N>`] carry their sizes in the type (a shape mismatch does
+//! not compile) and work with any of the above, including the LU [`Matrix::solve`].
 //!
 //! Every elementary function has one derivative rule (value and partials), shared by forward and
 //! reverse mode.

@@ -1,6 +1,13 @@
-//! Special functions for nabla, as an **extension op family** (like `nabla-linalg` and `nabla-fft`):
-//! `scipy.special`'s and `torch.special`'s everyday functions over tensors of any backend,
-//! differentiable to any order in forward and reverse mode, eager, traced and under `vmap`.
+//! Owns the special-function extension family: `lgamma`, `digamma`, `erfinv`, Bessel and more.
+//! Must not depend on a concrete backend: only `nabla-core` and `nabla-tensor` (and libm).
+//!
+//! The layering of the crates, and the rules above, are described in the architecture chapter of
+//! the book, `docs/src/architecture.md`.
+//!
+//! Special functions for nabla, as an **extension op family** (like `nabla-linalg` and
+//! `nabla-fft`): `scipy.special`'s and `torch.special`'s everyday functions over tensors of any
+//! backend, differentiable to any order in forward and reverse mode, eager, traced and under
+//! `vmap`.
 //!
 //! | function | definition | derivative |
 //! |---|---|---|
@@ -15,12 +22,12 @@
 //! | [`log_sigmoid`] | `ln σ(x) = −softplus(−x)`, stable for large `|x|` | composed |
 //! | [`betaln`] | `ln |B(a, b)|` | composed of `lgamma` |
 //!
-//! The first eight run as one extension op ([`Special`]) computed in `f64` on the host by documented
-//! algorithms (see the `scalar` module: `libm`'s `lgamma`, series and asymptotic expansions with
-//! their truncation bounds, Halley steps for `erfinv`), checked against SciPy to 1e-13 relative. On
-//! the CPU backend they run on the tensors' memory; other backends (wgpu) run them through a host
-//! round trip. They take `f32` and `f64`; integers and half floats convert to `f32` (as PyTorch
-//! promotes them); complex input is an error. The rest are ordinary tensor code.
+//! The first eight run as one extension op ([`Special`]) computed in `f64` on the host by
+//! documented algorithms (see the `scalar` module: `libm`'s `lgamma`, series and asymptotic
+//! expansions with their truncation bounds, Halley steps for `erfinv`), checked against SciPy to
+//! 1e-13 relative. On the CPU backend they run on the tensors' memory; other backends (wgpu) run
+//! them through a host round trip. They take `f32` and `f64`; integers and half floats convert to
+//! `f32` (as PyTorch promotes them); complex input is an error. The rest are ordinary tensor code.
 //!
 //! ```
 //! use nabla_tensor::{Tensor, grad};

@@ -1,8 +1,90 @@
+//! Owns [`Tensor<B>`] and all it does: ops, eager and traced autodiff, `vmap`, the graph compiler.
+//! Must not name a concrete backend: its only nabla dependency is `nabla-core` (CPU in tests).
+//!
+//! # Modules
+//!
+//! The tensor type and its constructors:
+//! - `tensor`: [`Tensor`] itself, a backend buffer plus a strided layout and a dtype; host
+//!   transfers (`from_vec`, `to_vec`, `item`), `cast`, `contiguous`, `to_backend`.
+//! - `creation`: filled, ranged, identity and random tensors (`zeros`, `full`, `arange`,
+//!   `linspace`, `eye`, `rand`, `randn`, `bernoulli`, ...).
+//! - `operand`: [`Operand`], the right-hand side of a binary op: a tensor or a plain number.
+//! - `operators`: `+`, `-`, `*`, `/` and negation on references, returning `Result`
+//!   (`(&a + &b)?`).
+//! - `complex`: `complex`, `polar` and `angle`, composed from primitives (no rules of their own).
+//!
+//! Primitive families: the methods that run the primitives of the `nabla-core` catalogue and
+//! record them; every family's reverse and forward rules are in `autograd/rules/`, one file per
+//! family (`elementwise`, `reduce`, `movement`, `indexing`, `linalg`; `forward.rs` routes forward
+//! mode).
+//! - `elementwise`: unary and binary math, comparisons, `where_` and `clamp`, with NumPy
+//!   broadcasting.
+//! - `reduce`: sums, products, extrema, `argmax`/`argmin`, means and `cumsum`.
+//!
+//! Views and indexing:
+//! - `shape_ops`: shape and movement ops (`reshape`, `permute`, `t`, `broadcast_to`, `squeeze`,
+//!   `narrow`, `flip`, `split`, ...), all zero-copy views except `pad`, `cat`, `stack` and copying
+//!   reshapes.
+//! - `index`: *basic* indexing by position, `t.i((.., 1..3, 2))` with integers, Rust ranges, [`s`]
+//!   for steps and [`Indexer::NewAxis`]; the positions are known from the indexer alone, so the
+//!   result is always a zero-copy view of the same buffer.
+//! - `indexing`: ops driven by index *tensors* (data-dependent positions): `gather`,
+//!   `index_select`, `scatter_add`, `index_add`, `one_hot`, `sort`, `argsort`, `topk` and
+//!   `max_pool2d`; their results are new buffers, never views.
+//!
+//! Linear products and convolution:
+//! - `linalg`: `matmul` (NumPy semantics, broadcast batch dimensions) and `conv2d` with its two
+//!   gradient ops `conv2d_input_grad` and `conv2d_weight_grad`. Solvers and factorisations are not
+//!   here: they are the extension family of `nabla-linalg`.
+//!
+//! Fused kernels:
+//! - `fused_rows/`: softmax and layer norm over the trailing axes as one pass per row, and their
+//!   vector-Jacobian products, as an extension family with its own rules; used on the CPU backend
+//!   for `f32` and `f64`.
+//! - `fused_relu`: ReLU and its vector-Jacobian product in one pass each, without the boolean mask
+//!   of the composite; used on the CPU backend for `f32` and `f64`. These two modules hold the
+//!   crate's only `unsafe`: output buffers that their kernels fill before they are read.
+//! - `fused_call`: `Tensor::fused` and `fused_many`, which run a hand-built fused elementwise
+//!   kernel on tensors in one pass, optionally in place.
+//!
+//! Automatic differentiation:
+//! - `autograd/`: the recorded graph and the reverse pass (`backward`, optionally on two threads),
+//!   forward mode (`jvp`, `jacfwd`, `hessian`, `hvp`), the closure transforms (`grad`, `vjp`,
+//!   `jacrev`, `linearize`, ...), [`AdContext`], custom rules ([`CustomFn`]) and [`checkpoint`],
+//!   extension families' rules, `no_grad`, anomaly detection, gradient checking, and the
+//!   per-primitive rules in `rules/`.
+//! - `random_replay`: a function run again (a checkpointed block, a custom function's body) draws
+//!   exactly the random numbers of its first run, dropout masks included.
+//!
+//! Composites:
+//! - `composite/`: ops written only in differentiable primitives, with no rules of their own:
+//!   activations, softmax and log-sum-exp, variance and normalisation, diagonals and triangles,
+//!   and `einsum` (planned by [`einsum_path`]).
+//!
+//! Batching:
+//! - `vmap/`: [`vmap()`] traces a function of one example and replays it on a whole batch through
+//!   one batching rule per primitive (`rules.rs`); `view.rs` re-expresses traced views on batched
+//!   values.
+//!
+//! Tracing and the compiler:
+//! - `trace/`: [`TracingBackend`] records tensor code as a [`Program`] instead of computing;
+//!   [`GraphExecutor`] replays a program on a real backend; `compiler/` holds the passes of
+//!   [`GraphCompiler`] (common-subexpression and dead-code elimination, constant folding,
+//!   algebraic simplification, elementwise fusion, product reassociation, buffer reuse).
+//!
+//! Printing:
+//! - `display`: NumPy/PyTorch-style printing of tensors, configured by [`PrintOptions`].
+//!
+//! The layering of the crates, and the rules above, are described in the architecture chapter of
+//! the book, `docs/src/architecture.md`.
+//!
+//! # The tensor
+//!
 //! The user-facing tensor of nabla.
 //!
-//! [`Tensor<B>`] is an n-dimensional array on a backend `B` (chosen at compile time) with a runtime
-//! [`DType`]. It offers every primitive of the op catalogue as a method, NumPy broadcasting, zero-copy
-//! views, operators that return `Result`, and NumPy-like printing.
+//! [`Tensor<B>`] is an n-dimensional array on a backend `B` (chosen at compile time) with a
+//! runtime [`DType`]. It offers every primitive of the op catalogue as a method, NumPy
+//! broadcasting, zero-copy views, operators that return `Result`, and NumPy-like printing.
 //!
 //! ```
 //! use nabla_tensor::Tensor;
@@ -18,25 +100,25 @@
 //!
 //! # Complex numbers and derivatives
 //!
-//! complex64 and complex128 tensors are differentiable in every mode (eager and traced, reverse and
-//! forward, to any order), under JAX's convention:
+//! complex64 and complex128 tensors are differentiable in every mode (eager and traced, reverse
+//! and forward, to any order), under JAX's convention:
 //!
 //! - **Forward mode** (`jvp`) pushes a complex tangent `t` through a holomorphic op `f` as
-//!   `f'(z)·t`; non-holomorphic ops use their real-linear tangent map (`conj`: `t ↦ conj(t)`, `real`:
-//!   `t ↦ Re t`, `imag`: `t ↦ Im t`, `abs`: `t ↦ Re(conj(z)·t)/|z|`).
+//!   `f'(z)·t`; non-holomorphic ops use their real-linear tangent map (`conj`: `t ↦ conj(t)`,
+//!   `real`: `t ↦ Re t`, `imag`: `t ↦ Im t`, `abs`: `t ↦ Re(conj(z)·t)/|z|`).
 //! - **Reverse mode** (`vjp`, `backward`, `grad`) is the *linear transpose* of forward mode under
 //!   the real pairing `⟨u, v⟩ = Re Σ uᵢ·vᵢ` (no conjugation), so that
-//!   `Re Σ u·(J v) = Re Σ (Jᵀu)·v`. For holomorphic ops the cotangent is multiplied by `f'(z)` with no
-//!   conjugate; a matrix product uses plain transposes (`dA = G Bᵀ`); a conjugate appears only through
-//!   the non-holomorphic ops: `conj` transposes to `conj`, `real` to `u + 0i`, `imag` to `-i·u`,
-//!   `abs` to `u·conj(z)/|z|` (0 at `z = 0`). Casting real to complex transposes to the real part of
-//!   the cotangent, and complex to real (which keeps the real part) to `u + 0i`.
+//!   `Re Σ u·(J v) = Re Σ (Jᵀu)·v`. For holomorphic ops the cotangent is multiplied by `f'(z)`
+//!   with no conjugate; a matrix product uses plain transposes (`dA = G Bᵀ`); a conjugate appears
+//!   only through the non-holomorphic ops: `conj` transposes to `conj`, `real` to `u + 0i`, `imag`
+//!   to `-i·u`, `abs` to `u·conj(z)/|z|` (0 at `z = 0`). Casting real to complex transposes to the
+//!   real part of the cotangent, and complex to real (which keeps the real part) to `u + 0i`.
 //! - **`grad` of a real loss** `L(z)` therefore returns `∂L/∂x − i ∂L/∂y` for `z = x + iy`: the
-//!   *conjugate* of the steepest-ascent direction `∂L/∂x + i ∂L/∂y` (exactly what JAX returns; PyTorch
-//!   returns the unconjugated one). Gradient descent on complex parameters steps along
-//!   `-conj(grad)`. A complex output has no gradient without a cotangent: `backward`/`grad` fail and
-//!   name the dtype (JAX requires `holomorphic=True`); `backward_with`/`vjp` with a cotangent of ones
-//!   gives `f'(z)` for a holomorphic `f`.
+//!   *conjugate* of the steepest-ascent direction `∂L/∂x + i ∂L/∂y` (exactly what JAX returns;
+//!   PyTorch returns the unconjugated one). Gradient descent on complex parameters steps along
+//!   `-conj(grad)`. A complex output has no gradient without a cotangent: `backward`/`grad` fail
+//!   and name the dtype (JAX requires `holomorphic=True`); `backward_with`/`vjp` with a cotangent
+//!   of ones gives `f'(z)` for a holomorphic `f`.
 //!
 //! Worked example, checked against JAX 0.10.2 (`jax.grad(lambda z: abs(z)**2)(3+4j) == 6-8j`):
 //! `L = |z|² = x² + y²` has `∂L/∂x = 6`, `∂L/∂y = 8` at `3 + 4i`, so `grad` is `6 − 8i`.

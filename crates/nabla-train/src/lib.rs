@@ -1,10 +1,14 @@
-//! # nabla-train
+//! Owns the classifier training loop: [`Trainer`], metrics, early stopping, checkpoints, logs.
+//! Must not name a concrete backend, nor turn on the `mpi` feature of `nabla-distributed`.
+//!
+//! The layering of the crates, and the rules above, are described in the architecture chapter of
+//! the book, `docs/src/architecture.md`.
 //!
 //! The training loop of nabla for classifiers: a [`Trainer`] that runs epochs with a progress bar
-//! (loss, examples per second, ETA), validation, [`metrics`] (accuracy, top-k accuracy, a confusion
-//! matrix with precision/recall/F1), early stopping, checkpoints every N steps and at epoch ends
-//! that resume bit-exactly, a CSV or JSON-lines log of every epoch, and an SVG plot of the loss and
-//! accuracy curves.
+//! (loss, examples per second, ETA), validation, [`metrics`] (accuracy, top-k accuracy, a
+//! confusion matrix with precision/recall/F1), early stopping, checkpoints every N steps and at
+//! epoch ends that resume bit-exactly, a CSV or JSON-lines log of every epoch, and an SVG plot of
+//! the loss and accuracy curves.
 //!
 //! Batches come from a [`nabla_data::DataLoader`] and are `(inputs, i64 labels)` (see
 //! [`ClassificationBatch`]); models implement [`nabla_nn::Forward`] and return logits `[N, C]`.

@@ -1,21 +1,27 @@
-//! The GPU backend of nabla on [wgpu](https://wgpu.rs): Vulkan, Metal and DirectX 12 from one code base.
+//! Owns the GPU backend on wgpu: [`WgpuBackend`], [`WgpuStorage`] and its generated WGSL kernels.
+//! Must not depend on any nabla crate but `nabla-core` (`nabla-tensor` and others are dev-only).
 //!
-//! [`WgpuBackend`] implements every method of [`nabla_core::Backend`] with WGSL compute shaders that are
-//! generated from a few templates (an elementwise/map template, a fold template with workgroup tree
-//! reductions, a tiled matmul, a bitonic sort) by substituting each op's expression and types. Shaders
-//! are compiled once and cached by their text; freed buffers go back to a pool by size class; work is
-//! recorded into one command encoder and submitted in batches, and only [`Backend::read`] and
-//! [`Backend::synchronize`] wait for the device.
+//! The GPU backend of nabla on [wgpu](https://wgpu.rs): Vulkan, Metal and DirectX 12 from one code
+//! base. The layering of the crates, and the rules above, are described in the architecture
+//! chapter of the book, `docs/src/architecture.md`.
 //!
-//! Dtypes: `float32`, `int32`, `uint8`, `bool`, `int64` (two 32-bit words, 64-bit arithmetic emulated) and
-//! `float16` (held widened to `float32`, storage and casts only, as on
-//! every backend). `float64`, `bfloat16` and the complex types give an [`nabla_core::Error`].
+//! [`WgpuBackend`] implements every method of [`nabla_core::Backend`] with WGSL compute shaders
+//! that are generated from a few templates (an elementwise/map template, a fold template with
+//! workgroup tree reductions, a tiled matmul, a bitonic sort) by substituting each op's expression
+//! and types. Shaders are compiled once and cached by their text; freed buffers go back to a pool
+//! by size class; work is recorded into one command encoder and submitted in batches, and only
+//! [`Backend::read`] and [`Backend::synchronize`] wait for the device.
+//!
+//! Dtypes: `float32`, `int32`, `uint8`, `bool`, `int64` (two 32-bit words, 64-bit arithmetic
+//! emulated) and `float16` (held widened to `float32`, storage and casts only, as on every
+//! backend). `float64`, `bfloat16` and the complex types give an [`nabla_core::Error`].
 //!
 //! Accuracy against the CPU backend: exact for integer, bool, movement, indexing, casting (every
-//! rounding to `float16` included), sort, arg-max and Bernoulli draws; float reductions, matmul and
-//! convolutions differ only by summation order; elementwise functions use careful WGSL implementations
-//! (logarithms, inverse trigonometry, `erf`, `expm1`/`log1p`) or the adapter's built-ins, within ~1e-5
-//! relative; uniform and normal draws are computed in `f32` (see the `random` kernel notes).
+//! rounding to `float16` included), sort, arg-max and Bernoulli draws; float reductions, matmul
+//! and convolutions differ only by summation order; elementwise functions use careful WGSL
+//! implementations (logarithms, inverse trigonometry, `erf`, `expm1`/`log1p`) or the adapter's
+//! built-ins, within ~1e-5 relative; uniform and normal draws are computed in `f32` (see the
+//! `random` kernel notes).
 //!
 //! ```no_run
 //! use nabla_core::{Backend, HostData, Layout};

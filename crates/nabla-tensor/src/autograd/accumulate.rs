@@ -299,7 +299,7 @@ fn wrong_shape(op: &'static str, grad: &[usize], input: &[usize]) -> Error {
 }
 
 /// The reverse pass may hand nodes, their cotangents and the tensors they hold to other threads (a
-/// parallel backward over independent branches, see `docs/parallel-backward-design.md`): this stops
+/// parallel backward over independent branches, see `docs/src/parallel-backward.md`): this stops
 /// compiling if one of them is no longer `Send + Sync` for every backend.
 #[allow(dead_code)]
 fn nodes_cross_threads<B: Backend>() {
