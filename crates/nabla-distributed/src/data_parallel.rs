@@ -2,6 +2,7 @@
 //! buckets all-reduced while the backward pass is still running (PyTorch's
 //! `DistributedDataParallel`).
 
+use crate::agree::check_agreement;
 use crate::comm::{Communicator, HostBuffer, Pending};
 use nabla_core::{Backend, DType, Error, Result};
 use nabla_nn::Param;
@@ -242,9 +243,31 @@ impl<B: Backend> DataParallel<B> {
             buffers: buffers.to_vec(),
             last: StepTimings::default(),
         };
+        check_agreement(
+            dp.comm.as_ref(),
+            "the model",
+            &dp.layout_record(bucket_bytes),
+        )?;
         let everything: Vec<Param<B>> = dp.params.iter().chain(&dp.buffers).cloned().collect();
         broadcast_from_root(dp.comm.as_ref(), &everything)?;
         Ok(dp)
+    }
+
+    /// What every rank must agree on for the collectives to match: the bucket size, and each
+    /// parameter's and buffer's shape and dtype, in the order they travel.
+    fn layout_record(&self, bucket_bytes: usize) -> Vec<(String, String)> {
+        let describe = |p: &Param<B>| format!("{:?} {}", p.shape(), p.dtype());
+        let mut record = vec![(
+            "the bucket size".to_string(),
+            format!("{bucket_bytes} bytes"),
+        )];
+        record.push(("the parameter count".into(), self.params.len().to_string()));
+        record.push(("the buffer count".into(), self.buffers.len().to_string()));
+        let params = self.params.iter().enumerate();
+        record.extend(params.map(|(i, p)| (format!("parameter {i}"), describe(p))));
+        let buffers = self.buffers.iter().enumerate();
+        record.extend(buffers.map(|(i, b)| (format!("buffer {i}"), describe(b))));
+        record
     }
 
     /// The communicator.

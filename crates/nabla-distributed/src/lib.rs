@@ -22,11 +22,13 @@
 //! # Ok::<(), nabla_core::Error>(())
 //! ```
 
+mod agree;
 mod comm;
 mod data_parallel;
 #[cfg(feature = "mpi")]
 mod mpi_comm;
 
+pub use agree::check_agreement;
 pub use comm::{Communicator, HostBuffer, Pending, SingleProcess, all_reduce_f64};
 pub use data_parallel::{DEFAULT_BUCKET_BYTES, DataParallel, StepTimings};
 #[cfg(feature = "mpi")]

@@ -230,10 +230,14 @@ fn run_worker(init_tx: Sender<Result<Identity>>, jobs: Receiver<Job>, busy_nanos
         let start = Instant::now();
         match job {
             Job::AllReduce(buffer, reply) => {
-                let _ = reply.send(Ok(all_reduce(&world, buffer)));
+                let result = same_collective(&world, "all_reduce", &buffer, None)
+                    .map(|()| all_reduce(&world, buffer));
+                let _ = reply.send(result);
             }
             Job::Broadcast(buffer, root, reply) => {
-                let _ = reply.send(Ok(broadcast(&world, buffer, root)));
+                let result = same_collective(&world, "broadcast", &buffer, Some(root))
+                    .map(|()| broadcast(&world, buffer, root));
+                let _ = reply.send(result);
             }
         }
         let nanos = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
@@ -241,6 +245,45 @@ fn run_worker(init_tx: Sender<Result<Identity>>, jobs: Receiver<Job>, busy_nanos
     }
     drop(local);
     drop(universe);
+}
+
+/// Checks, before any data moves, that every rank of `world` is about to run the same collective
+/// (`op`, with the same `root`) on a buffer of the same element type and length, so that MPI is
+/// never handed buffers of different sizes (which corrupts memory). One all-reduce of each value
+/// and its complement under `max` gives the largest and the smallest over the ranks; every rank
+/// sees the same result, so all of them fail together when any differs.
+fn same_collective<C: CommunicatorCollectives>(
+    world: &C,
+    op: &'static str,
+    buffer: &HostBuffer,
+    root: Option<usize>,
+) -> Result<()> {
+    let kind = match buffer {
+        HostBuffer::F32(_) => 1,
+        HostBuffer::F64(_) => 2,
+        HostBuffer::U64(_) => 3,
+    };
+    let op_code = if root.is_some() { 2 } else { 1 };
+    let root_code = root.map_or(0, |r| r as u64);
+    let header = [op_code, kind, buffer.len() as u64, root_code];
+    let send: Vec<u64> = header.iter().flat_map(|&v| [v, u64::MAX - v]).collect();
+    let mut extremes = vec![0u64; send.len()];
+    world.all_reduce_into(&send[..], &mut extremes[..], SystemOperation::max());
+    let range = |i: usize| (u64::MAX - extremes[2 * i + 1], extremes[2 * i]);
+    if (0..header.len()).all(|i| range(i).0 == range(i).1) {
+        return Ok(());
+    }
+    let (shortest, longest) = range(2);
+    Err(Error::invalid(
+        op,
+        format!(
+            "the ranks are not running the same collective (this rank: {op} of {} {} values; \
+             lengths across ranks from {shortest} to {longest}): every rank must train the same \
+             model with the same options for the same number of steps",
+            buffer.len(),
+            buffer.kind()
+        ),
+    ))
 }
 
 /// The element-wise sum of `buffer` over `world`, in pieces of at most [`MAX_COUNT`] elements.
