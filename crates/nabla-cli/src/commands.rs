@@ -1,6 +1,7 @@
 //! What `nabla train`, `nabla eval` and `nabla predict` do, written once for any [`Backend`] and
 //! run through [`dispatch`] on the backend that `--backend` names.
 
+use crate::agreement::{position_record, train_record};
 use crate::args::{EvalArgs, OptimizerKind, PredictArgs, ScheduleKind, TrainArgs};
 use crate::backend::{Job, dispatch, loader_on};
 use crate::data;
@@ -9,7 +10,7 @@ use crate::models::{build_model, parameter_count};
 use nabla_core::{Backend, Error, Result, with_allocation_limit};
 use nabla_cpu::CpuBackend;
 use nabla_data::DistributedSampler;
-use nabla_distributed::{Communicator, DataParallel};
+use nabla_distributed::{Communicator, DataParallel, check_agreement};
 use nabla_nn::optim::{Adam, AdamConfig, Optimizer, Sgd, SgdConfig};
 use nabla_nn::sched::{CosineAnnealingLR, LrScheduler, MultiStepLR, OneCycle, OneCycleLR};
 use nabla_nn::{Forward, Module, Sequential, load_checkpoint};
@@ -274,6 +275,8 @@ fn train_on<B: Backend>(args: &TrainArgs, comm: &Arc<dyn Communicator>, backend:
     )?;
     let n_params = parameter_count(&model);
     let [n_train, n_val, n_test] = splits.sizes();
+    let record = train_record(args, args.learning_rate(), &info, splits.sizes());
+    check_agreement(comm.as_ref(), "the options of nabla train", &record)?;
     let sampler = DistributedSampler::new(rank, world)?;
     let loader = loader_on(splits.train, local_batch, backend)?
         .shuffle(true)
@@ -303,6 +306,8 @@ fn train_on<B: Backend>(args: &TrainArgs, comm: &Arc<dyn Communicator>, backend:
     }
     if args.resume {
         resume_run(args, &info, &mut trainer, backend)?;
+        let position = position_record(trainer.epoch(), trainer.step());
+        check_agreement(comm.as_ref(), "the resumed checkpoint", &position)?;
     }
     let mut train_loader = trainer.restore_loader(loader);
     if !args.quiet && speaks {

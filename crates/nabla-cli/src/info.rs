@@ -133,8 +133,8 @@ impl TrainOptions {
     }
 }
 
-/// The command-line spelling of a value of `--optimizer` or `--schedule`.
-fn value_name(v: impl ValueEnum) -> String {
+/// The command-line spelling of a value of an option such as `--optimizer` or `--model`.
+pub(crate) fn value_name(v: impl ValueEnum) -> String {
     v.to_possible_value()
         .map_or_else(String::new, |p| p.get_name().to_string())
 }

@@ -10,6 +10,7 @@
 //! The layering of the crates, and the rules above, are described in the architecture chapter of
 //! the book, `docs/src/architecture.md`.
 
+mod agreement;
 mod args;
 #[cfg(test)]
 mod args_fuzz;
