@@ -37,11 +37,11 @@ def idx(dims, body):
     return bytes([0, 0, 0x08, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims) + body
 
 
-def run(cmd, timeout):
+def run(cmd, timeout, env=None):
     """Runs `cmd` under /usr/bin/time; returns (outcome, peak KiB, stderr's first line)."""
     timed = ["/usr/bin/time", "-f", "MAXRSS %M"] + cmd
     try:
-        p = subprocess.run(timed, capture_output=True, timeout=timeout, text=True, errors="replace")
+        p = subprocess.run(timed, capture_output=True, timeout=timeout, text=True, errors="replace", env=env)
     except subprocess.TimeoutExpired:
         return "hang", 0, ""
     lines = p.stderr.strip().splitlines()
@@ -77,6 +77,98 @@ def mutations(data, rng, count):
             del b[pos % len(b)]
         out.append(bytes(b))
     return out
+
+
+def digest(path):
+    """The bytes of `path` (None if it does not exist), without following a final symlink."""
+    try:
+        if os.path.islink(path):
+            return ("link", os.readlink(path))
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def unchanged(*paths):
+    """A check that fails ("data loss" or "link followed") if any of `paths` changed in the run."""
+    before = {p: digest(p) for p in paths}
+
+    def check(outcome, err):
+        for p, old in before.items():
+            if digest(p) != old:
+                return "link followed" if os.path.basename(p).startswith("victim") else "data loss"
+        return None
+    return check
+
+
+def prediction_rows(expected, cmd, timeout):
+    """A case whose check reruns `cmd` and counts its CSV rows: fewer or more than `expected`
+    predictions, or a probability that is not a number, is a silent wrong result."""
+    def check(outcome, err):
+        if outcome != "ok":
+            return None
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout).stdout
+        rows = [l for l in out.splitlines()[1:] if l]
+        bad = any(not (0.0 <= float(r.split(",")[2]) <= 1.0) for r in rows)
+        return "silent wrong" if len(rows) != expected or bad else None
+    return check
+
+
+def property_cases(nabla, tmp, ck, file, pix):
+    """Cases with a property beyond "no crash": no data loss, no link followed, no silent wrong
+    result (issue 48's classes: diverged runs, symlinks, foreign files, NaN checkpoints, CSV
+    headers and BOMs, .npy dtypes, bad settings)."""
+    cases = []
+    train = [nabla, "train", "--model", "mlp", "--epochs", "1", "--no-plot", "-q"]
+    good = open(ck, "rb").read()
+    # A diverged run on top of a good checkpoint, with periodic saves.
+    kept = file("kept.safetensors", good)
+    cases.append(("loss diverged", train + ["--checkpoint", kept, "--checkpoint-every", "1",
+                  "--optimizer", "sgd", "--lr", "1e30"], unchanged(kept)))
+    # Links and foreign files at every path a run writes.
+    victim = file("victim.txt", b"precious\n")
+    for flag in ["--checkpoint", "--log", "--plot"]:
+        link = os.path.join(tmp, f"link{flag}.out" + (".csv" if flag == "--log" else ""))
+        os.symlink(victim, link)
+        extra = [] if flag == "--checkpoint" else ["--checkpoint", os.path.join(tmp, f"c{flag}.st")]
+        cmd = [c for c in train if c != "--no-plot"] if flag == "--plot" else train
+        cases.append(("link " + flag, cmd + extra + [flag, link], unchanged(victim, link)))
+        foreign = file(f"foreign{flag}" + (".csv" if flag == "--log" else ".out"), b"not nabla's\n")
+        cases.append(("foreign " + flag, cmd + extra + [flag, foreign], unchanged(foreign)))
+    # Checkpoints holding NaN weights.
+    n = struct.unpack("<Q", good[:8])[0]
+    body = bytearray(good)
+    body[8 + n:8 + n + 4] = struct.pack("<f", float("nan"))
+    nan_ck = file("nan.safetensors", bytes(body))
+    cases.append(("nan-checkpoint eval", [nabla, "eval", "--checkpoint", nan_ck]))
+    one = file("one.npy", npy("(1, 64)", values=pix))
+    cases.append(("nan-checkpoint predict", [nabla, "predict", "--checkpoint", nan_ck, "--input", one],
+                  prediction_rows(1, [nabla, "predict", "--checkpoint", nan_ck, "--input", one], 60)))
+    # CSV: five examples whose first row has a BOM or one malformed token.
+    row = ",".join(["0.5"] * 64)
+    for i, first in enumerate(["\ufeff" + row, row.replace("0.5", "abc", 1), row.replace("0.5", "0x1", 1),
+                               row.replace("0.5", "0.5.5", 1), row.replace("0.5", "\u0661", 1),
+                               row.replace("0.5", "\x00", 1), ",".join(f"p{j}" for j in range(64))]):
+        text = "\n".join([first] + [row] * 4) + "\n"
+        path = file(f"rows{i}.csv", text.encode())
+        cmd = [nabla, "predict", "--checkpoint", ck, "--input", path]
+        expected = 4 if first.startswith("p0") else 5
+        cases.append(("csv first-row", cmd, prediction_rows(expected, cmd, 60)))
+    # .npy of every numeric dtype the docs promise.
+    for descr, fmt in [("<f2", "e"), ("<u2", "H"), ("<u4", "I"), ("<u8", "Q"), ("|u1", "B"), ("<i8", "q")]:
+        ones = struct.pack("<" + fmt * 128, *([1] * 128))
+        path = file(f"dtype{descr[1:]}.npy", npy("(2, 64)", descr=descr, values=ones))
+        cmd = [nabla, "predict", "--checkpoint", ck, "--input", path]
+        cases.append(("npy dtype", cmd, prediction_rows(2, cmd, 60)))
+    # A large input: memory must be bounded by the batch, not the file.
+    big = file("big.npy", npy("(100000, 64)", values=struct.pack("<f", 0.5) * (100000 * 64)))
+    cases.append(("predict large", [nabla, "predict", "--checkpoint", ck, "--input", big]))
+    # Settings from the environment.
+    for value in ["abc", "-1", "0", " 1", "9" * 23]:
+        cases.append(("setting NABLA_MAX_ALLOC_BYTES", [nabla, "eval", "--checkpoint", ck], None,
+                      {"NABLA_MAX_ALLOC_BYTES": value}))
+    return cases
 
 
 def main():
@@ -171,11 +263,20 @@ def main():
         cases.append((f"idx {name}", [nabla, "train", "--dataset", "mnist", "--data-dir", d,
                       "--epochs", "1", "--no-plot", "-q", "--checkpoint", os.path.join(d, "c.safetensors")]))
 
+    cases += property_cases(nabla, tmp, ck, file, pix)
+
     outcomes = Counter()
     by_label = Counter()
     worst = (0, "")
-    for label, cmd in cases:
-        outcome, rss, err = run(cmd, args.timeout)
+    for case in cases:
+        label, cmd = case[0], case[1]
+        env = dict(os.environ, **case[3]) if len(case) > 3 else None
+        outcome, rss, err = run(cmd, args.timeout, env)
+        if len(case) > 2 and case[2] is not None:
+            verdict = case[2](outcome, err)
+            outcome = verdict or outcome
+        if label == "predict large" and rss > 512 * 1024:
+            outcome = "memory blow-up"
         outcomes[outcome] += 1
         by_label[(label.split(" ")[0], outcome)] += 1
         if rss > worst[0]:
