@@ -275,41 +275,50 @@ fn a_rank_that_fails_ends_the_job_with_an_error_naming_it() {
     let _ = std::fs::remove_file(ckpt);
 }
 
-/// What a rank's error output must never hold: signs of memory corruption or a crash.
-const CRASHES: [&str; 6] = [
+/// What a rank's error output must never hold: signs of memory corruption or a crash. (A rank
+/// that the launcher stops after the other one failed may be reported as ended by a signal.)
+const CRASHES: [&str; 5] = [
     "malloc",
     "double free",
     "corruption",
     "Segmentation",
     "panicked",
-    "signal",
 ];
 
 #[test]
 fn ranks_started_with_different_options_end_the_job_with_one_error_naming_the_difference() {
     let _job = exclusive();
     let ckpt = temp("dist-disagree.safetensors");
-    // (what differs, rank 0's options, rank 1's options)
-    let cases: [(&str, &[&str], &[&str]); 5] = [
+    let mlp = |extra: &[&str]| train_args("mlp", &ckpt, extra);
+    // (what differs, rank 0's arguments, rank 1's arguments)
+    let cases = [
         (
             "--batch-size",
-            &["--batch-size", "64"],
-            &["--batch-size", "32"],
+            mlp(&["--batch-size", "64"]),
+            mlp(&["--batch-size", "32"]),
         ),
-        ("--model", &[], &["--model", "cnn"]),
-        ("--epochs", &["--epochs", "1"], &["--epochs", "2"]),
-        ("--max-steps", &["--max-steps", "3"], &["--max-steps", "5"]),
-        ("--early-stopping", &[], &["--early-stopping", "1"]),
+        ("--model", mlp(&[]), train_args("cnn", &ckpt, &[])),
+        ("--epochs", mlp(&["--epochs", "1"]), mlp(&["--epochs", "2"])),
+        (
+            "--max-steps",
+            mlp(&["--max-steps", "3"]),
+            mlp(&["--max-steps", "5"]),
+        ),
+        (
+            "--early-stopping",
+            mlp(&[]),
+            mlp(&["--early-stopping", "1"]),
+        ),
     ];
     for (option, first, second) in cases {
         let child = spawn_job(
             mpirun(1)
                 .arg(env!("CARGO_BIN_EXE_nabla"))
-                .args(train_args("mlp", &ckpt, first))
+                .args(&first)
                 .arg(":")
                 .args(["-np", "1"])
                 .arg(env!("CARGO_BIN_EXE_nabla"))
-                .args(train_args("mlp", &ckpt, second)),
+                .args(&second),
         );
         let (o, _) = wait_within(child, option, Duration::from_secs(30));
         let err = stderr(&o);
