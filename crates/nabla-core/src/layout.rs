@@ -12,14 +12,11 @@ type Dims = SmallVec<[usize; 4]>;
 /// Strides, inline like [`Dims`].
 type Strides = SmallVec<[isize; 4]>;
 
-/// Row-major strides of `dims`, with size-0 and size-1 dimensions counted as size 1.
+/// Row-major strides of `dims`, with size-0 and size-1 dimensions counted as size 1 (saturating at
+/// `isize::MAX`, see [`crate::contiguous_strides`]).
 fn contiguous_strides(dims: &[usize]) -> Strides {
     let mut strides: Strides = smallvec![0isize; dims.len()];
-    let mut acc = 1isize;
-    for i in (0..dims.len()).rev() {
-        strides[i] = acc;
-        acc *= dims[i].max(1) as isize;
-    }
+    crate::shape::fill_contiguous_strides(dims, &mut strides);
     strides
 }
 
@@ -327,7 +324,7 @@ impl Layout {
     /// A view with a new shape of the same element count, if one exists without copying
     /// (NumPy's no-copy reshape rule); `None` when the data must be copied first.
     pub fn reshape(&self, shape: &[usize]) -> Option<Layout> {
-        if shape.iter().product::<usize>() != self.numel() {
+        if crate::shape::saturating_numel(shape) != self.numel() {
             return None;
         }
         if self.is_contiguous() {

@@ -2,7 +2,7 @@
 //!
 //! Everything else in nabla (softmax, layer norm, attention, ...) is composed from these in ordinary Rust.
 
-use crate::DType;
+use crate::{DType, Error, Result};
 
 /// Defines an op enum from one list: each variant with its documentation and the name errors and
 /// program dumps use. Generates the enum, `ALL` (every op, in declaration order), `COUNT` and `name`, so
@@ -275,43 +275,111 @@ impl Default for Conv2dParams {
 
 impl Conv2dParams {
     /// Output spatial size for an input of `(h, w)` and a kernel of `(kh, kw)`, or `None` when the
-    /// (dilated) kernel does not fit into the padded input.
+    /// (dilated) kernel does not fit into the padded input or a size overflows (see
+    /// [`Conv2dParams::checked_output_size`], which tells the two apart).
     ///
     /// ```
     /// use nabla_core::Conv2dParams;
     /// let p = Conv2dParams { padding: (1, 1), ..Default::default() };
     /// assert_eq!(p.output_size((28, 28), (3, 3)), Some((28, 28)));
+    /// let huge = Conv2dParams { padding: (usize::MAX / 2, usize::MAX / 2), ..Default::default() };
+    /// assert_eq!(huge.output_size((4, 4), (1, 1)), None);
     /// ```
     pub fn output_size(
         &self,
         input: (usize, usize),
         kernel: (usize, usize),
     ) -> Option<(usize, usize)> {
-        let one = |i: usize, k: usize, s: usize, p: usize, d: usize| -> Option<usize> {
-            let span = d.checked_mul(k.checked_sub(1)?)?.checked_add(1)?;
-            let padded = i + 2 * p;
-            if s == 0 || span > padded {
-                return None;
-            }
-            Some((padded - span) / s + 1)
-        };
-        Some((
-            one(
-                input.0,
-                kernel.0,
-                self.stride.0,
-                self.padding.0,
-                self.dilation.0,
-            )?,
-            one(
-                input.1,
-                kernel.1,
-                self.stride.1,
-                self.padding.1,
-                self.dilation.1,
-            )?,
-        ))
+        self.checked_output_size("conv2d", input, kernel)
+            .ok()
+            .flatten()
     }
+
+    /// [`Conv2dParams::output_size`], with an error naming `op` when the padded input `h + 2 padding`
+    /// or the dilated kernel `dilation (k − 1) + 1` is larger than `usize::MAX`; `Ok(None)` when the
+    /// kernel does not fit (or a kernel dimension or stride is zero).
+    ///
+    /// ```
+    /// use nabla_core::Conv2dParams;
+    /// let huge = Conv2dParams { padding: (usize::MAX / 2, 0), ..Default::default() };
+    /// let err = huge.checked_output_size("conv2d", (4, 4), (1, 1)).unwrap_err();
+    /// assert!(err.to_string().contains("conv2d") && err.to_string().contains("padded"));
+    /// let plain = Conv2dParams::default();
+    /// assert_eq!(plain.checked_output_size("conv2d", (4, 4), (9, 9))?, None);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn checked_output_size(
+        &self,
+        op: &'static str,
+        input: (usize, usize),
+        kernel: (usize, usize),
+    ) -> Result<Option<(usize, usize)>> {
+        let one = |i: usize, k: usize, s: usize, p: usize, d: usize| -> Result<Option<usize>> {
+            let Some((padded, span)) = window_sizes(op, i, k, p, d)? else {
+                return Ok(None);
+            };
+            if s == 0 || span > padded {
+                return Ok(None);
+            }
+            Ok(Some((padded - span) / s + 1))
+        };
+        let (s, p, d) = (self.stride, self.padding, self.dilation);
+        let h = one(input.0, kernel.0, s.0, p.0, d.0)?;
+        let w = one(input.1, kernel.1, s.1, p.1, d.1)?;
+        Ok(h.zip(w))
+    }
+
+    /// The input channels of weights `[C_out, per_group, KH, KW]`: `per_group × groups`, or an error
+    /// naming `op` when that overflows `usize`.
+    ///
+    /// ```
+    /// use nabla_core::Conv2dParams;
+    /// let p = Conv2dParams { groups: 4, ..Default::default() };
+    /// assert_eq!(p.input_channels("conv2d", 3)?, 12);
+    /// let huge = Conv2dParams { groups: usize::MAX, ..Default::default() };
+    /// assert!(huge.input_channels("conv2d", 2).is_err());
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn input_channels(&self, op: &'static str, per_group: usize) -> Result<usize> {
+        per_group.checked_mul(self.groups).ok_or_else(|| {
+            Error::invalid(
+                op,
+                format!(
+                    "{per_group} channels per group x {} groups overflow usize",
+                    self.groups
+                ),
+            )
+        })
+    }
+}
+
+/// The padded input `i + 2p` and the dilated kernel `d (k − 1) + 1` of one axis of a window op, or
+/// `None` for an empty kernel; an error naming `op` when either is larger than `usize::MAX`.
+fn window_sizes(
+    op: &'static str,
+    i: usize,
+    k: usize,
+    p: usize,
+    d: usize,
+) -> Result<Option<(usize, usize)>> {
+    let too_large = |what: String| {
+        Error::invalid(
+            op,
+            format!("{what} is larger than usize::MAX; use a smaller padding or dilation"),
+        )
+    };
+    let padded = p
+        .checked_mul(2)
+        .and_then(|both| both.checked_add(i))
+        .ok_or_else(|| too_large(format!("the padded input size {i} + 2 x {p}")))?;
+    if k == 0 {
+        return Ok(None);
+    }
+    let span = d
+        .checked_mul(k - 1)
+        .and_then(|s| s.checked_add(1))
+        .ok_or_else(|| too_large(format!("the dilated kernel size {d} x ({k} - 1) + 1")))?;
+    Ok(Some((padded, span)))
 }
 
 /// Parameters of a 2-D max pooling over the last two dimensions of an input (`[N, C, H, W]`, or any
@@ -360,40 +428,49 @@ impl Pool2dParams {
     /// assert_eq!(p.output_size((5, 5)), Some((3, 3)));
     /// ```
     pub fn output_size(&self, input: (usize, usize)) -> Option<(usize, usize)> {
+        self.checked_output_size("max_pool2d", input).ok().flatten()
+    }
+
+    /// [`Pool2dParams::output_size`], with an error naming `op` when the padded input or the dilated
+    /// window is larger than `usize::MAX`; `Ok(None)` when the parameters are invalid or no window fits.
+    ///
+    /// ```
+    /// use nabla_core::Pool2dParams;
+    /// let p = Pool2dParams { padding: (usize::MAX / 2, 0), ..Pool2dParams::square(usize::MAX) };
+    /// assert!(p.checked_output_size("max_pool2d", (4, 4)).is_err());
+    /// assert_eq!(Pool2dParams::square(2).checked_output_size("max_pool2d", (4, 4))?, Some((2, 2)));
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn checked_output_size(
+        &self,
+        op: &'static str,
+        input: (usize, usize),
+    ) -> Result<Option<(usize, usize)>> {
         let ceil = self.ceil_mode;
-        let one = |i: usize, k: usize, s: usize, p: usize, d: usize| -> Option<usize> {
+        let one = |i: usize, k: usize, s: usize, p: usize, d: usize| -> Result<Option<usize>> {
             if k == 0 || s == 0 || d == 0 {
-                return None;
+                return Ok(None);
             }
-            let span = d.checked_mul(k - 1)?.checked_add(1)?;
-            let padded = i.checked_add(2 * p)?;
+            let Some((padded, span)) = window_sizes(op, i, k, p, d)? else {
+                return Ok(None);
+            };
+            // 2p fits: window_sizes computed i + 2p.
             if 2 * p > span || span > padded {
-                return None;
+                return Ok(None);
             }
             let room = padded - span;
             let mut out = if ceil { room.div_ceil(s) } else { room / s } + 1;
-            // With ceil_mode the last window must start inside the input or the left padding.
-            if ceil && (out - 1) * s >= i + p {
+            // With ceil_mode the last window must start inside the input or the left padding (a
+            // start past usize::MAX is past it).
+            if ceil && (out - 1).checked_mul(s).is_none_or(|start| start >= i + p) {
                 out -= 1;
             }
-            Some(out)
+            Ok(Some(out))
         };
-        Some((
-            one(
-                input.0,
-                self.kernel.0,
-                self.stride.0,
-                self.padding.0,
-                self.dilation.0,
-            )?,
-            one(
-                input.1,
-                self.kernel.1,
-                self.stride.1,
-                self.padding.1,
-                self.dilation.1,
-            )?,
-        ))
+        let (k, s, p, d) = (self.kernel, self.stride, self.padding, self.dilation);
+        let h = one(input.0, k.0, s.0, p.0, d.0)?;
+        let w = one(input.1, k.1, s.1, p.1, d.1)?;
+        Ok(h.zip(w))
     }
 }
 

@@ -81,14 +81,23 @@ impl Shape {
     }
 }
 
-/// The element count of `shape`, or an error naming `op` when it overflows `usize`.
+/// The element count of `shape`, or an error naming `op` when it overflows `usize` or a dimension
+/// is larger than `isize::MAX` (strides are `isize`; PyTorch's sizes are `i64`), also in a shape
+/// with no elements.
 ///
 /// ```
 /// assert_eq!(nabla_core::checked_numel("demo", &[2, 3, 4])?, 24);
 /// assert!(nabla_core::checked_numel("demo", &[usize::MAX, 2]).is_err());
+/// assert!(nabla_core::checked_numel("demo", &[0, usize::MAX]).is_err());
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
+    if let Some(d) = shape.iter().find(|&&d| isize::try_from(d).is_err()) {
+        return Err(Error::invalid(
+            op,
+            format!("dimension {d} of shape {shape:?} is larger than isize::MAX"),
+        ));
+    }
     if shape.contains(&0) {
         return Ok(0);
     }
@@ -106,15 +115,27 @@ pub(crate) fn saturating_numel(dims: &[usize]) -> usize {
     dims.iter().fold(1usize, |n, &d| n.saturating_mul(d))
 }
 
-/// Row-major strides for `dims`.
+/// Row-major strides for `dims` (size-0 dimensions counted as size 1). A stride past `isize::MAX`,
+/// possible only for a shape with no elements, saturates there.
+///
+/// ```
+/// assert_eq!(nabla_core::contiguous_strides(&[2, 0, 3]), vec![3, 3, 1]);
+/// assert_eq!(nabla_core::contiguous_strides(&[0, 1 << 62, 4])[0], isize::MAX);
+/// ```
 pub fn contiguous_strides(dims: &[usize]) -> Vec<isize> {
     let mut strides = vec![0isize; dims.len()];
-    let mut acc = 1isize;
-    for i in (0..dims.len()).rev() {
-        strides[i] = acc;
-        acc *= dims[i].max(1) as isize;
-    }
+    fill_contiguous_strides(dims, &mut strides);
     strides
+}
+
+/// Writes the row-major strides of `dims` into `strides` (of the same length), as
+/// [`contiguous_strides`] describes.
+pub(crate) fn fill_contiguous_strides(dims: &[usize], strides: &mut [isize]) {
+    let mut acc = 1isize;
+    for (stride, &d) in strides.iter_mut().zip(dims).rev() {
+        *stride = acc;
+        acc = acc.saturating_mul(isize::try_from(d.max(1)).unwrap_or(isize::MAX));
+    }
 }
 
 /// Resolves a possibly negative axis against `rank`, or reports [`Error::InvalidAxis`] for `op`.

@@ -8,10 +8,10 @@ use crate::spectral::NormOrd;
 use nabla_core::{Backend, DType, Error, Result, Shape};
 use nabla_tensor::Tensor;
 
-/// `a` `[..., n, n]` and `b` (`[..., n]` vectors or `[..., n, k]` matrices) with their batch
-/// dimensions broadcast against each other, `b` as matrices, and whether `b` was a batch of
-/// vectors. `b` is a vector when it has one dimension or one fewer than `a` (`jnp.linalg.solve`'s
-/// rule).
+/// `a` `[..., m, n]` and `b` (a vector `[m]` or matrices `[..., m, k]`) with their batch dimensions
+/// broadcast against each other, `b` as matrices, and whether `b` was a vector. `b` is a vector only
+/// when it has one dimension: NumPy 2's rule (`numpy.linalg.solve`), which `jnp.linalg.solve` and
+/// `torch.linalg.solve` also follow where they agree; a batch of vectors is written `b[..., None]`.
 pub(crate) fn broadcast_rhs<B: Backend>(
     op: &'static str,
     a: &Tensor<B>,
@@ -19,12 +19,25 @@ pub(crate) fn broadcast_rhs<B: Backend>(
 ) -> Result<(Tensor<B>, Tensor<B>, bool)> {
     if a.rank() < 2 || b.rank() == 0 {
         return Err(Error::shapes(op, a.shape(), b.shape())
-            .with_hint("A must be [..., m, n] and B [..., m] or [..., m, k]"));
+            .with_hint("A must be [..., m, n] and B [m] or [..., m, k]"));
     }
-    let vector = b.rank() == 1 || b.rank() + 1 == a.rank();
+    let vector = b.rank() == 1;
     let b = if vector { b.unsqueeze(-1)? } else { b.clone() };
     let (ra, rb) = (a.rank(), b.rank());
-    let batch = Shape::broadcast(op, &a.shape()[..ra - 2], &b.shape()[..rb - 2])?;
+    if a.shape()[ra - 2] != b.shape()[rb - 2] {
+        return Err(Error::shapes(op, a.shape(), b.shape()).with_hint(format!(
+            "B must be [{m}] or [..., {m}, k] for A of {m} rows (b is a vector only when it is \
+             1-D; for a batch of vectors [..., {m}] pass b.unsqueeze(-1) and squeeze the result)",
+            m = a.shape()[ra - 2]
+        )));
+    }
+    let batch = Shape::broadcast(op, &a.shape()[..ra - 2], &b.shape()[..rb - 2]).map_err(|_| {
+        Error::shapes(op, a.shape(), b.shape()).with_hint(format!(
+            "the batch dimensions {:?} and {:?} do not broadcast",
+            &a.shape()[..ra - 2],
+            &b.shape()[..rb - 2]
+        ))
+    })?;
     let with = |t: &Tensor<B>, r: usize| -> Result<Tensor<B>> {
         let mut dims = batch.dims().to_vec();
         dims.extend_from_slice(&t.shape()[r - 2..]);

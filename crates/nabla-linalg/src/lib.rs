@@ -78,16 +78,23 @@ use nabla_core::{Backend, Result};
 use nabla_tensor::Tensor;
 use std::sync::Arc;
 
-/// `A⁻¹ B` for `a` of shape `[..., n, n]` and `b` of shape `[..., n, k]`, or vectors `[..., n]` (when
-/// `b` has one dimension, or one fewer than `a`, as `jnp.linalg.solve` decides); the batch dimensions
-/// broadcast against each other.
+/// `A⁻¹ B` for `a` of shape `[..., n, n]` and `b` of shape `[..., n, k]` (matrices, the batch
+/// dimensions broadcast against each other) or `[n]` (one vector, the result `[..., n]`). As in NumPy 2
+/// (`numpy.linalg.solve`), `b` is a vector only when it is 1-D, whatever the rank of `a`: with `a`
+/// `[2, 3, 3]`, `b` `[3, 2]` is one matrix (the result is `[2, 3, 2]`), and with `a` `[3, 3, 3]`,
+/// `b` `[3, 3]` is one matrix broadcast over the batch (`[3, 3, 3]`). A batch of vectors `[..., n]` is
+/// solved as `solve(a, &b.unsqueeze(-1)?)?.squeeze(-1)`.
 ///
 /// ```
-/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend; use nabla_core::DType;
 /// let cpu = CpuBackend::new();
 /// let a = Tensor::from_vec(vec![2.0f64, 0.0, 0.0, 4.0], [2, 2], &cpu)?;
 /// let b = Tensor::from_vec(vec![2.0f64, 8.0], [2, 1], &cpu)?;
 /// assert_eq!(nabla_linalg::solve(&a, &b)?.to_vec::<f64>()?, vec![1.0, 2.0]);
+/// // b [3, 3] against a batch [3, 3, 3] is a matrix, not three vectors.
+/// let batch = Tensor::eye(3, DType::F64, &cpu)?.broadcast_to([3, 3, 3])?;
+/// let b = Tensor::ones([3, 3], DType::F64, &cpu)?;
+/// assert_eq!(nabla_linalg::solve(&batch, &b)?.shape(), &[3, 3, 3]);
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 pub fn solve<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>> {

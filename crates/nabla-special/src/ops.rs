@@ -1,5 +1,6 @@
-//! The family's one op type: an elementwise special function of an `f32` or `f64` tensor, computed in
-//! `f64` on the host (split across the thread pool for large inputs).
+//! The family's op types: an elementwise special function of an `f32` or `f64` tensor ([`Special`]),
+//! and `betaln` of two ([`Betaln`]), computed in `f64` on the host (split across the thread pool for
+//! large inputs).
 
 use crate::scalar;
 use nabla_core::{
@@ -77,20 +78,33 @@ pub struct Special(pub SpecialFn);
 /// Elements per parallel task.
 const CHUNK: usize = 1 << 12;
 
+/// `f` of each element of `x` and the element of `y` at its position (`y` as long as `x`).
+fn map2<T: Copy + Send + Sync>(
+    x: &[T],
+    y: &[T],
+    alloc: &dyn HostAllocator,
+    f: impl Fn(T, T) -> T + Sync,
+) -> Vec<T> {
+    let mut out: Vec<T> = alloc.vec(x.len());
+    out.extend_from_slice(x);
+    let apply = |c: &mut [T], d: &[T]| c.iter_mut().zip(d).for_each(|(v, &w)| *v = f(*v, w));
+    if x.len() <= CHUNK {
+        apply(&mut out, y);
+    } else {
+        out.par_chunks_mut(CHUNK)
+            .zip(y.par_chunks(CHUNK))
+            .for_each(|(c, d)| apply(c, d));
+    }
+    out
+}
+
+/// `f` of each element of `x`.
 fn map<T: Copy + Send + Sync>(
     x: &[T],
     alloc: &dyn HostAllocator,
     f: impl Fn(T) -> T + Sync,
 ) -> Vec<T> {
-    let mut out: Vec<T> = alloc.vec(x.len());
-    if x.len() <= CHUNK {
-        out.extend(x.iter().map(|&v| f(v)));
-    } else {
-        out.extend_from_slice(x);
-        out.par_chunks_mut(CHUNK)
-            .for_each(|c| c.iter_mut().for_each(|v| *v = f(*v)));
-    }
-    out
+    map2(x, x, alloc, |v, _| f(v))
 }
 
 impl ExtensionOp for Special {
@@ -125,6 +139,62 @@ impl ExtensionOp for Special {
                 f.eval(f64::from(v)) as f32
             }))),
             other => Err(Error::dtype(self.0.name(), other.dtype())),
+        }
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn maps_leading_dims(&self) -> bool {
+        true
+    }
+}
+
+/// The name of [`Betaln`].
+pub(crate) const BETALN: &str = "special.betaln";
+
+/// `ln |B(a, b)|` of two `f32` or `f64` tensors of one shape and dtype (`crate::betaln` broadcasts
+/// and converts its arguments first), computed in `f64` on the host without the cancellation of
+/// `lgamma(a) + lgamma(b) − lgamma(a + b)` for large arguments (see the `scalar` module).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Betaln;
+
+impl ExtensionOp for Betaln {
+    fn name(&self) -> &str {
+        BETALN
+    }
+
+    fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
+        match inputs {
+            [(da @ (DType::F32 | DType::F64), sa), (db, sb)] if da == db && sa == sb => {
+                Ok(OutputSpec {
+                    dtype: *da,
+                    shape: sa.to_vec(),
+                })
+            }
+            [(da, sa), (db, sb)] if sa == sb => Err(Error::invalid(
+                BETALN,
+                format!("takes two f32 or two f64 tensors, got {da} and {db}"),
+            )),
+            [(_, sa), (_, sb)] => Err(Error::shapes(BETALN, sa, sb)
+                .with_hint("the arguments must have one shape (special::betaln broadcasts them)")),
+            _ => Err(Error::invalid(
+                BETALN,
+                format!("takes two inputs, got {}", inputs.len()),
+            )),
+        }
+    }
+
+    fn host_kernel(&self, views: &[HostView<'_>], alloc: &dyn HostAllocator) -> Result<HostData> {
+        match (views[0].data, views[1].data) {
+            (HostData::F64(a), HostData::F64(b)) => {
+                Ok(HostData::F64(map2(a, b, alloc, scalar::betaln)))
+            }
+            (HostData::F32(a), HostData::F32(b)) => Ok(HostData::F32(map2(a, b, alloc, |x, y| {
+                scalar::betaln(f64::from(x), f64::from(y)) as f32
+            }))),
+            (other, _) => Err(Error::dtype(BETALN, other.dtype())),
         }
     }
 

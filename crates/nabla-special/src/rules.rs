@@ -8,10 +8,11 @@
 //! | `erfinv` | `(√π / 2) e^{y²}` with `y = erfinv(x)` |
 //! | `i0`, `i0e` | `i1`, `i1e − sign(x) i0e` |
 //! | `i1`, `i1e` | `i0 − i1/x`, `i0e − i1e (sign(x) + 1/x)` (both `1/2` at 0) |
+//! | `betaln(a, b)` | `ψ(a) − ψ(a + b)`, `ψ(b) − ψ(a + b)` |
 //!
 //! Forward rules multiply the tangent by the derivative, reverse rules the cotangent.
 
-use crate::ops::{Special, SpecialFn};
+use crate::ops::{BETALN, Betaln, Special, SpecialFn};
 use nabla_core::{Backend, Error, Result};
 use nabla_tensor::{ExtensionFamily, ExtensionRules, RuleArgs, Tensor};
 use std::sync::Arc;
@@ -81,10 +82,60 @@ fn reverse<B: Backend>(
     Ok(vec![Some(g.mul(&derivative(args)?)?)])
 }
 
+/// `betaln(a, b)` of two tensors of one shape, recorded with the family's rules.
+pub(crate) fn apply_betaln<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>> {
+    Tensor::apply_family_op::<SpecialFamily>(Arc::new(Betaln), &[a, b])
+}
+
+/// The partial derivatives of `betaln` at the node's inputs: `ψ(a) − ψ(a + b)` and `ψ(b) − ψ(a + b)`.
+fn betaln_partials<B: Backend>(args: &RuleArgs<'_, B>) -> Result<[Tensor<B>; 2]> {
+    let (a, b) = (&args.inputs[0], &args.inputs[1]);
+    let both = apply(SpecialFn::Digamma, &a.add(b)?)?;
+    Ok([
+        apply(SpecialFn::Digamma, a)?.sub(&both)?,
+        apply(SpecialFn::Digamma, b)?.sub(&both)?,
+    ])
+}
+
+fn betaln_forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let partials = betaln_partials(args)?;
+    let mut sum: Option<Tensor<B>> = None;
+    for (t, d) in t.iter().zip(&partials) {
+        if let Some(t) = t {
+            let term = t.mul(d)?;
+            sum = Some(match sum {
+                Some(s) => s.add(&term)?,
+                None => term,
+            });
+        }
+    }
+    Ok(sum)
+}
+
+fn betaln_reverse<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    g: &Tensor<B>,
+    needs: &[bool],
+) -> Result<Vec<Option<Tensor<B>>>> {
+    let partials = betaln_partials(args)?;
+    partials
+        .iter()
+        .zip(needs)
+        .map(|(d, &need)| need.then(|| g.mul(d)).transpose())
+        .collect()
+}
+
 /// The forward and reverse rules of every op of the family.
 pub fn rules<B: Backend>() -> ExtensionRules<B> {
-    SpecialFn::ALL.iter().fold(ExtensionRules::new(), |r, f| {
-        r.forward(f.name(), forward::<B>)
-            .reverse(f.name(), reverse::<B>)
-    })
+    SpecialFn::ALL
+        .iter()
+        .fold(ExtensionRules::new(), |r, f| {
+            r.forward(f.name(), forward::<B>)
+                .reverse(f.name(), reverse::<B>)
+        })
+        .forward(BETALN, betaln_forward::<B>)
+        .reverse(BETALN, betaln_reverse::<B>)
 }

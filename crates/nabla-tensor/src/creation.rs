@@ -49,7 +49,10 @@ impl<B: Backend> Tensor<B> {
         Tensor::full(self.shape().to_vec(), value, self.dtype(), self.backend())
     }
 
-    /// Values `start, start + step, ...` below `end` (above it for a negative step), as in NumPy.
+    /// Values `start, start + step, ...` below `end` (above it for a negative step), as in NumPy. With
+    /// integer `start`, `end` and `step` the count is exact (`ceil((end − start) / step)` in integer
+    /// arithmetic, as NumPy and PyTorch count), even next to `i64::MAX`; otherwise it is computed in
+    /// `f64`.
     ///
     /// ```
     /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend; use nabla_core::DType;
@@ -57,6 +60,8 @@ impl<B: Backend> Tensor<B> {
     /// assert_eq!(x.to_vec::<f64>()?, vec![0.0, 0.25, 0.5, 0.75]);
     /// let i = Tensor::arange(5, 0, -2, DType::I64, &CpuBackend::new())?;
     /// assert_eq!(i.to_vec::<i64>()?, vec![5, 3, 1]);
+    /// let top = Tensor::arange(i64::MAX - 2, i64::MAX, 1, DType::I64, &CpuBackend::new())?;
+    /// assert_eq!(top.to_vec::<i64>()?, vec![i64::MAX - 2, i64::MAX - 1]);
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub fn arange(
@@ -67,27 +72,17 @@ impl<B: Backend> Tensor<B> {
         backend: &B,
     ) -> Result<Self> {
         let (start, end, step) = (start.into(), end.into(), step.into());
-        let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
-        if st == 0.0 || !s.is_finite() || !e.is_finite() || !st.is_finite() {
-            return Err(Error::invalid(
-                "arange",
-                format!(
-                    "start {start}, end {end} and step {step} must be finite with a non-zero step"
-                ),
-            ));
-        }
-        let n = ((e - s) / st).ceil().max(0.0);
-        if n > (1u64 << 40) as f64 {
-            return Err(Error::invalid(
-                "arange",
-                format!("{n} elements is too many"),
-            ));
-        }
-        let n = n as usize;
+        let (s, st) = (start.to_f64(), step.to_f64());
+        let n = arange_len(start, end, step)?;
         Self::check_host_values("arange", &[n], dtype)?;
         let data = if dtype.is_int() {
-            let (s, st) = (start.to_i64(), step.to_i64());
-            HostData::I64((0..n as i64).map(|i| s + i * st).collect())
+            let (s, st) = (i128::from(start.to_i64()), i128::from(step.to_i64()));
+            // In i128: `i * step` may pass the i64 range where `start + i * step` does not.
+            let value = |i: usize| {
+                let v = s + i as i128 * st;
+                v.clamp(i64::MIN.into(), i64::MAX.into()) as i64
+            };
+            HostData::I64((0..n).map(value).collect())
         } else {
             return Tensor::from_f64_values(
                 (0..n).map(|i| s + i as f64 * st).collect(),
@@ -290,4 +285,40 @@ impl<B: Backend> Tensor<B> {
             backend,
         )
     }
+}
+
+/// `v` when it is an integer (`true` and `false` as 1 and 0).
+fn as_integer(v: Scalar) -> Option<i64> {
+    match v {
+        Scalar::I64(v) => Some(v),
+        Scalar::Bool(b) => Some(i64::from(b)),
+        Scalar::F64(_) | Scalar::C128(_) => None,
+    }
+}
+
+/// The number of values [`Tensor::arange`] gives: exact for integers, else `ceil((end − start) /
+/// step)` in `f64`; an error for a zero or non-finite step or bound, or more than 2⁴⁰ values.
+fn arange_len(start: Scalar, end: Scalar, step: Scalar) -> Result<usize> {
+    let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
+    if st == 0.0 || !s.is_finite() || !e.is_finite() || !st.is_finite() {
+        return Err(Error::invalid(
+            "arange",
+            format!("start {start}, end {end} and step {step} must be finite with a non-zero step"),
+        ));
+    }
+    let n = match (as_integer(start), as_integer(end), as_integer(step)) {
+        (Some(s), Some(e), Some(st)) => {
+            let (s, e, st) = (i128::from(s), i128::from(e), i128::from(st));
+            // ceil((e − s) / st) for either sign of the step, as PyTorch counts int64 ranges.
+            ((e - s + st - st.signum()) / st).max(0) as f64
+        }
+        _ => ((e - s) / st).ceil().max(0.0),
+    };
+    if n > (1u64 << 40) as f64 {
+        return Err(Error::invalid(
+            "arange",
+            format!("{n} elements is too many"),
+        ));
+    }
+    Ok(n as usize)
 }

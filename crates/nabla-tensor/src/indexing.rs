@@ -262,7 +262,7 @@ impl<B: Backend> Tensor<B> {
             return Err(Error::dtype(OP, dtype));
         }
         let (h, w) = (self.shape()[rank - 2], self.shape()[rank - 1]);
-        let (oh, ow) = params.output_size((h, w)).ok_or_else(|| {
+        let (oh, ow) = params.checked_output_size(OP, (h, w))?.ok_or_else(|| {
             Error::invalid(
                 OP,
                 format!(

@@ -139,9 +139,10 @@ impl<B: Backend> Tensor<B> {
             return Err(Error::shapes(OP, self.shape(), weight.shape())
                 .with_hint("expected rank-4 tensors"));
         }
-        let c_in = weight.shape()[1] * params.groups;
+        let c_in = params.input_channels(OP, weight.shape()[1])?;
         let x_shape = [self.shape()[0], c_in, input_hw.0, input_hw.1];
         let expect = conv_output_shape(OP, &x_shape, weight.shape(), params)?;
+        nabla_core::check_allocation(OP, &x_shape, self.dtype())?;
         if [expect.0, expect.1, expect.2, expect.3] != self.shape() {
             return Err(
                 Error::shapes(OP, self.shape(), &[expect.0, expect.1, expect.2, expect.3])
@@ -200,6 +201,7 @@ impl<B: Backend> Tensor<B> {
             kernel_hw.1,
         ];
         let expect = conv_output_shape(OP, self.shape(), &w_shape, params)?;
+        nabla_core::check_allocation(OP, &w_shape, self.dtype())?;
         if [expect.0, expect.1, expect.2, expect.3] != grad_out.shape() {
             return Err(Error::shapes(
                 OP,
@@ -244,16 +246,18 @@ fn conv_output_shape(
             format!("groups, strides and dilations must be positive, got {p:?}"),
         ));
     }
-    if x[1] != w[1] * p.groups || !w[0].is_multiple_of(p.groups) {
+    if w[1].checked_mul(p.groups) != Some(x[1]) || !w[0].is_multiple_of(p.groups) {
         return Err(Error::shapes(op, x, w).with_hint(format!(
             "input channels {} must equal weight channels {} x groups {}, and output channels {} must divide into the groups",
             x[1], w[1], p.groups, w[0]
         )));
     }
-    let (oh, ow) = p.output_size((x[2], x[3]), (w[2], w[3])).ok_or_else(|| {
-        Error::shapes(op, x, w).with_hint(format!(
-            "the dilated kernel does not fit the padded input with {p:?}"
-        ))
-    })?;
+    let (oh, ow) = p
+        .checked_output_size(op, (x[2], x[3]), (w[2], w[3]))?
+        .ok_or_else(|| {
+            Error::shapes(op, x, w).with_hint(format!(
+                "the dilated kernel does not fit the padded input with {p:?}"
+            ))
+        })?;
     Ok((x[0], w[0], oh, ow))
 }

@@ -128,14 +128,7 @@ impl<B: Backend> Tensor<B> {
             return Err(Error::dtype("mean", self.dtype())
                 .with_hint("mean needs a float or complex tensor; cast integers first"));
         }
-        let count: usize = if axes.is_empty() {
-            self.numel()
-        } else {
-            normalize_axes("mean", axes, self.rank())?
-                .iter()
-                .map(|&a| self.shape()[a])
-                .product()
-        };
+        let count = self.reduced_count("mean", axes)?;
         self.sum(axes, keepdims)?.div(count as f64)
     }
 

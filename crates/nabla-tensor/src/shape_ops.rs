@@ -6,35 +6,84 @@ use nabla_core::{Backend, Error, Result, Scalar, Shape, normalize_axis};
 
 /// A target shape for [`Tensor::reshape`]: dimensions where one entry may be `-1` (inferred).
 pub trait ReshapeDims {
-    /// The requested dimensions as signed numbers.
-    fn signed_dims(&self) -> Vec<i64>;
+    /// The requested dimensions as signed numbers, each exactly (`i128` holds every `usize` and
+    /// every `i64`, so a huge `usize` is never read as `-1`).
+    fn signed_dims(&self) -> Vec<i128>;
 }
 
 macro_rules! reshape_dims {
     ($($t:ty),*) => {$(
         impl<const N: usize> ReshapeDims for [$t; N] {
-            fn signed_dims(&self) -> Vec<i64> { self.iter().map(|&d| d as i64).collect() }
+            fn signed_dims(&self) -> Vec<i128> { self.iter().map(|&d| d as i128).collect() }
         }
         impl ReshapeDims for &[$t] {
-            fn signed_dims(&self) -> Vec<i64> { self.iter().map(|&d| d as i64).collect() }
+            fn signed_dims(&self) -> Vec<i128> { self.iter().map(|&d| d as i128).collect() }
         }
         impl ReshapeDims for Vec<$t> {
-            fn signed_dims(&self) -> Vec<i64> { self.iter().map(|&d| d as i64).collect() }
+            fn signed_dims(&self) -> Vec<i128> { self.iter().map(|&d| d as i128).collect() }
         }
     )*};
 }
 reshape_dims!(usize, isize, i32, i64);
 
 impl ReshapeDims for Shape {
-    fn signed_dims(&self) -> Vec<i64> {
-        self.dims().iter().map(|&d| d as i64).collect()
+    fn signed_dims(&self) -> Vec<i128> {
+        self.dims().iter().map(|&d| d as i128).collect()
     }
 }
 
 impl ReshapeDims for () {
-    fn signed_dims(&self) -> Vec<i64> {
+    fn signed_dims(&self) -> Vec<i128> {
         Vec::new()
     }
+}
+
+/// The shape `req` asks for (one `-1` inferred) for a tensor of `shape`, or an error naming reshape
+/// and both shapes.
+fn reshape_target(shape: &[usize], req: &[i128]) -> Result<Vec<usize>> {
+    let numel = nabla_core::checked_numel("reshape", shape)?;
+    let bad = |why: &str| {
+        Error::invalid(
+            "reshape",
+            format!("cannot reshape a tensor of shape {shape:?} into {req:?}: {why}"),
+        )
+    };
+    let mut infer = None;
+    let mut known = 1usize;
+    let mut out = Vec::with_capacity(req.len());
+    for (i, &d) in req.iter().enumerate() {
+        if d == -1 && infer.is_none() {
+            infer = Some(i);
+            out.push(0);
+            continue;
+        }
+        let d = usize::try_from(d)
+            .ok()
+            .filter(|&d| isize::try_from(d).is_ok())
+            .ok_or_else(|| {
+                bad("each dimension must be in 0..=isize::MAX, and at most one may be -1")
+            })?;
+        known = known
+            .checked_mul(d)
+            .ok_or_else(|| bad("the element count overflows usize"))?;
+        out.push(d);
+    }
+    match infer {
+        Some(_) if known == 0 => return Err(bad("a -1 next to a dimension of 0 is ambiguous")),
+        Some(i) if numel.is_multiple_of(known) => out[i] = numel / known,
+        Some(_) => {
+            return Err(bad(&format!(
+                "{numel} elements are not a multiple of {known}"
+            )));
+        }
+        None if known != numel => {
+            return Err(bad(&format!(
+                "the tensor has {numel} elements, the shape {known}"
+            )));
+        }
+        None => {}
+    }
+    Ok(out)
 }
 
 /// Resolves NumPy-style slice bounds (`None` = open end, negatives count from the end, clamped) for an
@@ -48,72 +97,35 @@ pub(crate) fn resolve_slice(
     let n = n as isize;
     let clamp = |v: isize, lo: isize, hi: isize| v.max(lo).min(hi);
     let norm = |v: isize| if v < 0 { v + n } else { v };
-    let (first, len) = if step > 0 {
+    // The positions from `from` by `step` that come before `to`, counted on distances as usize so
+    // that a step of isize::MIN or isize::MAX does not overflow.
+    let count = |from: isize, to: isize| from.abs_diff(to).div_ceil(step.unsigned_abs());
+    if step > 0 {
         let s = clamp(start.map(norm).unwrap_or(0), 0, n);
         let e = clamp(end.map(norm).unwrap_or(n), 0, n);
-        (s, if e > s { (e - s + step - 1) / step } else { 0 })
+        (s as usize, if e > s { count(s, e) } else { 0 })
     } else {
         let s = clamp(start.map(norm).unwrap_or(n - 1), -1, n - 1);
         let e = clamp(end.map(norm).unwrap_or(-1), -1, n - 1);
-        (
-            s,
-            if s > e {
-                (s - e + (-step) - 1) / (-step)
-            } else {
-                0
-            },
-        )
-    };
-    (first.max(0) as usize, len.max(0) as usize)
+        (s.max(0) as usize, if s > e { count(s, e) } else { 0 })
+    }
 }
 
 impl<B: Backend> Tensor<B> {
     /// A tensor with the same elements in a new shape; one dimension may be `-1`. A view when the layout
-    /// allows it (always for contiguous tensors), otherwise a copy.
+    /// allows it (always for contiguous tensors), otherwise a copy. Dimensions are at most
+    /// `isize::MAX` (as PyTorch's are at most `i64::MAX`).
     ///
     /// ```
     /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend; use nabla_core::DType;
     /// let x = Tensor::arange(0, 6, 1, DType::I64, &CpuBackend::new())?;
     /// assert_eq!(x.reshape([2, -1])?.shape(), &[2, 3]);
     /// assert!(x.reshape([4, -1]).is_err());
+    /// assert!(x.reshape([usize::MAX, 2]).is_err());
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub fn reshape(&self, dims: impl ReshapeDims) -> Result<Self> {
-        let req = dims.signed_dims();
-        let numel = self.numel();
-        let bad = || {
-            Error::invalid(
-                "reshape",
-                format!(
-                    "cannot reshape a tensor of shape {:?} into {req:?}",
-                    self.shape()
-                ),
-            )
-        };
-        let mut infer = None;
-        let mut known = 1usize;
-        let mut out = Vec::with_capacity(req.len());
-        for (i, &d) in req.iter().enumerate() {
-            match d {
-                -1 if infer.is_none() => {
-                    infer = Some(i);
-                    out.push(0);
-                }
-                d if d >= 0 => {
-                    known = known.checked_mul(d as usize).ok_or_else(bad)?;
-                    out.push(d as usize);
-                }
-                _ => return Err(bad()),
-            }
-        }
-        if let Some(i) = infer {
-            if known == 0 || !numel.is_multiple_of(known) {
-                return Err(bad());
-            }
-            out[i] = numel / known;
-        } else if known != numel {
-            return Err(bad());
-        }
+        let out = reshape_target(self.shape(), &dims.signed_dims())?;
         if out == self.shape() {
             return Ok(self.clone());
         }
@@ -515,6 +527,10 @@ mod tests {
             (5, Some(-10), Some(2), 1, vec![0, 1]),
             (5, Some(2), Some(2), 1, vec![]),
             (0, None, None, -1, vec![]),
+            // Steps at the ends of isize: one element, no overflow.
+            (5, Some(1), None, isize::MAX, vec![1]),
+            (5, None, None, isize::MIN, vec![4]),
+            (5, Some(-1), Some(isize::MIN), isize::MIN, vec![4]),
         ];
         for (n, s, e, st, want) in cases {
             let (first, len) = resolve_slice(*n, *s, *e, *st);

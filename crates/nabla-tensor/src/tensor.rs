@@ -81,9 +81,10 @@ impl<B: Backend> Tensor<B> {
         }
     }
 
-    /// Uploads host data with the given shape.
+    /// Uploads host data with the given shape (dimensions at most `isize::MAX`, also when one is 0).
     pub fn from_host(data: HostData, shape: impl Into<Shape>, backend: &B) -> Result<Self> {
         let shape = shape.into();
+        nabla_core::checked_numel("from_host", shape.dims())?;
         if data.len() != shape.numel() {
             return Err(Error::DataLength {
                 op: "from_host",

@@ -300,23 +300,23 @@ fn shape_ops() {
     let x = f32s(&[6]);
     assert_eq!(
         msg(x.reshape([4, -1])),
-        "reshape: cannot reshape a tensor of shape [6] into [4, -1]"
+        "reshape: cannot reshape a tensor of shape [6] into [4, -1]: 6 elements are not a multiple of 4"
     );
     assert_eq!(
         msg(x.reshape([4])),
-        "reshape: cannot reshape a tensor of shape [6] into [4]"
+        "reshape: cannot reshape a tensor of shape [6] into [4]: the tensor has 6 elements, the shape 4"
     );
     assert_eq!(
         msg(x.reshape([-1, -1])),
-        "reshape: cannot reshape a tensor of shape [6] into [-1, -1]"
+        "reshape: cannot reshape a tensor of shape [6] into [-1, -1]: each dimension must be in 0..=isize::MAX, and at most one may be -1"
     );
     assert_eq!(
         msg(x.reshape([0, -1])),
-        "reshape: cannot reshape a tensor of shape [6] into [0, -1]"
+        "reshape: cannot reshape a tensor of shape [6] into [0, -1]: a -1 next to a dimension of 0 is ambiguous"
     );
     assert_eq!(
         msg(x.reshape([-2, 3])),
-        "reshape: cannot reshape a tensor of shape [6] into [-2, 3]"
+        "reshape: cannot reshape a tensor of shape [6] into [-2, 3]: each dimension must be in 0..=isize::MAX, and at most one may be -1"
     );
     let m = f32s(&[2, 3]);
     assert_eq!(

@@ -281,7 +281,7 @@ pub(super) fn conv2d_weight_grad<B: Backend>(
     };
     let full = b.conv2d(&xt, &xt_layout, &dyt, &dyt_layout, &swapped)?;
     let (fh, fw) = swapped
-        .output_size((h, wd), (ho, wo))
+        .checked_output_size("conv2d_weight_grad", (h, wd), (ho, wo))?
         .ok_or_else(|| Error::invalid("conv2d_weight_grad", "the output gradient does not fit"))?;
     // [cg, o, fh, fw] cut to the kernel and reordered to [o, cg, kh, kw].
     let cut = Layout::row_major(&[cg, o, fh, fw])
@@ -377,15 +377,19 @@ pub(super) fn max_pool2d<B: Backend>(
             "needs at least two dimensions",
         ));
     };
-    let (ho, wo) = params.output_size((h, w)).ok_or_else(|| {
+    const OP: &str = "max_pool2d";
+    let (ho, wo) = params.checked_output_size(OP, (h, w))?.ok_or_else(|| {
         Error::invalid(
-            "max_pool2d",
+            OP,
             format!("{params:?} does not fit an input plane of {h}x{w}"),
         )
     })?;
-    let planes = checked_numel("max_pool2d", &dims[..rank - 2])?;
-    let taps = params.kernel.0 * params.kernel.1;
-    let outputs = ho * wo;
+    let planes = checked_numel(OP, &dims[..rank - 2])?;
+    let taps = checked_numel(OP, &[params.kernel.0, params.kernel.1])?;
+    let outputs = checked_numel(OP, &[ho, wo])?;
+    // The tap table and the gathered windows are the large buffers.
+    crate::check_allocation(OP, &[outputs, taps], DType::I64)?;
+    crate::check_allocation(OP, &[planes, outputs, taps], b.storage_dtype(x))?;
     let table = b.upload(HostData::I64(pool_taps(params, (h, w), (ho, wo))))?;
     let x = b.copy(x, layout)?;
     // Windows [planes, outputs * taps], read from each plane through the table (shared by the planes).

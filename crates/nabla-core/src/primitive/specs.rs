@@ -1,7 +1,7 @@
 //! Output shapes and dtypes of every primitive: the one shape rule tracers and batching use.
 
 use super::Primitive;
-use crate::{DType, Error, OutputSpec, Result};
+use crate::{DType, Error, OutputSpec, Result, checked_numel};
 
 /// The shape with `axis` set to `size`, or an error naming `op` when `axis` is out of range.
 fn with_axis(op: &'static str, shape: &[usize], axis: usize, size: usize) -> Result<Vec<usize>> {
@@ -139,21 +139,35 @@ impl Primitive {
                         format!("{} pads for a rank-{} input", pads.len(), shape.len()),
                     ));
                 }
-                let out = shape.iter().zip(pads).map(|(&d, &(lo, hi))| d + lo + hi);
-                spec(dtype, out.collect())
+                let out = shape
+                    .iter()
+                    .zip(pads)
+                    .map(|(&d, &(lo, hi))| d.checked_add(lo)?.checked_add(hi))
+                    .collect::<Option<Vec<usize>>>()
+                    .ok_or_else(|| {
+                        Error::invalid(
+                            "pad",
+                            format!("padding {pads:?} of shape {shape:?} overflows usize"),
+                        )
+                    })?;
+                spec(dtype, out)
             }
             Primitive::Concat { axis } => {
                 let (dtype, shape) = input(0)?;
-                let total = inputs
-                    .iter()
-                    .map(|(_, s)| dim(name, s, *axis))
-                    .sum::<Result<usize>>()?;
+                let total = inputs.iter().try_fold(0usize, |total, (_, s)| {
+                    total
+                        .checked_add(dim(name, s, *axis)?)
+                        .ok_or_else(|| Error::invalid(name, "the joined axis overflows usize"))
+                })?;
                 spec(dtype, with_axis(name, shape, *axis, total)?)
             }
             Primitive::Gather { .. } => spec(input(0)?.0, input(1)?.1.to_vec()),
             Primitive::IndexSelect { axis } => {
                 let ((dtype, x), (_, index)) = (input(0)?, input(1)?);
-                spec(dtype, with_axis(name, x, *axis, index.iter().product())?)
+                spec(
+                    dtype,
+                    with_axis(name, x, *axis, checked_numel(name, index)?)?,
+                )
             }
             Primitive::OneHot { classes, dtype } => {
                 let mut out = input(0)?.1.to_vec();
@@ -185,7 +199,7 @@ impl Primitive {
                     dim(name, shape, rank.wrapping_sub(2))?,
                     dim(name, shape, rank.wrapping_sub(1))?,
                 );
-                let (ho, wo) = params.output_size((h, w)).ok_or_else(|| {
+                let (ho, wo) = params.checked_output_size(name, (h, w))?.ok_or_else(|| {
                     Error::invalid(
                         "max_pool2d",
                         format!("parameters {params:?} give no output for {h}x{w}"),
@@ -201,14 +215,14 @@ impl Primitive {
                 let (n, h, wd) = (dim(name, x, 0)?, dim(name, x, 2)?, dim(name, x, 3)?);
                 let (c_out, kh, kw) = (dim(name, w, 0)?, dim(name, w, 2)?, dim(name, w, 3)?);
                 let (ho, wo) = params
-                    .output_size((h, wd), (kh, kw))
+                    .checked_output_size(name, (h, wd), (kh, kw))?
                     .ok_or_else(|| Error::shapes("conv2d", x, w))?;
                 spec(dtype, vec![n, c_out, ho, wo])
             }
             Primitive::Conv2dInputGrad { input_hw, params } => {
                 let ((dtype, dy), (_, w)) = (input(0)?, input(1)?);
                 let n = dim(name, dy, 0)?;
-                let c_in = dim(name, w, 1)? * params.groups;
+                let c_in = params.input_channels(name, dim(name, w, 1)?)?;
                 spec(dtype, vec![n, c_in, input_hw.0, input_hw.1])
             }
             Primitive::Conv2dWeightGrad { kernel_hw, params } => {

@@ -93,7 +93,7 @@ fn output_hw(
     k: (usize, usize),
     p: &Conv2dParams,
 ) -> Result<(usize, usize)> {
-    p.output_size(hw, k).ok_or_else(|| {
+    p.checked_output_size(op, hw, k)?.ok_or_else(|| {
         Error::invalid(
             op,
             format!(
@@ -287,7 +287,7 @@ pub(crate) fn conv2d_input_grad(
     check_params(OP, p)?;
     check_rank(OP, GRAD, sd)?;
     check_rank(OP, WEIGHT, sw)?;
-    let (o, c) = (sw[0], sw[1] * p.groups);
+    let (o, c) = (sw[0], p.input_channels(OP, sw[1])?);
     check_groups(OP, c, o, p, sd, sw)?;
     if sd[1] != o {
         return Err(Error::shapes(OP, sd, sw).with_hint(format!(

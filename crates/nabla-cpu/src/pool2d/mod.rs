@@ -344,12 +344,14 @@ pub(crate) fn max_pool2d(
         ));
     }
     let (h, w) = (shape[rank - 2], shape[rank - 1]);
-    let (out_h, out_w) = p.output_size((h, w)).ok_or_else(|| {
+    let (out_h, out_w) = p.checked_output_size(OP, (h, w))?.ok_or_else(|| {
         Error::invalid(
             OP,
             format!("parameters {p:?} give no output for an input plane of {h}x{w}"),
         )
     })?;
+    // The tap tables hold a pair of positions per kernel tap of each axis.
+    nabla_core::check_allocation(OP, &[p.kernel.0.max(p.kernel.1), 2], DType::I64)?;
     let geometry = Geometry {
         h,
         w,

@@ -220,7 +220,8 @@ pub fn qr_full<B: Backend>(a: &Tensor<B>) -> Result<(Tensor<B>, Tensor<B>)> {
 }
 
 /// The least-squares solution `X = argmin ‖A X - B‖` for full-column-rank `a` `[..., m, n]`, `m >= n`,
-/// and `b` `[..., m, k]` or vectors `[..., m]` (batch dimensions broadcast, as [`crate::solve`]), computed as `R⁻¹ Qᴴ B` from the reduced QR factorisation (so its
+/// and `b` `[..., m, k]` or one vector `[m]` (batch dimensions broadcast; `b` is a vector only when it
+/// is 1-D, as in [`crate::solve`]), computed as `R⁻¹ Qᴴ B` from the reduced QR factorisation (so its
 /// derivatives come from those of [`qr`] and [`triangular_solve`]). A rank-deficient `A` (a zero on
 /// `R`'s diagonal) is an error; a nearly rank-deficient one gives large values.
 ///
@@ -250,8 +251,8 @@ fn lstsq_matrices<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>>
     };
     if !ok {
         return Err(Error::shapes(OP, sa, sb).with_hint(
-            "A must be [..., m, n] with m >= n and B [..., m, k] or [..., m] with broadcastable \
-             batch dims",
+            "A must be [..., m, n] with m >= n and B [m] or [..., m, k] with broadcastable batch \
+             dims",
         ));
     }
     let (q, r) = qr(a)?;

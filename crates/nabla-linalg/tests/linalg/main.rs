@@ -8,6 +8,7 @@ mod entry_points;
 mod factor;
 mod factor_complex;
 mod jax_transforms;
+mod solve_rule;
 mod spectral;
 mod spectral_cases;
 mod support;

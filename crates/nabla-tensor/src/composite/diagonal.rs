@@ -2,7 +2,7 @@
 //! contiguous input), `trace`, `tril`, `triu` and `diag_embed`, as `torch` names them.
 
 use crate::Tensor;
-use nabla_core::{Backend, Error, Result, normalize_axis};
+use nabla_core::{Backend, DType, Error, Result, check_allocation, checked_numel, normalize_axis};
 
 /// The length of diagonal `offset` of an `rows x cols` matrix (0 when it lies outside).
 fn diagonal_len(rows: usize, cols: usize, offset: isize) -> usize {
@@ -53,7 +53,8 @@ impl<B: Backend> Tensor<B> {
         let (rows, cols) = (self.shape()[a], self.shape()[b]);
         let len = diagonal_len(rows, cols, offset);
         let mut flat_shape = moved.shape()[..rank - 2].to_vec();
-        flat_shape.push(rows * cols);
+        // Other axes may be empty, so the matrix alone may overflow.
+        flat_shape.push(checked_numel(OP, &[rows, cols])?);
         let flat = moved.contiguous()?.reshape(flat_shape)?;
         if len == 0 {
             return flat.narrow(-1, 0, 0);
@@ -102,7 +103,7 @@ impl<B: Backend> Tensor<B> {
         self.check_matrices(op)?;
         let r = self.rank();
         let (m, n) = (self.shape()[r - 2], self.shape()[r - 1]);
-        let mut mask = Vec::with_capacity(m * n);
+        let mut mask = Vec::with_capacity(check_allocation(op, &[m, n], DType::Bool)?);
         for i in 0..m as isize {
             mask.extend((0..n as isize).map(|j| keep(i, j)));
         }

@@ -19,7 +19,7 @@ mod softmax;
 pub use einsum::{EinsumPath, einsum_path};
 
 use crate::Tensor;
-use nabla_core::{Backend, Error, Result, normalize_axes};
+use nabla_core::{Backend, Error, Result, checked_numel, normalize_axes};
 
 impl<B: Backend> Tensor<B> {
     /// Fails unless `self` holds float32 or float64 values (the dtypes composites compute in).
@@ -38,9 +38,11 @@ impl<B: Backend> Tensor<B> {
         if axes.is_empty() {
             return Ok(self.numel());
         }
-        Ok(normalize_axes(op, axes, self.rank())?
+        let dims: Vec<usize> = normalize_axes(op, axes, self.rank())?
             .iter()
             .map(|&a| self.shape()[a])
-            .product())
+            .collect();
+        // Other axes may be empty, so the reduced ones alone may overflow.
+        checked_numel(op, &dims)
     }
 }

@@ -8,8 +8,10 @@ use nabla_core::{Backend, Error, Result, normalize_axis};
 impl<B: Backend> Tensor<B> {
     /// Variance over `axes` (empty = all axes): `sum((x - mean)^2) / (N - correction)` where `N` counts
     /// the reduced elements, as `jnp.var(x, axis, ddof=correction)` and `torch.var(x, dim,
-    /// correction=...)`. `correction = 0` is the population variance, 1 the unbiased estimate. Like JAX,
-    /// it divides by `N - correction` as is, so `N <= correction` gives infinities or NaN.
+    /// correction=...)`. `correction = 0` is the population variance, 1 the unbiased estimate. Like
+    /// PyTorch, it divides by `max(N - correction, 0)`: where `correction >= N` the result is `+inf`
+    /// (NaN where all the reduced values are equal), and the variance of no elements is NaN. (JAX divides
+    /// by `N - correction` as is, and gives negative values there.)
     ///
     /// Named `variance` because [`Tensor::var`] makes a variable.
     ///
@@ -18,16 +20,16 @@ impl<B: Backend> Tensor<B> {
     /// let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 10.0, 16.0], [2, 3], &CpuBackend::new())?;
     /// assert_eq!(x.variance(&[1], false, 1)?.to_vec::<f64>()?, vec![1.0, 36.0]);
     /// assert_eq!(x.variance(&[1], true, 0)?.shape(), &[2, 1]);
+    /// assert_eq!(x.variance(&[1], false, 5)?.to_vec::<f64>()?, vec![f64::INFINITY; 2]);
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub fn variance(&self, axes: &[isize], keepdims: bool, correction: usize) -> Result<Self> {
         self.check_real_float("variance")?;
         let n = self.reduced_count("variance", axes)?;
         let centered = self.sub(self.mean(axes, true)?)?;
-        centered
-            .square()?
-            .sum(axes, keepdims)?
-            .div(n as f64 - correction as f64)
+        // PyTorch's degrees of freedom: never negative, so too large a correction gives inf or NaN.
+        let dof = n.saturating_sub(correction);
+        centered.square()?.sum(axes, keepdims)?.div(dof as f64)
     }
 
     /// Standard deviation, `sqrt(variance(axes, keepdims, correction))` (see [`Tensor::variance`]).

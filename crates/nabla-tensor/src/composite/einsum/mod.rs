@@ -164,16 +164,17 @@ fn contract_pair<B: Backend>(a: Term<B>, b: Term<B>, keep: &[Label]) -> Result<T
             .collect()
     };
     let (batch_dims, a_dims, b_dims) = (size(&a, &batch), size(&a, &only_a), size(&b, &only_b));
-    let n = |d: &[usize]| d.iter().product::<usize>();
-    let k = n(&size(&a, &summed));
+    // An operand with an empty axis elsewhere may have groups whose sizes overflow.
+    let n = |d: &[usize]| nabla_core::checked_numel("einsum", d);
+    let (k, nb) = (n(&size(&a, &summed))?, n(&batch_dims)?);
     let order_a: Vec<Label> = [&batch[..], &only_a, &summed].concat();
     let order_b: Vec<Label> = [&batch[..], &summed, &only_b].concat();
     let lhs =
         a.t.permute(&a.positions(&order_a))?
-            .reshape([n(&batch_dims), n(&a_dims), k])?;
+            .reshape([nb, n(&a_dims)?, k])?;
     let rhs =
         b.t.permute(&b.positions(&order_b))?
-            .reshape([n(&batch_dims), k, n(&b_dims)])?;
+            .reshape([nb, k, n(&b_dims)?])?;
     let dims: Vec<usize> = [&batch_dims[..], &a_dims, &b_dims].concat();
     Ok(Term {
         t: lhs.matmul(&rhs)?.reshape(dims)?,
