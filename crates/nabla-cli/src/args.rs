@@ -166,6 +166,10 @@ pub struct TrainArgs {
     /// Do not write the plot.
     #[arg(long)]
     pub no_plot: bool,
+    /// Replace existing checkpoint, log and plot files that nabla did not write (without it such a
+    /// file is an error; files nabla wrote are replaced either way, a symbolic link never is).
+    #[arg(long)]
+    pub overwrite: bool,
     /// No progress bar and no per-epoch lines (the final result is still printed).
     #[arg(long, short)]
     pub quiet: bool,
@@ -189,6 +193,9 @@ pub struct EvalArgs {
     /// Examples per batch.
     #[arg(long, default_value_t = 256, value_name = "N")]
     pub batch_size: usize,
+    /// Open a checkpoint whose weights hold NaN or infinity (refused otherwise), to inspect it.
+    #[arg(long)]
+    pub allow_non_finite: bool,
     /// Threads and backend.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -204,6 +211,16 @@ pub struct PredictArgs {
     /// in training (pixels in [0, 1]; for the digits: the 0..16 counts divided by 16).
     #[arg(long, value_name = "FILE")]
     pub input: PathBuf,
+    /// Examples read and classified at a time: memory grows with the batch, not the file.
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub batch_size: usize,
+    /// The first row of the .csv input is a header (without it, the first row is a header only
+    /// when none of its fields is a number).
+    #[arg(long)]
+    pub header: bool,
+    /// Open a checkpoint whose weights hold NaN or infinity (refused otherwise), to inspect it.
+    #[arg(long)]
+    pub allow_non_finite: bool,
     /// Threads and backend.
     #[command(flatten)]
     pub common: CommonArgs,

@@ -13,7 +13,9 @@ use nabla_data::DistributedSampler;
 use nabla_distributed::{Communicator, DataParallel, check_agreement};
 use nabla_nn::optim::{Adam, AdamConfig, Optimizer, Sgd, SgdConfig};
 use nabla_nn::sched::{CosineAnnealingLR, LrScheduler, MultiStepLR, OneCycle, OneCycleLR};
-use nabla_nn::{Forward, Module, Sequential, load_checkpoint};
+use nabla_nn::{
+    CheckpointLoad, Forward, Module, Sequential, load_checkpoint_with, remove_stale_temp_files,
+};
 use nabla_tensor::no_grad;
 use nabla_train::metrics::argmax_rows;
 use nabla_train::{
@@ -38,16 +40,23 @@ macro_rules! nabla_note {
 
 /// Writes `text` to standard output; a closed pipe (`nabla predict ... | head`) is not an error.
 fn emit(text: &str) -> Result<()> {
+    emit_open(text).map(drop)
+}
+
+/// Writes `text` to standard output and says whether it is still open: `false` once its reader has
+/// gone (a closed pipe), which is not an error.
+fn emit_open(text: &str) -> Result<bool> {
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
     {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(Error::Io {
             context: "writing to standard output".into(),
             message: e.to_string(),
         }),
-        _ => Ok(()),
     }
 }
 
@@ -178,6 +187,7 @@ fn trainer_config(args: &TrainArgs, info: &ModelInfo, speaks: bool) -> TrainerCo
         detect_anomaly: args.detect_anomaly,
         max_steps: args.max_steps,
         metadata: info.to_json(),
+        overwrite: args.overwrite,
     }
 }
 
@@ -190,7 +200,7 @@ fn resume_run<B: Backend>(
     backend: &B,
 ) -> Result<()> {
     let path = &args.checkpoint;
-    let saved = ModelInfo::from_json(path, &checkpoint_metadata(path, &CpuBackend::new())?)?;
+    let saved = ModelInfo::from_json(path, &checkpoint_metadata(path)?)?;
     if saved.model != info.model || saved.dataset != info.dataset {
         return Err(Error::invalid(
             "--resume",
@@ -382,10 +392,17 @@ fn weight_bound(path: &Path) -> Result<usize> {
 
 /// Rebuilds the model saved in `path` on `backend` and loads its weights (in evaluation mode);
 /// a checkpoint written on one backend loads on any other. The model description is checked
-/// ([`ModelInfo::from_json`]) and no weight may be larger than [`weight_bound`] allows.
-fn load_trained<B: Backend>(path: &Path, backend: &B) -> Result<(Sequential<B>, ModelInfo)> {
+/// ([`ModelInfo::from_json`]), no weight may be larger than [`weight_bound`] allows, and weights
+/// holding NaN or infinity are refused unless `allow_non_finite`. Temporary files that killed saves
+/// of `path` left behind are removed first.
+fn load_trained<B: Backend>(
+    path: &Path,
+    allow_non_finite: bool,
+    backend: &B,
+) -> Result<(Sequential<B>, ModelInfo)> {
+    remove_stale_temp_files(path);
     check_input_file(path, "checkpoint")?;
-    let info = ModelInfo::from_json(path, &checkpoint_metadata(path, &CpuBackend::new())?)?;
+    let info = ModelInfo::from_json(path, &checkpoint_metadata(path)?)?;
     let bound = weight_bound(path)?;
     let mut model = with_allocation_limit(bound, || {
         build_model(info.model, &info.input_shape, info.classes, 0, backend)
@@ -400,7 +417,8 @@ fn load_trained<B: Backend>(path: &Path, backend: &B) -> Result<(Sequential<B>, 
             info.classes
         ),
     })?;
-    load_checkpoint(path, &model, None, backend)?;
+    let options = CheckpointLoad { allow_non_finite };
+    load_checkpoint_with(path, &model, None, backend, options)?;
     model.eval();
     Ok((model, info))
 }
@@ -411,7 +429,7 @@ fn eval_on<B: Backend>(args: &EvalArgs, backend: &B) -> Result<()> {
     if args.batch_size == 0 {
         return Err(Error::invalid("--batch-size", "must be at least 1"));
     }
-    let (model, info) = load_trained(&args.checkpoint, backend)?;
+    let (model, info) = load_trained(&args.checkpoint, args.allow_non_finite, backend)?;
     let dataset = args.dataset.unwrap_or(info.dataset);
     let splits = data::load(dataset, args.data_dir.as_deref(), &cpu)?;
     if splits.input_shape != info.input_shape || splits.classes > info.classes {
@@ -453,22 +471,34 @@ fn eval_on<B: Backend>(args: &EvalArgs, backend: &B) -> Result<()> {
     emit(&out)
 }
 
-/// `nabla predict` on `backend`.
+/// `nabla predict` on `backend`: the input is read, classified and printed `--batch-size` examples
+/// at a time, so memory is bounded by the batch, not the file. Nothing is printed before the first
+/// batch has been read and checked; an error in a later batch stops after the rows already printed.
 fn predict_on<B: Backend>(args: &PredictArgs, backend: &B) -> Result<()> {
-    let (model, info) = load_trained(&args.checkpoint, backend)?;
-    let inputs = data::read_inputs(&args.input, &info.input_shape, &CpuBackend::new())?
-        .to_backend(backend)?;
-    let probs = no_grad(|| model.forward(&inputs)?.softmax(1))?;
-    let c = info.classes;
-    let host = probs.to_host()?.to_f64_vec(); // widened on the host: wgpu has no float64
-    let mut out = String::new();
-    let _ = writeln!(out, "example,class,probability");
-    for (i, (class, row)) in argmax_rows(&host, c)
-        .into_iter()
-        .zip(host.chunks(c))
-        .enumerate()
-    {
-        let _ = writeln!(out, "{i},{class},{:.4}", row[class]);
+    if args.batch_size == 0 {
+        return Err(Error::invalid("--batch-size", "must be at least 1"));
     }
-    emit(&out)
+    let (model, info) = load_trained(&args.checkpoint, args.allow_non_finite, backend)?;
+    let cpu = CpuBackend::new();
+    let mut inputs = data::PredictInput::open(&args.input, &info.input_shape, args.header)?;
+    let c = info.classes;
+    let mut out = String::from("example,class,probability\n");
+    let mut first = 0;
+    while let Some(batch) = inputs.next_batch(args.batch_size, &cpu)? {
+        let x = batch.to_backend(backend)?;
+        let probs = no_grad(|| model.forward(&x)?.softmax(1))?;
+        let host = probs.to_host()?.to_f64_vec(); // widened on the host: wgpu has no float64
+        for (class, row) in argmax_rows(&host, c).into_iter().zip(host.chunks(c)) {
+            let _ = writeln!(out, "{first},{class},{:.4}", row[class]);
+            first += 1;
+        }
+        if !emit_open(&out)? {
+            return Ok(()); // the reader has gone: nothing more is wanted
+        }
+        out.clear();
+        // Each batch arrives in fresh host buffers, which the CPU backend would keep for reuse once
+        // freed (up to its cache's 256 MiB): memory would grow with the file up to that cap.
+        nabla_cpu::release_cached_buffers();
+    }
+    Ok(())
 }

@@ -4,7 +4,8 @@ use clap::ValueEnum;
 use nabla_core::{DType, Error, Generator, Result};
 use nabla_cpu::CpuBackend;
 use nabla_data::{
-    CsvOptions, Dataset, Digits, Mnist, TensorDataset, random_permutation, read_csv, read_npy,
+    CsvHeader, CsvOptions, CsvReader, Dataset, Digits, Mnist, NpyReader, TensorDataset,
+    random_permutation,
 };
 use nabla_tensor::Tensor;
 use std::path::{Path, PathBuf};
@@ -196,90 +197,145 @@ pub fn load(kind: DatasetKind, data_dir: Option<&Path>, cpu: &CpuBackend) -> Res
     })
 }
 
-/// Reads `predict`'s input: a `.npy` array or a headerless (or one-header-row) `.csv` table whose
-/// rows are examples with `prod(input_shape)` values each. Returns `[N, C, H, W]` `f32` inputs.
-pub fn read_inputs(
-    path: &Path,
-    input_shape: &[usize],
-    cpu: &CpuBackend,
-) -> Result<Tensor<CpuBackend>> {
-    if !path.is_file() {
-        return Err(Error::Io {
-            context: format!("reading {}", path.display()),
-            message: "no such file".to_string(),
-        });
-    }
-    let features: usize = input_shape.iter().product();
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let flat = match ext.as_str() {
-        "npy" => {
-            let array = read_npy(path)?;
-            let total: usize = array.shape.iter().product();
-            let t = array.into_tensor(cpu)?.cast(DType::F32)?;
-            t.reshape([total / features.max(1), features])
-                .ok()
-                .filter(|_| total.is_multiple_of(features.max(1)))
-                .ok_or_else(|| {
-                    Error::invalid(
-                        "predict",
-                        format!(
-                            "{} holds {total} values, not a multiple of the {features} values of one \
-                             {input_shape:?} example",
-                            path.display()
-                        ),
-                    )
-                })?
-        }
-        "csv" => {
-            let table = read_csv(path, &CsvOptions::default()).or_else(|first| {
-                read_csv(path, &CsvOptions::default().has_header(true)).map_err(|_| first)
-            })?;
-            if table.cols != features {
-                return Err(Error::invalid(
-                    "predict",
-                    format!(
-                        "{} has {} columns, but the model takes {features} values per example ({input_shape:?})",
-                        path.display(),
-                        table.cols
-                    ),
-                ));
-            }
-            table.features_tensor(DType::F32, cpu)?
-        }
-        _ => {
-            return Err(Error::invalid(
-                "predict",
-                format!("cannot read {}: use a .npy or .csv file", path.display()),
-            ));
-        }
-    };
-    let n = flat.shape()[0];
-    if n == 0 {
-        return Err(Error::invalid(
-            "predict",
-            format!("{} holds no examples", path.display()),
-        ));
-    }
-    check_pixels(&flat.to_vec::<f32>()?, features, path)?;
-    let mut shape = vec![n];
-    shape.extend_from_slice(input_shape);
-    flat.reshape(shape)
+/// Where `predict`'s examples come from.
+enum InputSource {
+    /// A `.npy` array, read a chunk of elements at a time.
+    Npy(NpyReader<'static>),
+    /// A `.csv` table, read a chunk of rows at a time.
+    Csv(CsvReader<'static>),
 }
 
-/// Fails unless every value of `pixels` (examples of `features` values each, read from `path`) is a
-/// finite number in `[0, 1]`, the scale every model of the command line is trained on.
-fn check_pixels(pixels: &[f32], features: usize, path: &Path) -> Result<()> {
+/// `predict`'s input read batch by batch, so that memory is bounded by the batch, not the file: a
+/// `.npy` array (any shape whose size is a multiple of one example) or a `.csv` table with one
+/// example of `prod(input_shape)` values per row. The first row of a `.csv` file is a header when
+/// `header` says so or when none of its fields is a number ([`CsvHeader::Detect`]); a malformed
+/// number in any row is an error naming the row and column.
+pub struct PredictInput {
+    path: PathBuf,
+    source: InputSource,
+    input_shape: Vec<usize>,
+    /// Values per example.
+    features: usize,
+    /// Examples returned so far.
+    examples: usize,
+}
+
+impl PredictInput {
+    /// Opens `path` and checks what its header or first row says: its kind (by extension), that it
+    /// holds whole examples of `input_shape`, and for a `.csv` file its number of columns.
+    pub fn open(path: &Path, input_shape: &[usize], header: bool) -> Result<Self> {
+        if !path.is_file() {
+            return Err(Error::Io {
+                context: format!("reading {}", path.display()),
+                message: "no such file".to_string(),
+            });
+        }
+        let features: usize = input_shape.iter().product::<usize>().max(1);
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let source = match ext.to_ascii_lowercase().as_str() {
+            "npy" => {
+                let reader = NpyReader::open(path)?;
+                let total = reader.numel();
+                if !total.is_multiple_of(features) {
+                    return Err(Error::invalid(
+                        "predict",
+                        format!(
+                            "{} holds {total} values, not a multiple of the {features} values of \
+                             one {input_shape:?} example",
+                            path.display()
+                        ),
+                    ));
+                }
+                InputSource::Npy(reader)
+            }
+            "csv" => {
+                let rule = if header {
+                    CsvHeader::Present
+                } else {
+                    CsvHeader::Detect
+                };
+                let reader = CsvReader::open(path, &CsvOptions::default().header(rule))?;
+                if let Some(cols) = reader.cols().filter(|&c| c != features) {
+                    return Err(Error::invalid(
+                        "predict",
+                        format!(
+                            "{} has {cols} columns, but the model takes {features} values per \
+                             example ({input_shape:?})",
+                            path.display()
+                        ),
+                    ));
+                }
+                InputSource::Csv(reader)
+            }
+            _ => {
+                return Err(Error::invalid(
+                    "predict",
+                    format!("cannot read {}: use a .npy or .csv file", path.display()),
+                ));
+            }
+        };
+        Ok(PredictInput {
+            path: path.to_path_buf(),
+            source,
+            input_shape: input_shape.to_vec(),
+            features,
+            examples: 0,
+        })
+    }
+
+    /// The next examples, at most `batch` of them, as a `[n, C, H, W]` `f32` tensor on `cpu`, or
+    /// `None` after the last. Every value must be a finite number in `[0, 1]`; a file without any
+    /// example is an error.
+    pub fn next_batch(
+        &mut self,
+        batch: usize,
+        cpu: &CpuBackend,
+    ) -> Result<Option<Tensor<CpuBackend>>> {
+        let batch = batch.max(1);
+        let flat = match &mut self.source {
+            InputSource::Npy(reader) => {
+                let data = reader.read(batch.saturating_mul(self.features))?;
+                let n = data.len() / self.features;
+                Tensor::from_host(data, [n, self.features], cpu)?.cast(DType::F32)?
+            }
+            InputSource::Csv(reader) => {
+                reader.read_rows(batch)?.features_tensor(DType::F32, cpu)?
+            }
+        };
+        let n = flat.shape()[0];
+        if n == 0 {
+            if self.examples == 0 {
+                return Err(Error::invalid(
+                    "predict",
+                    format!("{} holds no examples", self.path.display()),
+                ));
+            }
+            return Ok(None);
+        }
+        check_pixels(
+            &flat.to_vec::<f32>()?,
+            self.features,
+            self.examples,
+            &self.path,
+        )?;
+        self.examples += n;
+        let mut shape = vec![n];
+        shape.extend_from_slice(&self.input_shape);
+        flat.reshape(shape).map(Some)
+    }
+}
+
+/// Fails unless every value of `pixels` (examples of `features` values each, read from `path`, the
+/// first of them example number `first`) is a finite number in `[0, 1]`, the scale every model of
+/// the command line is trained on.
+fn check_pixels(pixels: &[f32], features: usize, first: usize, path: &Path) -> Result<()> {
     let Some(i) = pixels
         .iter()
         .position(|p| !p.is_finite() || !(0.0..=1.0).contains(p))
     else {
         return Ok(());
     };
-    let (value, example) = (pixels[i], i / features.max(1));
+    let (value, example) = (pixels[i], first + i / features.max(1));
     let why = if value.is_finite() {
         "pixels must be scaled to [0, 1] as in training (MNIST: divide bytes by 255; the digits: \
          divide the 0..16 counts by 16)"
@@ -312,30 +368,43 @@ mod tests {
         out
     }
 
+    /// Every example of `path` read `batch` at a time: the shape of each batch, and all the values.
+    fn read_inputs(
+        path: &Path,
+        input_shape: &[usize],
+        batch: usize,
+    ) -> Result<(Vec<Vec<usize>>, Vec<f32>)> {
+        let cpu = CpuBackend::new();
+        let mut input = PredictInput::open(path, input_shape, false)?;
+        let (mut shapes, mut values) = (Vec::new(), Vec::new());
+        while let Some(x) = input.next_batch(batch, &cpu)? {
+            shapes.push(x.shape().to_vec());
+            values.extend(x.to_vec::<f32>()?);
+        }
+        Ok((shapes, values))
+    }
+
     #[test]
     fn reads_npy_and_csv_inputs_and_rejects_bad_ones() -> Result<()> {
-        let cpu = CpuBackend::new();
         let dir = std::env::temp_dir();
         let tag = std::process::id();
         let npy = dir.join(format!("nabla-cli-data-{tag}.npy"));
         let values: Vec<f32> = (0..8).map(|i| i as f32 / 8.0).collect();
         let io = |e: std::io::Error| Error::invalid("test", e.to_string());
         std::fs::write(&npy, npy_bytes(&values, "(2, 1, 2, 2)")).map_err(io)?;
-        let x = read_inputs(&npy, &[1, 2, 2], &cpu)?;
-        assert_eq!(x.shape(), &[2, 1, 2, 2]);
-        assert_eq!(x.to_vec::<f32>()?, values);
-        assert!(read_inputs(&npy, &[1, 3, 3], &cpu).is_err());
+        let (shapes, x) = read_inputs(&npy, &[1, 2, 2], 256)?;
+        assert_eq!((shapes, &x), (vec![vec![2, 1, 2, 2]], &values));
+        let (shapes, x) = read_inputs(&npy, &[1, 2, 2], 1)?;
+        assert_eq!((shapes, &x), (vec![vec![1, 1, 2, 2]; 2], &values));
+        assert!(read_inputs(&npy, &[1, 3, 3], 1).is_err());
         let csv = dir.join(format!("nabla-cli-data-{tag}.csv"));
         std::fs::write(&csv, "a,b,c,d\n0,0.125,0.25,0.375\n0.5,0.625,0.75,0.875\n").map_err(io)?;
-        assert_eq!(
-            read_inputs(&csv, &[1, 2, 2], &cpu)?.to_vec::<f32>()?,
-            values
-        );
-        assert!(read_inputs(&csv, &[1, 1, 2], &cpu).is_err());
+        assert_eq!(read_inputs(&csv, &[1, 2, 2], 1)?.1, values);
+        assert!(read_inputs(&csv, &[1, 1, 2], 1).is_err());
         let txt = dir.join(format!("nabla-cli-data-{tag}.txt"));
         std::fs::write(&txt, "0").map_err(io)?;
-        assert!(read_inputs(&txt, &[1], &cpu).is_err());
-        assert!(read_inputs(&dir.join("nabla-missing.npy"), &[1], &cpu).is_err());
+        assert!(read_inputs(&txt, &[1], 1).is_err());
+        assert!(read_inputs(&dir.join("nabla-missing.npy"), &[1], 1).is_err());
         for p in [npy, csv, txt] {
             std::fs::remove_file(p).ok();
         }

@@ -1,7 +1,11 @@
 //! A host-side n-dimensional array: what the file readers return before upload to a device.
 
 use crate::source::bad_input;
-use nabla_core::{Backend, DType, HostData, Result, check_allocation, max_allocation_bytes};
+use nabla_core::half::f16;
+use nabla_core::{
+    Backend, DType, Element, HostData, Result, check_allocation, max_allocation_bytes,
+    with_host_data,
+};
 use nabla_tensor::Tensor;
 
 /// An array read from a file: its shape and its elements in row-major (C) order.
@@ -34,14 +38,19 @@ impl HostArray {
     }
 }
 
-/// Element types the binary readers decode. Types without a nabla dtype widen: `i8` and `i16` to `i32`.
+/// Element types the binary readers decode. Types without a nabla dtype widen exactly: `i8`, `i16`
+/// and `u16` to `i32`, `u32` to `i64`; `u64` becomes `i64` (a value over `i64::MAX` is an error).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Elem {
     U8,
+    U16,
+    U32,
+    U64,
     I8,
     I16,
     I32,
     I64,
+    F16,
     F32,
     F64,
     Bool,
@@ -75,18 +84,19 @@ impl Elem {
     pub(crate) fn size(self) -> usize {
         match self {
             Elem::U8 | Elem::I8 | Elem::Bool => 1,
-            Elem::I16 => 2,
-            Elem::I32 | Elem::F32 => 4,
-            Elem::I64 | Elem::F64 => 8,
+            Elem::I16 | Elem::U16 | Elem::F16 => 2,
+            Elem::I32 | Elem::U32 | Elem::F32 => 4,
+            Elem::I64 | Elem::U64 | Elem::F64 => 8,
         }
     }
 
-    /// The dtype the elements decode to (`i8` and `i16` widen to `i32`).
+    /// The dtype the elements decode to (see [`Elem`] for the widened ones).
     pub(crate) fn dtype(self) -> DType {
         match self {
             Elem::U8 => DType::U8,
-            Elem::I8 | Elem::I16 | Elem::I32 => DType::I32,
-            Elem::I64 => DType::I64,
+            Elem::I8 | Elem::I16 | Elem::U16 | Elem::I32 => DType::I32,
+            Elem::I64 | Elem::U32 | Elem::U64 => DType::I64,
+            Elem::F16 => DType::F16,
             Elem::F32 => DType::F32,
             Elem::F64 => DType::F64,
             Elem::Bool => DType::Bool,
@@ -109,8 +119,18 @@ impl Elem {
                 let v: Vec<i16> = decode_endian!(&bytes, big_endian, i16);
                 HostData::I32(v.into_iter().map(i32::from).collect())
             }
+            Elem::U16 => {
+                let v: Vec<u16> = decode_endian!(&bytes, big_endian, u16);
+                HostData::I32(v.into_iter().map(i32::from).collect())
+            }
+            Elem::U32 => {
+                let v: Vec<u32> = decode_endian!(&bytes, big_endian, u32);
+                HostData::I64(v.into_iter().map(i64::from).collect())
+            }
+            Elem::U64 => HostData::I64(decode_u64(&bytes, big_endian, name, offset)?),
             Elem::I32 => HostData::I32(decode_endian!(&bytes, big_endian, i32)),
             Elem::I64 => HostData::I64(decode_endian!(&bytes, big_endian, i64)),
+            Elem::F16 => HostData::F16(decode_endian!(&bytes, big_endian, f16)),
             Elem::F32 => HostData::F32(decode_endian!(&bytes, big_endian, f32)),
             Elem::F64 => HostData::F64(decode_endian!(&bytes, big_endian, f64)),
             Elem::Bool => {
@@ -118,16 +138,38 @@ impl Elem {
                     return Err(bad_input(
                         name,
                         offset + i,
-                        format!(
-                            "boolean element {i} has byte value {} (not 0 or 1)",
-                            bytes[i]
-                        ),
+                        format!("a boolean element has byte value {} (not 0 or 1)", bytes[i]),
                     ));
                 }
                 HostData::Bool(bytes.iter().map(|&b| b == 1).collect())
             }
         })
     }
+}
+
+/// Decodes `u64` elements as `i64`: exact up to `i64::MAX`, and an error naming the element above.
+fn decode_u64(bytes: &[u8], big_endian: bool, name: &str, offset: usize) -> Result<Vec<i64>> {
+    let v: Vec<u64> = decode_endian!(bytes, big_endian, u64);
+    v.into_iter()
+        .enumerate()
+        .map(|(i, x)| {
+            i64::try_from(x).map_err(|_| {
+                bad_input(
+                    name,
+                    offset + 8 * i,
+                    format!(
+                        "a uint64 element is {x}, over the largest int64 ({})",
+                        i64::MAX
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The elements `range` of `data`, copied.
+pub(crate) fn slice_host(data: &HostData, range: std::ops::Range<usize>) -> HostData {
+    with_host_data!(data, v => Element::into_host(v[range].to_vec()))
 }
 
 /// `shape` for an error message: in full up to rank 8, else its first and last dimensions and its rank.

@@ -1,6 +1,6 @@
 //! The embedded UCI optical-digits data set.
 
-use crate::csv::{CsvOptions, parse_csv};
+use crate::csv_table::{CsvOptions, parse_csv};
 use crate::dataset::{TensorDataset, random_permutation};
 use nabla_core::{Backend, DType, Error, Generator, Result};
 use nabla_tensor::Tensor;

@@ -11,8 +11,9 @@
 //! - [`DataLoader`]: batching, seeded per-epoch shuffling, `drop_last`, and background worker
 //!   threads that prefetch batches;
 //! - readers for the IDX format of MNIST / Fashion-MNIST ([`read_idx`], [`Mnist`]), CSV
-//!   ([`read_csv`]) and NumPy `.npy` ([`read_npy`]), raw or gzip-compressed; bad or truncated
-//!   input gives an error naming the file and the byte offset;
+//!   ([`read_csv`]) and NumPy `.npy` ([`read_npy`]), raw or gzip-compressed, and chunked readers
+//!   whose memory is bounded by the chunk ([`CsvReader`], [`NpyReader`]); bad or truncated input
+//!   gives an error naming the file and the byte offset;
 //! - [`transforms`]: `Normalize`, `RandomCrop`, `RandomHorizontalFlip`, `Compose`;
 //! - [`Digits`]: the UCI optical digits set (1,797 8x8 images), embedded in the crate.
 //!
@@ -32,7 +33,7 @@
 #![warn(missing_docs)]
 
 mod array;
-mod csv;
+mod csv_table;
 mod dataset;
 mod digits;
 mod idx;
@@ -43,13 +44,13 @@ mod source;
 pub mod transforms;
 
 pub use array::HostArray;
-pub use csv::{CsvOptions, CsvTable, parse_csv, read_csv};
+pub use csv_table::{CsvHeader, CsvOptions, CsvReader, CsvTable, parse_csv, read_csv};
 pub use dataset::{
     Collate, Dataset, MapDataset, Subset, TensorDataset, random_permutation, random_split,
 };
 pub use digits::Digits;
 pub use idx::{Mnist, parse_idx, read_idx};
 pub use loader::{DataLoader, DataLoaderIter};
-pub use npy::{parse_npy, read_npy};
+pub use npy::{NpyReader, parse_npy, read_npy};
 pub use sampler::DistributedSampler;
 pub use source::decompress_if_gzip;

@@ -1,8 +1,8 @@
 //! NumPy `.npy` files.
 
-use crate::array::{Elem, HostArray, checked_size, short_shape};
-use crate::source::{Input, bad_input, excerpt};
-use nabla_core::{Element, Result, with_host_data};
+use crate::array::{Elem, HostArray, checked_size, short_shape, slice_host};
+use crate::source::{Input, bad_input, excerpt, over_limit};
+use nabla_core::{DType, Element, HostData, Result, check_allocation, with_host_data};
 use std::path::Path;
 
 /// The six bytes every `.npy` file starts with.
@@ -12,11 +12,17 @@ const MAGIC: &[u8; 6] = b"\x93NUMPY";
 /// refuses to read any over 10,000); the limit keeps a corrupt header length from costing memory.
 const MAX_HEADER_LEN: usize = 1 << 20;
 
+/// The `descr` codes read, for error messages.
+const SUPPORTED: &str = "f2, f4, f8, i1, i2, i4, i8, u1, u2, u4, u8 and b1";
+
 /// Parses a `.npy` file held in memory (format versions 1.0, 2.0 and 3.0; raw or gzip-compressed).
 ///
-/// Supported element types: `f4`, `f8`, `i1`, `i2`, `i4`, `i8`, `u1` and `b1`, little- or big-endian
-/// (`i1` and `i2` widen to `i32`); C or Fortran order (Fortran arrays are reordered to row-major).
-/// Errors name `name` and the byte offset of the problem.
+/// Supported element types: `f2`, `f4`, `f8`, `i1`, `i2`, `i4`, `i8`, `u1`, `u2`, `u4`, `u8` and
+/// `b1`, little- or big-endian. Types without a nabla dtype widen exactly: `i1`, `i2` and `u2` to
+/// `i32`, `u4` to `i64`; `u8` becomes `i64`, and a value over `i64::MAX` is an error. Complex,
+/// string, object, structured and date types are refused with an error naming the dtype. C or
+/// Fortran order (Fortran arrays are reordered to row-major). Errors name `name` and the byte offset
+/// of the problem.
 ///
 /// ```
 /// use nabla_core::HostData;
@@ -31,7 +37,7 @@ const MAX_HEADER_LEN: usize = 1 << 20;
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 pub fn parse_npy(bytes: &[u8], name: &str) -> Result<HostArray> {
-    read_npy_from(Input::from_bytes(name, bytes))
+    NpyReader::new(Input::from_bytes(name, bytes), true)?.into_array()
 }
 
 /// Reads a `.npy` file (raw or gzip); see [`parse_npy`].
@@ -39,8 +45,9 @@ pub fn parse_npy(bytes: &[u8], name: &str) -> Result<HostArray> {
 /// The header is read first (at most 1 MiB); the data it declares is checked against the allocation
 /// limit ([`nabla_core::check_allocation`]) before it is read, and a gzip file is decompressed only as
 /// far as the header declares (one byte more shows trailing data, an error as in a raw file).
+/// [`NpyReader`] reads a file a chunk at a time instead.
 pub fn read_npy(path: impl AsRef<Path>) -> Result<HostArray> {
-    read_npy_from(Input::open(path.as_ref())?)
+    NpyReader::new(Input::open(path.as_ref())?, true)?.into_array()
 }
 
 /// The parsed header dictionary.
@@ -51,8 +58,200 @@ struct Header {
     shape: Vec<usize>,
 }
 
-/// Parses `.npy` from a stream of raw (decompressed) bytes.
-fn read_npy_from(mut c: Input<'_>) -> Result<HostArray> {
+/// A `.npy` file read a chunk at a time, so that memory is bounded by the chunk, not the file: the
+/// header is read and checked when the reader is made, and [`NpyReader::read`] returns the next
+/// elements in row-major order, decoded as [`parse_npy`] decodes them.
+///
+/// A raw file whose length does not match its header is refused when it is opened; a gzip file is
+/// checked as it is read. A Fortran-order array of rank 2 or more has no row-major chunks in the
+/// file: the first `read` loads it whole (within the allocation limit) and later ones copy from it.
+///
+/// ```
+/// use nabla_core::HostData;
+/// use nabla_data::NpyReader;
+/// let header = "{'descr': '<u2', 'fortran_order': False, 'shape': (3, 1), }";
+/// let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+/// bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+/// bytes.extend_from_slice(header.as_bytes());
+/// bytes.extend_from_slice(&[1, 0, 2, 0, 3, 0]);
+/// let mut r = NpyReader::from_bytes(&bytes, "a.npy")?;
+/// assert_eq!((r.shape(), r.dtype(), r.numel()), (&[3, 1][..], nabla_core::DType::I32, 3));
+/// assert_eq!(r.read(2)?, HostData::I32(vec![1, 2]));
+/// assert_eq!(r.read(2)?, HostData::I32(vec![3]));
+/// assert!(r.read(2)?.is_empty());
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub struct NpyReader<'a> {
+    input: Input<'a>,
+    header: Header,
+    /// Where the header starts, for errors about it.
+    header_start: usize,
+    /// The number of elements.
+    numel: usize,
+    /// Elements of the file not yet read.
+    left: usize,
+    /// A Fortran-order array loaded whole and reordered, and how many of its elements were returned.
+    loaded: Option<(HostData, usize)>,
+}
+
+impl NpyReader<'static> {
+    /// Opens a `.npy` file (raw or gzip) and reads its header.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        NpyReader::new(Input::open(path.as_ref())?, false)
+    }
+}
+
+impl<'a> NpyReader<'a> {
+    /// A reader over a `.npy` file held in memory (raw or gzip); `name` appears in errors.
+    pub fn from_bytes(bytes: &'a [u8], name: &str) -> Result<Self> {
+        NpyReader::new(Input::from_bytes(name, bytes), false)
+    }
+
+    /// The array's shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.header.shape
+    }
+
+    /// The dtype the elements decode to (see [`parse_npy`] for the widened ones).
+    pub fn dtype(&self) -> DType {
+        self.header.elem.dtype()
+    }
+
+    /// The number of elements the header declares.
+    pub fn numel(&self) -> usize {
+        self.numel
+    }
+
+    /// The number of elements not yet returned by [`NpyReader::read`].
+    pub fn remaining(&self) -> usize {
+        match &self.loaded {
+            Some((data, at)) => data.len() - at,
+            None => self.left,
+        }
+    }
+
+    /// The next elements in row-major order, at most `max` of them: fewer only at the end of the
+    /// array, none after it. The chunk must fit the allocation limit. Truncated input, trailing
+    /// bytes after the last element and elements that cannot be decoded are errors naming the file
+    /// and the byte offset.
+    pub fn read(&mut self, max: usize) -> Result<HostData> {
+        if !(self.header.fortran_order && self.header.shape.len() > 1) {
+            return self.read_in_file_order(max);
+        }
+        let (data, at) = match self.loaded.take() {
+            Some(loaded) => loaded,
+            None => (self.read_whole()?, 0),
+        };
+        let end = at.saturating_add(max).min(data.len());
+        let chunk = slice_host(&data, at..end);
+        self.loaded = Some((data, end));
+        Ok(chunk)
+    }
+
+    /// Reads the magic string, the version and the header of `c`. A whole-array read (`whole`)
+    /// checks the declared data against the allocation limit; a chunked one only that its size can
+    /// be counted. Raw input must hold exactly the declared data.
+    fn new(mut c: Input<'a>, whole: bool) -> Result<Self> {
+        let (header, header_start) = read_header(&mut c)?;
+        // An empty array has no size to overflow, whatever its other dimensions.
+        let numel = if header.shape.contains(&0) {
+            Some(0)
+        } else {
+            header
+                .shape
+                .iter()
+                .try_fold(1usize, |n, &d| n.checked_mul(d))
+        };
+        if whole && numel != Some(0) {
+            checked_size(
+                &header.shape,
+                header.elem,
+                &c.name,
+                header_start,
+                "read_npy",
+            )?;
+        }
+        let size = numel.and_then(|n| n.checked_mul(header.elem.size()));
+        let (Some(numel), Some(size)) = (numel, size) else {
+            return Err(c.error_at(
+                header_start,
+                format!(
+                    "the header declares shape {}, whose size in bytes overflows",
+                    short_shape(&header.shape)
+                ),
+            ));
+        };
+        match c.remaining() {
+            Some(left) if left < size as u64 => {
+                let what = format!("the data of shape {}", short_shape(&header.shape));
+                return Err(c.truncated(size, left, &what));
+            }
+            Some(left) if left > size as u64 => {
+                let extra = left - size as u64;
+                return Err(c.error_at(c.pos + size, format!("{extra} unexpected trailing bytes")));
+            }
+            _ => {}
+        }
+        Ok(NpyReader {
+            input: c,
+            header,
+            header_start,
+            numel,
+            left: numel,
+            loaded: None,
+        })
+    }
+
+    /// The next elements as they lie in the file, at most `max`; checks the end of the input after
+    /// the last one.
+    fn read_in_file_order(&mut self, max: usize) -> Result<HostData> {
+        let n = max.min(self.left);
+        let dtype = self.header.elem.dtype();
+        check_allocation("NpyReader::read", &[n], dtype)
+            .map_err(|_| over_limit(&self.input.name, self.input.pos, "the chunk asked for"))?;
+        let offset = self.input.pos;
+        let what = format!("the data of shape {}", short_shape(&self.header.shape));
+        // Cannot overflow: the size of the whole data was counted when the header was read.
+        let bytes = self.input.take(n * self.header.elem.size(), &what)?;
+        let data =
+            self.header
+                .elem
+                .decode(bytes, self.header.big_endian, &self.input.name, offset)?;
+        self.left -= n;
+        if self.left == 0 {
+            self.input.expect_end()?;
+        }
+        Ok(data)
+    }
+
+    /// The whole array (what is left of it) in row-major order, after checking that it fits the
+    /// allocation limit.
+    fn read_whole(&mut self) -> Result<HostData> {
+        let (shape, elem) = (&self.header.shape, self.header.elem);
+        if self.numel > 0 {
+            checked_size(shape, elem, &self.input.name, self.header_start, "read_npy")?;
+        }
+        let data = self.read_in_file_order(self.left)?;
+        if !(self.header.fortran_order && self.header.shape.len() > 1) {
+            return Ok(data);
+        }
+        let shape = &self.header.shape;
+        Ok(with_host_data!(data, v => Element::into_host(fortran_to_c(&v, shape))))
+    }
+
+    /// The whole array.
+    fn into_array(mut self) -> Result<HostArray> {
+        let data = self.read_whole()?;
+        Ok(HostArray {
+            shape: self.header.shape,
+            data,
+        })
+    }
+}
+
+/// Reads the magic string, the format version and the header dictionary of `c`; returns the header
+/// and the offset where its text starts.
+fn read_header(c: &mut Input<'_>) -> Result<(Header, usize)> {
     let magic = c.array::<6>("the magic string")?;
     if &magic != MAGIC {
         return Err(c.error_at(0, "not a .npy file: the magic string \\x93NUMPY is missing"));
@@ -81,28 +280,7 @@ fn read_npy_from(mut c: Input<'_>) -> Result<HostArray> {
     let header = c.take(header_len, "the header")?;
     let header = std::str::from_utf8(&header)
         .map_err(|e| c.error_at(header_start + e.valid_up_to(), "header is not UTF-8"))?;
-    let header = parse_header(header, &c.name, header_start)?;
-    let size = checked_size(
-        &header.shape,
-        header.elem,
-        &c.name,
-        header_start,
-        "read_npy",
-    )?;
-    let data_start = c.pos;
-    let what = format!("the data of shape {}", short_shape(&header.shape));
-    let data = c.take(size, &what)?;
-    c.expect_end()?;
-    let mut data = header
-        .elem
-        .decode(data, header.big_endian, &c.name, data_start)?;
-    if header.fortran_order && header.shape.len() > 1 {
-        data = with_host_data!(data, v => Element::into_host(fortran_to_c(&v, &header.shape)));
-    }
-    Ok(HostArray {
-        shape: header.shape,
-        data,
-    })
+    Ok((parse_header(header, &c.name, header_start)?, header_start))
 }
 
 /// Reorders a column-major array of `shape` into row-major order.
@@ -299,6 +477,7 @@ fn parse_descr(descr: &str) -> std::result::Result<(Elem, bool), String> {
         }
     };
     let elem = match kind {
+        "f2" => Elem::F16,
         "f4" => Elem::F32,
         "f8" => Elem::F64,
         "i1" => Elem::I8,
@@ -306,13 +485,33 @@ fn parse_descr(descr: &str) -> std::result::Result<(Elem, bool), String> {
         "i4" => Elem::I32,
         "i8" => Elem::I64,
         "u1" => Elem::U8,
+        "u2" => Elem::U16,
+        "u4" => Elem::U32,
+        "u8" => Elem::U64,
         "b1" => Elem::Bool,
         _ => {
             return Err(format!(
-                "unsupported dtype {} (supported: f4, f8, i1, i2, i4, i8, u1, b1)",
-                excerpt(descr)
+                "unsupported dtype {}{}: the supported ones are {SUPPORTED}",
+                excerpt(descr),
+                dtype_kind(kind)
             ));
         }
     };
     Ok((elem, big_endian))
+}
+
+/// What a `descr` type code that nabla does not read holds, for the error (` (complex numbers)`), or
+/// nothing for a code it does not know.
+fn dtype_kind(kind: &str) -> &'static str {
+    match kind.chars().next() {
+        Some('c') => " (complex numbers)",
+        Some('O') => " (Python objects)",
+        Some('U') => " (Unicode strings)",
+        Some('S' | 'a') => " (byte strings)",
+        Some('V') => " (raw or structured records)",
+        Some('M' | 'm') => " (dates or time spans)",
+        Some('f') => " (a float width other than 2, 4 or 8 bytes)",
+        Some('i' | 'u') => " (an integer width other than 1, 2, 4 or 8 bytes)",
+        _ => "",
+    }
 }

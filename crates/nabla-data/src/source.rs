@@ -218,6 +218,11 @@ impl<'a> Input<'a> {
         }
     }
 
+    /// The bytes left in raw input (`None` for gzip input, whose length is unknown).
+    pub(crate) fn remaining(&self) -> Option<u64> {
+        self.remaining
+    }
+
     /// An error at the current offset.
     pub(crate) fn error(&self, message: impl std::fmt::Display) -> Error {
         bad_input(&self.name, self.pos, message)
@@ -228,7 +233,8 @@ impl<'a> Input<'a> {
         bad_input(&self.name, offset, message)
     }
 
-    fn truncated(&self, n: usize, left: u64, what: &str) -> Error {
+    /// The error for `what`, which needs `n` bytes where only `left` remain.
+    pub(crate) fn truncated(&self, n: usize, left: u64, what: &str) -> Error {
         self.error(format!(
             "truncated input: {what} needs {n} bytes but only {left} remain"
         ))
@@ -270,6 +276,42 @@ impl<'a> Input<'a> {
                 ),
             ),
             None => self.error(format!("read failed: {e}")),
+        }
+    }
+}
+
+/// The input as a plain byte stream, for parsers that pull bytes themselves (the CSV reader): a read
+/// failure, or a corrupt gzip stream, is an [`std::io::Error`] wrapping the [`Error`] that names the
+/// input and the offset ([`Input::unwrap_error`] takes it back out).
+impl Read for Input<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            match self.reader.read(buf) {
+                Ok(n) => {
+                    self.pos += n;
+                    if let Some(left) = &mut self.remaining {
+                        *left = left.saturating_sub(n as u64);
+                    }
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(std::io::Error::other(self.read_error(e, 0))),
+            }
+        }
+    }
+}
+
+impl Input<'_> {
+    /// The [`Error`] inside an I/O error that [`Input`]'s `Read` (or a reader over it) made, or a new
+    /// one naming the input at the current offset.
+    pub(crate) fn unwrap_error(&self, e: std::io::Error) -> Error {
+        let message = e.to_string();
+        match e
+            .into_inner()
+            .and_then(|inner| inner.downcast::<Error>().ok())
+        {
+            Some(error) => *error,
+            None => self.error(format!("read failed: {message}")),
         }
     }
 }

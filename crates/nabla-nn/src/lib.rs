@@ -30,14 +30,18 @@ pub mod sched;
 mod sequential;
 mod state;
 
-pub use checkpoint::{TrainingState, load_checkpoint, save_checkpoint};
+pub use checkpoint::{
+    CheckpointLoad, TrainingState, first_non_finite, is_checkpoint, load_checkpoint,
+    load_checkpoint_with, read_training_state, save_checkpoint,
+};
 pub use layers::*;
 pub use module::{Forward, LayerAlgebra, Module, join_name};
 pub use nabla_derive::Module;
 pub use param::{Param, ParamId, ParamKind};
 pub use recompute::Checkpointed;
 pub use safetensors_io::{
-    TensorFile, load_module, load_safetensors, save_module, save_safetensors, write_atomic,
+    TensorFile, create_temp_file, destination_problem, load_module, load_safetensors,
+    remove_stale_temp_files, save_module, save_safetensors, write_atomic,
 };
 pub use sequential::Sequential;
 pub use state::{LoadReport, Strictness, load_state_dict, transfer_state};

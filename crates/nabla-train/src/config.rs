@@ -90,7 +90,10 @@ pub struct TrainerConfig {
     pub top_k: usize,
     /// Early stopping on a validation metric (needs a validation loader).
     pub early_stopping: Option<EarlyStopping>,
-    /// Where checkpoints go; written at the end of every epoch when set.
+    /// Where checkpoints go; written at the end of every epoch when set. Before each save the
+    /// weights and the optimizer's state must be finite and the model must give a finite loss on
+    /// the last training batch (one forward pass, in evaluation mode); otherwise the run stops with
+    /// an [`Error::NonFinite`](nabla_core::Error::NonFinite) and the file is left as it was.
     pub checkpoint: Option<PathBuf>,
     /// Also checkpoint every this many optimizer steps (mid-epoch checkpoints resume exactly too).
     pub checkpoint_every: Option<u64>,
@@ -111,6 +114,11 @@ pub struct TrainerConfig {
     /// Anything the caller wants stored in checkpoints (e.g. the model kind and input shape), read
     /// back with [`checkpoint_metadata`](crate::checkpoint_metadata).
     pub metadata: Value,
+    /// Replace existing files at the checkpoint, log and plot paths even when nabla did not write
+    /// them (`nabla train --overwrite`). Without it such a file is an error when the trainer is
+    /// built; a file nabla wrote (a checkpoint, a log with nabla's header, a plot as nabla draws
+    /// it) or an empty one is replaced either way. A path that is a symbolic link is always refused.
+    pub overwrite: bool,
 }
 
 impl Default for TrainerConfig {
@@ -129,6 +137,7 @@ impl Default for TrainerConfig {
             detect_anomaly: false,
             max_steps: None,
             metadata: Value::Null,
+            overwrite: false,
         }
     }
 }

@@ -168,7 +168,8 @@ impl History {
     }
 
     /// Writes the log to `path`: CSV for a `.csv` extension, JSON lines for `.jsonl` (or `.ndjson`);
-    /// any other extension is an error. The file is rewritten with all epochs so far.
+    /// any other extension is an error. The file is rewritten with all epochs so far, atomically; a
+    /// `path` that is a symbolic link is an error.
     pub fn write_log(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         let text = match LogFormat::from_path(path)? {
@@ -207,12 +208,22 @@ impl LogFormat {
     }
 }
 
-/// Writes `text` to `path`, with an error naming the path.
+/// Whether `text`, the start of a file, is the start of a log nabla wrote in `format`: a CSV log
+/// starts with its header row, a JSON-lines log with an epoch record.
+pub(crate) fn is_log(text: &str, format: LogFormat) -> bool {
+    let first = text.lines().next().unwrap_or_default();
+    match format {
+        LogFormat::Csv => first == COLUMNS.join(","),
+        LogFormat::JsonLines => {
+            serde_json::from_str::<Value>(first).is_ok_and(|v| EpochRecord::from_json(&v).is_ok())
+        }
+    }
+}
+
+/// Writes `text` to `path` atomically and never through a symbolic link
+/// ([`nabla_nn::write_atomic`]), with an error naming the path.
 pub(crate) fn write_text(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).map_err(|e| Error::Io {
-        context: format!("writing {}", path.display()),
-        message: e.to_string(),
-    })
+    nabla_nn::write_atomic(path, text.as_bytes())
 }
 
 #[cfg(test)]
@@ -249,6 +260,11 @@ mod tests {
         let jl = h.to_json_lines();
         assert_eq!(jl.lines().count(), 2);
         assert!(jl.starts_with("{\"epoch\":1,\"step\":10,"));
+        assert!(is_log(&csv, LogFormat::Csv) && is_log(&jl, LogFormat::JsonLines));
+        assert!(!is_log("a,b\n1,2\n", LogFormat::Csv));
+        assert!(
+            !is_log("{\"a\": 1}\n", LogFormat::JsonLines) && !is_log(&csv, LogFormat::JsonLines)
+        );
         assert!(LogFormat::from_path(Path::new("x.txt")).is_err());
         assert_eq!(
             LogFormat::from_path(Path::new("x.JSONL"))?,

@@ -42,19 +42,28 @@ pub fn scores_to_host<B: Backend>(
     Ok((host, n, c, labels))
 }
 
+/// Whether entry `j` of `row` comes before entry `i` in the order in which classes are predicted:
+/// the larger score first, NaN after every number, ties to the lower index.
+fn ranks_before(row: &[f64], j: usize, i: usize) -> bool {
+    let (a, b) = (row[j], row[i]);
+    match (a.is_nan(), b.is_nan()) {
+        (false, true) => true,
+        (true, false) => false,
+        (true, true) => j < i,
+        (false, false) => a > b || (a == b && j < i),
+    }
+}
+
 /// The class of the largest score in each row of `scores` (`n` rows of `c`); ties go to the lower
-/// index, NaN never wins.
+/// index, NaN never wins (a row of NaN gives class 0).
 pub fn argmax_rows(scores: &[f64], c: usize) -> Vec<usize> {
     scores
         .chunks(c.max(1))
         .map(|row| {
-            let mut best = 0;
-            for (j, &v) in row.iter().enumerate() {
-                if v > row[best] || row[best].is_nan() && !v.is_nan() {
-                    best = j;
-                }
-            }
-            best
+            (0..row.len()).fold(
+                0,
+                |best, j| if ranks_before(row, j, best) { j } else { best },
+            )
         })
         .collect()
 }
@@ -68,8 +77,10 @@ pub fn argmax_correct(scores: &[f64], c: usize, labels: &[i64]) -> usize {
         .count()
 }
 
-/// How many rows have their label among the `k` largest scores (a label's score must be strictly
-/// beaten by at least `k` others to miss; out-of-range labels always miss).
+/// How many rows have their label among the first `k` classes of the row ordered as
+/// [`argmax_rows`] orders them (the larger score first, NaN after every number, ties to the lower
+/// index): top-1 is exactly the arg-max, and top-k never falls below it. Out-of-range labels always
+/// miss.
 pub fn top_k_correct(scores: &[f64], c: usize, labels: &[i64], k: usize) -> usize {
     scores
         .chunks(c.max(1))
@@ -78,10 +89,7 @@ pub fn top_k_correct(scores: &[f64], c: usize, labels: &[i64], k: usize) -> usiz
             usize::try_from(**label)
                 .ok()
                 .filter(|&l| l < row.len())
-                .is_some_and(|l| {
-                    let target = row[l];
-                    !target.is_nan() && row.iter().filter(|&&v| v > target).count() < k
-                })
+                .is_some_and(|l| (0..row.len()).filter(|&j| ranks_before(row, j, l)).count() < k)
         })
         .count()
 }
@@ -424,6 +432,36 @@ mod tests {
         let bad = Tensor::from_vec(vec![0i64, 1], [2], &cpu)?;
         assert!(accuracy(&scores, &bad).is_err());
         Ok(())
+    }
+
+    #[test]
+    fn top_k_is_never_below_top_1_with_nan_and_ties() {
+        let nan = f64::NAN;
+        // An all-NaN row, a NaN beside numbers, and rows of ties, with every label.
+        let rows: [[f64; 3]; 5] = [
+            [nan, nan, nan],
+            [nan, 1.0, nan],
+            [2.0, 2.0, 2.0],
+            [1.0, 3.0, 3.0],
+            [-0.0, 0.0, nan],
+        ];
+        for row in rows {
+            for label in 0..3 {
+                let top_1 = argmax_correct(&row, 3, &[label]);
+                let mut previous = 0;
+                for k in 1..=3 {
+                    let hits = top_k_correct(&row, 3, &[label], k);
+                    assert!(hits >= previous, "top-{k} below top-{} on {row:?}", k - 1);
+                    previous = hits;
+                }
+                assert_eq!(
+                    top_k_correct(&row, 3, &[label], 1),
+                    top_1,
+                    "{row:?} {label}"
+                );
+                assert_eq!(top_k_correct(&row, 3, &[label], 3), 1, "{row:?} {label}");
+            }
+        }
     }
 
     #[test]

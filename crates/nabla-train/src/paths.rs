@@ -1,7 +1,13 @@
 //! Checks that a training run can write its output files, made before the run starts rather than
-//! after hours of training.
+//! after hours of training: the path must name a regular file or nothing (never a symbolic link), in
+//! a directory where files can be created, and an existing file there must be one nabla wrote
+//! unless the run may overwrite it.
 
+use crate::history::{LogFormat, is_log};
+use crate::plot::is_plot;
 use nabla_core::{Error, Result};
+use nabla_nn::{create_temp_file, destination_problem, is_checkpoint, remove_stale_temp_files};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The error for an output file `path` (the `what`: "checkpoint", "plot", ...) that cannot be written.
@@ -20,10 +26,10 @@ fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
-/// Fails unless `path` can be written as a regular file: it must name a file (not a directory or a
-/// device such as `/dev/null`), its directory must exist, and a file can be created there (checked
-/// by creating and removing a probe file, so read-only directories and full permissions problems
-/// surface now). An existing file is left untouched.
+/// Fails unless `path` can be written as a regular file: it must name a file (not a symbolic link,
+/// a directory or a device such as `/dev/null`), its directory must exist, and a file can be created
+/// there (checked by creating and removing a probe file, so read-only directories and permission
+/// problems surface now). An existing file is left untouched.
 ///
 /// ```
 /// use nabla_train::check_output_path;
@@ -38,21 +44,8 @@ pub fn check_output_path(path: &Path, what: &str) -> Result<()> {
     if path.file_name().is_none() {
         return Err(unwritable(what, path, "the path names no file"));
     }
-    if let Ok(meta) = std::fs::metadata(path) {
-        if meta.is_dir() {
-            return Err(unwritable(
-                what,
-                path,
-                "it is a directory; give a file path inside it",
-            ));
-        }
-        if !meta.is_file() {
-            return Err(unwritable(
-                what,
-                path,
-                "it is not a regular file (a device, pipe or socket)",
-            ));
-        }
+    if let Some(why) = destination_problem(path) {
+        return Err(unwritable(what, path, why));
     }
     let dir = parent_dir(path);
     match std::fs::metadata(&dir) {
@@ -72,9 +65,8 @@ pub fn check_output_path(path: &Path, what: &str) -> Result<()> {
             ));
         }
     }
-    let probe = dir.join(format!(".nabla-write-probe-{}", std::process::id()));
-    match std::fs::File::create(&probe) {
-        Ok(_) => {
+    match create_temp_file(&dir, ".nabla-write-probe-") {
+        Ok((_, probe)) => {
             let _ = std::fs::remove_file(&probe);
             Ok(())
         }
@@ -84,6 +76,68 @@ pub fn check_output_path(path: &Path, what: &str) -> Result<()> {
             format!("cannot create files in {}: {e}", dir.display()),
         )),
     }
+}
+
+/// The files a training run writes, each recognised by what nabla writes at its start.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Output {
+    /// A checkpoint: a safetensors file whose header names a nabla checkpoint format.
+    Checkpoint,
+    /// A log: a CSV log starts with nabla's header row, a JSON-lines log with an epoch record.
+    Log(LogFormat),
+    /// A plot: an SVG file that starts as nabla draws every plot.
+    Plot,
+}
+
+/// How many bytes of an existing file are read to tell whether nabla wrote it.
+const SNIFF_BYTES: u64 = 4096;
+
+impl Output {
+    /// The word for the file in messages.
+    fn name(self) -> &'static str {
+        match self {
+            Output::Checkpoint => "checkpoint",
+            Output::Log(_) => "log",
+            Output::Plot => "plot",
+        }
+    }
+
+    /// Whether the existing file at `path` is one nabla wrote as this output.
+    fn written_by_nabla(self, path: &Path) -> bool {
+        let start = || -> Option<String> {
+            let mut bytes = Vec::new();
+            let file = std::fs::File::open(path).ok()?;
+            file.take(SNIFF_BYTES).read_to_end(&mut bytes).ok()?;
+            Some(String::from_utf8_lossy(&bytes).into_owned())
+        };
+        match self {
+            Output::Checkpoint => is_checkpoint(path),
+            Output::Log(format) => start().is_some_and(|text| is_log(&text, format)),
+            Output::Plot => start().is_some_and(|text| is_plot(&text)),
+        }
+    }
+}
+
+/// Checks an output file of a run before it starts (see [`check_output_path`]), refuses to replace
+/// an existing non-empty file that nabla did not write as this output unless `overwrite`, and removes
+/// the temporary files that killed saves of `path` left behind
+/// ([`remove_stale_temp_files`]).
+pub(crate) fn check_output(path: &Path, kind: Output, overwrite: bool) -> Result<()> {
+    let what = kind.name();
+    check_output_path(path, what)?;
+    let exists_with_data = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
+    if exists_with_data && !overwrite && !kind.written_by_nabla(path) {
+        return Err(unwritable(
+            what,
+            path,
+            format!(
+                "the file exists and is not a {what} nabla wrote; give --overwrite \
+                 (TrainerConfig::overwrite) to replace it"
+            ),
+        ));
+    }
+    remove_stale_temp_files(path);
+    Ok(())
 }
 
 /// Fails unless `path` is an existing regular file to read (`what` names it in the error): a missing

@@ -230,13 +230,12 @@ pub fn render_svg(history: &History, title: &str) -> String {
         series("train", TRAIN_COLOR, &|i| Some(e[i].train_accuracy)),
         series("validation", VAL_COLOR, &|i| e[i].val_accuracy),
     ];
-    let width = 2.0 * PANEL_W;
     let mut svg = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" viewBox="0 0 {width} {h}" font-family="sans-serif">
+        r#"{open}
 <title>{t}</title>
 <rect width="100%" height="100%" fill="white"/>
 "#,
-        h = PANEL_H,
+        open = open_tag(),
         t = escape(title)
     );
     // Losses fall and accuracies rise: each legend goes where its curves usually are not.
@@ -254,7 +253,23 @@ pub fn render_svg(history: &History, title: &str) -> String {
     svg
 }
 
-/// Writes [`render_svg`]'s picture to `path`.
+/// The first line of every plot: the opening tag of the `<svg>` element.
+fn open_tag() -> String {
+    let (width, h) = (2.0 * PANEL_W, PANEL_H);
+    format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" viewBox="0 0 {width} {h}" font-family="sans-serif">"#
+    )
+}
+
+/// Whether `text`, the start of a file, starts as [`render_svg`] starts every plot.
+pub(crate) fn is_plot(text: &str) -> bool {
+    let mut lines = text.lines();
+    lines.next() == Some(open_tag().as_str())
+        && lines.next().is_some_and(|l| l.starts_with("<title>"))
+}
+
+/// Writes [`render_svg`]'s picture to `path`, atomically; a `path` that is a symbolic link is an
+/// error.
 pub fn write_svg(history: &History, title: &str, path: impl AsRef<Path>) -> Result<()> {
     write_text(path.as_ref(), &render_svg(history, title))
 }
@@ -300,5 +315,7 @@ mod tests {
         assert!(svg.contains(">epoch</text>") && svg.contains("a &lt;test&gt;: loss"));
         // An empty history still gives a valid picture.
         assert!(render_svg(&History::default(), "x").contains("</svg>"));
+        assert!(is_plot(&svg) && is_plot(&render_svg(&History::default(), "")));
+        assert!(!is_plot("<svg>mine</svg>") && !is_plot(""));
     }
 }

@@ -4,16 +4,18 @@
 use crate::config::{ClassificationBatch, EarlyState, Monitor, SchedulerInterval, TrainerConfig};
 use crate::history::{EpochRecord, History, LogFormat};
 use crate::metrics::MetricAccumulator;
-use crate::paths::check_output_path;
+use crate::paths::{Output, check_output};
 use crate::plot::write_svg;
 use crate::progress::Progress;
 use nabla_core::{Backend, Error, Generator, Result};
 use nabla_data::{DataLoader, Dataset};
-use nabla_distributed::{Communicator, SingleProcess};
+use nabla_distributed::{Communicator, SingleProcess, all_reduce_f64};
 use nabla_nn::loss::{CrossEntropyOptions, cross_entropy};
 use nabla_nn::optim::Optimizer;
 use nabla_nn::sched::LrScheduler;
-use nabla_nn::{Forward, TrainingState, load_checkpoint, load_safetensors, save_checkpoint};
+use nabla_nn::{
+    Forward, TrainingState, first_non_finite, load_checkpoint, read_training_state, save_checkpoint,
+};
 use nabla_tensor::{AnomalyGuard, Tensor, no_grad};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -64,6 +66,8 @@ pub struct Trainer<B: Backend, M> {
     early: EarlyState,
     resume_point: Option<ResumePoint>,
     comm: Arc<dyn Communicator>,
+    /// The last training batch, on which a model about to be saved must give a finite loss.
+    last_batch: Option<(Tensor<B>, Tensor<B>)>,
 }
 
 impl<B: Backend, M: Forward<B>> Trainer<B, M> {
@@ -79,14 +83,17 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
             ));
         }
         if let Some(log) = &config.log {
-            LogFormat::from_path(log)?;
-            check_output_path(log, "log")?;
+            check_output(
+                log,
+                Output::Log(LogFormat::from_path(log)?),
+                config.overwrite,
+            )?;
         }
         if let Some(plot) = &config.plot {
-            check_output_path(plot, "plot")?;
+            check_output(plot, Output::Plot, config.overwrite)?;
         }
         if let Some(checkpoint) = &config.checkpoint {
-            check_output_path(checkpoint, "checkpoint")?;
+            check_output(checkpoint, Output::Checkpoint, config.overwrite)?;
         }
         if config.checkpoint_every.is_some() && config.checkpoint.is_none() {
             return Err(Error::invalid(
@@ -105,6 +112,7 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
             early: EarlyState::default(),
             resume_point: None,
             comm: Arc::new(SingleProcess),
+            last_batch: None,
         })
     }
 
@@ -353,6 +361,7 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
             }
             acc.add_batch(loss_value, &logits.detach(), &y)?;
             progress.advance(y.shape().first().copied().unwrap_or(0) as u64, acc.loss());
+            self.last_batch = Some((x, y));
             if let (Some(every), Some(path)) =
                 (self.config.checkpoint_every, self.config.checkpoint.clone())
                 && self.step.is_multiple_of(every)
@@ -404,15 +413,15 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
     }
 
     /// Writes a checkpoint with the training state (position, generator and the trainer's own
-    /// state); only rank 0 writes.
+    /// state) unless the run diverged (see [`Trainer::check_savable`]); only rank 0 writes.
     fn write_checkpoint(
-        &self,
+        &mut self,
         path: &Path,
         generator: Generator,
         batches_done: usize,
         sums: Option<[f64; 4]>,
     ) -> Result<()> {
-        self.check_finite_weights(path)?;
+        self.check_savable(path)?;
         if !self.writes_files() {
             return Ok(());
         }
@@ -439,28 +448,49 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
         save_checkpoint(path, &self.model, Some(self.optimizer.as_ref()), &state)
     }
 
-    /// An error naming the first parameter holding a NaN or infinity: a diverged run is stopped
-    /// instead of overwriting the checkpoint at `path` with weights that cannot be trained further.
-    fn check_finite_weights(&self, path: &Path) -> Result<()> {
-        for (name, param) in self.model.named_parameters() {
-            let value = param.data();
-            if !value.dtype().is_float() {
-                continue;
-            }
-            let finite = value.isfinite()?.all(&[], false)?.item::<bool>()?;
-            if !finite {
-                return Err(Error::NonFinite {
-                    op: "checkpoint",
-                    message: format!(
-                        "parameter `{name}` holds NaN or infinity at step {}: the run diverged and \
-                         {} was not overwritten",
-                        self.step,
-                        path.display()
-                    ),
-                });
-            }
+    /// An error when the model about to be saved to `path` has diverged, so that a diverged run
+    /// never replaces a good checkpoint: a parameter, buffer or optimizer state holding NaN or
+    /// infinity, or a loss that is not finite on the last training batch (weights can be finite
+    /// yet so large that the next forward pass overflows). Every rank checks, so that all take the
+    /// same decision.
+    fn check_savable(&mut self, path: &Path) -> Result<()> {
+        let step = self.step;
+        let stop = |what: String| Error::NonFinite {
+            op: "checkpoint",
+            message: format!(
+                "{what} at step {step}: the run diverged and {} was not overwritten (lower the \
+                 learning rate)",
+                path.display()
+            ),
+        };
+        if let Some(name) = first_non_finite(&self.model, Some(self.optimizer.as_ref()))? {
+            return Err(stop(format!("`{name}` holds NaN or infinity")));
+        }
+        let loss = self.last_batch_loss()?;
+        if !loss.is_finite() {
+            return Err(stop(format!(
+                "the model gives loss {loss} on its last training batch"
+            )));
         }
         Ok(())
+    }
+
+    /// The loss of the model as it stands on the last training batch, in evaluation mode and
+    /// without gradients (so nothing of the model changes), summed over the ranks; 0 before any
+    /// batch.
+    fn last_batch_loss(&mut self) -> Result<f64> {
+        let Some((x, y)) = self.last_batch.clone() else {
+            return Ok(0.0);
+        };
+        self.model.eval();
+        let options = CrossEntropyOptions::default();
+        let loss = no_grad(|| scalar(&cross_entropy(&self.model.forward(&x)?, &y, &options)?));
+        self.model.train();
+        let loss = loss?;
+        if self.comm.world_size() == 1 {
+            return Ok(loss);
+        }
+        Ok(all_reduce_f64(self.comm.as_ref(), &[loss])?[0])
     }
 
     /// Restores model, optimizer, scheduler, history, early-stopping state and position from a
@@ -586,19 +616,6 @@ where
 
 /// The caller's metadata stored in a checkpoint written by a [`Trainer`]
 /// ([`TrainerConfig::metadata`]), read without building a model (`Null` when there is none).
-pub fn checkpoint_metadata<B: Backend>(path: impl AsRef<Path>, backend: &B) -> Result<Value> {
-    let path = path.as_ref();
-    let file = load_safetensors(path, backend)?;
-    let training = file
-        .metadata
-        .get("nabla.training")
-        .ok_or_else(|| Error::Io {
-            context: format!("reading checkpoint {}", path.display()),
-            message: "not a nabla checkpoint (no training state)".to_string(),
-        })?;
-    let v: Value = serde_json::from_str(training).map_err(|e| Error::Io {
-        context: format!("reading checkpoint {}", path.display()),
-        message: format!("the training state is not valid JSON: {e}"),
-    })?;
-    Ok(v["extra"]["metadata"].clone())
+pub fn checkpoint_metadata(path: impl AsRef<Path>) -> Result<Value> {
+    Ok(read_training_state(path)?.extra["metadata"].clone())
 }

@@ -203,7 +203,7 @@ fn two_epochs_then_resume_equals_four_straight_bit_for_bit() -> Result<()> {
     let path = temp("resume.safetensors");
     let mut first = resumable(&path, 2)?;
     first.fit(&mut loader()?, Some(&mut val()?))?;
-    assert_eq!(checkpoint_metadata(&path, &cpu)?["model"], "mlp");
+    assert_eq!(checkpoint_metadata(&path)?["model"], "mlp");
     let mut second = resumable(&path, 4)?;
     let state = second.resume(&path, &cpu)?;
     assert_eq!((state.epoch, state.step), (2, 16));
@@ -312,5 +312,129 @@ fn anomaly_detection_names_the_op_where_the_run_diverged() -> Result<()> {
     };
     assert_ne!(*op, "training loss", "{message}");
     assert_ne!(*op, "checkpoint", "{message}");
+    Ok(())
+}
+
+/// The bytes of the file at `path`.
+fn read(path: &std::path::Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::invalid("test", format!("{}: {e}", path.display())))
+}
+
+#[test]
+fn a_diverged_run_keeps_the_last_good_checkpoint() -> Result<()> {
+    let path = temp("good.safetensors");
+    let mut good = resumable(&path, 1)?;
+    good.fit(
+        &mut DataLoader::new(blobs(1)?, 8)?,
+        Some(&mut DataLoader::new(blobs(2)?, 32)?),
+    )?;
+    let before = read(&path)?;
+    // The first step's loss is finite, but the weights it leaves (about 1e25) give no finite loss.
+    let config = TrainerConfig {
+        checkpoint: Some(path.clone()),
+        checkpoint_every: Some(1),
+        ..quiet(3)
+    };
+    let err = diverged_run(config)?;
+    assert!(matches!(err, Error::NonFinite { .. }), "{err}");
+    assert!(err.to_string().contains("diverged"), "{err}");
+    assert!(read(&path)? == before, "the good checkpoint was replaced");
+    std::fs::remove_file(&path).ok();
+    Ok(())
+}
+
+/// The header length of the safetensors file at `path`.
+fn header_len(path: &std::path::Path) -> Result<u64> {
+    let bytes = read(path)?;
+    let len: [u8; 8] = bytes[..8].try_into().expect("8 bytes");
+    Ok(u64::from_le_bytes(len))
+}
+
+#[test]
+fn the_checkpoint_header_does_not_grow_with_the_history() -> Result<()> {
+    let header_after = |epochs: u64| -> Result<u64> {
+        let path = temp(&format!("history-{epochs}.safetensors"));
+        let mut trainer = resumable(&path, epochs)?;
+        trainer.fit(
+            &mut DataLoader::new(blobs(1)?, 8)?,
+            Some(&mut DataLoader::new(blobs(2)?, 32)?),
+        )?;
+        let len = header_len(&path);
+        std::fs::remove_file(&path).ok();
+        len
+    };
+    let (one, six) = (header_after(1)?, header_after(6)?);
+    // Only the numbers of the position (epoch, step, generator counter) may get longer.
+    assert!(six < one + 16, "the header grew from {one} to {six} bytes");
+    Ok(())
+}
+
+#[cfg(unix)]
+#[test]
+fn outputs_never_go_through_links_nor_replace_foreign_files() -> Result<()> {
+    let victim = temp("victim.txt");
+    std::fs::write(&victim, "precious").map_err(|e| Error::invalid("test", e.to_string()))?;
+    let new_trainer = |config: TrainerConfig| -> Result<()> {
+        let model = mlp(0)?;
+        let opt = Sgd::new(model.parameters(), SgdConfig::default())?;
+        Trainer::new(model, Box::new(opt), config).map(drop)
+    };
+    let link = |name: &str| -> Result<PathBuf> {
+        let link = temp(name);
+        std::fs::remove_file(&link).ok();
+        std::os::unix::fs::symlink(&victim, &link)
+            .map_err(|e| Error::invalid("test", e.to_string()))?;
+        Ok(link)
+    };
+    let (log, plot, ckpt) = (link("link.csv")?, link("link.svg")?, link("link.ckpt")?);
+    for config in [
+        TrainerConfig {
+            log: Some(log.clone()),
+            ..quiet(1)
+        },
+        TrainerConfig {
+            plot: Some(plot.clone()),
+            ..quiet(1)
+        },
+        TrainerConfig {
+            checkpoint: Some(ckpt.clone()),
+            ..quiet(1)
+        },
+    ] {
+        let err = new_trainer(config).unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+    }
+    // A file nabla did not write is not replaced.
+    for config in [
+        TrainerConfig {
+            log: Some(victim.with_extension("csv")),
+            ..quiet(1)
+        },
+        TrainerConfig {
+            plot: Some(victim.with_extension("svg")),
+            ..quiet(1)
+        },
+        TrainerConfig {
+            checkpoint: Some(victim.clone()),
+            ..quiet(1)
+        },
+    ] {
+        for path in [victim.with_extension("csv"), victim.with_extension("svg")] {
+            std::fs::write(&path, "precious").map_err(|e| Error::invalid("test", e.to_string()))?;
+        }
+        let err = new_trainer(config.clone()).unwrap_err().to_string();
+        assert!(err.contains("overwrite"), "{err}");
+        new_trainer(TrainerConfig {
+            overwrite: true,
+            ..config
+        })?;
+    }
+    assert_eq!(read(&victim)?, b"precious");
+    for p in [victim.clone(), log, plot, ckpt] {
+        std::fs::remove_file(p).ok();
+    }
+    for ext in ["csv", "svg"] {
+        std::fs::remove_file(victim.with_extension(ext)).ok();
+    }
     Ok(())
 }

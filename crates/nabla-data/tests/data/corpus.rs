@@ -87,7 +87,8 @@ pub fn idx_seeds() -> Vec<Vec<u8>> {
     ]
 }
 
-/// The valid `.npy` seeds (versions 1 to 3, both byte orders, Fortran order, bool).
+/// The valid `.npy` seeds (versions 1 to 3, both byte orders, Fortran order, bool, float16 and the
+/// unsigned integers).
 pub fn npy_seeds() -> Vec<Vec<u8>> {
     let f: Vec<u8> = [1.5f32, -2.0, 3.25, 4.0, 5.0, 6.0]
         .iter()
@@ -102,14 +103,23 @@ pub fn npy_seeds() -> Vec<Vec<u8>> {
             &npy_header("<i4", true, "(2, 1)"),
             &[1, 0, 0, 0, 2, 0, 0, 0],
         ),
+        npy(1, &npy_header("<f2", false, "(2,)"), &[0, 0x3c, 0, 0x38]),
+        npy(1, &npy_header(">u2", true, "(1, 2)"), &[0, 1, 0xff, 0xff]),
+        npy(
+            1,
+            &npy_header("<u4", false, "(1,)"),
+            &[0xff, 0xff, 0xff, 0xff],
+        ),
+        npy(2, &npy_header("<u8", false, "(1,)"), &7u64.to_le_bytes()),
     ]
 }
 
-/// The valid CSV seeds.
+/// The valid CSV seeds (a header, semicolons and CRLF, a byte-order mark and quotes).
 pub fn csv_seeds() -> Vec<Vec<u8>> {
     vec![
         b"a,b,label\n1,2.5,0\n-3,4e1,1\n".to_vec(),
         b"0.5;1;2\r\n3;4;5\r\n\r\n".to_vec(),
+        b"\xef\xbb\xbf\"x\",y,z\n0,\"1\",2\n\n3,4,5".to_vec(),
     ]
 }
 

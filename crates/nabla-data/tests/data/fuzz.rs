@@ -13,7 +13,10 @@ use crate::corpus::{
 use crate::mutation::{config, mutate, mutations, text_dim};
 use crate::peak::peak_bytes;
 use nabla_core::{Result, with_allocation_limit};
-use nabla_data::{CsvOptions, parse_csv, parse_idx, parse_npy, read_csv, read_idx, read_npy};
+use nabla_data::{
+    CsvHeader, CsvOptions, CsvReader, NpyReader, parse_csv, parse_idx, parse_npy, read_csv,
+    read_idx, read_npy,
+};
 use proptest::prelude::*;
 use proptest::sample::select;
 use std::path::Path;
@@ -38,6 +41,11 @@ const INTERESTING: &[&[u8]] = &[
     b"\n",
     b"nan",
     b"1e309",
+    b"\xef\xbb\xbf",
+    b"\"",
+    b"\r",
+    b"0x1",
+    b"0.5.5",
 ];
 
 /// The ways to feed `bytes` to a reader: in memory, gzip-compressed, and from a file.
@@ -113,7 +121,8 @@ fn npy_dim() -> impl Strategy<Value = String> {
 fn npy_header_text() -> impl Strategy<Value = String> {
     let descr = select(
         &[
-            "<f4", ">f8", "|u1", "|b1", "<i8", "<c8", "f4", "é4", "<", "", "<U10", "O",
+            "<f4", ">f8", "|u1", "|b1", "<i8", "<c8", "f4", "é4", "<", "", "<U10", "O", "<f2",
+            ">u2", "<u4", ">u8", "<c16", "|S3",
         ][..],
     );
     let shape = prop::collection::vec(npy_dim(), 0..5).prop_map(|d| match d.len() {
@@ -178,18 +187,51 @@ proptest! {
     }
 
     #[test]
+    fn npy_chunked_mutations(
+        seed in select(npy_seeds()),
+        mutations in mutations(INTERESTING),
+        chunk in 1usize..5,
+    ) {
+        let bytes = mutate(seed, &mutations);
+        let whole = with_allocation_limit(64 << 20, || parse_npy(&bytes, "c.npy"));
+        let chunked = with_allocation_limit(64 << 20, || npy_in_chunks(&bytes, chunk));
+        match (whole, chunked) {
+            (Ok(a), chunked) => {
+                // Bit patterns, so that a NaN equals itself.
+                let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
+                prop_assert_eq!(Ok(bits(a.data.to_f64_vec())), chunked.map(bits).map_err(|e| e.to_string()));
+            }
+            // The whole read also checks the allocation limit; the chunked one, each chunk.
+            (Err(e), chunked) => {
+                check_error(&e, "c.npy");
+                if let Err(e) = chunked {
+                    check_error(&e, "c.npy");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn csv_mutations(
         seed in select(csv_seeds()),
         mutations in mutations(INTERESTING),
-        has_header in any::<bool>(),
+        header in select(&[CsvHeader::Absent, CsvHeader::Present, CsvHeader::Detect][..]),
         label in prop::option::of(0usize..4),
         delimiter in select(&[b',', b';', b'\n', 0xff, b'"'][..]),
+        chunk in 1usize..4,
     ) {
         let bytes = mutate(seed, &mutations);
         let opts = CsvOptions::default()
-            .has_header(has_header)
+            .header(header)
             .label_column(label)
             .delimiter(delimiter);
+        // Read a few rows at a time, the same table or the same error.
+        let whole = parse_csv(&bytes, "m.csv", &opts);
+        let chunked = csv_in_chunks(&bytes, &opts, chunk);
+        prop_assert_eq!(
+            whole.map(|t| (t.features, t.labels)).map_err(|e| e.to_string()),
+            chunked.map_err(|e| e.to_string())
+        );
         let parse = |b: &[u8], n: &str| parse_csv(b, n, &opts).map(drop);
         let (result, _) = with_allocation_limit(64 << 20, || peak_bytes(|| parse(&bytes, "m.csv")));
         if let Err(e) = &result {
@@ -206,6 +248,135 @@ proptest! {
             check_error(&e, "f.csv");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// Every element of `bytes` (a `.npy` file) read `chunk` at a time, as `f64`.
+fn npy_in_chunks(bytes: &[u8], chunk: usize) -> Result<Vec<f64>> {
+    let mut reader = NpyReader::from_bytes(bytes, "c.npy")?;
+    let mut values = Vec::new();
+    loop {
+        let part = reader.read(chunk)?;
+        if part.is_empty() {
+            return Ok(values);
+        }
+        values.extend(part.to_f64_vec());
+    }
+}
+
+/// The features and labels of `bytes` (CSV text) read `chunk` rows at a time.
+fn csv_in_chunks(
+    bytes: &[u8],
+    opts: &CsvOptions,
+    chunk: usize,
+) -> Result<(Vec<f64>, Option<Vec<i64>>)> {
+    let mut reader = CsvReader::from_bytes(bytes, "m.csv", opts)?;
+    let (mut features, mut labels) = (Vec::new(), opts.label_column.map(|_| Vec::new()));
+    loop {
+        let t = reader.read_rows(chunk)?;
+        if t.rows == 0 {
+            return Ok((features, labels));
+        }
+        features.extend(t.features);
+        if let (Some(all), Some(part)) = (&mut labels, t.labels) {
+            all.extend(part);
+        }
+    }
+}
+
+/// Numbers as a CSV writer may spell them, for [`csv_tables`].
+const NUMBERS: &[&str] = &[
+    "0", "1", "0.5", "-2.5e3", " 3 ", "\"4\"", "1E-2", "+7", ".25", "inf",
+];
+
+/// Tokens that are not numbers, for [`csv_tables`].
+const NOT_NUMBERS: &[&str] = &["abc", "0x1", "0.5.5", "\0", "\u{663}", "1 5", "\"\"", "- 1"];
+
+/// A table of `NUMBERS` (rows, columns, cells), perhaps with a byte-order mark, a header of names,
+/// CRLF line ends, and one cell replaced by one of `NOT_NUMBERS` (row, column, token).
+#[derive(Debug, Clone)]
+struct Table {
+    cells: Vec<Vec<&'static str>>,
+    bom: bool,
+    header: bool,
+    crlf: bool,
+    bad: Option<(usize, usize, &'static str)>,
+}
+
+impl Table {
+    fn text(&self) -> Vec<u8> {
+        let end = if self.crlf { "\r\n" } else { "\n" };
+        let cols = self.cells[0].len();
+        let mut text = if self.bom {
+            "\u{feff}".to_string()
+        } else {
+            String::new()
+        };
+        if self.header {
+            let names: Vec<String> = (0..cols).map(|c| format!("x{c}")).collect();
+            text += &(names.join(",") + end);
+        }
+        for (r, row) in self.cells.iter().enumerate() {
+            let mut row = row.clone();
+            if let Some((_, c, token)) = self.bad.filter(|&(br, ..)| br == r) {
+                row[c.min(cols - 1)] = token;
+            }
+            text += &(row.join(",") + end);
+        }
+        text.into_bytes()
+    }
+}
+
+/// Tables for [`csv_tables_keep_every_row`].
+fn csv_tables() -> impl Strategy<Value = Table> {
+    let cells = (1usize..5, 1usize..5).prop_flat_map(|(rows, cols)| {
+        prop::collection::vec(prop::collection::vec(select(NUMBERS), cols), rows)
+    });
+    let bad = prop::option::of((0usize..5, 0usize..5, select(NOT_NUMBERS)));
+    (cells, any::<bool>(), any::<bool>(), any::<bool>(), bad).prop_map(
+        |(cells, bom, header, crlf, bad)| {
+            let bad = bad.map(|(r, c, t)| (r % cells.len(), c, t));
+            Table {
+                cells,
+                bom,
+                header,
+                crlf,
+                bad,
+            }
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Issue 48, defect 6: no row is ever dropped. A table of numbers reads every row whatever its
+    /// byte-order mark, header or line ends; one cell that is not a number is an error naming its
+    /// row and column, wherever it is, the first row included.
+    #[test]
+    fn csv_tables_keep_every_row(table in csv_tables()) {
+        let text = table.text();
+        let cols = table.cells[0].len();
+        let opts = CsvOptions::default().header(CsvHeader::Detect);
+        // One column whose first cell is not a number is a header by the rule.
+        let named = table.header || (cols == 1 && matches!(table.bad, Some((0, ..))));
+        match (parse_csv(&text, "t.csv", &opts), table.bad.filter(|_| named == table.header)) {
+            (Ok(t), None) => {
+                let rows = table.cells.len() - usize::from(named && !table.header);
+                prop_assert_eq!((t.rows, t.cols), (rows, cols));
+                prop_assert_eq!(t.header.is_some(), named);
+            }
+            (Err(e), Some((r, c, _))) => {
+                let row = r + 1 + usize::from(table.header);
+                let needle = format!("row {row}, column {}", c.min(cols - 1));
+                check_error(&e, "t.csv");
+                prop_assert!(e.to_string().contains(&needle), "{} lacks {}", e, needle);
+            }
+            (Err(e), None) => prop_assert!(false, "{}", e),
+            (Ok(t), Some((_, _, token))) => {
+                prop_assert!(false, "{:?} accepted: {} rows", token, t.rows)
+            }
+        }
     }
 }
 

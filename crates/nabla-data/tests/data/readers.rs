@@ -170,17 +170,17 @@ fn csv_header_label_and_errors() {
     let plain = CsvOptions::default();
     let e = err(b"1,2\n3,abc\n", &plain);
     assert!(
-        e.contains("e.csv") && e.contains("offset 6") && e.contains("line 2, column 1"),
+        e.contains("e.csv") && e.contains("offset 4") && e.contains("row 2, column 1"),
         "{e}"
     );
     let e = err(b"1,2\n3\n", &plain);
     assert!(
-        e.contains("offset 4") && e.contains("line 2 has 1 fields"),
+        e.contains("offset 4") && e.contains("row 2 has 1 fields"),
         "{e}"
     );
     let e = err(b"1,2.5\n", &CsvOptions::default().label_column(Some(1)));
     assert!(
-        e.contains("offset 2") && e.contains("not an integer"),
+        e.contains("offset 0") && e.contains("row 1, label column 1"),
         "{e}"
     );
     let e = err(b"1,2\n", &CsvOptions::default().label_column(Some(5)));

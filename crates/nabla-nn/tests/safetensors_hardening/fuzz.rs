@@ -4,10 +4,10 @@
 
 use crate::mutation::{config, mutate, mutations, text_dim};
 use crate::peak::peak_bytes;
-use crate::{check_message, check_one_line, file, seed_file, temp_dir};
-use nabla_core::{DType, Generator, Result, with_allocation_limit};
+use crate::{check_message, check_one_line, file, linear, seed_file, temp_dir};
+use nabla_core::{Result, with_allocation_limit};
 use nabla_cpu::CpuBackend;
-use nabla_nn::{Linear, TrainingState, load_checkpoint, load_safetensors, save_checkpoint};
+use nabla_nn::{TrainingState, load_checkpoint, load_safetensors, save_checkpoint};
 use proptest::prelude::*;
 use proptest::sample::select;
 use std::path::Path;
@@ -49,19 +49,6 @@ fn check_load(dir: &Path, name: &str, bytes: &[u8], load: impl FnOnce(&Path) -> 
         }
     }
     assert!(peak < 4 * MIB, "peak {peak} bytes");
-}
-
-/// The model of the checkpoint seeds.
-fn model() -> Linear<CpuBackend> {
-    Linear::new(
-        2,
-        2,
-        true,
-        DType::F32,
-        &mut Generator::new(1),
-        &CpuBackend::new(),
-    )
-    .unwrap()
 }
 
 /// Dimensions worth trying: small, zero, and large enough to overflow.
@@ -187,10 +174,10 @@ proptest! {
         let dir = temp_dir("fuzz-checkpoint");
         let path = dir.join("seed.ckpt");
         let training = TrainingState { epoch: 3, step: 30, ..TrainingState::default() };
-        save_checkpoint(&path, &model(), None, &training).unwrap();
+        save_checkpoint(&path, &linear(2), None, &training).unwrap();
         let bytes = mutate(std::fs::read(&path).unwrap(), &mutations);
         check_load(&dir, "m.ckpt", &bytes, |p| {
-            load_checkpoint(p, &model(), None, &CpuBackend::new()).map(drop)
+            load_checkpoint(p, &linear(2), None, &CpuBackend::new()).map(drop)
         });
         std::fs::remove_dir_all(&dir).unwrap();
     }

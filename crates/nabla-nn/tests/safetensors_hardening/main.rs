@@ -1,7 +1,7 @@
 //! safetensors files that must be refused with one clear line naming the file (truncated files,
 //! header lengths over the limit, tensor names given twice, offsets that do not fit the shapes or the
 //! data, paths that are not files), the cleanup of temporary files left by killed saves ([`refused`]),
-//! and proptest mutation fuzzing of `load_safetensors` and `load_checkpoint` from valid files written
+//! the writers' refusals ([`written`]), and proptest mutation fuzzing of `load_safetensors` and `load_checkpoint` from valid files written
 //! here ([`fuzz`]). `NABLA_FUZZ_CASES` sets the number of cases of each fuzz test (default 256).
 
 mod fuzz;
@@ -12,6 +12,7 @@ mod mutation;
 #[path = "../../../nabla-data/tests/data/peak.rs"]
 mod peak;
 mod refused;
+mod written;
 
 use nabla_cpu::CpuBackend;
 use nabla_nn::save_safetensors;
@@ -25,6 +26,20 @@ fn temp_dir(test: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// A linear layer of `inputs` to 2 features with finite weights, the same on every call.
+fn linear(inputs: usize) -> nabla_nn::Linear<CpuBackend> {
+    let mut rng = nabla_core::Generator::new(1);
+    nabla_nn::Linear::new(
+        inputs,
+        2,
+        true,
+        nabla_core::DType::F32,
+        &mut rng,
+        &CpuBackend::new(),
+    )
+    .unwrap()
 }
 
 /// A safetensors file: the header length, `header`, then `data`.

@@ -150,7 +150,7 @@ fn paths_that_are_not_regular_files_are_named_as_such() {
         std::os::unix::fs::symlink("/dev/null", &link).unwrap();
         let e = write_atomic(&link, b"x").unwrap_err().to_string();
         assert!(
-            e.contains("not a regular file") && e.contains("null-link"),
+            e.contains("symbolic link") && e.contains("null-link"),
             "{e}"
         );
         assert!(
@@ -169,22 +169,53 @@ fn temp_files_of_ended_saves_are_removed() {
     let target = dir.join("model.safetensors");
     // Above Linux's largest possible process id (2^22): never a running process.
     let dead = dir.join(".model.safetensors.tmp-4999999");
+    let dead_random = dir.join(".model.safetensors.tmp-4999999-00c0ffee");
     let alive = dir.join(".model.safetensors.tmp-1");
+    let alive_old = dir.join(".model.safetensors.tmp-1-beef");
     let other_file = dir.join(".other.safetensors.tmp-4999999");
     let not_a_pid = dir.join(".model.safetensors.tmp-12x");
-    for p in [&dead, &alive, &other_file, &not_a_pid] {
+    for p in [
+        &dead,
+        &dead_random,
+        &alive,
+        &alive_old,
+        &other_file,
+        &not_a_pid,
+    ] {
         std::fs::write(p, b"half a save").unwrap();
     }
+    // Untouched for two days: left behind, whichever process now has its id.
+    let two_days_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 86_400);
+    let file = std::fs::File::options()
+        .write(true)
+        .open(&alive_old)
+        .unwrap();
+    file.set_modified(two_days_ago).unwrap();
+    // A link with a temporary file's name is neither followed nor removed.
+    #[cfg(unix)]
+    let link = {
+        let link = dir.join(".model.safetensors.tmp-4999999-ff");
+        std::os::unix::fs::symlink(&other_file, &link).unwrap();
+        link
+    };
     write_atomic(&target, b"whole").unwrap();
     assert_eq!(std::fs::read(&target).unwrap(), b"whole");
-    assert_eq!(
-        !dead.exists(),
-        cfg!(target_os = "linux"),
-        "dead process's file"
-    );
+    for removed in [&dead, &dead_random] {
+        assert_eq!(
+            !removed.exists(),
+            cfg!(target_os = "linux"),
+            "dead process's file"
+        );
+    }
+    assert!(!alive_old.exists(), "an old temporary file was kept");
     for kept in [&alive, &other_file, &not_a_pid] {
         assert!(kept.exists(), "{} was removed", kept.display());
     }
+    #[cfg(unix)]
+    assert!(
+        std::fs::symlink_metadata(&link).is_ok(),
+        "the link was removed"
+    );
     let own = dir.join(format!(".model.safetensors.tmp-{}", std::process::id()));
     assert!(!own.exists());
     std::fs::remove_dir_all(&dir).unwrap();
