@@ -6,8 +6,9 @@ Each run is one of: a clean error (exit 1 or 2 with one line on standard error),
 after the timeout). The peak resident memory of every run is measured (`/usr/bin/time`), and the
 worst one is reported. Only the standard library is used.
 
-Usage: python3 scripts/hardening_campaign.py [--nabla target/release/nabla] [--timeout 60]
-Build the binary first: cargo build --release -p nabla-cli
+Usage: python3 scripts/hardening_campaign.py [--nabla target/release/nabla] [--timeout 60] [--kills 20]
+Build the binary first: cargo build --release -p nabla-cli --features mpi (without `mpi`, or without
+mpirun, the cases of ranks that disagree or are killed are not run, and the output says so).
 """
 
 import argparse
@@ -171,11 +172,109 @@ def property_cases(nabla, tmp, ck, file, pix):
     return cases
 
 
+def killed_save_cases(nabla, tmp, trials):
+    """Runs killed with SIGKILL at random moments while saving a checkpoint every step; then a command
+    that reads the checkpoint. A temporary file left after that command, or a checkpoint that no longer
+    loads, is data loss (issue 48, defect 5)."""
+    rng = random.Random(48)
+    cases = []
+    for i in range(trials):
+        d = os.path.join(tmp, f"killed{i}")
+        os.mkdir(d)
+        ck = os.path.join(d, "k.safetensors")
+        train = [nabla, "train", "--model", "mlp", "--epochs", "1000", "--checkpoint", ck,
+                 "--checkpoint-every", "1", "--no-plot", "-q"]
+        delay = rng.uniform(0.3, 3.0)
+        script = ('"$@" & P=$!; sleep %.2f; kill -9 $P; wait $P 2>/dev/null; "%s" eval --checkpoint "%s" '
+                  '>/dev/null 2>&1; exit 0' % (delay, nabla, ck))
+
+        def check(outcome, err, d=d, ck=ck):
+            if outcome != "ok":
+                return None
+            left = [n for n in os.listdir(d) if ".tmp-" in n]
+            if left:
+                return "data loss"
+            if os.path.exists(ck):
+                p = subprocess.run([nabla, "eval", "--checkpoint", ck], capture_output=True)
+                return None if p.returncode == 0 else "data loss"
+            return None
+        cases.append(("killed save", ["sh", "-c", script, "sh"] + train, check))
+    return cases
+
+
+def mpirun(np):
+    """mpirun for `np` ranks on this machine (as root and on fewer cores than ranks if need be)."""
+    return ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(np)]
+
+
+def has_mpi(nabla, tmp):
+    """Whether mpirun exists and `nabla` was built with the `mpi` feature."""
+    try:
+        p = subprocess.run(mpirun(2) + [nabla, "train", "--model", "mlp", "--max-steps", "1", "--no-plot",
+                           "-q", "--checkpoint", os.path.join(tmp, "probe.safetensors")],
+                           capture_output=True, text=True, timeout=120)
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        return False
+    return p.returncode == 0
+
+
+CRASH_WORDS = ["malloc", "double free", "corruption", "Segmentation", "panicked", "signal 6", "core dumped"]
+
+
+def mpi_cases(nabla, tmp):
+    """Jobs of two ranks started with different options, and a rank killed mid-step: each must end
+    within the timeout with nabla's one-line error, and never with a memory error (issue 48, defect 1)."""
+    ck = os.path.join(tmp, "mpi.safetensors")
+    def side(extra):
+        """A rank's arguments: `extra`, and --model mlp and --epochs 1 unless `extra` sets them."""
+        defaults = [a for flag, value in (("--model", "mlp"), ("--epochs", "1")) if flag not in extra
+                    for a in (flag, value)]
+        return ["train", "--no-plot", "-q", "--checkpoint", ck] + defaults + extra
+    pairs = [(["--batch-size", "64"], ["--batch-size", "32"]), (["--batch-size", "16"], ["--batch-size", "128"]),
+             ([], ["--model", "cnn"]), (["--epochs", "1"], ["--epochs", "2"]),
+             (["--epochs", "3"], ["--epochs", "1"]), (["--max-steps", "3"], ["--max-steps", "5"]),
+             ([], ["--max-steps", "2"]), ([], ["--early-stopping", "1"]),
+             (["--early-stopping", "2"], ["--early-stopping", "3"]), (["--lr", "0.1"], ["--lr", "0.2"]),
+             (["--optimizer", "sgd"], ["--optimizer", "adam"]), (["--seed", "1"], ["--seed", "2"])]
+
+    def disagreement(outcome, err):
+        if outcome == "hang":
+            return "hang"
+        if any(w in err for w in CRASH_WORDS):
+            return "abort"
+        if "the ranks disagree on" in err and outcome != "ok":
+            return "clean error"
+        return "silent wrong"
+    cases = []
+    for first, second in pairs:
+        cmd = mpirun(1) + [nabla] + side(first) + [":", "-np", "1", nabla] + side(second)
+        cases.append(("mpi disagree", cmd, disagreement))
+    # One rank killed mid-step: the job ends, no rank is left running.
+    killed = os.path.join(tmp, "mpikill.safetensors")
+    job = mpirun(2) + [nabla, "train", "--model", "cnn", "--epochs", "1000", "--no-plot", "-q",
+                       "--checkpoint", killed]
+    # A rank's command line starts with the binary (mpirun's and this shell's do not).
+    rank = "^%s train .*%s" % (nabla, killed)
+    script = ('"$@" & M=$!; sleep 6; kill -9 $(pgrep -n -f "%s"); wait $M; R=$?; sleep 1; '
+              'if pgrep -f "%s" >/dev/null; then echo "a rank is still running" >&2; exit 3; fi; '
+              '[ $R -ne 0 ] && echo "the job ended with status $R" >&2; exit 1' % (rank, rank))
+
+    def ended(outcome, err):
+        if outcome == "hang" or "still running" in err:
+            subprocess.run(["pkill", "-9", "-f", rank])
+            return "hang"
+        return "clean error" if "the job ended" in err else "silent wrong"
+    for _ in range(3):
+        cases.append(("mpi killed rank", ["sh", "-c", script, "sh"] + job, ended))
+    return cases
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nabla", default="target/release/nabla")
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--mutations", type=int, default=60)
+    ap.add_argument("--kills", type=int, default=20, help="runs killed while saving")
     args = ap.parse_args()
     nabla = os.path.abspath(args.nabla)
     rng = random.Random(0)
@@ -264,6 +363,12 @@ def main():
                       "--epochs", "1", "--no-plot", "-q", "--checkpoint", os.path.join(d, "c.safetensors")]))
 
     cases += property_cases(nabla, tmp, ck, file, pix)
+    cases += killed_save_cases(nabla, tmp, args.kills)
+    if has_mpi(nabla, tmp):
+        cases += mpi_cases(nabla, tmp)
+    else:
+        print("mpirun or the binary's `mpi` feature is missing: the MPI cases are not run "
+              "(build with: cargo build --release -p nabla-cli --features mpi)")
 
     outcomes = Counter()
     by_label = Counter()
