@@ -1,16 +1,23 @@
 //! A cache of large freed host buffers, reused by later outputs of the same byte size.
 //!
 //! Programs run many times (training steps, compiled transforms) allocate the same large outputs again
-//! and again. Through the system allocator each of them is fresh memory that the kernel must page-fault
-//! in, which costs as much as a matrix product on mid-sized outputs. When the last handle to a large
-//! host buffer drops (the CPU backend's storage calls `recycle`), its allocation goes to this cache
-//! instead; the next output of the same size and alignment takes it back (`take`), already mapped.
-//! Extension host kernels run by the CPU backend allocate their outputs through the allocator it
-//! hands them (`CachedAllocator`), so that their buffers circulate rather than pile up. Only buffers of at least
-//! [`MIN_POOLED_BYTES`] are cached, at most [`MAX_CACHED_BYTES`] in all: when a new buffer would exceed
-//! that, the buffers cached longest ago are freed first, so sizes a program stopped using (the last,
-//! shorter batch of an epoch, say) do not pile up. [`release_cached_buffers`] frees everything the
-//! cache holds.
+//! and again. Through the system allocator each of them is fresh memory that the kernel must zero and
+//! page-fault in, which costs as much as a matrix product on mid-sized outputs. When the last handle to
+//! a large host buffer drops (the CPU backend's storage calls `recycle`), its allocation goes to this
+//! cache instead; the next output of the same size and alignment takes it back (`take`), already
+//! mapped. Extension host kernels run by the CPU backend allocate their outputs through the allocator
+//! it hands them (`CachedAllocator`), so that their buffers circulate rather than pile up.
+//!
+//! Only buffers of at least [`MIN_POOLED_BYTES`] are cached. The cache's capacity follows the
+//! program's working set, as PyTorch's caching allocator keeps freed blocks: it starts at
+//! [`INITIAL_CACHED_BYTES`], and when the cache had to free a buffer of some size to stay under its
+//! capacity and that size is then asked for again (a step's working set is larger than the cache),
+//! the capacity grows by that size, up to half the allocation limit
+//! ([`nabla_core::max_allocation_bytes`], the machine's memory unless set). When a new buffer would
+//! exceed the capacity, the buffers cached longest ago are freed first, so sizes a program stopped
+//! using (the last, shorter batch of an epoch, say) do not pile up. [`release_cached_buffers`] frees
+//! everything the cache holds; [`buffer_cache_stats`] tells its size, capacity, high-water mark and
+//! hit rate.
 
 use nabla_core::{HostAllocator, HostData};
 use std::alloc::Layout;
@@ -22,8 +29,42 @@ use std::sync::Mutex;
 /// Buffers smaller than this go straight back to the allocator (which handles small sizes well).
 pub const MIN_POOLED_BYTES: usize = 64 << 10;
 
-/// The cache frees its oldest buffers rather than keep more than this many bytes.
-pub const MAX_CACHED_BYTES: usize = 256 << 20;
+/// The cache's capacity before it has learnt the program's working set; it never shrinks below it.
+pub const INITIAL_CACHED_BYTES: usize = 256 << 20;
+
+/// How many evicted sizes the cache remembers (to recognise a size asked for again).
+const MAX_GHOSTS: usize = 4096;
+
+/// What the buffer cache has done since the process started (see [`buffer_cache_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BufferCacheStats {
+    /// Bytes the cache holds now.
+    pub cached_bytes: usize,
+    /// Buffers the cache holds now.
+    pub cached_buffers: usize,
+    /// The most bytes it may hold now (grown to the working set, see the module documentation).
+    pub capacity_bytes: usize,
+    /// The most bytes it has held at once.
+    pub high_water_bytes: usize,
+    /// Requests for a large buffer that a cached buffer answered.
+    pub hits: u64,
+    /// Requests for a large buffer that needed fresh memory.
+    pub misses: u64,
+    /// Bytes of those fresh buffers.
+    pub fresh_bytes: u64,
+    /// Buffers freed to keep the cache under its capacity.
+    pub evictions: u64,
+}
+
+impl BufferCacheStats {
+    /// The share of large-buffer requests answered from the cache (1 when there were none).
+    pub fn hit_rate(&self) -> f64 {
+        match self.hits + self.misses {
+            0 => 1.0,
+            all => self.hits as f64 / all as f64,
+        }
+    }
+}
 
 /// Size and alignment of a cached allocation.
 type Key = (usize, usize);
@@ -38,9 +79,47 @@ struct Pool {
     next: u64,
     bytes: usize,
     buffers: usize,
+    /// The capacity learnt so far beyond [`INITIAL_CACHED_BYTES`].
+    grown: usize,
+    /// Sizes evicted and not asked for since, with how many buffers of each.
+    ghosts: HashMap<Key, u32>,
+    stats: BufferCacheStats,
 }
 
 impl Pool {
+    /// The most bytes the cache may hold now.
+    fn capacity(&self) -> usize {
+        INITIAL_CACHED_BYTES.saturating_add(self.grown)
+    }
+
+    /// Records a request for `key` that no cached buffer answered; grows the capacity when the cache
+    /// had evicted a buffer of that size (so it was too small for the program's working set).
+    fn missed(&mut self, key: Key) {
+        self.stats.misses += 1;
+        self.stats.fresh_bytes += key.0 as u64;
+        let Some(count) = self.ghosts.get_mut(&key) else {
+            return;
+        };
+        *count -= 1;
+        if *count == 0 {
+            self.ghosts.remove(&key);
+        }
+        let most = (nabla_core::max_allocation_bytes() / 2).max(INITIAL_CACHED_BYTES);
+        self.grown = self
+            .grown
+            .saturating_add(key.0)
+            .min(most - INITIAL_CACHED_BYTES);
+    }
+
+    /// Remembers that a buffer of `key`'s size was evicted.
+    fn remember_evicted(&mut self, key: Key) {
+        self.stats.evictions += 1;
+        if self.ghosts.len() >= MAX_GHOSTS && !self.ghosts.contains_key(&key) {
+            self.ghosts.clear();
+        }
+        *self.ghosts.entry(key).or_default() += 1;
+    }
+
     /// Removes the oldest cached buffer and returns it, or `None` when the cache is empty.
     fn evict_oldest(&mut self) -> Option<(Key, usize)> {
         while let Some((seq, key)) = self.order.pop_front() {
@@ -53,6 +132,7 @@ impl Pool {
             let (_, addr) = list.remove(pos);
             self.bytes -= key.0;
             self.buffers -= 1;
+            self.remember_evicted(key);
             return Some((key, addr));
         }
         None
@@ -104,8 +184,13 @@ fn take_allocation(layout: Layout) -> Option<NonNull<u8>> {
     if layout.size() < MIN_POOLED_BYTES {
         return None;
     }
+    let key = (layout.size(), layout.align());
     let addr = with_pool(|pool| {
-        let (_, addr) = pool.free.get_mut(&(layout.size(), layout.align()))?.pop()?;
+        let Some((_, addr)) = pool.free.get_mut(&key).and_then(Vec::pop) else {
+            pool.missed(key);
+            return None;
+        };
+        pool.stats.hits += 1;
         pool.bytes -= layout.size();
         pool.buffers -= 1;
         pool.compact();
@@ -134,28 +219,33 @@ fn put<T>(v: Vec<T>) {
     if layout.size() < MIN_POOLED_BYTES {
         return;
     }
-    if layout.size() > MAX_CACHED_BYTES {
-        return;
-    }
-    let v = ManuallyDrop::new(v);
-    let addr = v.as_ptr() as usize;
     let key = (layout.size(), layout.align());
+    let mut v = Some(ManuallyDrop::new(v));
     let evicted = with_pool(|pool| {
         let mut evicted = Vec::new();
-        while pool.bytes + key.0 > MAX_CACHED_BYTES {
+        if key.0 > pool.capacity() {
+            pool.remember_evicted(key);
+            return evicted; // `v` is freed below
+        }
+        while pool.bytes + key.0 > pool.capacity() {
             match pool.evict_oldest() {
                 Some(old) => evicted.push(old),
                 None => break,
             }
         }
+        let addr = v.take().map_or(0, |v| v.as_ptr() as usize);
         let seq = pool.next;
         pool.next += 1;
         pool.bytes += key.0;
         pool.buffers += 1;
+        pool.stats.high_water_bytes = pool.stats.high_water_bytes.max(pool.bytes);
         pool.free.entry(key).or_default().push((seq, addr));
         pool.order.push_back((seq, key));
         evicted
     });
+    if let Some(v) = v {
+        drop(ManuallyDrop::into_inner(v));
+    }
     for (key, addr) in evicted {
         // SAFETY: evicted from the cache, which owned it; allocated with `key`'s layout.
         unsafe { free_allocation(key, addr) };
@@ -188,7 +278,25 @@ pub fn cached_bytes() -> usize {
     with_pool(|pool| pool.bytes)
 }
 
-/// Frees every buffer the cache holds (they are otherwise kept for reuse by later outputs).
+/// What the buffer cache holds and has done: its size, capacity and high-water mark, and how many
+/// requests for large buffers it answered (its hit rate).
+///
+/// ```
+/// let stats = nabla_cpu::buffer_cache_stats();
+/// assert!(stats.cached_bytes <= stats.capacity_bytes);
+/// assert!((0.0..=1.0).contains(&stats.hit_rate()));
+/// ```
+pub fn buffer_cache_stats() -> BufferCacheStats {
+    with_pool(|pool| BufferCacheStats {
+        cached_bytes: pool.bytes,
+        cached_buffers: pool.buffers,
+        capacity_bytes: pool.capacity(),
+        ..pool.stats
+    })
+}
+
+/// Frees every buffer the cache holds (they are otherwise kept for reuse by later outputs); the
+/// capacity it has learnt stays.
 pub fn release_cached_buffers() {
     let free = with_pool(|pool| {
         pool.bytes = 0;
@@ -233,11 +341,12 @@ mod tests {
         // Odd element counts no other test allocates; 40 buffers of 8 MiB and a bit are more than the
         // cap holds.
         let n = (8 << 20) / 8 + 3;
-        let count = MAX_CACHED_BYTES / (n * 8) + 8;
+        let count = INITIAL_CACHED_BYTES / (n * 8) + 8;
         let addrs: Vec<usize> = (0..count)
             .map(|i| drop_into_cache(vec![i as i64; n]))
             .collect();
-        assert!(cached_bytes() <= MAX_CACHED_BYTES);
+        let stats = buffer_cache_stats();
+        assert!(stats.cached_bytes <= stats.capacity_bytes);
         // The newest buffer is still cached (the oldest ones made room for it).
         let newest = *addrs.last().unwrap();
         let mut found = false;

@@ -34,7 +34,10 @@ mod storage;
 mod strided;
 mod thread_pool;
 
-pub use host_pool::{MAX_CACHED_BYTES, MIN_POOLED_BYTES, cached_bytes, release_cached_buffers};
+pub use host_pool::{
+    BufferCacheStats, INITIAL_CACHED_BYTES, MIN_POOLED_BYTES, buffer_cache_stats, cached_bytes,
+    release_cached_buffers,
+};
 pub use matmul::{host_gemm, host_gemm_uninit};
 pub use storage::CpuStorage;
 pub use strided::host_transpose;
