@@ -1,0 +1,394 @@
+//! Training steps at the sizes people train: nabla's side of `scripts/bench_scale.py`, which runs the
+//! same models in PyTorch (eager, `torch.compile`, bf16 autocast) and JAX in the same run, from the
+//! same weights.
+//!
+//! ```sh
+//! cargo run --release -p nabla --example bench_scale -- --workload gpt2 --weights W.safetensors [--steps 5] [--warmup 2]
+//! cargo run --release -p nabla --example bench_scale -- --workload resnet18 --weights W.safetensors
+//! cargo run --release -p nabla --example bench_scale -- --workload peak
+//! ```
+//!
+//! Workloads (f32):
+//! - `gpt2`: GPT-2 small, 124M parameters: token (50,257) and learned position (256) embeddings of
+//!   width 768, 12 pre-norm transformer layers (12 heads, feed-forward 3,072 with GELU, causal, no
+//!   dropout), a final layer norm and a head tied to the token embedding; batch 4 of context 256,
+//!   next-token mean cross-entropy, AdamW (PyTorch's defaults: lr 1e-3, weight decay 0.01). The
+//!   weights come from `--weights`, a safetensors file whose names are the model's (`tok.weight`,
+//!   `layers.0.self_attn.in_proj_weight`, ...), written by the script from PyTorch, so that every
+//!   framework starts from the same model and the first losses agree.
+//! - `resnet18`: ResNet-18 in the CIFAR layout (a 3x3 stem of 64 channels, no max-pool, four stages
+//!   of two residual blocks with batch norm, 64 to 512 channels, global average pooling, 10 classes),
+//!   batch 32 of 3 x 32 x 32 fixed images, mean cross-entropy, SGD with momentum 0.9 and lr 0.01; the
+//!   weights come from `--weights` like GPT-2's (`stem.weight`, `blocks.0.conv1.weight`, ...).
+//! - `peak`: the f32 matrix-product rate at 2048 x 2048 x 2048, the reference for the achieved rates.
+//!
+//! Prints one JSON object to stdout: the first step's loss, the median and best step time over
+//! `--steps` steps after `--warmup`, the median forward (with the loss) and backward (with the fused
+//! update) phases, the process's peak resident memory, and the CPU buffer cache's statistics (with
+//! the fresh memory a timed step asked for: 0 once the cache holds the step's working set).
+
+use nabla::nn::loss::{CrossEntropyOptions, cross_entropy};
+use nabla::nn::optim::{AdamConfig, AdamW, Optimizer, Sgd, SgdConfig};
+use nabla::nn::{
+    BatchNorm2d, Conv2d, ConvOptions, Embedding, Forward, LayerNorm, Linear, Module, Strictness,
+    TransformerActivation, TransformerEncoderLayer, TransformerLayerConfig, load_module,
+};
+use nabla::prelude::*;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// GPT-2 small's sizes.
+const VOCAB: usize = 50_257;
+const CONTEXT: usize = 256;
+const WIDTH: usize = 768;
+const LAYERS: usize = 12;
+const HEADS: usize = 12;
+const BATCH: usize = 4;
+
+/// GPT-2 small with its head tied to the token embedding.
+#[derive(Module)]
+struct Gpt2<B: Backend> {
+    tok: Embedding<B>,
+    pos: Embedding<B>,
+    layers: Vec<TransformerEncoderLayer<B>>,
+    norm: LayerNorm<B>,
+}
+
+impl Gpt2<CpuBackend> {
+    /// The model with its weights from the safetensors file at `weights`.
+    fn load(weights: &PathBuf, cpu: &CpuBackend) -> Result<Self> {
+        let config = TransformerLayerConfig {
+            dim_feedforward: 4 * WIDTH,
+            dropout: 0.0,
+            activation: TransformerActivation::Gelu,
+            batch_first: true,
+            norm_first: true,
+            ..TransformerLayerConfig::new(WIDTH, HEADS)
+        };
+        let (f32, rng) = (DType::F32, &mut Generator::new(0));
+        let model = Gpt2 {
+            tok: Embedding::new(VOCAB, WIDTH, None, f32, rng, cpu)?,
+            pos: Embedding::new(CONTEXT, WIDTH, None, f32, rng, cpu)?,
+            layers: (0..LAYERS)
+                .map(|_| TransformerEncoderLayer::new(config, f32, rng, cpu))
+                .collect::<Result<_>>()?,
+            norm: LayerNorm::new(vec![WIDTH], 1e-5, true, true, f32, cpu)?,
+        };
+        load_module(&model, weights, cpu, Strictness::Strict)?;
+        Ok(model)
+    }
+
+    /// Logits `[N * T, vocab]` for ids `[N, T]` (`positions` `[T]`).
+    fn logits(&self, ids: &CpuTensor, positions: &CpuTensor) -> Result<CpuTensor> {
+        let mut x = self.tok.forward(ids)?.add(&self.pos.forward(positions)?)?;
+        for layer in &self.layers {
+            x = layer.forward(&x, None, None, true)?;
+        }
+        let h = self.norm.forward(&x)?.reshape([ids.numel(), WIDTH])?;
+        h.matmul(&self.tok.weight.data().transpose(0, 1)?)
+    }
+}
+
+/// A residual block of ResNet-18: two 3x3 convolutions with batch norm, and a 1x1 convolution with
+/// batch norm on the shortcut where the block changes the size.
+#[derive(Module)]
+struct Block<B: Backend> {
+    conv1: Conv2d<B>,
+    bn1: BatchNorm2d<B>,
+    conv2: Conv2d<B>,
+    bn2: BatchNorm2d<B>,
+    short_conv: Option<Conv2d<B>>,
+    short_bn: Option<BatchNorm2d<B>>,
+}
+
+/// A convolution without bias, `k` x `k` with `stride` and the padding that keeps the size.
+fn conv(
+    cin: usize,
+    cout: usize,
+    k: usize,
+    stride: usize,
+    rng: &mut Generator,
+    cpu: &CpuBackend,
+) -> Result<Conv2d<CpuBackend>> {
+    let options = ConvOptions {
+        stride: (stride, stride),
+        padding: (k / 2, k / 2),
+        bias: false,
+        ..ConvOptions::default()
+    };
+    Conv2d::new(cin, cout, (k, k), options, DType::F32, rng, cpu)
+}
+
+/// Batch norm with PyTorch's defaults.
+fn norm(channels: usize, cpu: &CpuBackend) -> Result<BatchNorm2d<CpuBackend>> {
+    BatchNorm2d::new(channels, 1e-5, Some(0.1), true, true, DType::F32, cpu)
+}
+
+impl Block<CpuBackend> {
+    fn new(
+        cin: usize,
+        cout: usize,
+        stride: usize,
+        rng: &mut Generator,
+        cpu: &CpuBackend,
+    ) -> Result<Self> {
+        let reshapes = stride != 1 || cin != cout;
+        Ok(Block {
+            conv1: conv(cin, cout, 3, stride, rng, cpu)?,
+            bn1: norm(cout, cpu)?,
+            conv2: conv(cout, cout, 3, 1, rng, cpu)?,
+            bn2: norm(cout, cpu)?,
+            short_conv: reshapes
+                .then(|| conv(cin, cout, 1, stride, rng, cpu))
+                .transpose()?,
+            short_bn: reshapes.then(|| norm(cout, cpu)).transpose()?,
+        })
+    }
+
+    fn forward(&self, x: &CpuTensor) -> Result<CpuTensor> {
+        let h = self.bn1.forward(&self.conv1.forward(x)?)?.relu()?;
+        let h = self.bn2.forward(&self.conv2.forward(&h)?)?;
+        let shortcut = match (&self.short_conv, &self.short_bn) {
+            (Some(c), Some(b)) => b.forward(&c.forward(x)?)?,
+            _ => x.clone(),
+        };
+        h.add(&shortcut)?.relu()
+    }
+}
+
+/// ResNet-18 in the CIFAR layout: a 3x3 stem of 64 channels, no max-pool, four stages of two blocks
+/// (64, 128, 256, 512 channels; stride 2 from the second), global average pooling, 10 classes.
+#[derive(Module)]
+struct ResNet18<B: Backend> {
+    stem: Conv2d<B>,
+    bn: BatchNorm2d<B>,
+    blocks: Vec<Block<B>>,
+    fc: Linear<B>,
+}
+
+/// ResNet-18's batch: images of 3 x 32 x 32.
+const IMAGES: usize = 32;
+
+impl ResNet18<CpuBackend> {
+    fn load(weights: &PathBuf, cpu: &CpuBackend) -> Result<Self> {
+        let rng = &mut Generator::new(0);
+        let mut blocks = Vec::new();
+        let mut cin = 64;
+        for (stage, cout) in [64, 128, 256, 512].into_iter().enumerate() {
+            for i in 0..2 {
+                let stride = if stage > 0 && i == 0 { 2 } else { 1 };
+                blocks.push(Block::new(cin, cout, stride, rng, cpu)?);
+                cin = cout;
+            }
+        }
+        let model = ResNet18 {
+            stem: conv(3, 64, 3, 1, rng, cpu)?,
+            bn: norm(64, cpu)?,
+            blocks,
+            fc: Linear::new(512, 10, true, DType::F32, rng, cpu)?,
+        };
+        load_module(&model, weights, cpu, Strictness::Strict)?;
+        Ok(model)
+    }
+
+    /// Logits `[N, 10]` for images `[N, 3, 32, 32]`.
+    fn logits(&self, x: &CpuTensor) -> Result<CpuTensor> {
+        let mut h = self.bn.forward(&self.stem.forward(x)?)?.relu()?;
+        for block in &self.blocks {
+            h = block.forward(&h)?;
+        }
+        self.fc.forward(&h.mean(&[2, 3], false)?)
+    }
+}
+
+/// The fixed images `[IMAGES, 3, 32, 32]` (the script makes the same) and labels `n mod 10`.
+fn images(cpu: &CpuBackend) -> Result<(CpuTensor, CpuTensor)> {
+    let len = IMAGES * 3 * 32 * 32;
+    let pixel = |i: usize| {
+        let (n, c, h, w) = (i / 3072, i / 1024 % 3, i / 32 % 32, i % 32);
+        ((n * 131 + c * 31 + h * 7 + w * 3) % 17) as f32 / 17.0 - 0.5
+    };
+    let labels = (0..IMAGES as i64).map(|n| n % 10).collect();
+    Ok((
+        Tensor::from_vec((0..len).map(pixel).collect(), [IMAGES, 3, 32, 32], cpu)?,
+        Tensor::from_vec(labels, [IMAGES], cpu)?,
+    ))
+}
+
+/// Token `j` of sequence `i` of the fixed batch (the script makes the same ids).
+fn token(i: usize, j: usize) -> i64 {
+    ((7919 * i + 104_729 * j + 13) % VOCAB) as i64
+}
+
+/// Fixed ids `[BATCH, CONTEXT]` and next-token targets `[BATCH * CONTEXT]`.
+fn batch(cpu: &CpuBackend) -> Result<(CpuTensor, CpuTensor)> {
+    let ids = (0..BATCH).flat_map(|i| (0..CONTEXT).map(move |j| token(i, j)));
+    let targets = (0..BATCH).flat_map(|i| (0..CONTEXT).map(move |j| token(i, j + 1)));
+    Ok((
+        Tensor::from_vec(ids.collect(), [BATCH, CONTEXT], cpu)?,
+        Tensor::from_vec(targets.collect(), [BATCH * CONTEXT], cpu)?,
+    ))
+}
+
+/// Command-line options.
+struct Args {
+    workload: String,
+    weights: Option<PathBuf>,
+    steps: usize,
+    warmup: usize,
+}
+
+fn parse_args() -> Result<Args> {
+    let bad = |msg: String| Error::invalid("bench_scale", msg);
+    let mut args = Args {
+        workload: "gpt2".into(),
+        weights: None,
+        steps: 5,
+        warmup: 2,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it
+            .next()
+            .ok_or_else(|| bad(format!("{flag} needs a value")))?;
+        let count = || {
+            value
+                .parse::<usize>()
+                .map_err(|e| bad(format!("{flag}: {e}")))
+        };
+        match flag.as_str() {
+            "--workload" if ["gpt2", "resnet18", "peak"].contains(&value.as_str()) => {
+                args.workload = value.clone()
+            }
+            "--weights" => args.weights = Some(PathBuf::from(&value)),
+            "--steps" => args.steps = count()?.max(1),
+            "--warmup" => args.warmup = count()?,
+            _ => return Err(bad(format!("unknown argument {flag} {value}"))),
+        }
+    }
+    Ok(args)
+}
+
+fn median_s(mut runs: Vec<Duration>) -> f64 {
+    runs.sort();
+    runs[runs.len() / 2].as_secs_f64()
+}
+
+/// The process's peak resident memory in MiB (Linux; 0 elsewhere).
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// The f32 matrix-product rate at 2048³ in GFLOP/s (median of 10 after 3 warm-up products).
+fn peak(cpu: &CpuBackend) -> Result<()> {
+    let n = 2048;
+    let rng = &mut Generator::new(0);
+    let a = Tensor::rand([n, n], DType::F32, rng, cpu)?;
+    let b = Tensor::rand([n, n], DType::F32, rng, cpu)?;
+    let mut runs = Vec::new();
+    for i in 0..13 {
+        let t = Instant::now();
+        drop(a.matmul(&b)?);
+        if i >= 3 {
+            runs.push(t.elapsed());
+        }
+    }
+    let gflops = 2.0 * (n as f64).powi(3) / median_s(runs) / 1e9;
+    println!("{{\"matmul_f32_gflops\": {gflops}}}");
+    Ok(())
+}
+
+/// Runs `--warmup` then `--steps` training steps of `loss` with `opt` (the update fused into the
+/// backward pass, as `nabla train` runs it) and prints the JSON line.
+fn run_steps(
+    args: &Args,
+    mut loss: impl FnMut() -> Result<CpuTensor>,
+    opt: &mut dyn Optimizer<CpuBackend>,
+) -> Result<()> {
+    let (mut total, mut fwd, mut bwd) = (Vec::new(), Vec::new(), Vec::new());
+    let mut first_loss = f64::NAN;
+    let mut before_timed = nabla::cpu::buffer_cache_stats();
+    for i in 0..args.warmup + args.steps {
+        if i == args.warmup {
+            before_timed = nabla::cpu::buffer_cache_stats();
+        }
+        let t0 = Instant::now();
+        let value = loss()?;
+        let t1 = Instant::now();
+        if i == 0 {
+            first_loss = f64::from(value.item::<f32>()?);
+        }
+        opt.backward_step(&value)?;
+        if i >= args.warmup {
+            fwd.push(t1 - t0);
+            bwd.push(t1.elapsed());
+            total.push(t0.elapsed());
+        }
+    }
+    let best_s = total.iter().min().map_or(0.0, Duration::as_secs_f64);
+    let (step_s, fwd_s, bwd_s) = (median_s(total), median_s(fwd), median_s(bwd));
+    let cache = nabla::cpu::buffer_cache_stats();
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    let fresh_per_step = mib(cache.fresh_bytes - before_timed.fresh_bytes) / args.steps as f64;
+    println!(
+        "{{\"first_loss\": {first_loss}, \"step_s\": {step_s}, \"best_s\": {best_s}, \
+         \"forward_s\": {fwd_s}, \"backward_s\": {bwd_s}, \"peak_rss_mib\": {}, \
+         \"cache_capacity_mib\": {}, \"cache_high_water_mib\": {}, \"cache_hit_rate\": {}, \
+         \"fresh_mib\": {}, \"fresh_mib_per_timed_step\": {fresh_per_step}}}",
+        peak_rss_mib(),
+        mib(cache.capacity_bytes as u64),
+        mib(cache.high_water_bytes as u64),
+        cache.hit_rate(),
+        mib(cache.fresh_bytes),
+    );
+    Ok(())
+}
+
+/// The `--weights` file.
+fn weights(args: &Args) -> Result<&PathBuf> {
+    args.weights.as_ref().ok_or_else(|| {
+        Error::invalid(
+            "bench_scale",
+            format!("{} needs --weights FILE", args.workload),
+        )
+    })
+}
+
+fn gpt2(args: &Args, cpu: &CpuBackend) -> Result<()> {
+    let model = Gpt2::load(weights(args)?, cpu)?;
+    let (ids, targets) = batch(cpu)?;
+    let positions = Tensor::arange(0, CONTEXT as i64, 1, DType::I64, cpu)?;
+    let options = CrossEntropyOptions::default();
+    let mut opt = AdamW::new(model.parameters(), AdamConfig::adamw())?;
+    let loss = || cross_entropy(&model.logits(&ids, &positions)?, &targets, &options);
+    run_steps(args, loss, &mut opt)
+}
+
+fn resnet18(args: &Args, cpu: &CpuBackend) -> Result<()> {
+    let model = ResNet18::load(weights(args)?, cpu)?;
+    let (x, labels) = images(cpu)?;
+    let options = CrossEntropyOptions::default();
+    let config = SgdConfig {
+        lr: 0.01,
+        momentum: 0.9,
+        ..SgdConfig::default()
+    };
+    let mut opt = Sgd::new(model.parameters(), config)?;
+    let loss = || cross_entropy(&model.logits(&x)?, &labels, &options);
+    run_steps(args, loss, &mut opt)
+}
+
+fn main() -> Result<()> {
+    let args = parse_args()?;
+    let cpu = CpuBackend::new();
+    match args.workload.as_str() {
+        "peak" => peak(&cpu),
+        "resnet18" => resnet18(&args, &cpu),
+        _ => gpt2(&args, &cpu),
+    }
+}

@@ -1,0 +1,219 @@
+"""The models of scripts/bench_scale.py in PyTorch and JAX, with the sizes, fixed batches and work
+counts they share with crates/nabla/examples/bench_scale.rs (which builds the same models in nabla,
+with the same parameter names, so that one safetensors file of weights loads in every framework).
+
+- gpt2: GPT-2 small (see bench_scale.py), made of nn.TransformerEncoderLayer in PyTorch;
+- resnet18: ResNet-18 in the CIFAR layout: a 3x3 stem of 64 channels, no max-pool, four stages of two
+  residual blocks (64, 128, 256, 512 channels, stride 2 from the second stage, a 1x1 convolution with
+  batch norm on the shortcut where the size changes), global average pooling, 10 classes.
+"""
+
+from __future__ import annotations
+
+VOCAB, CONTEXT, WIDTH, LAYERS, HEADS, BATCH = 50257, 256, 768, 12, 12, 4
+IMAGES, STAGES = 32, (64, 128, 256, 512)
+
+
+def blocks():
+    """(input channels, output channels, stride) of ResNet-18's eight blocks."""
+    out, cin = [], 64
+    for stage, cout in enumerate(STAGES):
+        for i in range(2):
+            out.append((cin, cout, 2 if stage > 0 and i == 0 else 1))
+            cin = cout
+    return out
+
+
+def flops(workload: str) -> float:
+    """Floating-point operations of one training step: 3 x the forward's, 2 per multiply-add (GEMMs,
+    convolutions, and attention's two products over the full context, as computed)."""
+    if workload == "gpt2":
+        tokens = BATCH * CONTEXT
+        per_layer = 2 * 12 * WIDTH * WIDTH + 2 * 2 * CONTEXT * WIDTH
+        return 3 * tokens * (LAYERS * per_layer + 2 * WIDTH * VOCAB)
+    size, macs = 32, 32 * 32 * 64 * 3 * 9  # the stem
+    for cin, cout, stride in blocks():
+        size //= stride
+        macs += size * size * cout * (cin * 9 + cout * 9 + (cin if stride != 1 or cin != cout else 0))
+    macs += 512 * 10
+    return 3 * 2 * IMAGES * macs
+
+
+def token(i: int, j: int) -> int:
+    """Token j of sequence i of GPT-2's fixed batch (as bench_scale.rs makes it)."""
+    return (7919 * i + 104729 * j + 13) % VOCAB
+
+
+def inputs(workload: str):
+    """The fixed batch as nested lists: (ids [4, 256], targets [1024]) or (images [32, 3, 32, 32],
+    labels [32])."""
+    if workload == "gpt2":
+        ids = [[token(i, j) for j in range(CONTEXT)] for i in range(BATCH)]
+        return ids, [token(i, j + 1) for i in range(BATCH) for j in range(CONTEXT)]
+    pixel = lambda n, c, h, w: ((n * 131 + c * 31 + h * 7 + w * 3) % 17) / 17.0 - 0.5  # noqa: E731
+    x = [[[[pixel(n, c, h, w) for w in range(32)] for h in range(32)] for c in range(3)] for n in range(IMAGES)]
+    return x, [n % 10 for n in range(IMAGES)]
+
+
+def torch_model(workload: str):
+    import torch
+    from torch import nn
+
+    class Gpt2(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(VOCAB, WIDTH)
+            self.pos = nn.Embedding(CONTEXT, WIDTH)
+            self.layers = nn.ModuleList(
+                nn.TransformerEncoderLayer(WIDTH, HEADS, 4 * WIDTH, dropout=0.0, activation="gelu",
+                                           batch_first=True, norm_first=True) for _ in range(LAYERS))
+            self.norm = nn.LayerNorm(WIDTH)
+            self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(CONTEXT), persistent=False)
+
+        def forward(self, ids):
+            x = self.tok(ids) + self.pos(torch.arange(CONTEXT))
+            for layer in self.layers:
+                x = layer(x, src_mask=self.mask, is_causal=True)
+            return self.norm(x).reshape(-1, WIDTH) @ self.tok.weight.t()
+
+    def conv(cin, cout, k, stride):
+        return nn.Conv2d(cin, cout, k, stride, k // 2, bias=False)
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1, self.bn1 = conv(cin, cout, 3, stride), nn.BatchNorm2d(cout)
+            self.conv2, self.bn2 = conv(cout, cout, 3, 1), nn.BatchNorm2d(cout)
+            reshapes = stride != 1 or cin != cout
+            self.short_conv = conv(cin, cout, 1, stride) if reshapes else None
+            self.short_bn = nn.BatchNorm2d(cout) if reshapes else None
+
+        def forward(self, x):
+            h = torch.relu(self.bn1(self.conv1(x)))
+            h = self.bn2(self.conv2(h))
+            shortcut = self.short_bn(self.short_conv(x)) if self.short_conv is not None else x
+            return torch.relu(h + shortcut)
+
+    class ResNet18(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem, self.bn = conv(3, 64, 3, 1), nn.BatchNorm2d(64)
+            self.blocks = nn.ModuleList(Block(*b) for b in blocks())
+            self.fc = nn.Linear(512, 10)
+
+        def forward(self, x):
+            h = torch.relu(self.bn(self.stem(x)))
+            for block in self.blocks:
+                h = block(h)
+            return self.fc(h.mean((2, 3)))
+
+    return Gpt2() if workload == "gpt2" else ResNet18()
+
+
+def write_weights(workload: str, path: str) -> None:
+    """Draws the model's weights once (seed 0; PyTorch's default initialisation, GPT-2's for its
+    embeddings: normal with standard deviation 0.02 for tokens, 0.01 for positions) and writes them."""
+    import torch
+    from safetensors.torch import save_file
+
+    torch.manual_seed(0)
+    model = torch_model(workload)
+    if workload == "gpt2":
+        with torch.no_grad():
+            model.tok.weight.normal_(0.0, 0.02)
+            model.pos.weight.normal_(0.0, 0.01)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, path)
+
+
+def torch_optimizer(workload: str, model):
+    import torch
+
+    if workload == "gpt2":
+        return torch.optim.AdamW(model.parameters())
+    return torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+
+def sub(p: dict, prefix: str) -> dict:
+    return {k[len(prefix):]: v for k, v in p.items() if k.startswith(prefix)}
+
+
+def jax_gpt2_loss(p, ids, targets):
+    import jax
+    import jax.numpy as jnp
+
+    mask = jnp.tril(jnp.ones((CONTEXT, CONTEXT), bool))
+
+    def layer_norm(x, q):
+        mu = x.mean(-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        return (x - mu) / jnp.sqrt(var + 1e-5) * q["weight"] + q["bias"]
+
+    def attention(x, q):
+        n, t, _ = x.shape
+        qkv = x @ q["in_proj_weight"].T + q["in_proj_bias"]
+        qh, kh, vh = (a.reshape(n, t, HEADS, WIDTH // HEADS).transpose(0, 2, 1, 3) for a in jnp.split(qkv, 3, -1))
+        s = jnp.where(mask, qh @ kh.transpose(0, 1, 3, 2) / jnp.sqrt(WIDTH // HEADS), -jnp.inf)
+        o = (jax.nn.softmax(s, -1) @ vh).transpose(0, 2, 1, 3).reshape(n, t, WIDTH)
+        return o @ q["out_proj.weight"].T + q["out_proj.bias"]
+
+    x = p["tok.weight"][ids] + p["pos.weight"][jnp.arange(CONTEXT)]
+    for i in range(LAYERS):
+        lp = sub(p, f"layers.{i}.")
+        x = x + attention(layer_norm(x, sub(lp, "norm1.")), sub(lp, "self_attn."))
+        h = jax.nn.gelu(layer_norm(x, sub(lp, "norm2.")) @ lp["linear1.weight"].T + lp["linear1.bias"], approximate=False)
+        x = x + h @ lp["linear2.weight"].T + lp["linear2.bias"]
+    logits = layer_norm(x, sub(p, "norm.")).reshape(-1, WIDTH) @ p["tok.weight"].T
+    return -jnp.take_along_axis(jax.nn.log_softmax(logits, -1), targets[:, None], 1).mean()
+
+
+def jax_resnet18_loss(p, x, labels):
+    """The loss in training mode (batch statistics; the running statistics are not updated, which
+    changes no gradient)."""
+    import jax
+    import jax.numpy as jnp
+
+    def conv(h, w, stride):
+        k = w.shape[-1] // 2
+        return jax.lax.conv_general_dilated(h, w, (stride, stride), [(k, k), (k, k)],
+                                            dimension_numbers=("NCHW", "OIHW", "NCHW"))
+
+    def bn(h, q):
+        mu = h.mean((0, 2, 3), keepdims=True)
+        var = ((h - mu) ** 2).mean((0, 2, 3), keepdims=True)
+        return (h - mu) / jnp.sqrt(var + 1e-5) * q["weight"][:, None, None] + q["bias"][:, None, None]
+
+    h = jax.nn.relu(bn(conv(x, p["stem.weight"], 1), sub(p, "bn.")))
+    for i, (_, _, stride) in enumerate(blocks()):
+        q = sub(p, f"blocks.{i}.")
+        y = jax.nn.relu(bn(conv(h, q["conv1.weight"], stride), sub(q, "bn1.")))
+        y = bn(conv(y, q["conv2.weight"], 1), sub(q, "bn2."))
+        if "short_conv.weight" in q:
+            h = bn(conv(h, q["short_conv.weight"], stride), sub(q, "short_bn."))
+        h = jax.nn.relu(y + h)
+    logits = h.mean((2, 3)) @ p["fc.weight"].T + p["fc.bias"]
+    return -jnp.take_along_axis(jax.nn.log_softmax(logits, -1), labels[:, None], 1).mean()
+
+
+def jax_update(workload: str):
+    """The optimizer's step as PyTorch computes it: AdamW (defaults) for gpt2, SGD with momentum for
+    resnet18. Returns (init(params) -> state, update(params, grads, state, t) -> (params, state))."""
+    import jax
+    import jax.numpy as jnp
+
+    zeros = lambda p: jax.tree.map(jnp.zeros_like, p)  # noqa: E731
+    if workload == "gpt2":
+        lr, b1, b2, eps, wd = 1e-3, 0.9, 0.999, 1e-8, 0.01
+
+        def update(p, g, state, t):
+            m = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, state[0], g)
+            v = jax.tree.map(lambda v, g: b2 * v + (1 - b2) * g * g, state[1], g)
+            step = lambda p, m, v: p * (1 - lr * wd) - lr * (m / (1 - b1**t)) / (jnp.sqrt(v / (1 - b2**t)) + eps)  # noqa: E731
+            return jax.tree.map(step, p, m, v), (m, v)
+
+        return lambda p: (zeros(p), zeros(p)), update
+
+    def sgd(p, g, state, t):
+        buf = jax.tree.map(lambda b, g: jnp.where(t == 1, g, 0.9 * b + g), state, g)
+        return jax.tree.map(lambda p, b: p - 0.01 * b, p, buf), buf
+
+    return zeros, sgd
