@@ -4,7 +4,8 @@
 //! The columns matrix of one image and one channel group has a row per `(channel, ki, kj)` kernel
 //! tap and a column per output pixel `(oy, ox)`: entry `[(c, ki, kj), (oy, ox)]` is the input at
 //! `(c, oy * stride + ki * dilation - padding, ox * stride + kj * dilation - padding)`, or 0 in the
-//! padding.
+//! padding. Its rows lie `ld` elements apart (`ld >= pixels`), so that the columns of several images
+//! can sit side by side in one wider matrix, one product for all of them.
 
 use super::runs::Runs;
 use nabla_core::Conv2dParams;
@@ -146,21 +147,23 @@ fn for_each_segment(g: &Geom, mut f: impl FnMut(Segment)) {
     }
 }
 
-/// Fills `cols` (`taps x pixels`, row-major) with the patches of one image group of `x`.
-pub(super) fn im2col<T: Runs>(x: &[T], img: Image, g: &Geom, cols: &mut [T]) {
+/// Fills `cols` (`taps x pixels`, rows `ld` apart) with the patches of one image group of `x`.
+pub(super) fn im2col<T: Runs>(x: &[T], img: Image, g: &Geom, cols: &mut [T], ld: usize) {
     let [sc, sh, sw] = img.strides;
     if g.p.padding == (0, 0) && g.p.stride.1 == 1 && sw == 1 && sc >= 0 && sh >= 0 {
-        return im2col_unpadded(x, img.offset, [sc as usize, sh as usize], g, cols);
+        return im2col_unpadded(x, img.offset, [sc as usize, sh as usize], g, cols, ld);
     }
     let pixels = g.pixels();
     // Without padding every entry reads the input (the output size keeps each window inside it), so
     // only padded convolutions have entries to zero.
-    if g.p.padding != (0, 0) {
-        cols[..g.taps() * pixels].fill(T::zero());
+    if g.p.padding != (0, 0) && pixels > 0 {
+        for row in 0..g.taps() {
+            cols[row * ld..][..pixels].fill(T::zero());
+        }
     }
     let step = g.p.stride.1 as isize * sw;
     for_each_segment(g, |s| {
-        let dst = &mut cols[s.row * pixels + s.oy * g.ow..][s.x0..s.x1];
+        let dst = &mut cols[s.row * ld + s.oy * g.ow..][s.x0..s.x1];
         let src =
             img.offset as isize + s.c as isize * sc + s.iy as isize * sh + s.ix0 as isize * sw;
         if step == 1 {
@@ -175,17 +178,16 @@ pub(super) fn im2col<T: Runs>(x: &[T], img: Image, g: &Geom, cols: &mut [T]) {
 }
 
 nabla_core::simd_kernel! {
-    /// Adds the columns matrix `cols` (`taps x pixels`, row-major) back onto the contiguous
+    /// Adds the columns matrix `cols` (`taps x pixels`, rows `ld` apart) back onto the contiguous
     /// `[channels, h, w]` image group `dx`: the adjoint of [`im2col`]. Compiled per SIMD level, so
     /// that the adds of a short run are vector adds.
-    pub(super) fn col2im<T: Runs>(cols: &[T], g: &Geom, dx: &mut [T]) {
-        let pixels = g.pixels();
+    pub(super) fn col2im<T: Runs>(cols: &[T], g: &Geom, dx: &mut [T], ld: usize) {
         let step = g.p.stride.1;
         if g.p.padding == (0, 0) && step == 1 {
-            return col2im_unpadded(cols, g, dx);
+            return col2im_unpadded(cols, g, dx, ld);
         }
         for_each_segment(g, |s| {
-            let src = &cols[s.row * pixels + s.oy * g.ow..][s.x0..s.x1];
+            let src = &cols[s.row * ld + s.oy * g.ow..][s.x0..s.x1];
             let start = (s.c * g.h + s.iy) * g.w + s.ix0;
             if step == 1 {
                 for (d, &v) in dx[start..start + src.len()].iter_mut().zip(src) {
@@ -215,26 +217,43 @@ fn taps(g: &Geom) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
 
 /// [`im2col`] without padding and with unit column stride: every row of the columns is `oh` whole
 /// runs of `ow` consecutive inputs, `stride.0` image rows apart.
-fn im2col_unpadded<T: Runs>(x: &[T], offset: usize, steps: [usize; 2], g: &Geom, cols: &mut [T]) {
-    if g.pixels() == 0 {
+fn im2col_unpadded<T: Runs>(
+    x: &[T],
+    offset: usize,
+    steps: [usize; 2],
+    g: &Geom,
+    cols: &mut [T],
+    ld: usize,
+) {
+    let pixels = g.pixels();
+    if pixels == 0 {
         return;
     }
-    let rows = cols[..g.taps() * g.pixels()].chunks_exact_mut(g.pixels());
-    for (row, tap) in rows.zip(taps(g)) {
+    for (r, tap) in taps(g).enumerate() {
         let start = offset + tap_start(g, steps, tap);
-        T::copy_rows(row, &x[start..], g.ow, g.p.stride.0 * steps[1]);
+        T::copy_rows(
+            &mut cols[r * ld..][..pixels],
+            &x[start..],
+            g.ow,
+            g.p.stride.0 * steps[1],
+        );
     }
 }
 
 /// [`col2im`] without padding and with unit column stride (see [`im2col_unpadded`]).
-fn col2im_unpadded<T: Runs>(cols: &[T], g: &Geom, dx: &mut [T]) {
-    if g.pixels() == 0 {
+fn col2im_unpadded<T: Runs>(cols: &[T], g: &Geom, dx: &mut [T], ld: usize) {
+    let pixels = g.pixels();
+    if pixels == 0 {
         return;
     }
     let steps = [g.h * g.w, g.w];
-    let rows = cols[..g.taps() * g.pixels()].chunks_exact(g.pixels());
-    for (row, tap) in rows.zip(taps(g)) {
+    for (r, tap) in taps(g).enumerate() {
         let start = tap_start(g, steps, tap);
-        T::add_rows(&mut dx[start..], g.p.stride.0 * g.w, row, g.ow);
+        T::add_rows(
+            &mut dx[start..],
+            g.p.stride.0 * g.w,
+            &cols[r * ld..][..pixels],
+            g.ow,
+        );
     }
 }

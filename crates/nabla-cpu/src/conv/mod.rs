@@ -9,6 +9,12 @@
 //!
 //! Work is split across threads over (image, group) pairs when there are enough of them; otherwise faer
 //! parallelises each product. Strided inputs are read in place.
+//!
+//! Where the output planes are small (ResNet's last stages: 8x8 and 4x4 pixels), a product per image
+//! would have a handful of columns and run far below the machine's peak; there, with one group, the
+//! columns of several images sit side by side and one product serves them all
+//! ([`images_per_product`]), at the cost of copying the small outputs (or output gradients) between
+//! the product's layout and the images'.
 
 mod im2col;
 mod runs;
@@ -26,7 +32,6 @@ use nabla_core::{Conv2dParams, DType, Element, Error, Layout, Result};
 use rayon::prelude::*;
 use runs::Runs;
 use std::borrow::Cow;
-use std::mem::MaybeUninit;
 
 /// Multiply-adds above which a convolution is worth splitting across threads.
 const PAR_FLOPS: usize = 1 << 18;
@@ -164,6 +169,83 @@ fn image(l: &Layout, n: usize, c0: usize) -> Image {
     }
 }
 
+/// A product should have at least this many columns (output pixels) to run near the machine's peak.
+const MIN_PRODUCT_COLUMNS: usize = 256;
+
+/// Images whose columns go into one product: 1, or enough for [`MIN_PRODUCT_COLUMNS`] when the
+/// output planes are smaller and the convolution has one group and unfolds its input (`im2col`).
+fn images_per_product(g: &Geom) -> usize {
+    let pix = g.pixels();
+    if g.is_pointwise() || g.p.groups != 1 || pix == 0 || pix >= MIN_PRODUCT_COLUMNS {
+        1
+    } else {
+        MIN_PRODUCT_COLUMNS.div_ceil(pix).clamp(1, g.n.max(1))
+    }
+}
+
+/// Runs `unit` on each `chunk`-element piece of `out` with a scratch `S` per thread: spread over
+/// threads (each product sequential) when `par` is `None`, else one after another, each product
+/// parallelised by faer with `par`.
+fn for_units<E: Send, S: Default>(
+    out: &mut [E],
+    chunk: usize,
+    par: Option<Par>,
+    unit: impl Fn(usize, &mut [E], &mut S, Par) + Send + Sync,
+) {
+    match par {
+        None => out
+            .par_chunks_mut(chunk)
+            .enumerate()
+            .for_each_init(S::default, |scratch, (u, dst)| {
+                unit(u, dst, scratch, Par::Seq)
+            }),
+        Some(par) => {
+            let mut scratch = S::default();
+            for (u, dst) in out.chunks_mut(chunk).enumerate() {
+                unit(u, dst, &mut scratch, par);
+            }
+        }
+    }
+}
+
+/// Copies the output gradients of images `n0..n0 + count` (`[o, pixels]` each) side by side into
+/// `dst`, `o x (count * pixels)`.
+fn gather_images<T: Float>(
+    dym: &Mats<'_, T>,
+    n0: usize,
+    count: usize,
+    o: usize,
+    pix: usize,
+    dst: &mut Vec<T>,
+) {
+    let ld = count * pix;
+    dst.resize(o * ld, T::zero());
+    for i in 0..count {
+        let src = dym.mat(n0 + i, 0, o, pix);
+        for (r, row) in dst.chunks_exact_mut(ld).enumerate() {
+            for (p, d) in row[i * pix..][..pix].iter_mut().enumerate() {
+                *d = src[(r, p)];
+            }
+        }
+    }
+}
+
+/// Unfolds images `n0..n0 + count` of `x` side by side into `cols`, `taps x (count * pixels)`.
+fn unfold_images<T: Float>(
+    x: &[T],
+    lx: &Layout,
+    g: &Geom,
+    n0: usize,
+    count: usize,
+    cols: &mut Vec<T>,
+) {
+    let ld = count * g.pixels();
+    cols.resize(g.taps() * ld, T::zero());
+    for i in 0..count {
+        im2col(x, image(lx, n0 + i, 0), g, &mut cols[i * g.pixels()..], ld);
+    }
+}
+
 /// Faer parallelism for a product of the given size when (image, group) units run one after another,
 /// or `None` when the units should be spread over threads instead.
 fn unit_par(units: usize, m: usize, k: usize, n: usize) -> Option<Par> {
@@ -232,43 +314,68 @@ fn forward<T: Float>(x: &[T], lx: &Layout, w: &[T], lw: &Layout, g: &Geom) -> Ve
         return filled_vec(len, T::zero());
     }
     let wm = Mats::new(w, lw, [1, g.o, taps]);
-    // A pointwise convolution multiplies by the input itself when its pixels merge into one axis.
-    let direct = g
-        .is_pointwise()
-        .then(|| lx.reshape(&[g.n, g.c, g.h * g.w]))
-        .flatten();
-    let xm = direct.map(|_| Mats::new(x, lx, [g.n, g.c, g.h * g.w]));
-    let unit = |u: usize, dst: &mut [MaybeUninit<T>], cols: &mut Vec<T>, par: Par| {
-        let (n, gi) = (u / g.p.groups, u % g.p.groups);
-        let rhs = match &xm {
-            Some(xm) => xm.mat(n, gi * cg, cg, pix),
-            None => {
-                cols.resize(taps * pix, T::zero());
-                im2col(x, image(lx, n, gi * cg), g, cols);
-                // SAFETY: `cols` holds `taps * pix` elements, both non-zero.
-                unsafe { mat_ref(cols, 0, taps, pix, pix as isize, 1) }
-            }
-        };
-        // SAFETY: the block is only replaced by the product (no zero-fill needed first).
-        let dst = unsafe { mat_uninit(dst, og, pix) };
-        gemm(dst, Accum::Replace, wm.mat(0, gi * og, og, taps), rhs, par);
-    };
     let mut out = output_vec(len);
     let spare = &mut out.spare_capacity_mut()[..len];
-    let units = g.n * g.p.groups;
-    match unit_par(units, og, taps, pix) {
-        None => spare
-            .par_chunks_mut(og * pix)
-            .enumerate()
-            .for_each_init(Vec::new, |cols, (u, dst)| unit(u, dst, cols, Par::Seq)),
-        Some(par) => {
-            let mut cols = Vec::new();
-            for (u, dst) in spare.chunks_mut(og * pix).enumerate() {
-                unit(u, dst, &mut cols, par);
-            }
-        }
+    let batch = images_per_product(g);
+    if batch > 1 {
+        // One product for `batch` images of one group, copied out image by image.
+        let per = g.o * pix;
+        let par = unit_par(g.n.div_ceil(batch), g.o, taps, batch * pix);
+        for_units(
+            spare,
+            batch * per,
+            par,
+            |u, dst, (cols, prod): &mut (Vec<T>, Vec<T>), par| {
+                let count = dst.len() / per;
+                let ld = count * pix;
+                unfold_images(x, lx, g, u * batch, count, cols);
+                prod.resize(g.o * ld, T::zero());
+                // SAFETY: `cols` holds `taps x ld` elements, both non-zero.
+                let rhs = unsafe { mat_ref(cols, 0, taps, ld, ld as isize, 1) };
+                gemm(
+                    mat_mut(prod, g.o, ld),
+                    Accum::Replace,
+                    wm.mat(0, 0, g.o, taps),
+                    rhs,
+                    par,
+                );
+                for (r, row) in prod.chunks_exact(ld).enumerate() {
+                    for i in 0..count {
+                        for (d, &v) in dst[i * per + r * pix..][..pix]
+                            .iter_mut()
+                            .zip(&row[i * pix..])
+                        {
+                            d.write(v);
+                        }
+                    }
+                }
+            },
+        );
+    } else {
+        // A pointwise convolution multiplies by the input itself when its pixels merge into one axis.
+        let direct = g
+            .is_pointwise()
+            .then(|| lx.reshape(&[g.n, g.c, g.h * g.w]))
+            .flatten();
+        let xm = direct.map(|_| Mats::new(x, lx, [g.n, g.c, g.h * g.w]));
+        let par = unit_par(g.n * g.p.groups, og, taps, pix);
+        for_units(spare, og * pix, par, |u, dst, cols: &mut Vec<T>, par| {
+            let (n, gi) = (u / g.p.groups, u % g.p.groups);
+            let rhs = match &xm {
+                Some(xm) => xm.mat(n, gi * cg, cg, pix),
+                None => {
+                    cols.resize(taps * pix, T::zero());
+                    im2col(x, image(lx, n, gi * cg), g, cols, pix);
+                    // SAFETY: `cols` holds `taps * pix` elements, both non-zero.
+                    unsafe { mat_ref(cols, 0, taps, pix, pix as isize, 1) }
+                }
+            };
+            // SAFETY: the block is only replaced by the product (no zero-fill needed first).
+            let dst = unsafe { mat_uninit(dst, og, pix) };
+            gemm(dst, Accum::Replace, wm.mat(0, gi * og, og, taps), rhs, par);
+        });
     }
-    // SAFETY: every (image, group) unit replaced its block of `og * pix` elements.
+    // SAFETY: every unit wrote its whole block: the product's rows, or each image's copy.
     unsafe { out.set_len(len) };
     out
 }
@@ -339,7 +446,32 @@ fn input_grad<T: Float>(dy: &[T], ldy: &Layout, w: &[T], lw: &Layout, g: &Geom) 
     }
     let wm = Mats::new(w, lw, [1, g.o, taps]);
     let dym = Mats::new(dy, ldy, [g.n, g.o, pix]);
-    let unit = |u: usize, dst: &mut [T], cols: &mut Vec<T>, par: Par| {
+    let batch = images_per_product(g);
+    if batch > 1 {
+        // The output gradients of `batch` images side by side, one product, folded back per image.
+        let wt = wm.mat(0, 0, g.o, taps).transpose();
+        let par = unit_par(g.n.div_ceil(batch), taps, g.o, batch * pix);
+        for_units(
+            &mut dx,
+            batch * image_len,
+            par,
+            |u, dst, (dyc, cols): &mut (Vec<T>, Vec<T>), par| {
+                let count = dst.len() / image_len;
+                let ld = count * pix;
+                gather_images(&dym, u * batch, count, g.o, pix, dyc);
+                cols.resize(taps * ld, T::zero());
+                // SAFETY: `dyc` holds `o x ld` elements, both non-zero.
+                let rhs = unsafe { mat_ref(dyc, 0, g.o, ld, ld as isize, 1) };
+                gemm(mat_mut(cols, taps, ld), Accum::Replace, wt, rhs, par);
+                for (i, image) in dst.chunks_exact_mut(image_len).enumerate() {
+                    col2im(&cols[i * pix..], g, image, ld);
+                }
+            },
+        );
+        return dx;
+    }
+    let par = unit_par(g.n * g.p.groups, taps, og, pix);
+    for_units(&mut dx, image_len, par, |u, dst, cols: &mut Vec<T>, par| {
         let (n, gi) = (u / g.p.groups, u % g.p.groups);
         let wt = wm.mat(0, gi * og, og, taps).transpose();
         let rhs = dym.mat(n, gi * og, og, pix);
@@ -348,22 +480,9 @@ fn input_grad<T: Float>(dy: &[T], ldy: &Layout, w: &[T], lw: &Layout, g: &Geom) 
         } else {
             cols.resize(taps * pix, T::zero());
             gemm(mat_mut(cols, taps, pix), Accum::Replace, wt, rhs, par);
-            col2im(cols, g, dst);
+            col2im(cols, g, dst, pix);
         }
-    };
-    let units = g.n * g.p.groups;
-    match unit_par(units, taps, og, pix) {
-        None => dx
-            .par_chunks_mut(image_len)
-            .enumerate()
-            .for_each_init(Vec::new, |cols, (u, dst)| unit(u, dst, cols, Par::Seq)),
-        Some(par) => {
-            let mut cols = Vec::new();
-            for (u, dst) in dx.chunks_mut(image_len).enumerate() {
-                unit(u, dst, &mut cols, par);
-            }
-        }
-    }
+    });
     dx
 }
 
@@ -430,14 +549,32 @@ fn weight_grad<T: Float>(x: &[T], lx: &Layout, dy: &[T], ldy: &Layout, g: &Geom)
         .then(|| lx.reshape(&[g.n, g.c, g.h * g.w]))
         .flatten();
     let xm = direct.map(|_| Mats::new(x, lx, [g.n, g.c, g.h * g.w]));
-    // Adds image `n`'s contribution to group `gi`'s `og x taps` block of the gradient.
-    let add = |n: usize, gi: usize, dst: &mut [T], cols: &mut Vec<T>, par: Par| {
-        let lhs = dym.mat(n, gi * og, og, pix);
+    // Images per product, and the products: chunks of images.
+    let batch = images_per_product(g);
+    let chunks = g.n.div_ceil(batch);
+    // Adds chunk `k`'s contribution to group `gi`'s `og x taps` block of the gradient.
+    let add = |k: usize, gi: usize, dst: &mut [T], (cols, dyc): &mut (Vec<T>, Vec<T>), par: Par| {
+        let (n0, count) = (k * batch, batch.min(g.n - k * batch));
+        if count > 1 {
+            let ld = count * pix;
+            gather_images(&dym, n0, count, g.o, pix, dyc);
+            unfold_images(x, lx, g, n0, count, cols);
+            // SAFETY: `dyc` holds `o x ld` elements and `cols` `taps x ld`, all non-zero.
+            let (lhs, cols_t) = unsafe {
+                (
+                    mat_ref(dyc, 0, g.o, ld, ld as isize, 1),
+                    mat_ref(cols, 0, ld, taps, 1, ld as isize),
+                )
+            };
+            gemm(mat_mut(dst, og, taps), Accum::Add, lhs, cols_t, par);
+            return;
+        }
+        let lhs = dym.mat(n0, gi * og, og, pix);
         let cols_t = match &xm {
-            Some(xm) => xm.mat(n, gi * cg, cg, pix).transpose(),
+            Some(xm) => xm.mat(n0, gi * cg, cg, pix).transpose(),
             None => {
                 cols.resize(taps * pix, T::zero());
-                im2col(x, image(lx, n, gi * cg), g, cols);
+                im2col(x, image(lx, n0, gi * cg), g, cols, pix);
                 // SAFETY: `cols` holds `taps * pix` elements, both non-zero.
                 unsafe { mat_ref(cols, 0, pix, taps, 1, pix as isize) }
             }
@@ -450,25 +587,27 @@ fn weight_grad<T: Float>(x: &[T], lx: &Layout, dy: &[T], ldy: &Layout, g: &Geom)
     let big = g.n * g.o * taps * pix >= PAR_FLOPS;
     if big && groups > 1 && groups >= threads {
         // Groups own disjoint blocks of the gradient.
-        dw.par_chunks_mut(og * taps)
-            .enumerate()
-            .for_each_init(Vec::new, |cols, (gi, dst)| {
-                for n in 0..g.n {
-                    add(n, gi, dst, cols, Par::Seq);
+        dw.par_chunks_mut(og * taps).enumerate().for_each_init(
+            Default::default,
+            |scratch, (gi, dst)| {
+                for k in 0..chunks {
+                    add(k, gi, dst, scratch, Par::Seq);
                 }
-            });
-    } else if big && g.n > 1 && g.n >= threads {
-        // Each thread sums a share of the batch into its own gradient; the shares are added at the end.
-        let partial = (0..g.n)
+            },
+        );
+    } else if big && chunks > 1 && chunks >= threads {
+        // Each thread sums a share of the chunks into its own gradient; the shares are added at the
+        // end.
+        let partial = (0..chunks)
             .into_par_iter()
-            .with_min_len(g.n.div_ceil(threads))
+            .with_min_len(chunks.div_ceil(threads))
             .fold(
-                || (vec![T::zero(); len], Vec::new()),
-                |(mut acc, mut cols), n| {
+                || (vec![T::zero(); len], Default::default()),
+                |(mut acc, mut scratch), k| {
                     for (gi, dst) in acc.chunks_mut(og * taps).enumerate() {
-                        add(n, gi, dst, &mut cols, Par::Seq);
+                        add(k, gi, dst, &mut scratch, Par::Seq);
                     }
-                    (acc, cols)
+                    (acc, scratch)
                 },
             )
             .map(|(acc, _)| acc)
@@ -482,11 +621,11 @@ fn weight_grad<T: Float>(x: &[T], lx: &Layout, dy: &[T], ldy: &Layout, g: &Geom)
             dw = sum;
         }
     } else {
-        let par = par_for(og, pix, taps);
-        let mut cols = Vec::new();
-        for n in 0..g.n {
+        let par = par_for(og, batch * pix, taps);
+        let mut scratch = Default::default();
+        for k in 0..chunks {
             for (gi, dst) in dw.chunks_mut(og * taps).enumerate() {
-                add(n, gi, dst, &mut cols, par);
+                add(k, gi, dst, &mut scratch, par);
             }
         }
     }

@@ -273,7 +273,34 @@ fn large_convolutions_take_every_path() {
             },
         ),
     ];
-    for (x, w, p) in cases.into_iter().chain(runs) {
+    // Small output planes: several images share one product (stride 2 halving 8x8 to 4x4, a 1x1
+    // shortcut of stride 2, a last chunk shorter than the others, few images on faer's threads).
+    let stride2 = Conv2dParams {
+        stride: (2, 2),
+        padding: (1, 1),
+        ..Default::default()
+    };
+    let batched = [
+        ([32, 16, 8, 8], [32, 16, 3, 3], stride2),
+        (
+            [16, 8, 8, 8],
+            [16, 8, 1, 1],
+            Conv2dParams {
+                stride: (2, 2),
+                ..Default::default()
+            },
+        ),
+        ([40, 4, 5, 5], [4, 4, 3, 3], Conv2dParams::default()),
+        (
+            [3, 8, 4, 4],
+            [8, 8, 3, 3],
+            Conv2dParams {
+                padding: (1, 1),
+                ..Default::default()
+            },
+        ),
+    ];
+    for (x, w, p) in cases.into_iter().chain(runs).chain(batched) {
         for bits in [(0, 0, 0), (3, 1, 3)] {
             check(&Case { x, w, p, bits });
         }
