@@ -10,7 +10,7 @@
 //! Work is split across threads over (image, group) pairs when there are enough of them; otherwise faer
 //! parallelises each product. Strided inputs are read in place.
 //!
-//! Where the output planes are small (ResNet's last stages: 8x8 and 4x4 pixels), a product per image
+//! Where the output planes are small (ResNet-18's last stage: 4x4 pixels), a product per image
 //! would have a handful of columns and run far below the machine's peak; there, with one group, the
 //! columns of several images sit side by side and one product serves them all
 //! ([`images_per_product`]), at the cost of copying the small outputs (or output gradients) between
@@ -169,14 +169,20 @@ fn image(l: &Layout, n: usize, c0: usize) -> Image {
     }
 }
 
-/// A product should have at least this many columns (output pixels) to run near the machine's peak.
+/// Output planes of fewer pixels than this make products too thin to run near the machine's peak
+/// (a 4x4 plane gives a 16-column product); larger ones run faster one image at a time, without the
+/// copies that sharing a product costs (measured on a CNN's 11x11 planes).
+const SMALL_PLANE: usize = 64;
+
+/// The columns a shared product aims for.
 const MIN_PRODUCT_COLUMNS: usize = 256;
 
 /// Images whose columns go into one product: 1, or enough for [`MIN_PRODUCT_COLUMNS`] when the
-/// output planes are smaller and the convolution has one group and unfolds its input (`im2col`).
+/// output planes are smaller than [`SMALL_PLANE`] and the convolution has one group and unfolds its
+/// input (`im2col`).
 fn images_per_product(g: &Geom) -> usize {
     let pix = g.pixels();
-    if g.is_pointwise() || g.p.groups != 1 || pix == 0 || pix >= MIN_PRODUCT_COLUMNS {
+    if g.is_pointwise() || g.p.groups != 1 || pix == 0 || pix >= SMALL_PLANE {
         1
     } else {
         MIN_PRODUCT_COLUMNS.div_ceil(pix).clamp(1, g.n.max(1))
