@@ -34,6 +34,10 @@ use nabla::nn::{
     TransformerActivation, TransformerEncoderLayer, TransformerLayerConfig, load_module,
 };
 use nabla::prelude::*;
+#[allow(dead_code)]
+#[path = "bench_support/mod.rs"]
+mod bench_support;
+use bench_support::median;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -269,11 +273,6 @@ fn parse_args() -> Result<Args> {
     Ok(args)
 }
 
-fn median_s(mut runs: Vec<Duration>) -> f64 {
-    runs.sort();
-    runs[runs.len() / 2].as_secs_f64()
-}
-
 /// The process's peak resident memory in MiB (Linux; 0 elsewhere).
 fn peak_rss_mib() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -298,7 +297,7 @@ fn peak(cpu: &CpuBackend) -> Result<()> {
             runs.push(t.elapsed());
         }
     }
-    let gflops = 2.0 * (n as f64).powi(3) / median_s(runs) / 1e9;
+    let gflops = 2.0 * (n as f64).powi(3) / median(runs) / 1e9;
     println!("{{\"matmul_f32_gflops\": {gflops}}}");
     Ok(())
 }
@@ -331,7 +330,7 @@ fn run_steps(
         }
     }
     let best_s = total.iter().min().map_or(0.0, Duration::as_secs_f64);
-    let (step_s, fwd_s, bwd_s) = (median_s(total), median_s(fwd), median_s(bwd));
+    let (step_s, fwd_s, bwd_s) = (median(total), median(fwd), median(bwd));
     let cache = nabla::cpu::buffer_cache_stats();
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     let fresh_per_step = mib(cache.fresh_bytes - before_timed.fresh_bytes) / args.steps as f64;
