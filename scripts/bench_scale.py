@@ -59,7 +59,6 @@ import bench_scale_models as models  # noqa: E402
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 NABLA_EXE = os.path.join(REPO, "target", "release", "examples", "bench_scale")
 WORKLOADS = ("gpt2", "resnet18")
-RUNS = ("nabla", "torch", "torch-bf16", "torch-compile", "jax")
 
 
 def median(values):

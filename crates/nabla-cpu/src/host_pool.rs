@@ -220,20 +220,20 @@ fn put<T>(v: Vec<T>) {
         return;
     }
     let key = (layout.size(), layout.align());
-    let mut v = Some(ManuallyDrop::new(v));
+    let addr = ManuallyDrop::new(v).as_ptr() as usize;
     let evicted = with_pool(|pool| {
-        let mut evicted = Vec::new();
         if key.0 > pool.capacity() {
+            // Larger than the whole cache: freed at once, remembered as evicted.
             pool.remember_evicted(key);
-            return evicted; // `v` is freed below
+            return vec![(key, addr)];
         }
+        let mut evicted = Vec::new();
         while pool.bytes + key.0 > pool.capacity() {
             match pool.evict_oldest() {
                 Some(old) => evicted.push(old),
                 None => break,
             }
         }
-        let addr = v.take().map_or(0, |v| v.as_ptr() as usize);
         let seq = pool.next;
         pool.next += 1;
         pool.bytes += key.0;
@@ -243,11 +243,9 @@ fn put<T>(v: Vec<T>) {
         pool.order.push_back((seq, key));
         evicted
     });
-    if let Some(v) = v {
-        drop(ManuallyDrop::into_inner(v));
-    }
     for (key, addr) in evicted {
-        // SAFETY: evicted from the cache, which owned it; allocated with `key`'s layout.
+        // SAFETY: evicted from the cache (or never admitted), which owned it; allocated by the global
+        // allocator with `key`'s layout (a vector of plain numbers, which need no drop).
         unsafe { free_allocation(key, addr) };
     }
 }

@@ -274,16 +274,20 @@ fn diverged_run(config: TrainerConfig) -> Result<Error> {
     }
 }
 
+/// Three epochs that save a checkpoint at `path` after every step.
+fn saving_every_step(path: &std::path::Path) -> TrainerConfig {
+    TrainerConfig {
+        checkpoint: Some(path.to_path_buf()),
+        checkpoint_every: Some(1),
+        ..quiet(3)
+    }
+}
+
 #[test]
 fn a_diverged_run_stops_with_an_error_and_saves_no_nan_weights() -> Result<()> {
     let path = temp("diverged.safetensors");
     std::fs::remove_file(&path).ok();
-    let config = TrainerConfig {
-        checkpoint: Some(path.clone()),
-        checkpoint_every: Some(1),
-        ..quiet(3)
-    };
-    let err = diverged_run(config)?;
+    let err = diverged_run(saving_every_step(&path))?;
     assert!(matches!(err, Error::NonFinite { .. }), "{err}");
     let text = err.to_string();
     assert!(text.contains("diverged"), "{text}");
@@ -330,12 +334,7 @@ fn a_diverged_run_keeps_the_last_good_checkpoint() -> Result<()> {
     )?;
     let before = read(&path)?;
     // The first step's loss is finite, but the weights it leaves (about 1e25) give no finite loss.
-    let config = TrainerConfig {
-        checkpoint: Some(path.clone()),
-        checkpoint_every: Some(1),
-        ..quiet(3)
-    };
-    let err = diverged_run(config)?;
+    let err = diverged_run(saving_every_step(&path))?;
     assert!(matches!(err, Error::NonFinite { .. }), "{err}");
     assert!(err.to_string().contains("diverged"), "{err}");
     assert!(read(&path)? == before, "the good checkpoint was replaced");
