@@ -31,7 +31,11 @@ def test_linalg_values_match_numpy(spd):
     close(linalg.cholesky(a), np.linalg.cholesky(spd))
     close(linalg.eigvalsh(a), np.linalg.eigvalsh(spd))
     b = np.arange(8.0).reshape(2, 4)
-    close(linalg.solve(a, nb.tensor(b)), np.linalg.solve(spd, b[..., None])[..., 0])
+    close(linalg.solve(a, nb.tensor(b)[..., None])[..., 0], np.linalg.solve(spd, b[..., None])[..., 0])
+    # NumPy 2's rule: b is a vector only when it is 1-D, so a [2, 4] b is a stack of [2, 4] matrices.
+    with pytest.raises(ValueError, match="linalg.solve"):
+        linalg.solve(a, nb.tensor(b))
+    close(linalg.solve(a, nb.tensor(b[0])), np.linalg.solve(spd, b[0]))
     close(linalg.svdvals(a), np.linalg.svd(spd, compute_uv=False))
     q, r = linalg.qr(a)
     close(nb.matmul(q, r), spd)
@@ -51,7 +55,7 @@ def test_linalg_gradients_match_jax(spd):
     f = lambda a: linalg.slogdet(a)[1].sum() + linalg.inv(a).sum() + linalg.eigh(a)[0].sum()
     fj = lambda a: jnp.linalg.slogdet(a)[1].sum() + jnp.linalg.inv(a).sum() + jnp.linalg.eigh(a)[0].sum()
     close(nb.grad(f)(nb.tensor(spd)), jax.grad(fj)(spd), tol=1e-8)
-    g = lambda a: linalg.solve(a, a[..., 0]).sum()
+    g = lambda a: linalg.solve(a, a[..., 0][..., None])[..., 0].sum()
     gj = lambda a: jnp.linalg.solve(a, a[..., 0][..., None])[..., 0].sum()
     close(nb.grad(g)(nb.tensor(spd)), jax.grad(gj)(spd), tol=1e-8)
 
