@@ -379,6 +379,21 @@ impl Backend for AnyBackend {
         )?)))
     }
 
+    fn matmul_bf16(
+        &self,
+        a: &AnyStorage,
+        a_layout: &Layout,
+        c: &AnyStorage,
+        c_layout: &Layout,
+    ) -> Result<AnyStorage> {
+        on_device!(self, |b, H| Ok(H::wrap(b.matmul_bf16(
+            H::get(a)?,
+            a_layout,
+            H::get(c)?,
+            c_layout
+        )?)))
+    }
+
     fn pad(
         &self,
         x: &AnyStorage,

@@ -297,6 +297,18 @@ impl<B: Backend, W: Wrapper<B>> Backend for Wrapped<B, W> {
         })
     }
 
+    fn matmul_bf16(
+        &self,
+        a: &W::Storage,
+        a_layout: &Layout,
+        c: &W::Storage,
+        c_layout: &Layout,
+    ) -> Result<W::Storage> {
+        self.one("matmul_bf16", |b| {
+            b.matmul_bf16(self.un(a), a_layout, self.un(c), c_layout)
+        })
+    }
+
     fn pad(
         &self,
         x: &W::Storage,

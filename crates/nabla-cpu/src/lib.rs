@@ -221,6 +221,18 @@ impl Backend for CpuBackend {
         matmul::matmul(a, la, b, lb)
     }
 
+    fn matmul_bf16(
+        &self,
+        a: &CpuStorage,
+        la: &Layout,
+        b: &CpuStorage,
+        lb: &Layout,
+    ) -> Result<CpuStorage> {
+        a.check_layout("matmul_bf16", la)?;
+        b.check_layout("matmul_bf16", lb)?;
+        matmul::matmul_bf16(a, la, b, lb)
+    }
+
     fn pad(
         &self,
         x: &CpuStorage,

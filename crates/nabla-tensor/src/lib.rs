@@ -148,6 +148,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod autocast;
 mod autograd;
 mod complex;
 mod composite;
@@ -169,6 +170,7 @@ mod tensor;
 mod trace;
 mod vmap;
 
+pub use autocast::{AutocastGuard, Precision, autocast, autocast_disabled, autocast_dtype};
 pub use autograd::{
     AdContext, AdContextBuilder, AnomalyGuard, BackwardOptions, CustomArgs, CustomFn,
     CustomForwardRule, CustomReverseRule, ElementCheck, ExtensionFamily, ExtensionRules,

@@ -1,6 +1,7 @@
 //! Matrix products and convolution.
 
 use crate::Tensor;
+use crate::autocast::Precision;
 use crate::autograd::Op;
 use nabla_core::{Backend, Conv2dParams, Error, Result, Shape};
 
@@ -19,13 +20,31 @@ impl<B: Backend> Tensor<B> {
     /// assert!(b.matmul(&a).is_err());
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
+    ///
+    /// Inside an [`autocast`](crate::autocast) scope, F32 operands multiply in bf16 with f32
+    /// accumulation ([`Precision::for_product`]).
     pub fn matmul(&self, rhs: &Tensor<B>) -> Result<Self> {
+        let dtype = self.dtype().promote(rhs.dtype());
+        self.matmul_with(rhs, Precision::for_product(dtype))
+    }
+
+    /// [`Tensor::matmul`] at the given precision, whatever the autocast state: with
+    /// [`Precision::Bf16`] the (promoted) operands must be F32. Its derivatives multiply at the same
+    /// precision.
+    pub fn matmul_with(&self, rhs: &Tensor<B>, precision: Precision) -> Result<Self> {
         const OP: &str = "matmul";
         self.check_device(OP, rhs)?;
         let dtype = self.dtype().promote(rhs.dtype());
         if self.dtype() != dtype || rhs.dtype() != dtype {
             // Mixed dtypes multiply in their promoted dtype (`DType::promote`).
-            return self.cast_to(dtype)?.matmul(&rhs.cast_to(dtype)?);
+            return self
+                .cast_to(dtype)?
+                .matmul_with(&rhs.cast_to(dtype)?, precision);
+        }
+        if precision == Precision::Bf16 && dtype != nabla_core::DType::F32 {
+            return Err(
+                Error::dtype(OP, dtype).with_hint("bf16 products (autocast) take float32 operands")
+            );
         }
         if self.rank() == 0 || rhs.rank() == 0 {
             return Err(Error::shapes(OP, self.shape(), rhs.shape())
@@ -38,7 +57,7 @@ impl<B: Backend> Tensor<B> {
             // gradient already summed instead of one per batch element summed afterwards.
             let lead = &self.shape()[..self.rank() - 1];
             let rows = lead.iter().product::<usize>();
-            let out = self.reshape([rows, k])?.matmul(rhs)?;
+            let out = self.reshape([rows, k])?.matmul_with(rhs, precision)?;
             let mut shape = lead.to_vec();
             shape.extend(rhs.shape().get(1));
             return out.reshape(shape);
@@ -79,11 +98,15 @@ impl<B: Backend> Tensor<B> {
         if a.dtype().is_bool() || a.dtype().is_half() {
             return Err(Error::dtype(OP, a.dtype()));
         }
-        let storage = self
-            .backend()
-            .matmul(a.storage(), a.layout(), b.storage(), b.layout())?;
-        let mut out = Tensor::from_output(storage, out_shape, self.backend())
-            .record_checked(|| Op::Matmul, &[&a, &b])?;
+        let backend = self.backend();
+        let storage = match precision {
+            Precision::Full => backend.matmul(a.storage(), a.layout(), b.storage(), b.layout()),
+            Precision::Bf16 => {
+                backend.matmul_bf16(a.storage(), a.layout(), b.storage(), b.layout())
+            }
+        }?;
+        let mut out = Tensor::from_output(storage, out_shape, backend)
+            .record_checked(|| Op::Matmul { precision }, &[&a, &b])?;
         // Drop the row axis first: for 1-D @ 1-D the result [1, 1] then still has a last axis to drop.
         if self.rank() == 1 {
             out = out.squeeze(-2)?;

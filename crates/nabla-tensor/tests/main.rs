@@ -4,6 +4,7 @@
 
 mod anomaly;
 mod api;
+mod autocast;
 mod autograd_basics;
 mod autograd_memory;
 mod autograd_rules;

@@ -53,10 +53,11 @@ pub mod scalar {
 /// feature) wgpu devices, with differentiable moves between them.
 pub use nabla_any::{AnyBackend, AnyStorage};
 pub use nabla_tensor::{
-    AdContext, AdContextBuilder, AnomalyGuard, CompileReport, CustomArgs, CustomFn, EinsumPath,
-    ExtensionFamily, ExtensionRules, GraphCompiler, GraphExecutor, IntoProgram, Pass, Program,
-    RuleArgs, RunStats, TracedTensor, TracingBackend, Vmap, VmapOutputs, checkpoint,
-    detect_anomaly, einsum_path, is_anomaly_detection_enabled, vmap,
+    AdContext, AdContextBuilder, AnomalyGuard, AutocastGuard, CompileReport, CustomArgs, CustomFn,
+    EinsumPath, ExtensionFamily, ExtensionRules, GraphCompiler, GraphExecutor, IntoProgram, Pass,
+    Precision, Program, RuleArgs, RunStats, TracedTensor, TracingBackend, Vmap, VmapOutputs,
+    autocast, autocast_disabled, autocast_dtype, checkpoint, detect_anomaly, einsum_path,
+    is_anomaly_detection_enabled, vmap,
 };
 pub use nabla_tensor::{
     BackwardOptions, ElementCheck, GradCheckOptions, GradCheckReport, Gradients, IndexOp, Indexer,

@@ -408,3 +408,30 @@ pub(super) fn max_pool2d<B: Backend>(
     )?;
     Ok((values, positions))
 }
+
+/// [`Backend::matmul_bf16`]: both operands rounded through BF16 back to F32, then multiplied in f32.
+pub(super) fn matmul_bf16<B: Backend>(
+    b: &B,
+    x: &B::Storage,
+    x_layout: &Layout,
+    y: &B::Storage,
+    y_layout: &Layout,
+) -> Result<B::Storage> {
+    let round = |s: &B::Storage, layout: &Layout| -> Result<B::Storage> {
+        let dtype = b.storage_dtype(s);
+        if dtype != DType::F32 {
+            return Err(
+                Error::dtype("matmul_bf16", dtype).with_hint("bf16 products take float32 operands")
+            );
+        }
+        let half = b.cast(s, layout, DType::BF16)?;
+        b.cast(&half, &Layout::row_major(layout.shape()), DType::F32)
+    };
+    let (xr, yr) = (round(x, x_layout)?, round(y, y_layout)?);
+    b.matmul(
+        &xr,
+        &Layout::row_major(x_layout.shape()),
+        &yr,
+        &Layout::row_major(y_layout.shape()),
+    )
+}

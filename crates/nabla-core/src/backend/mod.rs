@@ -167,6 +167,20 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
         b_layout: &Layout,
     ) -> Result<Self::Storage>;
 
+    /// [`Backend::matmul`] of F32 operands with each element rounded to bf16 (to nearest, ties to
+    /// even) and the products summed in f32; the result is F32. This is the product autocast runs.
+    /// The default rounds both operands through BF16 and multiplies them in f32, which gives the
+    /// same values up to the order of summation; backends with bf16 arithmetic override it.
+    fn matmul_bf16(
+        &self,
+        a: &Self::Storage,
+        a_layout: &Layout,
+        b: &Self::Storage,
+        b_layout: &Layout,
+    ) -> Result<Self::Storage> {
+        defaults::matmul_bf16(self, a, a_layout, b, b_layout)
+    }
+
     /// Pads each dimension `i` with `pads[i].0` elements before and `pads[i].1` after, all equal to `value`.
     /// The default concatenates filled blocks before and after, one padded axis at a time.
     fn pad(

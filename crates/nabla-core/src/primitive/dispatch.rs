@@ -81,6 +81,10 @@ impl Primitive {
                 let ((x, xl), (y, yl)) = (arg(0)?, arg(1)?);
                 one(b.matmul(x, xl, y, yl)?)
             }
+            Primitive::MatmulBf16 => {
+                let ((x, xl), (y, yl)) = (arg(0)?, arg(1)?);
+                one(b.matmul_bf16(x, xl, y, yl)?)
+            }
             Primitive::Pad { pads, value } => {
                 let (x, l) = arg(0)?;
                 one(b.pad(x, l, pads, *value)?)

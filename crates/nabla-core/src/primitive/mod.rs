@@ -150,6 +150,9 @@ primitive_catalogue! {
         } => "cumsum",
         /// Batched matrix product of two inputs with equal batch dimensions.
         Matmul => "matmul",
+        /// [`Primitive::Matmul`] of F32 inputs with each element rounded to bf16 and the products summed
+        /// in f32 (autocast's products).
+        MatmulBf16 => "matmul_bf16",
         /// Constant padding.
         Pad {
             /// `(before, after)` per dimension.
@@ -261,6 +264,7 @@ impl Primitive {
             | Primitive::Reduce { .. }
             | Primitive::Cumsum { .. }
             | Primitive::Matmul
+            | Primitive::MatmulBf16
             | Primitive::Pad { .. }
             | Primitive::Concat { .. }
             | Primitive::Gather { .. }
@@ -288,7 +292,9 @@ impl fmt::Display for Primitive {
             Primitive::Random { dist, key, .. } => {
                 write!(f, "random {dist:?} seed={} offset={}", key.seed, key.offset)
             }
-            Primitive::Copy | Primitive::Select | Primitive::Matmul => f.write_str(self.name()),
+            Primitive::Copy | Primitive::Select | Primitive::Matmul | Primitive::MatmulBf16 => {
+                f.write_str(self.name())
+            }
             Primitive::Unary(op) => f.write_str(op.name()),
             Primitive::Binary(op) => f.write_str(op.name()),
             Primitive::Compare(op) => f.write_str(op.name()),

@@ -6,6 +6,7 @@
 //! thread; a batch of small products runs one product per thread with faer sequential. Integer
 //! products use a simple row-oriented kernel with wrapping arithmetic.
 
+mod bf16;
 mod int;
 #[cfg(test)]
 mod tests;
@@ -137,6 +138,33 @@ pub(crate) fn matmul(
         DType::U8 => int::<u8>(a, la, b, lb, dims),
         DType::Bool | DType::F16 | DType::BF16 => Err(Error::dtype("matmul", dtype)),
     }
+}
+
+/// Batched product of F32 `a: [..., m, k]` and `b: [..., k, n]` with each element rounded to bf16 and
+/// the products summed in f32 (`Backend::matmul_bf16`), on the fastest kernel this CPU has.
+pub(crate) fn matmul_bf16(
+    a: &CpuStorage,
+    la: &Layout,
+    b: &CpuStorage,
+    lb: &Layout,
+) -> Result<CpuStorage> {
+    const OP: &str = "matmul_bf16";
+    let dims = check(OP, la.shape(), lb.shape())?;
+    for dtype in [a.dtype(), b.dtype()] {
+        if dtype != DType::F32 {
+            return Err(Error::dtype(OP, dtype).with_hint("bf16 products take float32 operands"));
+        }
+    }
+    let (x, y) = (a.typed::<f32>(OP)?, b.typed::<f32>(OP)?);
+    let out = bf16::matmul_bf16(
+        x,
+        &Operand::new(la)?,
+        y,
+        &Operand::new(lb)?,
+        dims,
+        bf16::Kernel::detect(),
+    );
+    Ok(CpuStorage::from_vec(out))
 }
 
 /// A faer view of one strided matrix of `data` starting at `offset`.

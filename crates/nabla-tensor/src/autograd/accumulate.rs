@@ -214,7 +214,12 @@ impl<B: Backend> Cotangent<B> {
                 (stack(|p| &p.lhs)?, stack(|p| &p.grad)?)
             }
         };
-        let product = rules::rhs_cotangent_untransposed(&lhs, &grad, self.products_transposed)?;
+        let product = rules::rhs_cotangent_untransposed(
+            &lhs,
+            &grad,
+            self.products_transposed,
+            crate::Precision::Full,
+        )?;
         self.product_sum = Some(match self.product_sum.take() {
             None => product,
             Some(sum) => sum.add(&product)?,

@@ -703,8 +703,12 @@ fn deferred_product<B: Backend>(
     values: &SavedValues<B>,
     rhs_slot: Option<usize>,
 ) -> Option<Tensor<B>> {
-    if !matches!(op, Op::Matmul)
-        || rhs_slot.is_none()
+    if !matches!(
+        op,
+        Op::Matmul {
+            precision: crate::Precision::Full
+        }
+    ) || rhs_slot.is_none()
         || super::anomaly::is_anomaly_detection_enabled()
     {
         return None;

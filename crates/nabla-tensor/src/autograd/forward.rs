@@ -89,7 +89,13 @@ fn gram_form<B: Backend>(
     parents: &[Option<Arc<Node<B>>>],
     marks: &[(u64, Tensor<B>)],
 ) -> Option<Gram> {
-    let (Op::Matmul, [Some(a), Some(b)]) = (op, parents) else {
+    let (
+        Op::Matmul {
+            precision: crate::Precision::Full,
+        },
+        [Some(a), Some(b)],
+    ) = (op, parents)
+    else {
         return None;
     };
     let transposes = |t: &Arc<Node<B>>, x: &Arc<Node<B>>| {

@@ -27,8 +27,9 @@ pub(crate) enum Op<B: Backend> {
     },
     /// Inclusive cumulative sum along `axis`.
     Cumsum { axis: usize },
-    /// Batched matrix product of `[a, b]` with equal batch dimensions.
-    Matmul,
+    /// Batched matrix product of `[a, b]` with equal batch dimensions, at `precision` (which its
+    /// derivatives' products keep).
+    Matmul { precision: crate::Precision },
     /// A reshape (also squeeze and unsqueeze) from shape `from`.
     Reshape { from: Vec<usize> },
     /// Output axis `i` is input axis `perm[i]`.
@@ -129,7 +130,7 @@ impl<B: Backend> Op<B> {
             Op::Cast { .. } => "cast",
             Op::Reduce { op, .. } => op.name(),
             Op::Cumsum { .. } => "cumsum",
-            Op::Matmul => "matmul",
+            Op::Matmul { .. } => "matmul",
             Op::Reshape { .. } => "reshape",
             Op::Permute { .. } => "permute",
             Op::Broadcast { .. } => "broadcast_to",

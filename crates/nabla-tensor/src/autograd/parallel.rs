@@ -122,7 +122,7 @@ fn work<B: Backend>(node: &Node<B>) -> usize {
     let elements = numel(node).max(inputs);
     match &node.kind {
         NodeKind::Op {
-            op: Op::Matmul,
+            op: Op::Matmul { .. },
             parents,
             ..
         } => {

@@ -161,6 +161,16 @@ impl Backend for TracingBackend {
         self.apply_one(Primitive::Matmul, &[(a, a_layout), (b, b_layout)])
     }
 
+    fn matmul_bf16(
+        &self,
+        a: &TracedValue,
+        a_layout: &Layout,
+        b: &TracedValue,
+        b_layout: &Layout,
+    ) -> Result<TracedValue> {
+        self.apply_one(Primitive::MatmulBf16, &[(a, a_layout), (b, b_layout)])
+    }
+
     fn pad(
         &self,
         x: &TracedValue,

@@ -5,8 +5,8 @@
 //! `vmap`).
 
 use super::BatchValue;
-use crate::Tensor;
 use crate::trace::ValueInfo;
+use crate::{Precision, Tensor};
 use nabla_core::{ArgReduceOp, Backend, Conv2dParams, ExtensionCall, Primitive, Result};
 
 /// The outputs of `primitive` applied to `operands`, where a batched operand has the batch dimension
@@ -57,7 +57,8 @@ pub(super) fn apply<B: Backend>(
             ArgReduceOp::ArgMin => x(0).argmin(shift(*axis), true)?,
         }),
         Primitive::Cumsum { axis } => one(x(0).cumsum(shift(*axis))?),
-        Primitive::Matmul => one(matmul(&operands[0], &operands[1], batch)?),
+        Primitive::Matmul => one(matmul(&operands[0], &operands[1], batch, Precision::Full)?),
+        Primitive::MatmulBf16 => one(matmul(&operands[0], &operands[1], batch, Precision::Bf16)?),
         Primitive::Pad { pads, value } => {
             let mut all = if lead { vec![(0, 0)] } else { Vec::new() };
             all.extend(pads);
@@ -149,7 +150,12 @@ fn expand_n<B: Backend, const N: usize>(
 }
 
 /// A batched matrix product: a batched left operand against a shared matrix is one tall product.
-fn matmul<B: Backend>(a: &BatchValue<B>, b: &BatchValue<B>, batch: usize) -> Result<Tensor<B>> {
+fn matmul<B: Backend>(
+    a: &BatchValue<B>,
+    b: &BatchValue<B>,
+    batch: usize,
+    precision: Precision,
+) -> Result<Tensor<B>> {
     if a.batched && !b.batched && b.tensor.rank() == 2 {
         let (m, k) = (a.tensor.shape()[a.tensor.rank() - 2], b.tensor.shape()[0]);
         let mut out_shape = a.tensor.shape().to_vec();
@@ -163,10 +169,10 @@ fn matmul<B: Backend>(a: &BatchValue<B>, b: &BatchValue<B>, batch: usize) -> Res
         return a
             .tensor
             .reshape([rows, k])?
-            .matmul(&b.tensor)?
+            .matmul_with(&b.tensor, precision)?
             .reshape(out_shape);
     }
-    a.tensor.matmul(&b.tensor)
+    a.tensor.matmul_with(&b.tensor, precision)
 }
 
 /// `index_select` with a batched 1-D index becomes a gather along the shifted axis.

@@ -2,14 +2,16 @@
 //! operands; reverse and forward rules.
 
 use super::{SavedValues, sum_terms};
-use crate::Tensor;
+use crate::{Precision, Tensor};
 use nabla_core::{Backend, Conv2dParams, Result};
 
-/// For `c = a @ b` with equal batch dimensions: `da = g @ bᵀ`, `db = aᵀ @ g`.
+/// For `c = a @ b` with equal batch dimensions: `da = g @ bᵀ`, `db = aᵀ @ g`, multiplied at the
+/// product's `precision`.
 pub(super) fn matmul<B: Backend>(
     s: &SavedValues<B>,
     g: &Tensor<B>,
     needs: &[bool],
+    precision: Precision,
 ) -> Result<Vec<Option<Tensor<B>>>> {
     let (a, b) = (s.input(0)?, s.input(1)?);
     // Each gradient is computed in its input's layout: for a transposed view (a `Linear` weight seen
@@ -17,13 +19,13 @@ pub(super) fn matmul<B: Backend>(
     // the transpose is contiguous (and later elementwise passes over it, such as optimizer updates,
     // read memory in order).
     let da = |a: &Tensor<B>| match is_transposed(a) {
-        true => b.matmul(&g.t()?)?.t(),
-        false => g.matmul(&b.t()?),
+        true => b.matmul_with(&g.t()?, precision)?.t(),
+        false => g.matmul_with(&b.t()?, precision),
     };
     Ok(vec![
         needs[0].then(|| da(a)).transpose()?,
         needs[1]
-            .then(|| rhs_cotangent(a, g, is_transposed(b)))
+            .then(|| rhs_cotangent(a, g, is_transposed(b), precision))
             .transpose()?,
     ])
 }
@@ -35,8 +37,9 @@ fn rhs_cotangent<B: Backend>(
     a: &Tensor<B>,
     g: &Tensor<B>,
     rhs_transposed: bool,
+    precision: Precision,
 ) -> Result<Tensor<B>> {
-    let product = rhs_cotangent_untransposed(a, g, rhs_transposed)?;
+    let product = rhs_cotangent_untransposed(a, g, rhs_transposed, precision)?;
     if rhs_transposed {
         product.t()
     } else {
@@ -51,10 +54,11 @@ pub(crate) fn rhs_cotangent_untransposed<B: Backend>(
     a: &Tensor<B>,
     g: &Tensor<B>,
     rhs_transposed: bool,
+    precision: Precision,
 ) -> Result<Tensor<B>> {
     match rhs_transposed {
-        true => g.t()?.matmul(a),
-        false => a.t()?.matmul(g),
+        true => g.t()?.matmul_with(a, precision),
+        false => a.t()?.matmul_with(g, precision),
     }
 }
 

@@ -64,7 +64,7 @@ pub(crate) fn saves<B: Backend>(op: &Op<B>) -> Saves {
         Op::Binary(b) => elementwise::binary_saves(*b),
         Op::Select => Saves::inputs(0b1),
         Op::Reduce { op, .. } => reduce::reduce_saves(*op),
-        Op::Matmul
+        Op::Matmul { .. }
         | Op::Conv2d { .. }
         | Op::Conv2dInputGrad { .. }
         | Op::Conv2dWeightGrad { .. } => Saves::inputs(0b11),
@@ -166,7 +166,7 @@ pub(crate) fn vjp<B: Backend>(
             Ok(vec![Some(reduce::reduce(*op, axes, input, saved, g)?)])
         }
         Op::Cumsum { axis } => Ok(vec![Some(reduce::cumsum(*axis, g)?)]),
-        Op::Matmul => linalg::matmul(saved, g, needs),
+        Op::Matmul { precision } => linalg::matmul(saved, g, needs, *precision),
         Op::Conv2d { params } => linalg::conv2d(params, saved, g, needs),
         Op::Conv2dInputGrad { params, .. } => linalg::conv2d_input_grad(params, saved, g, needs),
         Op::Conv2dWeightGrad { params, .. } => linalg::conv2d_weight_grad(params, saved, g, needs),

@@ -71,6 +71,7 @@ fn foldable(op: &TraceOp) -> bool {
         | Primitive::ArgReduce { .. }
         | Primitive::Cumsum { .. }
         | Primitive::Matmul
+        | Primitive::MatmulBf16
         | Primitive::Pad { .. }
         | Primitive::Concat { .. }
         | Primitive::Gather { .. }

@@ -1,0 +1,318 @@
+//! Matrix products in bfloat16 with f32 accumulation: each operand element is rounded to bf16 (round
+//! to nearest, ties to even) as it is packed, products of pairs are summed in f32, and the result is
+//! f32. This is the arithmetic of PyTorch's bf16 autocast and of `torch.set_float32_matmul_precision
+//! ("medium")`.
+//!
+//! On CPUs with AVX512_BF16 a packed (Goto-style) kernel multiplies with `vdpbf16ps`, which sums two
+//! bf16 products into each f32 lane per instruction: twice the multiply-adds of an f32 FMA. Elsewhere
+//! the operands are rounded to bf16 into f32 copies and multiplied by faer, which gives the same
+//! values up to summation order. Both paths treat subnormal bf16 inputs as the hardware does only
+//! where it is used: `vdpbf16ps` flushes them to zero, the fallback keeps them.
+
+use super::{Operand, gemm};
+use faer::{Accum, MatRef, Par};
+use rayon::prelude::*;
+
+/// An element that rounds to bf16: f32 (rounded to nearest even) or bf16 itself.
+pub(crate) trait ToBf16: Copy + Send + Sync + 'static {
+    /// The bf16 bit pattern of this value.
+    fn bf16_bits(self) -> u16;
+}
+
+impl ToBf16 for f32 {
+    #[inline(always)]
+    fn bf16_bits(self) -> u16 {
+        let bits = self.to_bits();
+        if self.is_nan() {
+            // Keep the sign and the top of the payload, and make sure the result is still a NaN.
+            ((bits >> 16) | 0x40) as u16
+        } else {
+            let round = 0x7fff + ((bits >> 16) & 1);
+            (bits.wrapping_add(round) >> 16) as u16
+        }
+    }
+}
+
+impl ToBf16 for half::bf16 {
+    #[inline(always)]
+    fn bf16_bits(self) -> u16 {
+        self.to_bits()
+    }
+}
+
+/// The f32 value of a bf16 bit pattern.
+#[inline(always)]
+pub(crate) fn bf16_value(bits: u16) -> f32 {
+    f32::from_bits(u32::from(bits) << 16)
+}
+
+/// A strided matrix view: element `(i, j)` is `data[offset + i * rs + j * cs]`.
+#[derive(Clone, Copy)]
+pub(crate) struct View<'a, T> {
+    pub data: &'a [T],
+    pub offset: usize,
+    pub rows: usize,
+    pub cols: usize,
+    pub rs: isize,
+    pub cs: isize,
+}
+
+impl<'a, T: Copy> View<'a, T> {
+    #[inline(always)]
+    fn at(&self, i: usize, j: usize) -> T {
+        let index = self.offset as isize + i as isize * self.rs + j as isize * self.cs;
+        self.data[index as usize]
+    }
+
+    /// The rows `start..start + len`.
+    fn rows(self, start: usize, len: usize) -> Self {
+        View {
+            offset: (self.offset as isize + start as isize * self.rs) as usize,
+            rows: len,
+            ..self
+        }
+    }
+
+    /// The columns `start..start + len`.
+    fn cols(self, start: usize, len: usize) -> Self {
+        View {
+            offset: (self.offset as isize + start as isize * self.cs) as usize,
+            cols: len,
+            ..self
+        }
+    }
+
+    /// The transposed view.
+    fn t(self) -> Self {
+        View {
+            rows: self.cols,
+            cols: self.rows,
+            rs: self.cs,
+            cs: self.rs,
+            ..self
+        }
+    }
+}
+
+/// A row-major block of the output, `rows x cols` with row stride `ld`, written by one task.
+struct Out {
+    ptr: *mut f32,
+    rows: usize,
+    cols: usize,
+    ld: usize,
+}
+
+// SAFETY: each `Out` addresses a block of the output that no other task writes.
+unsafe impl Send for Out {}
+
+impl Out {
+    fn split_rows(self, mid: usize) -> (Out, Out) {
+        // SAFETY: `mid <= rows`, so the second block starts inside (or at the end of) this one.
+        let bottom = unsafe { self.ptr.add(mid * self.ld) };
+        (
+            Out { rows: mid, ..self },
+            Out {
+                ptr: bottom,
+                rows: self.rows - mid,
+                ..self
+            },
+        )
+    }
+
+    fn split_cols(self, mid: usize) -> (Out, Out) {
+        // SAFETY: `mid <= cols`.
+        let right = unsafe { self.ptr.add(mid) };
+        (
+            Out { cols: mid, ..self },
+            Out {
+                ptr: right,
+                cols: self.cols - mid,
+                ..self
+            },
+        )
+    }
+}
+
+/// How the products run: with `vdpbf16ps`, or by faer on bf16-rounded f32 copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    /// The packed AVX512_BF16 kernel.
+    Dot,
+    /// Operands rounded to bf16 into f32 copies, multiplied by faer in f32.
+    Rounded,
+}
+
+impl Kernel {
+    /// The fastest kernel this CPU runs.
+    pub(crate) fn detect() -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        {
+            static DOT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+            let dot = *DOT.get_or_init(|| {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512bf16")
+            });
+            if dot {
+                return Kernel::Dot;
+            }
+        }
+        Kernel::Rounded
+    }
+}
+
+/// Smallest side of an output block worth a task of its own.
+const MIN_BLOCK: usize = 64;
+
+/// `dst = a b` in bf16 with f32 accumulation, for `dst` a contiguous row-major `[m, n]` slice, on the
+/// given kernel, split over the thread pool when `par`.
+pub(crate) fn gemm_bf16<T: ToBf16>(
+    dst: &mut [f32],
+    a: View<'_, T>,
+    b: View<'_, T>,
+    kernel: Kernel,
+    par: bool,
+) {
+    let (m, n) = (a.rows, b.cols);
+    assert!(dst.len() >= m * n && a.cols == b.rows);
+    if m == 0 || n == 0 {
+        return;
+    }
+    if a.cols == 0 {
+        dst[..m * n].fill(0.0);
+        return;
+    }
+    let out = Out {
+        ptr: dst.as_mut_ptr(),
+        rows: m,
+        cols: n,
+        ld: n,
+    };
+    // One block per thread: each block packs its own copy of the operand it shares with the others.
+    let blocks = if par { rayon::current_num_threads() } else { 1 };
+    split(out, a, b, kernel, blocks);
+}
+
+/// Runs the product as up to `blocks` tasks over row or column blocks of the output.
+fn split<T: ToBf16>(out: Out, a: View<'_, T>, b: View<'_, T>, kernel: Kernel, blocks: usize) {
+    let along_rows = out.rows >= out.cols;
+    let side = if along_rows { out.rows } else { out.cols };
+    let blocks = blocks.min(side / MIN_BLOCK);
+    if blocks < 2 {
+        return sequential(out, a, b, kernel);
+    }
+    let mid = side / 2;
+    let (left, right) = (blocks / 2, blocks - blocks / 2);
+    if along_rows {
+        let (top, bottom) = out.split_rows(mid);
+        let (a_top, a_bottom) = (a.rows(0, mid), a.rows(mid, a.rows - mid));
+        rayon::join(
+            || split(top, a_top, b, kernel, left),
+            || split(bottom, a_bottom, b, kernel, right),
+        );
+    } else {
+        let (lhs, rhs) = out.split_cols(mid);
+        let (b_left, b_right) = (b.cols(0, mid), b.cols(mid, b.cols - mid));
+        rayon::join(
+            || split(lhs, a, b_left, kernel, left),
+            || split(rhs, a, b_right, kernel, right),
+        );
+    }
+}
+
+/// One block of the product on the calling thread.
+fn sequential<T: ToBf16>(out: Out, a: View<'_, T>, b: View<'_, T>, kernel: Kernel) {
+    match kernel {
+        Kernel::Dot => {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Kernel::Dot` is only chosen (by `detect`, or by tests after `detect` returned
+            // it) where the CPU has AVX512F, AVX512BW and AVX512_BF16.
+            unsafe {
+                dot::product(out, a, b)
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            rounded(out, a, b)
+        }
+        Kernel::Rounded => rounded(out, a, b),
+    }
+}
+
+/// The fallback: both operands rounded to bf16 into contiguous f32 copies, multiplied by faer.
+fn rounded<T: ToBf16>(out: Out, a: View<'_, T>, b: View<'_, T>) {
+    let copy = |v: View<'_, T>| -> Vec<f32> {
+        let mut data = Vec::with_capacity(v.rows * v.cols);
+        for i in 0..v.rows {
+            data.extend((0..v.cols).map(|j| bf16_value(v.at(i, j).bf16_bits())));
+        }
+        data
+    };
+    let (x, y) = (copy(a), copy(b));
+    // SAFETY: `out` addresses `rows` rows of `cols` elements `ld` apart, owned by this task.
+    let dst = unsafe {
+        faer::MatMut::from_raw_parts_mut(out.ptr, out.rows, out.cols, out.ld as isize, 1)
+    };
+    gemm(
+        dst,
+        Accum::Replace,
+        MatRef::from_row_major_slice(&x, a.rows, a.cols),
+        MatRef::from_row_major_slice(&y, b.rows, b.cols),
+        Par::Seq,
+    );
+}
+
+/// The batched product in bf16 with f32 accumulation, the strided operands described by `oa` and
+/// `ob`; returns the contiguous `[batch, m, n]` f32 result.
+pub(crate) fn matmul_bf16<T: ToBf16>(
+    a: &[T],
+    oa: &Operand,
+    b: &[T],
+    ob: &Operand,
+    d: super::Dims,
+    kernel: Kernel,
+) -> Vec<f32> {
+    let per = d.m * d.n;
+    let mut out = vec![0.0f32; d.batch * per];
+    if per == 0 || d.k == 0 {
+        return out;
+    }
+    let item = |i: usize, dst: &mut [f32], par: bool| {
+        let lhs = View {
+            data: a,
+            offset: oa.offsets[i],
+            rows: d.m,
+            cols: d.k,
+            rs: oa.rs,
+            cs: oa.cs,
+        };
+        let rhs = View {
+            data: b,
+            offset: ob.offsets[i],
+            rows: d.k,
+            cols: d.n,
+            rs: ob.rs,
+            cs: ob.cs,
+        };
+        gemm_bf16(dst, lhs, rhs, kernel, par);
+    };
+    let big = d.m * d.k * d.n >= super::PAR_MATRIX_FLOPS;
+    let threads = rayon::current_num_threads();
+    if d.batch == 1 || (big && d.batch < 4 * threads) {
+        for (i, dst) in out.chunks_mut(per).enumerate() {
+            item(i, dst, big);
+        }
+    } else if d.batch * d.m * d.k * d.n >= super::PAR_MATRIX_FLOPS {
+        out.par_chunks_mut(per)
+            .enumerate()
+            .for_each(|(i, dst)| item(i, dst, false));
+    } else {
+        for (i, dst) in out.chunks_mut(per).enumerate() {
+            item(i, dst, false);
+        }
+    }
+    out
+}
+
+#[cfg(target_arch = "x86_64")]
+mod dot;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,111 @@
+//! Mixed precision: an autocast scope in which matrix products of float32 tensors multiply in bf16
+//! with f32 accumulation, as under PyTorch's `torch.autocast(device_type="cpu", dtype=torch.bfloat16)`.
+//!
+//! Inside [`autocast`] (or while an [`AutocastGuard`] lives), [`Tensor::matmul`] of F32 operands,
+//! and everything built on it (`nn::Linear`, attention, `einsum`), rounds each operand element to
+//! bf16 and sums the products in f32. The precision is recorded with the product, so its reverse-
+//! and forward-mode derivatives, and their derivatives in turn, multiply in bf16 too, wherever
+//! `backward` is called (PyTorch's rule: backward ops run in the type autocast chose for the forward
+//! op). Everything else (elementwise math, reductions, softmax, norms, losses, optimizer updates)
+//! runs in f32 as outside the scope, and results stay F32: parameters, activations and gradients
+//! keep f32 storage. Tensors of other dtypes (F64, complex, integers) are never affected.
+//!
+//! The scope is per thread, like PyTorch's.
+
+use nabla_core::{DType, Error, Result};
+use std::cell::Cell;
+
+thread_local! {
+    /// The dtype the innermost active autocast scope of this thread computes products in.
+    static AUTOCAST: Cell<Option<DType>> = const { Cell::new(None) };
+}
+
+/// How a matrix product multiplies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Precision {
+    /// In the operands' dtype.
+    #[default]
+    Full,
+    /// F32 operands rounded to bf16 (to nearest, ties to even), products summed in f32, F32 result.
+    Bf16,
+}
+
+impl Precision {
+    /// The precision a product of `dtype` operands takes under this thread's autocast state.
+    pub fn for_product(dtype: DType) -> Precision {
+        match (AUTOCAST.with(Cell::get), dtype) {
+            (Some(DType::BF16), DType::F32) => Precision::Bf16,
+            _ => Precision::Full,
+        }
+    }
+}
+
+/// Checks that autocast can compute in `dtype`.
+fn check_dtype(dtype: DType) -> Result<()> {
+    match dtype {
+        DType::BF16 => Ok(()),
+        other => Err(Error::dtype("autocast", other).with_hint(
+            "autocast computes matrix products in bf16 (DType::BF16); \
+             f16 autocast with a loss scaler is not available yet",
+        )),
+    }
+}
+
+/// Runs `f` with autocast to `dtype` enabled on this thread (see the [module docs](self)), and
+/// restores the previous state afterwards, also when `f` panics. Only [`DType::BF16`] is accepted.
+///
+/// ```
+/// # use nabla_tensor::{Tensor, autocast, Precision}; use nabla_cpu::CpuBackend; use nabla_core::DType;
+/// let cpu = CpuBackend::new();
+/// let a = Tensor::from_vec(vec![1.0f32 + 1.0 / 512.0, 2.0], [1, 2], &cpu)?;
+/// let b = Tensor::from_vec(vec![1.0f32, 1.0], [2, 1], &cpu)?;
+/// // 1 + 2^-9 is not a bf16 value: it rounds to 1 inside the scope.
+/// let mixed = autocast(DType::BF16, || a.matmul(&b))??;
+/// assert_eq!(mixed.to_vec::<f32>()?, vec![3.0]);
+/// assert_eq!(a.matmul(&b)?.to_vec::<f32>()?, vec![3.0 + 1.0 / 512.0]);
+/// assert_eq!(Precision::for_product(DType::F32), Precision::Full);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn autocast<R>(dtype: DType, f: impl FnOnce() -> R) -> Result<R> {
+    let _guard = AutocastGuard::new(dtype)?;
+    Ok(f())
+}
+
+/// Runs `f` with autocast disabled on this thread (PyTorch's `autocast(enabled=False)` inside an
+/// autocast region): its products multiply in their operands' dtype.
+pub fn autocast_disabled<R>(f: impl FnOnce() -> R) -> R {
+    let _guard = AutocastGuard::set(None);
+    f()
+}
+
+/// The dtype this thread's autocast scope computes products in, if one is active.
+pub fn autocast_dtype() -> Option<DType> {
+    AUTOCAST.with(Cell::get)
+}
+
+/// Enables autocast on this thread until dropped, then restores the state it found.
+#[derive(Debug)]
+#[must_use = "autocast ends when the guard is dropped"]
+pub struct AutocastGuard {
+    previous: Option<DType>,
+}
+
+impl AutocastGuard {
+    /// Enables autocast to `dtype` (only [`DType::BF16`] is accepted).
+    pub fn new(dtype: DType) -> Result<AutocastGuard> {
+        check_dtype(dtype)?;
+        Ok(AutocastGuard::set(Some(dtype)))
+    }
+
+    fn set(state: Option<DType>) -> AutocastGuard {
+        AutocastGuard {
+            previous: AUTOCAST.with(|cell| cell.replace(state)),
+        }
+    }
+}
+
+impl Drop for AutocastGuard {
+    fn drop(&mut self) {
+        AUTOCAST.with(|cell| cell.set(self.previous));
+    }
+}

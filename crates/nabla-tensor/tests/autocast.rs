@@ -1,0 +1,174 @@
+//! Autocast: F32 products inside the scope multiply bf16-rounded operands with f32 sums, their
+//! derivatives (reverse, forward, second order, traced) too, wherever they are evaluated; other
+//! dtypes and code outside the scope are untouched.
+
+use nabla_core::{DType, Result};
+use nabla_cpu::CpuBackend;
+use nabla_tensor::{
+    AdContext, AutocastGuard, GraphExecutor, Precision, Tensor, TracingBackend, autocast,
+    autocast_disabled, autocast_dtype, grad, jvp,
+};
+
+type T = Tensor<CpuBackend>;
+
+/// Values whose low mantissa bits are set, so that rounding them to bf16 changes them.
+fn values(cpu: &CpuBackend, shape: &[usize], seed: u32) -> T {
+    let n: usize = shape.iter().product();
+    let v: Vec<f32> = (0..n)
+        .map(|i| {
+            let x = ((i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) % 1000) as f32;
+            (x - 500.0) / 250.0 + 1.0 / 1024.0
+        })
+        .collect();
+    Tensor::from_vec(v, shape.to_vec(), cpu).unwrap()
+}
+
+/// `x` rounded to bf16 and back.
+fn rounded(x: &T) -> T {
+    x.cast(DType::BF16).unwrap().cast(DType::F32).unwrap()
+}
+
+fn max_diff(a: &T, b: &T) -> f32 {
+    let (a, b) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+/// The f32 summation bound of a product over `k` terms of size about `scale`.
+fn f32_bound(k: usize, scale: f32) -> f32 {
+    k as f32 * f32::EPSILON * scale * 4.0
+}
+
+#[test]
+fn products_in_the_scope_multiply_rounded_operands() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let (a, b) = (values(&cpu, &[3, 37, 70], 1), values(&cpu, &[70, 50], 2));
+    let mixed = autocast(DType::BF16, || a.matmul(&b))??;
+    let reference = rounded(&a).matmul(&rounded(&b))?;
+    assert!(max_diff(&mixed, &reference) <= f32_bound(70, 9.0));
+    // Rounding changed the result: the f32 product differs by far more than summation order.
+    assert!(max_diff(&mixed, &a.matmul(&b)?) > 1e-3);
+    assert_eq!(mixed.dtype(), DType::F32);
+    // Batched on both sides, and a vector on the right.
+    let (c, v) = (values(&cpu, &[3, 70, 9], 3), values(&cpu, &[70], 4));
+    let both = autocast(DType::BF16, || a.matmul(&c))??;
+    assert!(max_diff(&both, &rounded(&a).matmul(&rounded(&c))?) <= f32_bound(70, 9.0));
+    let mv = autocast(DType::BF16, || a.matmul(&v))??;
+    assert!(max_diff(&mv, &rounded(&a).matmul(&rounded(&v))?) <= f32_bound(70, 9.0));
+    Ok(())
+}
+
+#[test]
+fn other_dtypes_and_code_outside_the_scope_are_untouched() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let (a, b) = (values(&cpu, &[4, 6], 5), values(&cpu, &[6, 3], 6));
+    let (a64, b64) = (a.cast(DType::F64)?, b.cast(DType::F64)?);
+    let inside = autocast(DType::BF16, || a64.matmul(&b64))??;
+    assert_eq!(inside.to_vec::<f64>()?, a64.matmul(&b64)?.to_vec::<f64>()?);
+    assert_eq!(autocast_dtype(), None);
+    let _guard = AutocastGuard::new(DType::BF16)?;
+    assert_eq!(autocast_dtype(), Some(DType::BF16));
+    let off = autocast_disabled(|| a.matmul(&b))?;
+    assert_eq!(
+        off.to_vec::<f32>()?,
+        a.matmul_with(&b, Precision::Full)?.to_vec::<f32>()?
+    );
+    assert_eq!(Precision::for_product(DType::F32), Precision::Bf16);
+    assert_eq!(Precision::for_product(DType::F64), Precision::Full);
+    Ok(())
+}
+
+#[test]
+fn scopes_nest_and_end_even_when_their_body_panics() {
+    let outcome = std::panic::catch_unwind(|| {
+        autocast(DType::BF16, || {
+            assert_eq!(autocast_dtype(), Some(DType::BF16));
+            autocast_disabled(|| assert_eq!(autocast_dtype(), None));
+            assert_eq!(autocast_dtype(), Some(DType::BF16));
+            panic!("inside the scope");
+        })
+    });
+    assert!(outcome.is_err());
+    assert_eq!(autocast_dtype(), None);
+}
+
+#[test]
+fn only_bf16_is_accepted_and_bf16_products_need_float32() {
+    for dtype in [DType::F16, DType::F32, DType::F64, DType::I32] {
+        let err = autocast(dtype, || ()).unwrap_err().to_string();
+        assert!(err.contains("autocast"), "{err}");
+    }
+    let cpu = CpuBackend::new();
+    let a = values(&cpu, &[2, 2], 7).cast(DType::F64).unwrap();
+    let err = a.matmul_with(&a, Precision::Bf16).unwrap_err().to_string();
+    assert!(err.contains("matmul") && err.contains("float32"), "{err}");
+}
+
+/// `sum(tanh(a @ b))` and its gradient with respect to both operands.
+fn loss(a: &T, b: &T) -> Result<T> {
+    a.matmul(b)?.tanh()?.sum_all()
+}
+
+#[test]
+fn gradients_multiply_in_bf16_even_when_backward_runs_outside_the_scope() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let (a, b) = (values(&cpu, &[16, 40], 8), values(&cpu, &[40, 24], 9));
+    let (a, b) = (Tensor::var("a", a)?, Tensor::var("b", b)?);
+    let y = autocast(DType::BF16, || loss(&a, &b))??;
+    let grads = AdContext::new().grads(&y, &[&a, &b])?; // outside the scope
+    // The same derivative written out with explicitly rounded operands: g = 1 - tanh(c)^2 for the
+    // product c = round(a) round(b), then da = round(g) round(b)ᵀ and db = round(a)ᵀ round(g).
+    let c = rounded(&a.detach()).matmul(&rounded(&b.detach()))?;
+    let g = (c.tanh()?.square()?.neg()? + 1.0)?;
+    let da = rounded(&g).matmul(&rounded(&b.detach()).t()?)?;
+    let db = rounded(&a.detach()).t()?.matmul(&rounded(&g))?;
+    assert!(max_diff(&grads[0], &da) <= f32_bound(24, 4.0));
+    assert!(max_diff(&grads[1], &db) <= f32_bound(16, 4.0));
+    // And they track the f32 gradients within bf16's precision (relative 2^-8 per operand).
+    let full = AdContext::new().grads(&loss(&a, &b)?, &[&a, &b])?;
+    let scale = 40.0 * 4.0 * 2.0f32.powi(-7);
+    assert!(max_diff(&grads[0], &full[0]) <= scale);
+    assert!(max_diff(&grads[0], &full[0]) > 1e-5);
+    Ok(())
+}
+
+#[test]
+fn forward_mode_and_second_order_derivatives_keep_the_precision() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let (a, b) = (values(&cpu, &[6, 10], 10), values(&cpu, &[10, 5], 11));
+    let t = values(&cpu, &[6, 10], 12);
+    // Forward mode: the tangent of a @ b along t is t @ b, in bf16.
+    let (_, tangent) = autocast(DType::BF16, || jvp(|x: &T| x.matmul(&b), &a, &t))??;
+    let want = rounded(&t).matmul(&rounded(&b))?;
+    assert!(max_diff(&tangent, &want) <= f32_bound(10, 4.0));
+    // Second order: the gradient of the gradient's sum, recorded in the scope, evaluated outside.
+    let f = |x: &T| x.matmul(&b)?.square()?.sum_all();
+    let g2 = autocast(DType::BF16, || grad(|x: &T| grad(f)(x)?.sum_all())(&a))??;
+    // It differs from the f32 second derivative, by no more than bf16 rounding of its products.
+    let f32_g2 = grad(|x: &T| grad(f)(x)?.sum_all())(&a)?;
+    let diff = max_diff(&g2, &f32_g2);
+    assert!(
+        diff > 0.0 && diff <= 10.0 * 2.0 * 20.0 * 2.0f32.powi(-7),
+        "{diff}"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_program_traced_in_the_scope_replays_bf16_products() -> Result<()> {
+    let tb = TracingBackend::new();
+    let x = tb.placeholder([8, 12], DType::F32)?;
+    let w = tb.placeholder([12, 6], DType::F32)?;
+    let out = autocast(DType::BF16, || x.matmul(&w)?.relu())??;
+    let program = tb.program(&[&out])?;
+    assert!(program.to_string().contains("matmul_bf16"), "{program}");
+    let cpu = CpuBackend::new();
+    let (xc, wc) = (values(&cpu, &[8, 12], 13), values(&cpu, &[12, 6], 14));
+    let got = GraphExecutor::new(&cpu).run(&program, &[xc.clone(), wc.clone()])?;
+    let want = rounded(&xc).matmul(&rounded(&wc))?.relu()?;
+    assert!(max_diff(&got[0], &want) <= f32_bound(12, 4.0));
+    Ok(())
+}
