@@ -15,5 +15,8 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q "maturin>=1.9.4,<2" "numpy>=1.23" "pytest>=7" "hypothesis>=6" jax
-(cd crates/nabla-py && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" maturin develop --release)
+# NABLA_PY_PROFILE picks the Cargo profile (release unless set); CI uses `py-test` (Cargo.toml), which
+# compiles faster.
+PROFILE="${NABLA_PY_PROFILE:-release}"
+(cd crates/nabla-py && VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" maturin develop --profile "$PROFILE")
 "$VENV/bin/python" -m pytest -q crates/nabla-py/tests "$@"

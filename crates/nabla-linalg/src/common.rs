@@ -173,3 +173,18 @@ macro_rules! extension_op {
     };
 }
 pub(crate) use extension_op;
+
+/// Matrix products at full precision: linear-algebra functions and their derivative rules multiply in
+/// their operands' dtype even inside an autocast scope, as PyTorch runs its `linalg` functions in
+/// float32 under autocast (a bf16 rounding inside a factorisation's derivative would cost far more
+/// accuracy than it saves time).
+pub(crate) trait FullProduct: Sized {
+    /// [`Tensor::matmul`] at [`nabla_tensor::Precision::Full`].
+    fn matmul_full(&self, rhs: &Self) -> Result<Self>;
+}
+
+impl<B: Backend> FullProduct for Tensor<B> {
+    fn matmul_full(&self, rhs: &Self) -> Result<Self> {
+        self.matmul_with(rhs, nabla_tensor::Precision::Full)
+    }
+}

@@ -3,6 +3,7 @@
 //! Hermitian eigenvalues and pseudo-inverses, tensor solves, and the broadcasting of right-hand sides.
 //! They have no rules of their own: their pieces' rules differentiate them to any order.
 
+use crate::common::FullProduct;
 use crate::common::h;
 use crate::spectral::NormOrd;
 use nabla_core::{Backend, DType, Error, Result, Shape};
@@ -149,13 +150,13 @@ pub fn matrix_power<B: Backend>(a: &Tensor<B>, n: i64) -> Result<Tensor<B>> {
     while e > 0 {
         if e & 1 == 1 {
             result = Some(match result {
-                Some(r) => r.matmul(&base)?,
+                Some(r) => r.matmul_full(&base)?,
                 None => base.clone(),
             });
         }
         e >>= 1;
         if e > 0 {
-            base = base.matmul(&base)?;
+            base = base.matmul_full(&base)?;
         }
     }
     match result {
@@ -290,7 +291,7 @@ pub fn pinvh<B: Backend>(a: &Tensor<B>, rcond: Option<f64>) -> Result<Tensor<B>>
     let w_inv = keep
         .where_(keep.where_(&w, 1.0)?.recip()?, 0.0)?
         .cast(a.dtype())?;
-    v.mul(&w_inv.unsqueeze(-2)?)?.matmul(&h(&v)?)
+    v.mul(&w_inv.unsqueeze(-2)?)?.matmul_full(&h(&v)?)
 }
 
 /// The product of the trailing `dims` lengths of `shape`, and of the others.

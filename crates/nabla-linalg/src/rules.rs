@@ -18,6 +18,7 @@
 //! For complex types the rules follow JAX's convention: the reverse rule is the linear transpose of the
 //! forward rule under the bilinear pairing `Σ uᵢvᵢ` (plain `ᵀ`, no conjugation).
 
+use crate::common::FullProduct;
 use crate::common::{Packing, batch_shape};
 use crate::inv;
 use crate::ops::{INVERSE, LOGABSDET, LU_SOLVE, LuSolve, SOLVE, solve_packing};
@@ -71,7 +72,7 @@ fn solve_reverse<B: Backend>(
     let g = packing.unpack(g)?.remove(0);
     let gb = lu_solve(a, &factors, &g, true)?;
     let ga = if needs[0] {
-        Some(gb.matmul(&x.t()?)?.neg()?)
+        Some(gb.matmul_full(&x.t()?)?.neg()?)
     } else {
         None
     };
@@ -84,7 +85,10 @@ fn solve_forward<B: Backend>(
 ) -> Result<Option<Tensor<B>>> {
     let a = &args.inputs[0];
     let (packing, x, factors) = solve_parts(args)?;
-    let from_a = t[0].as_ref().map(|da| da.matmul(&x)?.neg()).transpose()?;
+    let from_a = t[0]
+        .as_ref()
+        .map(|da| da.matmul_full(&x)?.neg())
+        .transpose()?;
     match add_opt(from_a, t[1].clone())? {
         Some(rhs) => {
             let dx = lu_solve(a, &factors, &rhs, false)?;
@@ -113,8 +117,8 @@ fn lu_solve_reverse<B: Backend>(
     let gb = lu_solve(a, factors, g, !op.transpose)?;
     let ga = match (needs[0], op.transpose) {
         (false, _) => None,
-        (true, false) => Some(gb.matmul(&y.t()?)?.neg()?),
-        (true, true) => Some(y.matmul(&gb.t()?)?.neg()?),
+        (true, false) => Some(gb.matmul_full(&y.t()?)?.neg()?),
+        (true, true) => Some(y.matmul_full(&gb.t()?)?.neg()?),
     };
     Ok(vec![ga, None, Some(gb)])
 }
@@ -129,7 +133,7 @@ fn lu_solve_forward<B: Backend>(
         .as_ref()
         .map(|da| {
             let da = if op.transpose { da.t()? } else { da.clone() };
-            da.matmul(y)?.neg()
+            da.matmul_full(y)?.neg()
         })
         .transpose()?;
     add_opt(from_a, t[2].clone())?
@@ -143,7 +147,7 @@ fn inverse_reverse<B: Backend>(
     _needs: &[bool],
 ) -> Result<Vec<Option<Tensor<B>>>> {
     let yt = args.output.t()?;
-    Ok(vec![Some(yt.matmul(g)?.matmul(&yt)?.neg()?)])
+    Ok(vec![Some(yt.matmul_full(g)?.matmul_full(&yt)?.neg()?)])
 }
 
 fn inverse_forward<B: Backend>(
@@ -152,7 +156,7 @@ fn inverse_forward<B: Backend>(
 ) -> Result<Option<Tensor<B>>> {
     let y = args.output;
     t[0].as_ref()
-        .map(|da| y.matmul(da)?.matmul(y)?.neg())
+        .map(|da| y.matmul_full(da)?.matmul_full(y)?.neg())
         .transpose()
 }
 

@@ -32,6 +32,7 @@ fn _nabla(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<dtype::PyDType>()?;
     m.add_class::<ops::NoGrad>()?;
+    m.add_class::<ops::Autocast>()?;
     m.add_class::<transforms::CompiledProgram>()?;
     m.add_class::<transforms::PyPullback>()?;
     m.add_class::<convert::HostBuffer>()?;
@@ -59,6 +60,7 @@ fn _nabla(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ops::matmul, m)?)?;
     m.add_function(wrap_pyfunction!(ops::einsum, m)?)?;
     m.add_function(wrap_pyfunction!(ops::is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::is_autocast_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(transforms::_vjp, m)?)?;
     m.add_function(wrap_pyfunction!(transforms::_jvp, m)?)?;
     m.add_function(wrap_pyfunction!(transforms::_jacobian, m)?)?;

@@ -2,6 +2,7 @@
 //! callable per `UnaryOp`, `BinaryOp` and `CompareOp`, so no op is listed here), joins and selection.
 
 use crate::convert::{cpu, default_dtype, opt_dtype, python_scalar, to_value};
+use crate::error::IntoPyResult;
 use crate::methods::{binary, operand, shape_args};
 use crate::tensor::{PyTensor, compute};
 use crate::value::{Value, pair, unify};
@@ -473,6 +474,50 @@ impl NoGrad {
         self.guards.pop();
         false
     }
+}
+
+/// `with nabla_rs.autocast(dtype=nabla_rs.bfloat16):` F32 matrix products inside the block multiply in
+/// bf16 with f32 sums, and so do their derivatives (`enabled=False` turns autocast off instead).
+#[pyclass(module = "nabla_rs", unsendable)]
+pub struct Autocast {
+    dtype: Option<nabla_core::DType>,
+    guards: Vec<nabla_tensor::AutocastGuard>,
+}
+
+#[pymethods]
+impl Autocast {
+    #[new]
+    #[pyo3(signature = (dtype, enabled = true))]
+    fn py_new(dtype: &Bound<'_, PyAny>, enabled: bool) -> PyResult<Self> {
+        let dtype = crate::dtype::parse_dtype(dtype)?;
+        // Checked here, so that a wrong dtype fails at construction rather than at `with`.
+        drop(nabla_tensor::AutocastGuard::new(dtype).py()?);
+        Ok(Autocast {
+            dtype: enabled.then_some(dtype),
+            guards: Vec::new(),
+        })
+    }
+
+    fn __enter__(&mut self) -> PyResult<()> {
+        let guard = match self.dtype {
+            Some(dtype) => nabla_tensor::AutocastGuard::new(dtype).py()?,
+            None => nabla_tensor::AutocastGuard::disabled(),
+        };
+        self.guards.push(guard);
+        Ok(())
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, _args: &Bound<'_, PyTuple>) -> bool {
+        self.guards.pop();
+        false
+    }
+}
+
+/// `is_autocast_enabled()`: `True` inside an enabled `autocast` block.
+#[pyfunction]
+pub fn is_autocast_enabled() -> bool {
+    nabla_tensor::autocast_dtype().is_some()
 }
 
 /// `is_grad_enabled()`: `False` inside `no_grad`.

@@ -23,3 +23,10 @@ def test_book_python_blocks_run(capsys):
     for block in python_blocks(os.path.join("docs", "src", "python.md")):
         exec(compile(block, "docs/src/python.md", "exec"), {})
     assert "(10, 10)" in capsys.readouterr().out
+
+
+def test_mixed_precision_chapter_python_blocks_run():
+    for block in python_blocks(os.path.join("docs", "src", "mixed-precision.md")):
+        namespace = {}
+        exec(compile(block, "docs/src/mixed-precision.md", "exec"), namespace)
+        assert namespace["w"].grad.shape == (128, 32)

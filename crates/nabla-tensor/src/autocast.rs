@@ -97,6 +97,11 @@ impl AutocastGuard {
         Ok(AutocastGuard::set(Some(dtype)))
     }
 
+    /// Disables autocast until dropped (PyTorch's `autocast(enabled=False)`).
+    pub fn disabled() -> AutocastGuard {
+        AutocastGuard::set(None)
+    }
+
     fn set(state: Option<DType>) -> AutocastGuard {
         AutocastGuard {
             previous: AUTOCAST.with(|cell| cell.replace(state)),

@@ -3,7 +3,7 @@
 //! same weights.
 //!
 //! ```sh
-//! cargo run --release -p nabla --example bench_scale -- --workload gpt2 --weights W.safetensors [--steps 5] [--warmup 2]
+//! cargo run --release -p nabla --example bench_scale -- --workload gpt2 --weights W.safetensors [--steps 5] [--warmup 2] [--autocast bf16]
 //! cargo run --release -p nabla --example bench_scale -- --workload resnet18 --weights W.safetensors
 //! cargo run --release -p nabla --example bench_scale -- --workload peak
 //! ```
@@ -240,6 +240,8 @@ struct Args {
     weights: Option<PathBuf>,
     steps: usize,
     warmup: usize,
+    /// `--autocast bf16`: the forward pass runs in a bf16 autocast scope.
+    autocast: bool,
 }
 
 fn parse_args() -> Result<Args> {
@@ -249,6 +251,7 @@ fn parse_args() -> Result<Args> {
         weights: None,
         steps: 5,
         warmup: 2,
+        autocast: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -267,6 +270,7 @@ fn parse_args() -> Result<Args> {
             "--weights" => args.weights = Some(PathBuf::from(&value)),
             "--steps" => args.steps = count()?.max(1),
             "--warmup" => args.warmup = count()?,
+            "--autocast" if value == "bf16" => args.autocast = true,
             _ => return Err(bad(format!("unknown argument {flag} {value}"))),
         }
     }
@@ -317,7 +321,10 @@ fn run_steps(
             before_timed = nabla::cpu::buffer_cache_stats();
         }
         let t0 = Instant::now();
-        let value = loss()?;
+        let value = match args.autocast {
+            true => nabla::autocast(DType::BF16, &mut loss)??,
+            false => loss()?,
+        };
         let t1 = Instant::now();
         if i == 0 {
             first_loss = f64::from(value.item::<f32>()?);

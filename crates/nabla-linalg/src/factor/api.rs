@@ -5,6 +5,7 @@ use super::ops::{
     Cholesky, Det, Lu, Qr, SlogDet, TriangularSolve, lu_packing, qr_packing, slogdet_packing,
 };
 use super::rules::{tri_solve, tri_solve_right};
+use crate::common::FullProduct;
 use crate::common::{Packing, h, hermitian_part};
 use nabla_core::{Backend, Error, Result};
 use nabla_tensor::Tensor;
@@ -202,7 +203,7 @@ fn wide_qr<B: Backend>(a: &Tensor<B>) -> Result<Option<(Tensor<B>, Tensor<B>)>> 
     }
     let (x, y) = (a.narrow(-1, 0, m)?, a.narrow(-1, m, n - m)?);
     let (q, rx) = qr(&x)?;
-    let ry = h(&q)?.matmul(&y)?;
+    let ry = h(&q)?.matmul_full(&y)?;
     Ok(Some((q.clone(), Tensor::cat(&[&rx, &ry], -1)?)))
 }
 
@@ -256,7 +257,7 @@ fn lstsq_matrices<B: Backend>(a: &Tensor<B>, b: &Tensor<B>) -> Result<Tensor<B>>
         ));
     }
     let (q, r) = qr(a)?;
-    let qhb = h(&q)?.matmul(b)?;
+    let qhb = h(&q)?.matmul_full(b)?;
     tri_solve(&r, &qhb, TriangularSolve::UPPER).map_err(|e| {
         let msg = e.to_string();
         if msg.contains("singular") || msg.contains("ill-conditioned") {

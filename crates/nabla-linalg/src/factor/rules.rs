@@ -7,6 +7,7 @@ use super::ops::{Qr, TriangularSolve, lu_packing, qr_packing, slogdet_packing};
 
 const LOWER: TriangularSolve = TriangularSolve::LOWER;
 const UPPER: TriangularSolve = TriangularSolve::UPPER;
+use crate::common::FullProduct;
 use crate::common::{batch_shape, h, masked};
 use crate::inv;
 use crate::rules::{add_opt, as_matrices};
@@ -73,7 +74,7 @@ pub(crate) fn cholesky_forward<B: Backend>(
     // L⁻¹ dA L⁻ᴴ = (L⁻¹ (L⁻¹ dA)ᴴ)ᴴ
     let x = tri_solve(l, da, LOWER)?;
     let s = h(&tri_solve(l, &h(&x)?, LOWER)?)?;
-    Ok(Some(l.matmul(&phi(&s)?)?))
+    Ok(Some(l.matmul_full(&phi(&s)?)?))
 }
 
 pub(crate) fn cholesky_reverse<B: Backend>(
@@ -83,7 +84,7 @@ pub(crate) fn cholesky_reverse<B: Backend>(
 ) -> Grads<B> {
     let l = args.output;
     // gA = L⁻ᵀ Φ(Lᵀ G) conj(L)⁻¹
-    let p = phi(&l.t()?.matmul(g)?)?;
+    let p = phi(&l.t()?.matmul_full(g)?)?;
     let y = tri_solve(l, &p, LOWER.transposed())?;
     Ok(vec![Some(tri_solve_right(&l.conj()?, &y, LOWER)?)])
 }
@@ -101,7 +102,7 @@ pub(crate) fn triangular_solve_forward<B: Backend>(
         .map(|da| {
             let dt = read_part(da, op.lower, op.unit_diagonal)?;
             let dt = if op.transpose { dt.t()? } else { dt };
-            dt.matmul(x)?.neg()
+            dt.matmul_full(x)?.neg()
         })
         .transpose()?;
     add_opt(from_a, t[1].clone())?
@@ -120,9 +121,9 @@ pub(crate) fn triangular_solve_reverse<B: Backend>(
     let ga = if needs[0] {
         // The cotangent of op(T) is -gB Xᵀ; that of T is its transpose when op(T) = Tᵀ.
         let full = if op.transpose {
-            x.matmul(&gb.t()?)?.neg()?
+            x.matmul_full(&gb.t()?)?.neg()?
         } else {
-            gb.matmul(&x.t()?)?.neg()?
+            gb.matmul_full(&x.t()?)?.neg()?
         };
         Some(read_part(&full, op.lower, op.unit_diagonal)?)
     } else {
@@ -263,10 +264,10 @@ pub(crate) fn lu_forward<B: Backend>(
         k,
     } = lu_parts(args)?;
     // F = L̃⁻¹ Pᵀ dA Ũ⁻¹ (m x n); dL = (L̃ tril(F, -1))[:, :k], dU = (triu(F) Ũ)[:k, :].
-    let y = tri_solve(&l, &p.t()?.matmul(da)?, LOWER.unit())?;
+    let y = tri_solve(&l, &p.t()?.matmul_full(da)?, LOWER.unit())?;
     let f = tri_solve_right(&u, &y, UPPER)?;
-    let dl = l.matmul(&f.tril(-1)?)?.narrow(-1, 0, k)?;
-    let du = f.triu(0)?.matmul(&u)?.narrow(-2, 0, k)?;
+    let dl = l.matmul_full(&f.tril(-1)?)?.narrow(-1, 0, k)?;
+    let du = f.triu(0)?.matmul_full(&u)?.narrow(-2, 0, k)?;
     packing.pack(&[None, Some(dl), Some(du)], batch_shape(&args.inputs[0]))
 }
 
@@ -295,12 +296,12 @@ pub(crate) fn lu_reverse<B: Backend>(
     // gA = P L̃⁻ᵀ (tril(L̃ᵀ G_L, -1) + triu(G_U Ũᵀ)) Ũ⁻ᵀ
     let mid = l
         .t()?
-        .matmul(&gl)?
+        .matmul_full(&gl)?
         .tril(-1)?
-        .add(&gu.matmul(&u.t()?)?.triu(0)?)?;
+        .add(&gu.matmul_full(&u.t()?)?.triu(0)?)?;
     let z = tri_solve(&l, &mid, LOWER.unit().transposed())?;
     let w = tri_solve_right(&u, &z, UPPER.transposed())?;
-    Ok(vec![Some(p.matmul(&w)?)])
+    Ok(vec![Some(p.matmul_full(&w)?)])
 }
 
 // --- qr: A = Q R (m >= n, reduced) ---
@@ -354,10 +355,10 @@ pub(crate) fn qr_forward<B: Backend>(
     let (q, r) = (&out[0], &out[1]);
     // S = dA R⁻¹, C = Qᴴ S; dQ = Q (Ω - C) + S, dR = (C - Ω) R.
     let s = tri_solve_right(r, da, UPPER)?;
-    let c = h(q)?.matmul(&s)?;
+    let c = h(q)?.matmul_full(&s)?;
     let omega = qr_omega(&c)?;
-    let dq = q.matmul(&omega.sub(&c)?)?.add(&s)?;
-    let dr = c.sub(&omega)?.matmul(r)?;
+    let dq = q.matmul_full(&omega.sub(&c)?)?.add(&s)?;
+    let dr = c.sub(&omega)?.matmul_full(r)?;
     packing.pack(&[Some(dq), Some(dr)], batch_shape(&args.inputs[0]))
 }
 
@@ -372,8 +373,11 @@ pub(crate) fn qr_reverse<B: Backend>(
     let (q, r) = (&out[0], &out[1]);
     // M = Qᵀ G_Q - G_R Rᵀ; G_C = tril(M - Mᴴ, -1) + I ⊙ (M - Re M) - M;
     // G_S = conj(Q) G_C + G_Q; gA = G_S R⁻ᵀ.
-    let m = q.t()?.matmul(&gs[0])?.sub(&gs[1].matmul(&r.t()?)?)?;
+    let m = q
+        .t()?
+        .matmul_full(&gs[0])?
+        .sub(&gs[1].matmul_full(&r.t()?)?)?;
     let gc = qr_omega_transpose(&m)?.sub(&m)?;
-    let g_s = q.conj()?.matmul(&gc)?.add(&gs[0])?;
+    let g_s = q.conj()?.matmul_full(&gc)?.add(&gs[0])?;
     Ok(vec![Some(tri_solve_right(r, &g_s, UPPER.transposed())?)])
 }

@@ -3,6 +3,7 @@
 use super::ops::{
     Eig, EigVals, Eigh, MatrixExp, Svd, SvdVals, eigh_packing, split_shape, svd_packing,
 };
+use crate::common::FullProduct;
 use nabla_core::{Backend, DType, Error, Result};
 use nabla_tensor::Tensor;
 use std::str::FromStr;
@@ -175,7 +176,7 @@ pub fn pinv<B: Backend>(a: &Tensor<B>, rcond: Option<f64>) -> Result<Tensor<B>> 
         .cast(a.dtype())?;
     crate::common::h(&vh)?
         .mul(&s_inv.unsqueeze(-2)?)?
-        .matmul(&crate::common::h(&u)?)
+        .matmul_full(&crate::common::h(&u)?)
 }
 
 /// Which matrix norm [`matrix_norm`] computes (NumPy's `ord`).

@@ -16,6 +16,7 @@
 use super::ops::{
     EIG, EIGH, EIGVALS, MATRIX_EXP, SVD, SVDVALS, Svd, eigh_packing, split_shape, svd_packing,
 };
+use crate::common::FullProduct;
 use crate::common::{Packing, h, hermitian_part};
 use nabla_core::{Backend, DType, Error, Result};
 use nabla_tensor::{ExtensionRules, RuleArgs, Tensor};
@@ -130,8 +131,8 @@ fn eigh_forward<B: Backend>(
         return Ok(None);
     };
     let (packing, w, v) = eigh_parts(args)?;
-    let m = h(&v)?.matmul(&hermitian_part(da)?)?.matmul(&v)?;
-    let dv = v.matmul(&gaps(&w, false)?.mul(&m)?)?;
+    let m = h(&v)?.matmul_full(&hermitian_part(da)?)?.matmul_full(&v)?;
+    let dv = v.matmul_full(&gaps(&w, false)?.mul(&m)?)?;
     let dw = real_part(&diagonal(&m)?)?;
     packing.pack(&[Some(dw), Some(dv)], batch_of(args))
 }
@@ -142,8 +143,8 @@ fn eigh_reverse<B: Backend>(args: &RuleArgs<'_, B>, g: &Tensor<B>, _needs: &[boo
     let gs = packing.unpack(g)?;
     let vt = v.t()?;
     let inner =
-        diag_embed(&real_part(&gs[0])?)?.add(&gaps(&w, false)?.mul(&vt.matmul(&gs[1])?)?)?;
-    let ga = conj(&v)?.matmul(&inner)?.matmul(&vt)?;
+        diag_embed(&real_part(&gs[0])?)?.add(&gaps(&w, false)?.mul(&vt.matmul_full(&gs[1])?)?)?;
+    let ga = conj(&v)?.matmul_full(&inner)?.matmul_full(&vt)?;
     Ok(vec![Some(hermitian_part(&ga)?)])
 }
 
@@ -212,7 +213,7 @@ fn svd_forward<B: Backend>(
     let k = p.m.min(p.n);
     let (s_row, s_col) = (p.s.unsqueeze(-2)?, p.s.unsqueeze(-1)?);
     let (uh, v) = (h(&p.u)?, h(&p.vh)?);
-    let ds_mat = uh.matmul(da)?.matmul(&v)?;
+    let ds_mat = uh.matmul_full(da)?.matmul_full(&v)?;
     let ds = real_part(&diagonal(&ds_mat)?)?;
     let dss = ds_mat.mul(&s_row)?;
     let sds = s_col.mul(&ds_mat)?;
@@ -221,17 +222,17 @@ fn svd_forward<B: Backend>(
         let skew = ds_mat.sub(&h(&ds_mat)?)?.mul(0.5)?;
         du_inner = du_inner.add(&skew.mul(&diag_embed(&p.s_inv)?)?)?;
     }
-    let mut du = p.u.matmul(&du_inner)?;
-    let mut dv = v.matmul(&p.f.mul(&sds.add(&h(&sds)?)?)?)?;
+    let mut du = p.u.matmul_full(&du_inner)?;
+    let mut dv = v.matmul_full(&p.f.mul(&sds.add(&h(&sds)?)?)?)?;
     let s_inv_row = p.s_inv.unsqueeze(-2)?;
     if p.m > k {
-        let dav = da.matmul(&v)?;
-        let outside = dav.sub(&p.u.matmul(&uh.matmul(&dav)?)?)?;
+        let dav = da.matmul_full(&v)?;
+        let outside = dav.sub(&p.u.matmul_full(&uh.matmul_full(&dav)?)?)?;
         du = du.add(&outside.mul(&s_inv_row)?)?;
     }
     if p.n > k {
-        let dahu = h(da)?.matmul(&p.u)?;
-        let outside = dahu.sub(&v.matmul(&p.vh.matmul(&dahu)?)?)?;
+        let dahu = h(da)?.matmul_full(&p.u)?;
+        let outside = dahu.sub(&v.matmul_full(&p.vh.matmul_full(&dahu)?)?)?;
         dv = dv.add(&outside.mul(&s_inv_row)?)?;
     }
     p.packing
@@ -250,9 +251,9 @@ fn svd_reverse<B: Backend>(args: &RuleArgs<'_, B>, g: &Tensor<B>, _needs: &[bool
     let (gu, gsv, gvh) = (&gu, real_part(&gs[1])?, &gvh);
     let (s_row, s_col) = (p.s.unsqueeze(-2)?, p.s.unsqueeze(-1)?);
     let (uc, ut, vt) = (conj(&p.u)?, p.u.t()?, conj(&p.vh)?);
-    let ut_gu = ut.matmul(gu)?;
+    let ut_gu = ut.matmul_full(gu)?;
     let pu = p.f.mul(&ut_gu)?;
-    let pv = p.f.mul(&vt.matmul(&h(gvh)?)?)?;
+    let pv = p.f.mul(&vt.matmul_full(&h(gvh)?)?)?;
     let mut gds = diag_embed(&gsv)?
         .add(&pu.add(&h(&pu)?)?.mul(&s_row)?)?
         .add(&s_col.mul(&pv.add(&h(&pv)?)?)?)?;
@@ -260,14 +261,14 @@ fn svd_reverse<B: Backend>(args: &RuleArgs<'_, B>, g: &Tensor<B>, _needs: &[bool
         let r = ut_gu.mul(&diag_embed(&p.s_inv)?)?;
         gds = gds.add(&r.sub(&h(&r)?)?.mul(0.5)?)?;
     }
-    let mut ga = uc.matmul(&gds)?.matmul(&vt)?;
+    let mut ga = uc.matmul_full(&gds)?.matmul_full(&vt)?;
     if p.m > k {
-        let outside = gu.sub(&uc.matmul(&ut_gu)?)?;
-        ga = ga.add(&outside.mul(&p.s_inv.unsqueeze(-2)?)?.matmul(&vt)?)?;
+        let outside = gu.sub(&uc.matmul_full(&ut_gu)?)?;
+        ga = ga.add(&outside.mul(&p.s_inv.unsqueeze(-2)?)?.matmul_full(&vt)?)?;
     }
     if p.n > k {
-        let outside = gvh.sub(&gvh.matmul(&p.vh.t()?)?.matmul(&vt)?)?;
-        ga = ga.add(&uc.matmul(&outside.mul(&p.s_inv.unsqueeze(-1)?)?)?)?;
+        let outside = gvh.sub(&gvh.matmul_full(&p.vh.t()?)?.matmul_full(&vt)?)?;
+        ga = ga.add(&uc.matmul_full(&outside.mul(&p.s_inv.unsqueeze(-1)?)?)?)?;
     }
     Ok(vec![Some(ga)])
 }
@@ -287,7 +288,9 @@ fn svdvals_forward<B: Backend>(
         return Ok(None);
     };
     let (u, vh) = singular_vectors(&args.inputs[0])?;
-    let ds = conj(&u)?.mul(&da.matmul(&h(&vh)?)?)?.sum(&[-2], false)?;
+    let ds = conj(&u)?
+        .mul(&da.matmul_full(&h(&vh)?)?)?
+        .sum(&[-2], false)?;
     Ok(Some(if ds.dtype().is_complex() {
         ds.real()?
     } else {
@@ -300,7 +303,7 @@ fn svdvals_reverse<B: Backend>(args: &RuleArgs<'_, B>, g: &Tensor<B>, _needs: &[
     let a = &args.inputs[0];
     let (u, vh) = singular_vectors(a)?;
     let g = g.cast(a.dtype())?.unsqueeze(-2)?;
-    Ok(vec![Some(conj(&u)?.mul(&g)?.matmul(&conj(&vh)?)?)])
+    Ok(vec![Some(conj(&u)?.mul(&g)?.matmul_full(&conj(&vh)?)?)])
 }
 
 /// The top-right block of `exp([[X, E], [0, X]])`: the Fréchet derivative of `exp` at `X` along `E`.
@@ -343,7 +346,7 @@ fn eigvals_forward<B: Backend>(
     };
     let (_, v) = super::api::eig(&args.inputs[0])?;
     let da = da.cast(v.dtype())?;
-    Ok(Some(diagonal(&crate::solve(&v, &da.matmul(&v)?)?)?))
+    Ok(Some(diagonal(&crate::solve(&v, &da.matmul_full(&v)?)?)?))
 }
 
 /// `gA = V⁻ᵀ diag(g) Vᵀ`, its real part for real input (the transpose of the cast to complex).
@@ -351,7 +354,7 @@ fn eigvals_reverse<B: Backend>(args: &RuleArgs<'_, B>, g: &Tensor<B>, _needs: &[
     let a = &args.inputs[0];
     let (_, v) = super::api::eig(a)?;
     let vt = v.t()?;
-    let ga = crate::solve(&vt, &diag_embed(g)?.matmul(&vt)?)?;
+    let ga = crate::solve(&vt, &diag_embed(g)?.matmul_full(&vt)?)?;
     Ok(vec![Some(if a.dtype().is_complex() {
         ga
     } else {
@@ -377,9 +380,9 @@ fn eig_forward<B: Backend>(
         return Ok(None);
     };
     let (packing, w, v) = spectrum_parts(args, EIG)?;
-    let m = crate::solve(&v, &da.cast(v.dtype())?.matmul(&v)?)?;
-    let vy = v.matmul(&complex_gaps(&w)?.mul(&m)?)?;
-    let norm_fix = real_part(&diagonal(&h(&v)?.matmul(&vy)?)?)?;
+    let m = crate::solve(&v, &da.cast(v.dtype())?.matmul_full(&v)?)?;
+    let vy = v.matmul_full(&complex_gaps(&w)?.mul(&m)?)?;
+    let norm_fix = real_part(&diagonal(&h(&v)?.matmul_full(&vy)?)?)?;
     let dv = vy.sub(&v.mul(&norm_fix.unsqueeze(-2)?)?)?;
     packing.pack(&[Some(diagonal(&m)?), Some(dv)], batch_of(args))
 }
@@ -391,12 +394,12 @@ fn eig_reverse<B: Backend>(args: &RuleArgs<'_, B>, g: &Tensor<B>, _needs: &[bool
     let (packing, w, v) = spectrum_parts(args, EIG)?;
     let gs = packing.unpack(&g.cast(v.dtype())?)?;
     let vt = v.t()?;
-    let vt_gv = vt.matmul(&gs[1])?;
+    let vt_gv = vt.matmul_full(&gs[1])?;
     let g_norm = real_part(&diagonal(&vt_gv)?)?.neg()?;
-    let gram_t = h(&v)?.matmul(&v)?.t()?;
-    let gy = vt_gv.add(&gram_t.matmul(&diag_embed(&g_norm)?)?)?;
+    let gram_t = h(&v)?.matmul_full(&v)?.t()?;
+    let gy = vt_gv.add(&gram_t.matmul_full(&diag_embed(&g_norm)?)?)?;
     let gm = diag_embed(&gs[0])?.add(&complex_gaps(&w)?.mul(&gy)?)?;
-    let ga = crate::solve(&vt, &gm.matmul(&vt)?)?;
+    let ga = crate::solve(&vt, &gm.matmul_full(&vt)?)?;
     Ok(vec![Some(if a.dtype().is_complex() {
         ga
     } else {

@@ -275,3 +275,23 @@ fn values_and_gradients_match_jax() {
         }
     }
 }
+
+/// Linear-algebra functions and their derivative rules multiply in float32 inside an autocast scope
+/// (PyTorch's float32 list): the same values and gradients as outside it, bit for bit.
+#[test]
+fn autocast_leaves_linear_algebra_in_float32() -> Result<()> {
+    let a = conditioned(21, &[2, 4, 4]).cast(DType::F32)?;
+    let eval = || -> Result<(Vec<f32>, Vec<f32>)> {
+        let x = Tensor::var("a", a.clone())?;
+        let y = nabla_linalg::matrix_power(&x, 3)?
+            .add(&nabla_linalg::inv(&x)?)?
+            .add(&nabla_linalg::pinv(&x, None)?)?
+            .sum_all()?;
+        let g = AdContext::new().grad(&y, &x)?;
+        Ok((y.to_vec::<f32>()?, g.to_vec::<f32>()?))
+    };
+    let outside = eval()?;
+    let inside = nabla_tensor::autocast(DType::BF16, eval)??;
+    assert_eq!(inside, outside);
+    Ok(())
+}

@@ -23,6 +23,7 @@ from ._nabla import (  # noqa: F401
     from_dlpack,
     from_numpy,
     full,
+    is_autocast_enabled,
     is_grad_enabled,
     linspace,
     manual_seed,
@@ -130,11 +131,17 @@ negative, absolute, reciprocal = _nabla.neg, _nabla.abs, _nabla.recip
 asarray = tensor
 
 
-class no_grad:
-    """Records nothing for autodiff inside ``with nabla_rs.no_grad():``, or in a decorated function."""
+class _Scope:
+    """A block, entered by ``with`` or by decorating a function, over one of the extension's guard
+    classes (built from ``self._args`` anew for each decorated call, so that calls can nest)."""
+
+    _args = ()
+
+    def _guard(self):
+        raise NotImplementedError
 
     def __enter__(self):
-        self._inner = _nabla.NoGrad()
+        self._inner = self._guard()
         self._inner.__enter__()
         return self
 
@@ -145,10 +152,35 @@ class no_grad:
     def __call__(self, f):
         @_functools.wraps(f)
         def wrapped(*args, **kwargs):
-            with no_grad():
+            with type(self)(*self._args):
                 return f(*args, **kwargs)
 
         return wrapped
+
+
+class no_grad(_Scope):
+    """Records nothing for autodiff inside ``with nabla_rs.no_grad():``, or in a decorated function."""
+
+    def _guard(self):
+        return _nabla.NoGrad()
+
+
+class autocast(_Scope):
+    """Mixed precision as ``torch.autocast``: inside ``with nabla_rs.autocast("cpu", dtype=nabla_rs.bfloat16):``
+    matrix products of float32 tensors (``@``, ``matmul``, ``einsum``, ``nn.Linear``, attention) round
+    their operands to bfloat16 and sum in float32, and their gradients do too, wherever ``backward``
+    runs. Everything else stays float32, and so do the results. ``enabled=False`` turns autocast off
+    inside an enclosing block. Also a decorator. The scope belongs to the calling thread.
+    """
+
+    def __init__(self, device_type="cpu", dtype="bfloat16", enabled=True):
+        if device_type not in ("cpu", "wgpu"):
+            raise ValueError(f"autocast: unknown device type {device_type!r} (expected 'cpu' or 'wgpu')")
+        self._args = (device_type, dtype, enabled)
+        _nabla.Autocast(dtype, enabled)  # a wrong dtype fails here, not at `with`
+
+    def _guard(self):
+        return _nabla.Autocast(*self._args[1:])
 
 
 def mean(x, axis=None, keepdims=False):

@@ -5,6 +5,14 @@ from typing import Any
 
 ArrayLike = Any  # a Tensor, a NumPy array, a nested sequence or a number
 
+class Autocast:
+    """`with nabla_rs.autocast(dtype=nabla_rs.bfloat16):` F32 matrix products inside the block multiply in
+bf16 with f32 sums, and so do their derivatives (`enabled=False` turns autocast off instead)."""
+    def __enter__(self) -> Any:
+        ...
+    def __exit__(self, *_args) -> Any:
+        ...
+
 class CompiledProgram:
     """A program traced from a Python function and compiled for the CPU (`jit`): run it on tensors of
 the shapes and dtypes it was traced with."""
@@ -702,6 +710,10 @@ def imag(x: ArrayLike) -> Tensor: ...
 int32: dtype
 
 int64: dtype
+
+def is_autocast_enabled() -> Any:
+    """`is_autocast_enabled()`: `True` inside an enabled `autocast` block."""
+    ...
 
 def is_grad_enabled() -> Any:
     """`is_grad_enabled()`: `False` inside `no_grad`."""
