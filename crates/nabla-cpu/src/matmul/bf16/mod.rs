@@ -12,6 +12,7 @@
 use super::{Operand, gemm};
 use faer::{Accum, MatRef, Par};
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// An element that rounds to bf16: f32 (rounded to nearest even) or bf16 itself.
 pub(crate) trait ToBf16: Copy + Send + Sync + 'static {
@@ -165,9 +166,10 @@ impl Kernel {
 const MIN_BLOCK: usize = 64;
 
 /// `dst = a b` in bf16 with f32 accumulation, for `dst` a contiguous row-major `[m, n]` slice, on the
-/// given kernel, split over the thread pool when `par`.
+/// given kernel, split over the thread pool when `par`. Every element of `dst` is written before any
+/// is read, so it may start uninitialised.
 pub(crate) fn gemm_bf16<T: ToBf16>(
-    dst: &mut [f32],
+    dst: &mut [MaybeUninit<f32>],
     a: View<'_, T>,
     b: View<'_, T>,
     kernel: Kernel,
@@ -179,11 +181,13 @@ pub(crate) fn gemm_bf16<T: ToBf16>(
         return;
     }
     if a.cols == 0 {
-        dst[..m * n].fill(0.0);
+        for v in &mut dst[..m * n] {
+            v.write(0.0);
+        }
         return;
     }
     let out = Out {
-        ptr: dst.as_mut_ptr(),
+        ptr: dst.as_mut_ptr().cast(),
         rows: m,
         cols: n,
         ld: n,
@@ -271,11 +275,14 @@ pub(crate) fn matmul_bf16<T: ToBf16>(
     kernel: Kernel,
 ) -> Vec<f32> {
     let per = d.m * d.n;
-    let mut out = vec![0.0f32; d.batch * per];
+    let len = d.batch * per;
     if per == 0 || d.k == 0 {
-        return out;
+        return crate::strided::filled_vec(len, 0.0);
     }
-    let item = |i: usize, dst: &mut [f32], par: bool| {
+    // From the buffer cache, uninitialised: every product writes its whole block.
+    let mut out = crate::strided::output_vec::<f32>(len);
+    let spare = &mut out.spare_capacity_mut()[..len];
+    let item = |i: usize, dst: &mut [MaybeUninit<f32>], par: bool| {
         let lhs = View {
             data: a,
             offset: oa.offsets[i],
@@ -297,18 +304,21 @@ pub(crate) fn matmul_bf16<T: ToBf16>(
     let big = d.m * d.k * d.n >= super::PAR_MATRIX_FLOPS;
     let threads = rayon::current_num_threads();
     if d.batch == 1 || (big && d.batch < 4 * threads) {
-        for (i, dst) in out.chunks_mut(per).enumerate() {
+        for (i, dst) in spare.chunks_mut(per).enumerate() {
             item(i, dst, big);
         }
     } else if d.batch * d.m * d.k * d.n >= super::PAR_MATRIX_FLOPS {
-        out.par_chunks_mut(per)
+        spare
+            .par_chunks_mut(per)
             .enumerate()
             .for_each(|(i, dst)| item(i, dst, false));
     } else {
-        for (i, dst) in out.chunks_mut(per).enumerate() {
+        for (i, dst) in spare.chunks_mut(per).enumerate() {
             item(i, dst, false);
         }
     }
+    // SAFETY: every product wrote its whole block of `per` elements.
+    unsafe { out.set_len(len) };
     out
 }
 

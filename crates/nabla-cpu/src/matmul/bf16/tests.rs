@@ -1,7 +1,15 @@
 //! The bf16 products against an f64 reference over the same bf16-rounded operands, on both kernels,
 //! across tile and block edges, odd `k`, strided and transposed operands, and empty sizes.
 
-use super::{Kernel, ToBf16, View, bf16_value, gemm_bf16};
+use super::{Kernel, ToBf16, View, bf16_value};
+use std::mem::MaybeUninit;
+
+/// [`super::gemm_bf16`] into an initialised buffer (whose old values it must overwrite).
+fn gemm_bf16(dst: &mut [f32], a: View<'_, f32>, b: View<'_, f32>, kernel: Kernel, par: bool) {
+    // SAFETY: `MaybeUninit<f32>` has `f32`'s layout, and the kernel only writes valid values.
+    let uninit = unsafe { &mut *(dst as *mut [f32] as *mut [MaybeUninit<f32>]) };
+    super::gemm_bf16(uninit, a, b, kernel, par);
+}
 
 /// Deterministic values in about [-2, 2) with every mantissa bit in play.
 fn values(len: usize, seed: u64) -> Vec<f32> {
