@@ -395,27 +395,35 @@ fn matmul_faer<T: Element + ComplexField>(
         };
         gemm(dst, Accum::Replace, lhs, rhs, par);
     };
-    let per = d.m * d.n;
-    let threads = rayon::current_num_threads();
-    let big = d.m * d.k * d.n >= PAR_MATRIX_FLOPS;
-    let spare = &mut out.spare_capacity_mut()[..len];
-    if d.batch == 1 || (big && d.batch < 4 * threads) {
-        // Few large products: faer's threads share each one, with no imbalance between products.
-        for (i, dst) in spare.chunks_mut(per).enumerate() {
-            one(i, dst, par_for(d.m, d.k, d.n));
-        }
-    } else if d.batch * d.m * d.k * d.n >= PAR_MATRIX_FLOPS {
-        // Many products: one per task, each sequential.
-        spare
-            .par_chunks_mut(per)
-            .enumerate()
-            .for_each(|(i, dst)| one(i, dst, Par::Seq));
-    } else {
-        for (i, dst) in spare.chunks_mut(per).enumerate() {
-            one(i, dst, Par::Seq);
-        }
-    }
+    for_each_product(&mut out.spare_capacity_mut()[..len], d, one);
     // SAFETY: every product replaced its whole block of `per` elements.
     unsafe { out.set_len(len) };
     out
+}
+
+/// Runs `one(i, block, par)` for each product `i` of a batch of `d` products on its `m * n` block of
+/// `out`, choosing the parallelism: few large products one after another, each split over the
+/// threads (`par` from [`par_for`]), with no imbalance between products; many products one per task,
+/// each sequential; little work on this thread alone.
+pub(crate) fn for_each_product<U: Send>(
+    out: &mut [U],
+    d: Dims,
+    one: impl Fn(usize, &mut [U], Par) + Sync,
+) {
+    let per = d.m * d.n;
+    let threads = rayon::current_num_threads();
+    let big = d.m * d.k * d.n >= PAR_MATRIX_FLOPS;
+    if d.batch == 1 || (big && d.batch < 4 * threads) {
+        for (i, dst) in out.chunks_mut(per).enumerate() {
+            one(i, dst, par_for(d.m, d.k, d.n));
+        }
+    } else if d.batch * d.m * d.k * d.n >= PAR_MATRIX_FLOPS {
+        out.par_chunks_mut(per)
+            .enumerate()
+            .for_each(|(i, dst)| one(i, dst, Par::Seq));
+    } else {
+        for (i, dst) in out.chunks_mut(per).enumerate() {
+            one(i, dst, Par::Seq);
+        }
+    }
 }

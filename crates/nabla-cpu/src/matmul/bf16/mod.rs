@@ -11,7 +11,6 @@
 
 use super::{Operand, gemm};
 use faer::{Accum, MatRef, Par};
-use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
 /// An element that rounds to bf16: f32 (rounded to nearest even) or bf16 itself.
@@ -59,6 +58,18 @@ pub(crate) struct View<'a, T> {
 }
 
 impl<'a, T: Copy> View<'a, T> {
+    /// Item `i` of the batch of `rows x cols` matrices that `op` describes in `data`.
+    fn item(data: &'a [T], op: &Operand, i: usize, rows: usize, cols: usize) -> Self {
+        View {
+            data,
+            offset: op.offsets[i],
+            rows,
+            cols,
+            rs: op.rs,
+            cs: op.cs,
+        }
+    }
+
     #[inline(always)]
     fn at(&self, i: usize, j: usize) -> T {
         let index = self.offset as isize + i as isize * self.rs + j as isize * self.cs;
@@ -282,41 +293,11 @@ pub(crate) fn matmul_bf16<T: ToBf16>(
     // From the buffer cache, uninitialised: every product writes its whole block.
     let mut out = crate::strided::output_vec::<f32>(len);
     let spare = &mut out.spare_capacity_mut()[..len];
-    let item = |i: usize, dst: &mut [MaybeUninit<f32>], par: bool| {
-        let lhs = View {
-            data: a,
-            offset: oa.offsets[i],
-            rows: d.m,
-            cols: d.k,
-            rs: oa.rs,
-            cs: oa.cs,
-        };
-        let rhs = View {
-            data: b,
-            offset: ob.offsets[i],
-            rows: d.k,
-            cols: d.n,
-            rs: ob.rs,
-            cs: ob.cs,
-        };
-        gemm_bf16(dst, lhs, rhs, kernel, par);
-    };
-    let big = d.m * d.k * d.n >= super::PAR_MATRIX_FLOPS;
-    let threads = rayon::current_num_threads();
-    if d.batch == 1 || (big && d.batch < 4 * threads) {
-        for (i, dst) in spare.chunks_mut(per).enumerate() {
-            item(i, dst, big);
-        }
-    } else if d.batch * d.m * d.k * d.n >= super::PAR_MATRIX_FLOPS {
-        spare
-            .par_chunks_mut(per)
-            .enumerate()
-            .for_each(|(i, dst)| item(i, dst, false));
-    } else {
-        for (i, dst) in spare.chunks_mut(per).enumerate() {
-            item(i, dst, false);
-        }
-    }
+    super::for_each_product(spare, d, |i, dst, par| {
+        let lhs = View::item(a, oa, i, d.m, d.k);
+        let rhs = View::item(b, ob, i, d.k, d.n);
+        gemm_bf16(dst, lhs, rhs, kernel, matches!(par, Par::Rayon(_)));
+    });
     // SAFETY: every product wrote its whole block of `per` elements.
     unsafe { out.set_len(len) };
     out
