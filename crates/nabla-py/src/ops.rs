@@ -491,7 +491,7 @@ impl Autocast {
     fn py_new(dtype: &Bound<'_, PyAny>, enabled: bool) -> PyResult<Self> {
         let dtype = crate::dtype::parse_dtype(dtype)?;
         // Checked here, so that a wrong dtype fails at construction rather than at `with`.
-        drop(nabla_tensor::AutocastGuard::new(dtype).py()?);
+        nabla_tensor::check_autocast_dtype(dtype).py()?;
         Ok(Autocast {
             dtype: enabled.then_some(dtype),
             guards: Vec::new(),

@@ -40,8 +40,8 @@ impl Precision {
     }
 }
 
-/// Checks that autocast can compute in `dtype`.
-fn check_dtype(dtype: DType) -> Result<()> {
+/// Checks that autocast can compute in `dtype` (only [`DType::BF16`]), naming `autocast` in the error.
+pub fn check_autocast_dtype(dtype: DType) -> Result<()> {
     match dtype {
         DType::BF16 => Ok(()),
         other => Err(Error::dtype("autocast", other).with_hint(
@@ -93,7 +93,7 @@ pub struct AutocastGuard {
 impl AutocastGuard {
     /// Enables autocast to `dtype` (only [`DType::BF16`] is accepted).
     pub fn new(dtype: DType) -> Result<AutocastGuard> {
-        check_dtype(dtype)?;
+        check_autocast_dtype(dtype)?;
         Ok(AutocastGuard::set(Some(dtype)))
     }
 

@@ -170,7 +170,9 @@ mod tensor;
 mod trace;
 mod vmap;
 
-pub use autocast::{AutocastGuard, Precision, autocast, autocast_disabled, autocast_dtype};
+pub use autocast::{
+    AutocastGuard, Precision, autocast, autocast_disabled, autocast_dtype, check_autocast_dtype,
+};
 pub use autograd::{
     AdContext, AdContextBuilder, AnomalyGuard, BackwardOptions, CustomArgs, CustomFn,
     CustomForwardRule, CustomReverseRule, ElementCheck, ExtensionFamily, ExtensionRules,

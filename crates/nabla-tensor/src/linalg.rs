@@ -41,10 +41,8 @@ impl<B: Backend> Tensor<B> {
                 .cast_to(dtype)?
                 .matmul_with(&rhs.cast_to(dtype)?, precision);
         }
-        if precision == Precision::Bf16 && dtype != nabla_core::DType::F32 {
-            return Err(
-                Error::dtype(OP, dtype).with_hint("bf16 products (autocast) take float32 operands")
-            );
+        if precision == Precision::Bf16 {
+            nabla_core::check_bf16_operand(OP, dtype)?;
         }
         if self.rank() == 0 || rhs.rank() == 0 {
             return Err(Error::shapes(OP, self.shape(), rhs.shape())

@@ -418,12 +418,7 @@ pub(super) fn matmul_bf16<B: Backend>(
     y_layout: &Layout,
 ) -> Result<B::Storage> {
     let round = |s: &B::Storage, layout: &Layout| -> Result<B::Storage> {
-        let dtype = b.storage_dtype(s);
-        if dtype != DType::F32 {
-            return Err(
-                Error::dtype("matmul_bf16", dtype).with_hint("bf16 products take float32 operands")
-            );
-        }
+        crate::check_bf16_operand("matmul_bf16", b.storage_dtype(s))?;
         let half = b.cast(s, layout, DType::BF16)?;
         b.cast(&half, &Layout::row_major(layout.shape()), DType::F32)
     };

@@ -24,6 +24,15 @@ impl std::fmt::Display for Device {
     }
 }
 
+/// Checks that `dtype` can be an operand of a bf16 product ([`Backend::matmul_bf16`], autocast): only
+/// F32 can; anything else is an error naming `op`.
+pub fn check_bf16_operand(op: &'static str, dtype: DType) -> Result<()> {
+    if dtype == DType::F32 {
+        return Ok(());
+    }
+    Err(crate::Error::dtype(op, dtype).with_hint("bf16 products (autocast) take float32 operands"))
+}
+
 /// A compute device: a small kernel interface over device-resident buffers.
 ///
 /// Contract, shared by every method:

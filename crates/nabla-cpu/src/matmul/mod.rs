@@ -150,11 +150,8 @@ pub(crate) fn matmul_bf16(
 ) -> Result<CpuStorage> {
     const OP: &str = "matmul_bf16";
     let dims = check(OP, la.shape(), lb.shape())?;
-    for dtype in [a.dtype(), b.dtype()] {
-        if dtype != DType::F32 {
-            return Err(Error::dtype(OP, dtype).with_hint("bf16 products take float32 operands"));
-        }
-    }
+    nabla_core::check_bf16_operand(OP, a.dtype())?;
+    nabla_core::check_bf16_operand(OP, b.dtype())?;
     let (x, y) = (a.typed::<f32>(OP)?, b.typed::<f32>(OP)?);
     let out = bf16::matmul_bf16(
         x,
