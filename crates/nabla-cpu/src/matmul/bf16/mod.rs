@@ -13,8 +13,18 @@ use super::{Operand, gemm};
 use faer::{Accum, MatRef, Par};
 use std::mem::MaybeUninit;
 
+/// What the packed kernel needs of an element type where it exists: rounding sixteen at a time.
+#[cfg(target_arch = "x86_64")]
+use dot::Chunk as Packable;
+
+/// Nothing, where the packed kernel does not exist.
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) trait Packable {}
+#[cfg(not(target_arch = "x86_64"))]
+impl<T> Packable for T {}
+
 /// An element that rounds to bf16: f32 (rounded to nearest even) or bf16 itself.
-pub(crate) trait ToBf16: Copy + Send + Sync + 'static {
+pub(crate) trait ToBf16: Copy + Send + Sync + 'static + Packable {
     /// The bf16 bit pattern of this value.
     fn bf16_bits(self) -> u16;
 }
@@ -85,15 +95,6 @@ impl<'a, T: Copy> View<'a, T> {
         }
     }
 
-    /// The columns `start..start + len`.
-    fn cols(self, start: usize, len: usize) -> Self {
-        View {
-            offset: (self.offset as isize + start as isize * self.cs) as usize,
-            cols: len,
-            ..self
-        }
-    }
-
     /// The transposed view.
     fn t(self) -> Self {
         View {
@@ -106,7 +107,7 @@ impl<'a, T: Copy> View<'a, T> {
     }
 }
 
-/// A row-major block of the output, `rows x cols` with row stride `ld`, written by one task.
+/// The row-major output, `rows x cols` with row stride `ld`.
 struct Out {
     ptr: *mut f32,
     rows: usize,
@@ -114,36 +115,10 @@ struct Out {
     ld: usize,
 }
 
-// SAFETY: each `Out` addresses a block of the output that no other task writes.
+// SAFETY: the kernels' tasks write disjoint tiles of the output, each from one thread.
 unsafe impl Send for Out {}
-
-impl Out {
-    fn split_rows(self, mid: usize) -> (Out, Out) {
-        // SAFETY: `mid <= rows`, so the second block starts inside (or at the end of) this one.
-        let bottom = unsafe { self.ptr.add(mid * self.ld) };
-        (
-            Out { rows: mid, ..self },
-            Out {
-                ptr: bottom,
-                rows: self.rows - mid,
-                ..self
-            },
-        )
-    }
-
-    fn split_cols(self, mid: usize) -> (Out, Out) {
-        // SAFETY: `mid <= cols`.
-        let right = unsafe { self.ptr.add(mid) };
-        (
-            Out { cols: mid, ..self },
-            Out {
-                ptr: right,
-                cols: self.cols - mid,
-                ..self
-            },
-        )
-    }
-}
+// SAFETY: as above: shared between tasks only to address their own tiles.
+unsafe impl Sync for Out {}
 
 /// How the products run: with `vdpbf16ps`, or by faer on bf16-rounded f32 copies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,6 +138,7 @@ impl Kernel {
             let dot = *DOT.get_or_init(|| {
                 std::arch::is_x86_feature_detected!("avx512f")
                     && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
                     && std::arch::is_x86_feature_detected!("avx512bf16")
             });
             if dot {
@@ -173,12 +149,9 @@ impl Kernel {
     }
 }
 
-/// Smallest side of an output block worth a task of its own.
-const MIN_BLOCK: usize = 64;
-
 /// `dst = a b` in bf16 with f32 accumulation, for `dst` a contiguous row-major `[m, n]` slice, on the
-/// given kernel, split over the thread pool when `par`. Every element of `dst` is written before any
-/// is read, so it may start uninitialised.
+/// given kernel, over the thread pool when `par`. Every element of `dst` is written before any is
+/// read, so it may start uninitialised.
 pub(crate) fn gemm_bf16<T: ToBf16>(
     dst: &mut [MaybeUninit<f32>],
     a: View<'_, T>,
@@ -203,57 +176,25 @@ pub(crate) fn gemm_bf16<T: ToBf16>(
         cols: n,
         ld: n,
     };
-    // One block per thread: each block packs its own copy of the operand it shares with the others.
-    let blocks = if par { rayon::current_num_threads() } else { 1 };
-    split(out, a, b, kernel, blocks);
-}
-
-/// Runs the product as up to `blocks` tasks over row or column blocks of the output.
-fn split<T: ToBf16>(out: Out, a: View<'_, T>, b: View<'_, T>, kernel: Kernel, blocks: usize) {
-    let along_rows = out.rows >= out.cols;
-    let side = if along_rows { out.rows } else { out.cols };
-    let blocks = blocks.min(side / MIN_BLOCK);
-    if blocks < 2 {
-        return sequential(out, a, b, kernel);
-    }
-    let mid = side / 2;
-    let (left, right) = (blocks / 2, blocks - blocks / 2);
-    if along_rows {
-        let (top, bottom) = out.split_rows(mid);
-        let (a_top, a_bottom) = (a.rows(0, mid), a.rows(mid, a.rows - mid));
-        rayon::join(
-            || split(top, a_top, b, kernel, left),
-            || split(bottom, a_bottom, b, kernel, right),
-        );
-    } else {
-        let (lhs, rhs) = out.split_cols(mid);
-        let (b_left, b_right) = (b.cols(0, mid), b.cols(mid, b.cols - mid));
-        rayon::join(
-            || split(lhs, a, b_left, kernel, left),
-            || split(rhs, a, b_right, kernel, right),
-        );
-    }
-}
-
-/// One block of the product on the calling thread.
-fn sequential<T: ToBf16>(out: Out, a: View<'_, T>, b: View<'_, T>, kernel: Kernel) {
     match kernel {
         Kernel::Dot => {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `Kernel::Dot` is only chosen (by `detect`, or by tests after `detect` returned
-            // it) where the CPU has AVX512F, AVX512BW and AVX512_BF16.
+            // it) where the CPU has AVX512F, AVX512BW, AVX512VL and AVX512_BF16; `out` addresses
+            // `dst`, which holds `m x n` elements.
             unsafe {
-                dot::product(out, a, b)
+                let threads = if par { rayon::current_num_threads() } else { 1 };
+                dot::product(out, a, b, threads)
             }
             #[cfg(not(target_arch = "x86_64"))]
-            rounded(out, a, b)
+            rounded(out, a, b, par)
         }
-        Kernel::Rounded => rounded(out, a, b),
+        Kernel::Rounded => rounded(out, a, b, par),
     }
 }
 
 /// The fallback: both operands rounded to bf16 into contiguous f32 copies, multiplied by faer.
-fn rounded<T: ToBf16>(out: Out, a: View<'_, T>, b: View<'_, T>) {
+fn rounded<T: ToBf16>(out: Out, a: View<'_, T>, b: View<'_, T>, par: bool) {
     let copy = |v: View<'_, T>| -> Vec<f32> {
         let mut data = Vec::with_capacity(v.rows * v.cols);
         for i in 0..v.rows {
@@ -271,7 +212,7 @@ fn rounded<T: ToBf16>(out: Out, a: View<'_, T>, b: View<'_, T>) {
         Accum::Replace,
         MatRef::from_row_major_slice(&x, a.rows, a.cols),
         MatRef::from_row_major_slice(&y, b.rows, b.cols),
-        Par::Seq,
+        if par { Par::rayon(0) } else { Par::Seq },
     );
 }
 

@@ -115,6 +115,7 @@ fn products_across_tile_and_block_edges_match_the_rounded_reference() {
         (9, 17, 49),
         (33, 515, 97),
         (70, 64, 1600),
+        (20, 301, 1600),
         (300, 40, 20),
     ] {
         let (x, y) = (values(m * k, 1), values(k * n, 2));
@@ -149,6 +150,17 @@ fn transposed_strided_and_offset_operands() {
         view(&y, last, k, n, -(n as isize), 1),
         "broadcast and reversed",
     );
+    // Transposed operands over several row blocks, threads' tasks and k blocks (the left operand
+    // packed across lines, the right one along k), and again with more than one column block,
+    // where the left operand is packed whole.
+    for (m3, k3, n3) in [(300, 301, 100), (40, 301, 1600)] {
+        let (x3, y3) = (values(m3 * k3, 7), values(k3 * n3, 8));
+        check(
+            view(&x3, 0, m3, k3, 1, m3 as isize),
+            view(&y3, 0, k3, n3, 1, k3 as isize),
+            "transposed, several blocks",
+        );
+    }
     // Exactly the tile width with rows contiguous across lines (the right operand's fast packing).
     let (k2, n2) = (10, 96);
     let z = values(k2 * n2, 5);
