@@ -274,6 +274,8 @@ pub trait SimdFloat:
     fn tanh(self) -> Self;
     /// `self^(1/2)`.
     fn sqrt(self) -> Self;
+    /// The natural logarithm (the standard library's: for a value per row, not per element).
+    fn ln(self) -> Self;
     /// `value` rounded to this type.
     fn from_f64(value: f64) -> Self;
 }
@@ -299,6 +301,10 @@ macro_rules! simd_float {
             #[inline(always)]
             fn sqrt(self) -> $f {
                 <$f>::sqrt(self)
+            }
+            #[inline(always)]
+            fn ln(self) -> $f {
+                <$f>::ln(self)
             }
             fn from_f64(value: f64) -> $f {
                 value as $f

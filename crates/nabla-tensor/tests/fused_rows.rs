@@ -1,4 +1,5 @@
-//! The fused row ops behind `softmax` (last axis) and `layer_norm` (trailing axes) on the CPU: values
+//! The fused row ops behind `softmax` and `log_softmax` (last axis) and `layer_norm` (trailing axes)
+//! on the CPU: values
 //! against the composite formula (which other axes still use), first and second derivatives against
 //! central finite differences, the adjoint identity of the forward and reverse rules of the ops and of
 //! their fused vector-Jacobian products, and derivatives to third order against the composite's.
@@ -17,6 +18,20 @@ fn softmax_both(x: &T) -> (T, T) {
         .transpose(0, r as isize - 1)
         .unwrap()
         .softmax(0)
+        .unwrap()
+        .transpose(0, r as isize - 1)
+        .unwrap();
+    (fused, composite)
+}
+
+/// Log-softmax over the last axis, fused and composite.
+fn log_softmax_both(x: &T) -> (T, T) {
+    let fused = x.log_softmax(-1).unwrap();
+    let r = x.rank();
+    let composite = x
+        .transpose(0, r as isize - 1)
+        .unwrap()
+        .log_softmax(0)
         .unwrap()
         .transpose(0, r as isize - 1)
         .unwrap();
@@ -67,7 +82,11 @@ fn values_match_the_composite_formula() {
         assert_same(&format!("softmax {shape:?}"), &f, &c, 1e-14);
         let (f, c) = layer_norm_both(&x, 1e-5);
         assert_same(&format!("layer_norm {shape:?}"), &f, &c, 1e-12);
+        let (f, c) = log_softmax_both(&x);
+        assert_same(&format!("log_softmax {shape:?}"), &f, &c, 1e-14);
         let x32 = x.cast(DType::F32).unwrap();
+        let (f, c) = log_softmax_both(&x32);
+        assert_same(&format!("log_softmax f32 {shape:?}"), &f, &c, 1e-6);
         let (f, c) = softmax_both(&x32);
         assert_eq!(f.dtype(), DType::F32);
         assert_same(&format!("softmax f32 {shape:?}"), &f, &c, 1e-6);
@@ -83,6 +102,8 @@ fn views_extremes_and_non_finite_rows_match_the_composite() {
     assert_same("softmax of a transposed view", &f, &c, 1e-14);
     let (f, c) = layer_norm_both(&x, 0.0);
     assert_same("layer_norm of a transposed view", &f, &c, 1e-12);
+    let (f, c) = log_softmax_both(&x);
+    assert_same("log_softmax of a transposed view", &f, &c, 1e-14);
     let inf = f64::INFINITY;
     let rows = t(
         &[
@@ -119,6 +140,8 @@ fn views_extremes_and_non_finite_rows_match_the_composite() {
         assert_same(&format!("softmax extremes {dtype}"), &f, &c, 1e-6);
         let (f, c) = layer_norm_both(&x, 1e-5);
         assert_same(&format!("layer_norm extremes {dtype}"), &f, &c, 1e-5);
+        let (f, c) = log_softmax_both(&x);
+        assert_same(&format!("log_softmax extremes {dtype}"), &f, &c, 1e-6);
     }
 }
 
@@ -157,6 +180,13 @@ fn softmax_loss(x: &T) -> Result<T> {
         .sum_all()
 }
 
+fn log_softmax_loss(x: &T) -> Result<T> {
+    x.log_softmax(-1)?
+        .tanh()?
+        .mul(t(&[0.3, -1.2, 0.7, 2.0], &[4]))?
+        .sum_all()
+}
+
 fn layer_norm_loss(x: &T) -> Result<T> {
     x.layer_norm(&[-1], 1e-3)?
         .tanh()?
@@ -170,6 +200,11 @@ fn softmax_loss_composite(x: &T) -> Result<T> {
     y.square()?.mul(t(&[0.3, -1.2, 0.7, 2.0], &[4]))?.sum_all()
 }
 
+fn log_softmax_loss_composite(x: &T) -> Result<T> {
+    let y = x.t()?.log_softmax(0)?.t()?;
+    y.tanh()?.mul(t(&[0.3, -1.2, 0.7, 2.0], &[4]))?.sum_all()
+}
+
 fn layer_norm_loss_composite(x: &T) -> Result<T> {
     let y = x.t()?.layer_norm(&[0], 1e-3)?.t()?;
     y.tanh()?.mul(t(&[0.3, -1.2, 0.7, 2.0], &[4]))?.sum_all()
@@ -180,6 +215,7 @@ fn first_and_second_derivatives_match_finite_differences() {
     let x = randn(&[3, 4], 21);
     for (label, f) in [
         ("softmax", softmax_loss as fn(&T) -> Result<T>),
+        ("log_softmax", log_softmax_loss),
         ("layer_norm", layer_norm_loss),
     ] {
         check(label, |v: &[T]| f(&v[0]), std::slice::from_ref(&x));
@@ -198,6 +234,9 @@ fn first_and_second_derivatives_match_finite_differences() {
         |v: &[T]| v[0].softmax(-1),
         std::slice::from_ref(&x3),
     );
+    let lsm = |v: &[T]| v[0].log_softmax(-1);
+    check("log_softmax 3-D", lsm, std::slice::from_ref(&x3));
+    check2("log_softmax 3-D", lsm, std::slice::from_ref(&x3));
     let ln2 = |v: &[T]| v[0].layer_norm(&[-2, -1], 1e-2);
     check("layer_norm 2 axes", ln2, std::slice::from_ref(&x3));
     check2("layer_norm 2 axes", ln2, std::slice::from_ref(&x3));
@@ -209,6 +248,27 @@ fn forward_and_reverse_rules_satisfy_the_adjoint_identity() {
     let xs = std::slice::from_ref(&x);
     adjoint("softmax", |v: &[T]| v[0].softmax(-1), xs, 1);
     adjoint("layer_norm", |v: &[T]| v[0].layer_norm(&[-1], 1e-3), xs, 2);
+    adjoint("log_softmax", |v: &[T]| v[0].log_softmax(-1), xs, 7);
+    adjoint(
+        "grad of log_softmax loss",
+        |v: &[T]| grad(log_softmax_loss)(&v[0]),
+        xs,
+        8,
+    );
+    finite_difference(
+        "grad of log_softmax loss",
+        |v: &[T]| grad(log_softmax_loss)(&v[0]),
+        xs,
+        9,
+    );
+    // Forward over forward reaches the jvp op's own forward rule.
+    let jvp_of_jvp = |v: &[T]| {
+        let d = randn(&[3, 4], 10);
+        let (_, t) = jvp(|x: &T| x.log_softmax(-1)?.tanh(), &v[0], &d)?;
+        Ok(t)
+    };
+    adjoint("jvp of log_softmax", jvp_of_jvp, xs, 11);
+    finite_difference("jvp of log_softmax", jvp_of_jvp, xs, 12);
     // The gradient maps: their Jacobians are the Hessians, through both vjp ops' two rules.
     adjoint(
         "grad of softmax loss",
@@ -247,6 +307,7 @@ fn derivatives_to_third_order_match_the_composite() {
             softmax_loss_composite as fn(&T) -> Result<T>,
         ),
         (layer_norm_loss, layer_norm_loss_composite),
+        (log_softmax_loss, log_softmax_loss_composite),
     ] {
         let g = |f: fn(&T) -> Result<T>| vals(&grad(f)(&x).unwrap());
         assert_near(&g(fused), &g(composite), 1e-12);

@@ -39,10 +39,16 @@ impl<B: Backend> Tensor<B> {
     }
 
     /// `log(softmax(x))` along `axis`, computed as `x - logsumexp(x)` without ever forming the softmax
-    /// (`jax.nn.log_softmax`): finite for finite inputs however large.
+    /// (`jax.nn.log_softmax`): finite for finite inputs however large. Along the last axis on the CPU
+    /// it runs as one fused pass per row, with a fused backward (so a cross-entropy over a large
+    /// vocabulary makes one `[tokens, vocab]` array forward and one backward).
     pub fn log_softmax(&self, axis: isize) -> Result<Self> {
         self.check_real_float("log_softmax")?;
-        let axis = [normalize_axis("log_softmax", axis, self.rank())? as isize];
+        let axis = normalize_axis("log_softmax", axis, self.rank())?;
+        if axis + 1 == self.rank() && fused_rows::applies(self, 1) {
+            return fused_rows::log_softmax(self);
+        }
+        let axis = [axis as isize];
         let shifted = self.sub(self.max(&axis, true)?.detach())?;
         let lse = shifted.exp()?.sum(&axis, true)?.log()?;
         shifted.sub(&lse)

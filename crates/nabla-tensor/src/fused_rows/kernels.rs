@@ -1,7 +1,7 @@
 //! The host kernels of the fused row ops: each row (the trailing axes, flattened) is read from
-//! memory once and stays in cache for the passes over it, so a softmax or a layer normalisation
-//! costs about one read and one write of its input instead of the five to eight passes of the
-//! composite formula.
+//! memory once and stays in cache for the passes over it, so a softmax, a log-softmax or a layer
+//! normalisation costs about one read and one write of its input instead of the five to eight
+//! passes of the composite formula.
 //!
 //! Sums run in eight independent lanes (combined at the end), so the SIMD builds of these loops
 //! vectorise without reassociating anything the compiler would have to prove; `exp` is the
@@ -85,6 +85,34 @@ fn softmax_vjp_row<T: RowFloat>(y: &[T], g: &[T], out: &mut [MaybeUninit<T>]) {
     }
 }
 
+/// `(x - max) - log Σ e^(x - max)` of one row, the composite's formula.
+#[inline(always)]
+fn log_softmax_row<T: RowFloat>(x: &[T], out: &mut [MaybeUninit<T>]) {
+    let m = row_max(x);
+    let log_sum = lane_sum(x, x, |v, _| (v - m).exp()).ln();
+    for (o, &v) in out.iter_mut().zip(x) {
+        o.write((v - m) - log_sum);
+    }
+}
+
+/// `g - e^y Σ g` of one row: the log-softmax's vector-Jacobian product from its output `y`.
+#[inline(always)]
+fn log_softmax_vjp_row<T: RowFloat>(y: &[T], g: &[T], out: &mut [MaybeUninit<T>]) {
+    let s = lane_sum(g, g, |v, _| v);
+    for ((o, &yv), &gv) in out.iter_mut().zip(y).zip(g) {
+        o.write(gv - yv.exp() * s);
+    }
+}
+
+/// `t - <e^y, t>` of one row: the log-softmax's Jacobian-vector product from its output `y`.
+#[inline(always)]
+fn log_softmax_jvp_row<T: RowFloat>(y: &[T], t: &[T], out: &mut [MaybeUninit<T>]) {
+    let s = lane_sum(y, t, |y, t| y.exp() * t);
+    for (o, &tv) in out.iter_mut().zip(t) {
+        o.write(tv - s);
+    }
+}
+
 /// The mean and the reciprocal standard deviation `1 / sqrt(var + eps)` of a non-empty row (the
 /// population variance, by the two-pass formula).
 #[inline(always)]
@@ -145,6 +173,18 @@ nabla_core::simd_kernel! {
                 .chunks_exact_mut(n)
                 .zip(a.chunks_exact(n).zip(b.chunks_exact(n)))
                 .for_each(|(o, (y, g))| softmax_vjp_row(y, g, o)),
+            RowKernel::LogSoftmax => out
+                .chunks_exact_mut(n)
+                .zip(a.chunks_exact(n))
+                .for_each(|(o, x)| log_softmax_row(x, o)),
+            RowKernel::LogSoftmaxVjp => out
+                .chunks_exact_mut(n)
+                .zip(a.chunks_exact(n).zip(b.chunks_exact(n)))
+                .for_each(|(o, (y, g))| log_softmax_vjp_row(y, g, o)),
+            RowKernel::LogSoftmaxJvp => out
+                .chunks_exact_mut(n)
+                .zip(a.chunks_exact(n).zip(b.chunks_exact(n)))
+                .for_each(|(o, (y, t))| log_softmax_jvp_row(y, t, o)),
             RowKernel::LayerNorm { eps } => {
                 let eps = T::from_f64(f64::from_bits(eps));
                 out.chunks_exact_mut(n)

@@ -1,15 +1,17 @@
-//! Fused row ops: softmax and layer normalisation over the trailing axes as single-pass kernels, with
-//! their vector-Jacobian products as fused ops too (what PyTorch's `_softmax_backward_data` and
-//! `native_layer_norm_backward` are).
+//! Fused row ops: softmax, log-softmax and layer normalisation over the trailing axes as single-pass
+//! kernels, with their vector-Jacobian products as fused ops too (what PyTorch's
+//! `_softmax_backward_data`, `_log_softmax_backward_data` and `native_layer_norm_backward` are).
 //!
 //! They form an extension family ([`FusedRows`]) whose rules are written in differentiable tensor ops
 //! and in the family's own ops, so every transform differentiates them to any order:
 //! - `softmax(x) = y`: both rules are `softmax_vjp(y, ·)` (its Jacobian is symmetric);
+//! - `log_softmax(x) = y`: the reverse rule is `log_softmax_vjp(y, ·)`, the forward rule
+//!   `log_softmax_jvp(y, ·)` (its Jacobian is not symmetric; the two ops are each other's transpose);
 //! - `layer_norm(x)`: both rules are `layer_norm_vjp(x, ·)` (symmetric too);
-//! - the two vjp ops are linear in their cotangent argument, with the same op as that part of their
+//! - the vjp and jvp ops are linear in their cotangent argument, with the same op as that part of their
 //!   rules, and have closed-form derivatives in the other argument.
 //!
-//! [`Tensor::softmax`] and [`Tensor::layer_norm`] use them on the CPU backend for `f32` and `f64` when
+//! [`Tensor::softmax`], [`Tensor::log_softmax`] and [`Tensor::layer_norm`] use them on the CPU backend for `f32` and `f64` when
 //! the reduced axes are the trailing ones; other backends, traced programs (whose compiler fuses the
 //! composite's elementwise chains itself) and other axes keep the composite formula, which computes the
 //! same values up to rounding.
@@ -33,6 +35,14 @@ pub(crate) enum RowKernel {
     Softmax,
     /// `y (g - <g, y>)` from the softmax output `y` and a cotangent `g`.
     SoftmaxVjp,
+    /// `x - log(sum(e^x))` along the row.
+    LogSoftmax,
+    /// `g - e^y sum(g)` from the log-softmax output `y` and a cotangent `g`: its vector-Jacobian
+    /// product.
+    LogSoftmaxVjp,
+    /// `t - <e^y, t>` from the log-softmax output `y` and a tangent `t`: its Jacobian-vector
+    /// product (the transpose of the vector-Jacobian product).
+    LogSoftmaxJvp,
     /// `(x - mean) / sqrt(var + eps)`; `eps` as the bits of an `f64` (so the op is `Eq + Hash`).
     LayerNorm {
         /// `eps.to_bits()`.
@@ -49,8 +59,11 @@ impl RowKernel {
     /// How many tensors the op takes.
     fn arity(self) -> usize {
         match self {
-            RowKernel::Softmax | RowKernel::LayerNorm { .. } => 1,
-            RowKernel::SoftmaxVjp | RowKernel::LayerNormVjp { .. } => 2,
+            RowKernel::Softmax | RowKernel::LogSoftmax | RowKernel::LayerNorm { .. } => 1,
+            RowKernel::SoftmaxVjp
+            | RowKernel::LogSoftmaxVjp
+            | RowKernel::LogSoftmaxJvp
+            | RowKernel::LayerNormVjp { .. } => 2,
         }
     }
 }
@@ -100,6 +113,15 @@ pub(crate) fn softmax<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
     apply(op, &[x])
 }
 
+/// `log_softmax(x)` along the last axis, fused.
+pub(crate) fn log_softmax<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    let op = RowOp {
+        kernel: RowKernel::LogSoftmax,
+        row_axes: 1,
+    };
+    apply(op, &[x])
+}
+
 /// `layer_norm(x, eps)` over the last `row_axes` axes, fused.
 pub(crate) fn layer_norm<B: Backend>(
     x: &Tensor<B>,
@@ -130,7 +152,7 @@ impl<B: Backend> Tensor<B> {
     }
 }
 
-/// `true` when `x`'s softmax or layer norm over its last `row_axes` axes should run as a fused row op:
+/// `true` when `x`'s softmax, log-softmax or layer norm over its last `row_axes` axes should run as a fused row op:
 /// on the CPU backend, for `f32` or `f64`, with non-empty rows. With `row_axes = 0` (rows of one
 /// element), whether an elementwise fused op such as [`crate::fused_relu`] applies.
 pub(crate) fn applies<B: Backend>(x: &Tensor<B>, row_axes: usize) -> bool {
@@ -146,6 +168,9 @@ impl RowOp {
         match self.kernel {
             RowKernel::Softmax => "fused.softmax",
             RowKernel::SoftmaxVjp => "fused.softmax_vjp",
+            RowKernel::LogSoftmax => "fused.log_softmax",
+            RowKernel::LogSoftmaxVjp => "fused.log_softmax_vjp",
+            RowKernel::LogSoftmaxJvp => "fused.log_softmax_jvp",
             RowKernel::LayerNorm { .. } => "fused.layer_norm",
             RowKernel::LayerNormVjp { .. } => "fused.layer_norm_vjp",
         }

@@ -7,6 +7,11 @@
 //! - `f = softmax_vjp(y, g)` is linear in `g` with the same symmetric matrix; in `y`,
 //!   `∂f/∂y · ẏ = ẏ ⊙ (g - ⟨g, y⟩) - y ⟨g, ẏ⟩`, whose transpose maps `u` to
 //!   `u ⊙ (g - ⟨g, y⟩) - ⟨u, y⟩ g`.
+//! - Log-softmax `y = x - log Σ e^x` has the Jacobian `I - 1 (e^y)ᵀ`: its reverse rule is
+//!   `log_softmax_vjp(y, g) = g - e^y Σ g`, its forward rule `log_softmax_jvp(y, t) = t - ⟨e^y, t⟩`,
+//!   each linear in its second argument and the other's transpose. In `y`, the vjp's derivative
+//!   `ẏ ↦ -e^y ⊙ ẏ Σ g` is diagonal (its own transpose), and the jvp's is `ẏ ↦ -⟨e^y ⊙ ẏ, t⟩`, whose
+//!   transpose maps `u` to `-(Σ u) e^y ⊙ t`.
 //! - Layer norm `y = x̂ = (x - mean(x)) r` with `r = (var(x) + eps)^(-1/2)` has the symmetric Jacobian
 //!   `r P`, `P v = v - mean(v) - x̂ mean(v ⊙ x̂)`, so both its rules are `layer_norm_vjp(x, v) = r P v`.
 //! - `f = layer_norm_vjp(x, g) = r P g` is linear in `g` (the same symmetric map). In `x`, with
@@ -36,6 +41,22 @@ pub(super) fn rules<B: Backend>() -> ExtensionRules<B> {
         })
         .reverse("fused.softmax_vjp", softmax_vjp_reverse)
         .forward("fused.softmax_vjp", softmax_vjp_forward)
+        .reverse("fused.log_softmax", |a, g, _| {
+            Ok(vec![Some(apply_with(
+                a,
+                RowKernel::LogSoftmaxVjp,
+                &[a.output, g],
+            )?)])
+        })
+        .forward("fused.log_softmax", |a, t| {
+            t[0].as_ref()
+                .map(|t| apply_with(a, RowKernel::LogSoftmaxJvp, &[a.output, t]))
+                .transpose()
+        })
+        .reverse("fused.log_softmax_vjp", log_softmax_vjp_reverse)
+        .forward("fused.log_softmax_vjp", log_softmax_vjp_forward)
+        .reverse("fused.log_softmax_jvp", log_softmax_jvp_reverse)
+        .forward("fused.log_softmax_jvp", log_softmax_jvp_forward)
         .reverse("fused.layer_norm", |a, g, _| {
             let vjp = RowKernel::LayerNormVjp { eps: eps_bits(a)? };
             Ok(vec![Some(apply_with(a, vjp, &[&a.inputs[0], g])?)])
@@ -123,6 +144,86 @@ fn softmax_vjp_forward<B: Backend>(
         .map(|dg| apply_with(args, RowKernel::SoftmaxVjp, &[y, dg]))
         .transpose()?;
     sum_parts(from_y, from_g)
+}
+
+/// `f = log_softmax_vjp(y, g) = g - e^y Σ g`: `u ↦ (-(Σ g) e^y ⊙ u, log_softmax_jvp(y, u))`.
+fn log_softmax_vjp_reverse<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    u: &Tensor<B>,
+    needs: &[bool],
+) -> Result<Vec<Option<Tensor<B>>>> {
+    let axes = row_op(args)?.axes();
+    let (y, g) = (&args.inputs[0], &args.inputs[1]);
+    let dy = if needs[0] {
+        Some(u.mul(y.exp()?)?.mul(g.sum(&axes, true)?)?.neg()?)
+    } else {
+        None
+    };
+    let dg = if needs[1] {
+        Some(apply_with(args, RowKernel::LogSoftmaxJvp, &[y, u])?)
+    } else {
+        None
+    };
+    Ok(vec![dy, dg])
+}
+
+fn log_softmax_vjp_forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    t: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let axes = row_op(args)?.axes();
+    let (y, g) = (&args.inputs[0], &args.inputs[1]);
+    let from_y = t[0]
+        .as_ref()
+        .map(|dy| dy.mul(y.exp()?)?.mul(g.sum(&axes, true)?)?.neg())
+        .transpose()?;
+    let from_g = t[1]
+        .as_ref()
+        .map(|dg| apply_with(args, RowKernel::LogSoftmaxVjp, &[y, dg]))
+        .transpose()?;
+    sum_parts(from_y, from_g)
+}
+
+/// `f = log_softmax_jvp(y, t) = t - ⟨e^y, t⟩`: `u ↦ (-(Σ u) e^y ⊙ t, log_softmax_vjp(y, u))`.
+fn log_softmax_jvp_reverse<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    u: &Tensor<B>,
+    needs: &[bool],
+) -> Result<Vec<Option<Tensor<B>>>> {
+    let axes = row_op(args)?.axes();
+    let (y, t) = (&args.inputs[0], &args.inputs[1]);
+    let dy = if needs[0] {
+        Some(t.mul(y.exp()?)?.mul(u.sum(&axes, true)?)?.neg()?)
+    } else {
+        None
+    };
+    let dt = if needs[1] {
+        Some(apply_with(args, RowKernel::LogSoftmaxVjp, &[y, u])?)
+    } else {
+        None
+    };
+    Ok(vec![dy, dt])
+}
+
+fn log_softmax_jvp_forward<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    tangents: &[Option<Tensor<B>>],
+) -> Result<Option<Tensor<B>>> {
+    let axes = row_op(args)?.axes();
+    let (y, t) = (&args.inputs[0], &args.inputs[1]);
+    let from_y = tangents[0]
+        .as_ref()
+        .map(|dy| {
+            row_dot(&y.exp()?.mul(dy)?, t, &axes)?
+                .neg()?
+                .broadcast_to(y.shape().to_vec())
+        })
+        .transpose()?;
+    let from_t = tangents[1]
+        .as_ref()
+        .map(|dt| apply_with(args, RowKernel::LogSoftmaxJvp, &[y, dt]))
+        .transpose()?;
+    sum_parts(from_y, from_t)
 }
 
 /// `a + b` where both are present, else the one that is.
