@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Softmax and layer norm, forward + backward, in nabla (fused row ops and the composite formula)
+"""Softmax, log-softmax and layer norm, forward + backward, in nabla (fused row ops and the composite formula)
 and in PyTorch eager (its fused kernels), in one run.
 
 Run from the repository root:
 
     python3 scripts/bench_fused_rows.py [--rounds 3] [--repeats 20] [--skip-build]
 
-The nabla side is crates/nabla/examples/bench_fused_rows.rs. Shapes (f32) are the GPT benchmark's:
-softmax over attention scores [32, 4, 64, 64] (last axis), layer norm over [32, 64, 128] (last axis,
-eps 1e-5). Each step makes the input a leaf, computes the op, multiplies by a fixed random cotangent,
+The nabla side is crates/nabla/examples/bench_fused_rows.rs. Shapes (f32) are the GPT benchmarks':
+softmax over attention scores [32, 4, 64, 64] (last axis), log-softmax over logits of GPT-2's
+vocabulary [256, 50257] (last axis; what cross-entropy runs), layer norm over [32, 64, 128] (last
+axis, eps 1e-5). Each step makes the input a leaf, computes the op, multiplies by a fixed random cotangent,
 sums, and runs backward. Rounds alternate the frameworks; the table shows medians over rounds and
 the ratios torch/nabla (above 1 = nabla faster) and composite/fused.
 """
@@ -22,7 +23,7 @@ import subprocess
 import time
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-SHAPES = {"softmax": (32, 4, 64, 64), "layer_norm": (32, 64, 128)}
+SHAPES = {"softmax": (32, 4, 64, 64), "log_softmax": (256, 50257), "layer_norm": (32, 64, 128)}
 
 
 def run_nabla(repeats: int) -> dict:
@@ -45,6 +46,8 @@ def run_torch(repeats: int) -> dict:
         c = torch.randn(shape)
         if name == "softmax":
             f = lambda v: torch.softmax(v, -1)
+        elif name == "log_softmax":
+            f = lambda v: torch.log_softmax(v, -1)
         else:
             f = lambda v: torch.nn.functional.layer_norm(v, (shape[-1],), eps=1e-5)
 

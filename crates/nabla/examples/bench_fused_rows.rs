@@ -1,14 +1,17 @@
-//! Forward + backward time of softmax and layer norm at the GPT benchmark's sizes: the fused row ops
-//! that `Tensor::softmax` and `Tensor::layer_norm` use on the CPU, against the same functions written
+//! Forward + backward time of softmax, log-softmax and layer norm at the sizes of the GPT benchmarks:
+//! the fused row ops that `Tensor::softmax`, `Tensor::log_softmax` and `Tensor::layer_norm` use on the
+//! CPU, against the same functions written
 //! as their composite formula (what nabla ran before, and still runs on other backends). The
 //! `scripts/bench_fused_rows.py` script runs this and PyTorch's fused kernels in the same run.
 //!
 //! ```sh
-//! cargo run --release -p nabla --example bench_fused_rows -- [--repeats R] [--workload all|softmax|layer_norm]
+//! cargo run --release -p nabla --example bench_fused_rows -- [--repeats R] [--workload all|softmax|log_softmax|layer_norm]
 //! ```
 //!
 //! Workloads (f32; the loss is the output times a fixed random cotangent, summed):
 //! - `softmax`: attention scores `[32, 4, 64, 64]` along the last axis;
+//! - `log_softmax`: logits over GPT-2's vocabulary, `[256, 50257]` along the last axis (a quarter
+//!   of the GPT-2-small benchmark's tokens; what its cross-entropy runs);
 //! - `layer_norm`: activations `[32, 64, 128]` over the last axis, eps 1e-5.
 //!
 //! Prints one line per workload and variant: `name variant ms` (median of the repeats).
@@ -23,6 +26,13 @@ fn softmax_composite(x: &CpuTensor) -> Result<CpuTensor> {
     let m = x.max(&[-1], true)?.detach();
     let e = x.sub(&m)?.exp()?;
     e.div(e.sum(&[-1], true)?)
+}
+
+/// Log-softmax along the last axis by its composite formula.
+fn log_softmax_composite(x: &CpuTensor) -> Result<CpuTensor> {
+    let shifted = x.sub(x.max(&[-1], true)?.detach())?;
+    let lse = shifted.exp()?.sum(&[-1], true)?.log()?;
+    shifted.sub(&lse)
 }
 
 /// Layer norm over the last axis by its composite formula.
@@ -51,8 +61,10 @@ fn time_step(
 
 fn main() -> Result<()> {
     nabla::cpu::init_thread_pool(None)?;
-    let (repeats, workload) =
-        bench_support::repeats_and_workload("bench_fused_rows", &["softmax", "layer_norm"]);
+    let (repeats, workload) = bench_support::repeats_and_workload(
+        "bench_fused_rows",
+        &["softmax", "log_softmax", "layer_norm"],
+    );
     let cpu = CpuBackend::new();
     let mut rng = Generator::new(0);
     type Case = (
@@ -67,6 +79,12 @@ fn main() -> Result<()> {
             vec![32, 4, 64, 64],
             Box::new(|x: &CpuTensor| x.softmax(-1)),
             Box::new(softmax_composite),
+        ),
+        (
+            "log_softmax",
+            vec![256, 50_257],
+            Box::new(|x: &CpuTensor| x.log_softmax(-1)),
+            Box::new(log_softmax_composite),
         ),
         (
             "layer_norm",
