@@ -9,47 +9,28 @@ use crate::support::*;
 use nabla_core::DType;
 use nabla_tensor::{Result, Tensor, grad, hvp, jvp};
 
-/// Softmax over the last axis through the fused op, and the same through the composite (a leading
-/// axis of the transposed input).
+/// `f` along the last axis (the fused op), and the same through the composite formula (along a
+/// leading axis of the transposed input, transposed back).
+fn fused_and_composite(x: &T, f: impl Fn(&T, isize) -> Result<T>) -> (T, T) {
+    let last = x.rank() as isize - 1;
+    let fused = f(x, -1).unwrap();
+    let composite = f(&x.transpose(0, last).unwrap(), 0)
+        .unwrap()
+        .transpose(0, last)
+        .unwrap();
+    (fused, composite)
+}
+
 fn softmax_both(x: &T) -> (T, T) {
-    let fused = x.softmax(-1).unwrap();
-    let r = x.rank();
-    let composite = x
-        .transpose(0, r as isize - 1)
-        .unwrap()
-        .softmax(0)
-        .unwrap()
-        .transpose(0, r as isize - 1)
-        .unwrap();
-    (fused, composite)
+    fused_and_composite(x, |x, axis| x.softmax(axis))
 }
 
-/// Log-softmax over the last axis, fused and composite.
 fn log_softmax_both(x: &T) -> (T, T) {
-    let fused = x.log_softmax(-1).unwrap();
-    let r = x.rank();
-    let composite = x
-        .transpose(0, r as isize - 1)
-        .unwrap()
-        .log_softmax(0)
-        .unwrap()
-        .transpose(0, r as isize - 1)
-        .unwrap();
-    (fused, composite)
+    fused_and_composite(x, |x, axis| x.log_softmax(axis))
 }
 
-/// Layer norm over the last axis, fused and composite.
 fn layer_norm_both(x: &T, eps: f64) -> (T, T) {
-    let fused = x.layer_norm(&[-1], eps).unwrap();
-    let r = x.rank();
-    let composite = x
-        .transpose(0, r as isize - 1)
-        .unwrap()
-        .layer_norm(&[0], eps)
-        .unwrap()
-        .transpose(0, r as isize - 1)
-        .unwrap();
-    (fused, composite)
+    fused_and_composite(x, |x, axis| x.layer_norm(&[axis], eps))
 }
 
 /// Elementwise closeness, NaN matching NaN and infinities matching exactly.

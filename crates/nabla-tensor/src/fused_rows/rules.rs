@@ -53,9 +53,13 @@ pub(super) fn rules<B: Backend>() -> ExtensionRules<B> {
                 .map(|t| apply_with(a, RowKernel::LogSoftmaxJvp, &[a.output, t]))
                 .transpose()
         })
-        .reverse("fused.log_softmax_vjp", log_softmax_vjp_reverse)
+        .reverse("fused.log_softmax_vjp", |a, u, needs| {
+            log_softmax_linear_reverse(a, u, needs, RowKernel::LogSoftmaxJvp, false)
+        })
         .forward("fused.log_softmax_vjp", log_softmax_vjp_forward)
-        .reverse("fused.log_softmax_jvp", log_softmax_jvp_reverse)
+        .reverse("fused.log_softmax_jvp", |a, u, needs| {
+            log_softmax_linear_reverse(a, u, needs, RowKernel::LogSoftmaxVjp, true)
+        })
         .forward("fused.log_softmax_jvp", log_softmax_jvp_forward)
         .reverse("fused.layer_norm", |a, g, _| {
             let vjp = RowKernel::LayerNormVjp { eps: eps_bits(a)? };
@@ -146,25 +150,35 @@ fn softmax_vjp_forward<B: Backend>(
     sum_parts(from_y, from_g)
 }
 
-/// `f = log_softmax_vjp(y, g) = g - e^y Σ g`: `u ↦ (-(Σ g) e^y ⊙ u, log_softmax_jvp(y, u))`.
-fn log_softmax_vjp_reverse<B: Backend>(
+/// The reverse rule of the two linear maps of the log-softmax, `log_softmax_vjp(y, g) = g - e^y Σ g`
+/// and `log_softmax_jvp(y, t) = t - ⟨e^y, t⟩`, for cotangent `u`: in the second argument each is
+/// the other's transpose (`transpose`); in `y`, the vjp's derivative `-(Σ g) e^y ⊙ ·` is diagonal,
+/// and the jvp's `-⟨e^y ⊙ ·, t⟩` transposes to `u ↦ -(Σ u) e^y ⊙ t` (`sums_cotangent`).
+fn log_softmax_linear_reverse<B: Backend>(
     args: &RuleArgs<'_, B>,
     u: &Tensor<B>,
     needs: &[bool],
+    transpose: RowKernel,
+    sums_cotangent: bool,
 ) -> Result<Vec<Option<Tensor<B>>>> {
     let axes = row_op(args)?.axes();
-    let (y, g) = (&args.inputs[0], &args.inputs[1]);
+    let (y, second) = (&args.inputs[0], &args.inputs[1]);
     let dy = if needs[0] {
-        Some(u.mul(y.exp()?)?.mul(g.sum(&axes, true)?)?.neg()?)
+        let (summed, scaled) = if sums_cotangent {
+            (u, second)
+        } else {
+            (second, u)
+        };
+        Some(scaled.mul(y.exp()?)?.mul(summed.sum(&axes, true)?)?.neg()?)
     } else {
         None
     };
-    let dg = if needs[1] {
-        Some(apply_with(args, RowKernel::LogSoftmaxJvp, &[y, u])?)
+    let d_second = if needs[1] {
+        Some(apply_with(args, transpose, &[y, u])?)
     } else {
         None
     };
-    Ok(vec![dy, dg])
+    Ok(vec![dy, d_second])
 }
 
 fn log_softmax_vjp_forward<B: Backend>(
@@ -182,27 +196,6 @@ fn log_softmax_vjp_forward<B: Backend>(
         .map(|dg| apply_with(args, RowKernel::LogSoftmaxVjp, &[y, dg]))
         .transpose()?;
     sum_parts(from_y, from_g)
-}
-
-/// `f = log_softmax_jvp(y, t) = t - ⟨e^y, t⟩`: `u ↦ (-(Σ u) e^y ⊙ t, log_softmax_vjp(y, u))`.
-fn log_softmax_jvp_reverse<B: Backend>(
-    args: &RuleArgs<'_, B>,
-    u: &Tensor<B>,
-    needs: &[bool],
-) -> Result<Vec<Option<Tensor<B>>>> {
-    let axes = row_op(args)?.axes();
-    let (y, t) = (&args.inputs[0], &args.inputs[1]);
-    let dy = if needs[0] {
-        Some(t.mul(y.exp()?)?.mul(u.sum(&axes, true)?)?.neg()?)
-    } else {
-        None
-    };
-    let dt = if needs[1] {
-        Some(apply_with(args, RowKernel::LogSoftmaxVjp, &[y, u])?)
-    } else {
-        None
-    };
-    Ok(vec![dy, dt])
 }
 
 fn log_softmax_jvp_forward<B: Backend>(
