@@ -106,14 +106,16 @@ fn rounding_to_bf16_is_to_nearest_even_and_keeps_nan_and_infinity() {
 
 #[test]
 fn products_across_tile_and_block_edges_match_the_rounded_reference() {
-    // Tiles are 8 x 48 and blocks 256 rows, 128 pairs of k and 1536 columns: partial tiles, odd k,
-    // three k blocks with an odd tail (k = 515), a second row block and a second column block.
+    // Tiles are 8 x 48 and blocks 256 rows, 192 pairs of k and 1536 columns: partial tiles, odd k,
+    // two and three k blocks with an odd tail (k = 515, 771), a second row block and a second
+    // column block.
     for &(m, k, n) in &[
         (1, 1, 1),
         (7, 3, 5),
         (8, 2, 48),
         (9, 17, 49),
         (33, 515, 97),
+        (17, 771, 50),
         (70, 64, 1600),
         (20, 301, 1600),
         (300, 40, 20),
