@@ -104,6 +104,20 @@ fn apply_with<B: Backend>(
     apply(row_op(args)?.with(kernel), inputs)
 }
 
+/// The reverse rule of a two-input op for its second input, in which it is linear with the
+/// symmetric or transposed map `kernel(first, ·)`: that map of the cotangent `u`, when needed.
+fn linear_part<B: Backend>(
+    args: &RuleArgs<'_, B>,
+    needs: &[bool],
+    kernel: RowKernel,
+    first: &Tensor<B>,
+    u: &Tensor<B>,
+) -> Result<Option<Tensor<B>>> {
+    needs[1]
+        .then(|| apply_with(args, kernel, &[first, u]))
+        .transpose()
+}
+
 /// `⟨a, b⟩` over the rows, kept as size-1 axes.
 fn row_dot<B: Backend>(a: &Tensor<B>, b: &Tensor<B>, axes: &[isize]) -> Result<Tensor<B>> {
     a.mul(b)?.sum(axes, true)
@@ -122,12 +136,10 @@ fn softmax_vjp_reverse<B: Backend>(
     } else {
         None
     };
-    let dg = if needs[1] {
-        Some(apply_with(args, RowKernel::SoftmaxVjp, &[y, u])?)
-    } else {
-        None
-    };
-    Ok(vec![dy, dg])
+    Ok(vec![
+        dy,
+        linear_part(args, needs, RowKernel::SoftmaxVjp, y, u)?,
+    ])
 }
 
 fn softmax_vjp_forward<B: Backend>(
@@ -173,12 +185,7 @@ fn log_softmax_linear_reverse<B: Backend>(
     } else {
         None
     };
-    let d_second = if needs[1] {
-        Some(apply_with(args, transpose, &[y, u])?)
-    } else {
-        None
-    };
-    Ok(vec![dy, d_second])
+    Ok(vec![dy, linear_part(args, needs, transpose, y, u)?])
 }
 
 fn log_softmax_vjp_forward<B: Backend>(
@@ -277,15 +284,10 @@ fn layer_norm_vjp_reverse<B: Backend>(
     } else {
         None
     };
-    let dg = if needs[1] {
-        let vjp = RowKernel::LayerNormVjp {
-            eps: eps_bits(args)?,
-        };
-        Some(apply_with(args, vjp, &[x, u])?)
-    } else {
-        None
+    let vjp = RowKernel::LayerNormVjp {
+        eps: eps_bits(args)?,
     };
-    Ok(vec![dx, dg])
+    Ok(vec![dx, linear_part(args, needs, vjp, x, u)?])
 }
 
 fn layer_norm_vjp_forward<B: Backend>(

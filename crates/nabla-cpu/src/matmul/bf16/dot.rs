@@ -344,13 +344,18 @@ pub(super) unsafe fn product<T: ToBf16>(out: Out, a: View<'_, T>, b: View<'_, T>
     let pairs_total = k.div_ceil(2);
     let kc_max = KC.min(pairs_total);
     let mut packed_b = vec![0u32; kc_max * NC.min(n).next_multiple_of(NR)];
-    let a_len = kc_max * MC.min(m.next_multiple_of(MR));
     // With several column blocks, a left operand that fits is packed once instead of once a block.
     let whole_a = if n > NC && m.next_multiple_of(MR) * pairs_total * 4 <= WHOLE_A_BYTES {
         // SAFETY: the CPU features are the caller's guarantee.
         Some(unsafe { pack_whole(a, threads) })
     } else {
         None
+    };
+    // Each task's own packing buffer, needed only when the left operand is not packed whole.
+    let a_len = if whole_a.is_some() {
+        0
+    } else {
+        kc_max * MC.min(m.next_multiple_of(MR))
     };
     // The right operand's lines along k are its columns.
     let b_lines = b.t();
