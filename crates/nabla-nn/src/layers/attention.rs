@@ -3,6 +3,7 @@
 use crate::init;
 use crate::layers::dropout::Dropout;
 use crate::layers::linear::Linear;
+use crate::layers::sdpa::{SdpaArgs, causal_mask, scaled_dot_product_attention};
 use crate::module::Forward;
 use crate::param::Param;
 use nabla_core::{Backend, DType, Error, Generator, Result};
@@ -262,67 +263,123 @@ impl<B: Backend> MultiheadAttention<B> {
             self.project(&k, 1)?,
             self.project(&v, 2)?,
         );
-        let mut scores = qh
-            .mul(1.0 / (d as f64).sqrt())?
-            .matmul(&kh.transpose(-2, -1)?)?;
-        // Attention mask: [L, S] or [N * heads, L, S], broadcast to [N, heads, L, S].
-        let causal;
-        let attn_mask = match (args.attn_mask, args.is_causal) {
-            (Some(m), _) => Some(m),
-            (None, true) => {
-                causal = generate_square_subsequent_mask(l.max(s), dtype, q.backend())?
-                    .narrow(0, 0, l)?
-                    .narrow(1, 0, s)?;
-                Some(&causal)
-            }
-            (None, false) => None,
+        let sizes = MaskSizes {
+            n,
+            heads,
+            l,
+            s,
+            batched,
         };
-        if let Some(m) = attn_mask {
-            let m4 = match m.shape() {
-                [a, b] if (*a, *b) == (l, s) => m.reshape([1, 1, l, s])?,
-                [c, a, b] if (*c, *a, *b) == (n * heads, l, s) => m.reshape([n, heads, l, s])?,
-                _ => {
-                    return Err(Error::shapes(OP, m.shape(), &[l, s]).with_hint(format!(
-                        "attn_mask must be [L, S] = [{l}, {s}] or [N * num_heads, L, S] = \
-                         [{}, {l}, {s}]",
-                        n * heads
-                    )));
-                }
-            };
-            scores = scores.add(additive_mask(OP, &m4, dtype)?)?;
-        }
-        if let Some(m) = args.key_padding_mask {
-            let expected: Vec<usize> = if batched { vec![n, s] } else { vec![s] };
-            if m.shape() != expected.as_slice() {
-                return Err(Error::shapes(OP, m.shape(), &expected)
-                    .with_hint("key_padding_mask must be [N, S] ([S] unbatched)"));
+        let (bias, causal_only) = mask_bias(&args, sizes, dtype, q.backend())?;
+        let dropout_active = self.dropout.is_training() && self.dropout.p() > 0.0;
+        let (out, attn) = if args.need_weights || dropout_active {
+            let mut scores = qh
+                .mul(1.0 / (d as f64).sqrt())?
+                .matmul(&kh.transpose(-2, -1)?)?;
+            if causal_only {
+                scores = scores.add(causal_mask(l, s, dtype, q.backend())?)?;
             }
-            let m4 = m.reshape([n, 1, 1, s])?;
-            scores = scores.add(additive_mask(OP, &m4, dtype)?)?;
-        }
-        // As PyTorch, the returned weights are those used, after dropout.
-        let attn = self.dropout.forward(&scores.softmax(-1)?)?;
+            if let Some(b) = &bias {
+                scores = scores.add(b)?;
+            }
+            // As PyTorch, the returned weights are those used, after dropout.
+            let attn = self.dropout.forward(&scores.softmax(-1)?)?;
+            (attn.matmul(&vh)?, Some(attn))
+        } else {
+            let sdpa = SdpaArgs {
+                attn_mask: bias.as_ref(),
+                is_causal: causal_only,
+                ..SdpaArgs::default()
+            };
+            (scaled_dot_product_attention(&qh, &kh, &vh, sdpa)?, None)
+        };
         // [N, heads, L, d] -> [N, L, E] -> out_proj.
-        let out = attn
-            .matmul(&vh)?
-            .permute(&[0, 2, 1, 3])?
-            .reshape([n, l, e])?;
+        let out = out.permute(&[0, 2, 1, 3])?.reshape([n, l, e])?;
         let out = self.out_proj.forward(&out)?;
         let out = match (batched, self.config.batch_first) {
             (false, _) => out.squeeze(0)?,
             (true, true) => out,
             (true, false) => out.transpose(0, 1)?,
         };
-        let weights = if args.need_weights {
-            let w = if args.average_attn_weights {
-                attn.mean(&[1], false)?
-            } else {
-                attn
-            };
-            Some(if batched { w } else { w.squeeze(0)? })
-        } else {
-            None
+        let weights = match attn {
+            Some(attn) if args.need_weights => {
+                let w = if args.average_attn_weights {
+                    attn.mean(&[1], false)?
+                } else {
+                    attn
+                };
+                Some(if batched { w } else { w.squeeze(0)? })
+            }
+            _ => None,
         };
         Ok((out, weights))
     }
+}
+
+/// The sizes the masks of one [`MultiheadAttention::forward`] call are checked against.
+#[derive(Clone, Copy)]
+struct MaskSizes {
+    n: usize,
+    heads: usize,
+    l: usize,
+    s: usize,
+    batched: bool,
+}
+
+/// The masks of `args` as one additive float bias broadcastable to `[N, heads, L, S]` (`None` for
+/// none), and whether the causal mask is left to the attention itself (`is_causal` with no other
+/// mask). Errors on mask shapes and dtypes that do not fit.
+fn mask_bias<B: Backend>(
+    args: &AttentionArgs<'_, B>,
+    z: MaskSizes,
+    dtype: DType,
+    backend: &B,
+) -> Result<(Option<Tensor<B>>, bool)> {
+    const OP: &str = "MultiheadAttention";
+    let MaskSizes {
+        n,
+        heads,
+        l,
+        s,
+        batched,
+    } = z;
+    let causal_only = args.is_causal && args.attn_mask.is_none() && args.key_padding_mask.is_none();
+    let causal;
+    let attn_mask = match (args.attn_mask, args.is_causal && !causal_only) {
+        (Some(m), _) => Some(m),
+        (None, true) => {
+            causal = causal_mask(l, s, dtype, backend)?;
+            Some(&causal)
+        }
+        (None, false) => None,
+    };
+    let mut bias = None;
+    if let Some(m) = attn_mask {
+        // [L, S] or [N * heads, L, S], broadcast to [N, heads, L, S].
+        let m4 = match m.shape() {
+            [a, b] if (*a, *b) == (l, s) => m.reshape([1, 1, l, s])?,
+            [c, a, b] if (*c, *a, *b) == (n * heads, l, s) => m.reshape([n, heads, l, s])?,
+            _ => {
+                return Err(Error::shapes(OP, m.shape(), &[l, s]).with_hint(format!(
+                    "attn_mask must be [L, S] = [{l}, {s}] or [N * num_heads, L, S] = \
+                     [{}, {l}, {s}]",
+                    n * heads
+                )));
+            }
+        };
+        bias = Some(additive_mask(OP, &m4, dtype)?);
+    }
+    if let Some(m) = args.key_padding_mask {
+        let expected: Vec<usize> = if batched { vec![n, s] } else { vec![s] };
+        if m.shape() != expected.as_slice() {
+            return Err(Error::shapes(OP, m.shape(), &expected)
+                .with_hint("key_padding_mask must be [N, S] ([S] unbatched)"));
+        }
+        let padding = additive_mask(OP, &m.reshape([n, 1, 1, s])?, dtype)?;
+        bias = Some(match bias {
+            Some(b) => b.add(&padding)?,
+            None => padding,
+        });
+    }
+    Ok((bias, causal_only))
 }

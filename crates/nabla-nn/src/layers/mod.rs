@@ -12,6 +12,7 @@ mod norm;
 mod pool;
 mod positional;
 mod rnn;
+mod sdpa;
 mod transformer;
 
 pub use attention::{
@@ -27,6 +28,7 @@ pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, RMSNorm};
 pub use pool::{AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d};
 pub use positional::{LearnedPositionalEmbedding, SinusoidalPositionalEmbedding};
 pub use rnn::{GRU, LSTM, RNN, RnnConfig, RnnNonlinearity};
+pub use sdpa::{SdpaArgs, scaled_dot_product_attention};
 pub use transformer::{
     TransformerActivation, TransformerDecoderLayer, TransformerEncoderLayer, TransformerLayerConfig,
 };

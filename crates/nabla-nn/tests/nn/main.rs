@@ -12,6 +12,7 @@ mod optim_fused;
 mod optim_torch;
 mod recompute;
 mod sched_torch;
+mod sdpa_torch;
 mod sequence_torch;
 mod traced_losses;
 mod training;
