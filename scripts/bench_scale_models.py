@@ -55,7 +55,8 @@ def inputs(workload: str):
     return x, [n % 10 for n in range(IMAGES)]
 
 
-def torch_model(workload: str):
+def torch_model(workload: str, context: int = CONTEXT):
+    """The PyTorch model; GPT-2's position table has `context` positions (training uses CONTEXT)."""
     import torch
     from torch import nn
 
@@ -63,7 +64,7 @@ def torch_model(workload: str):
         def __init__(self):
             super().__init__()
             self.tok = nn.Embedding(VOCAB, WIDTH)
-            self.pos = nn.Embedding(CONTEXT, WIDTH)
+            self.pos = nn.Embedding(context, WIDTH)
             self.layers = nn.ModuleList(
                 nn.TransformerEncoderLayer(WIDTH, HEADS, 4 * WIDTH, dropout=0.0, activation="gelu",
                                            batch_first=True, norm_first=True) for _ in range(LAYERS))
@@ -110,14 +111,14 @@ def torch_model(workload: str):
     return Gpt2() if workload == "gpt2" else ResNet18()
 
 
-def write_weights(workload: str, path: str) -> None:
+def write_weights(workload: str, path: str, context: int = CONTEXT) -> None:
     """Draws the model's weights once (seed 0; PyTorch's default initialisation, GPT-2's for its
     embeddings: normal with standard deviation 0.02 for tokens, 0.01 for positions) and writes them."""
     import torch
     from safetensors.torch import save_file
 
     torch.manual_seed(0)
-    model = torch_model(workload)
+    model = torch_model(workload, context)
     if workload == "gpt2":
         with torch.no_grad():
             model.tok.weight.normal_(0.0, 0.02)

@@ -37,7 +37,7 @@ use nabla::prelude::*;
 #[allow(dead_code)]
 #[path = "bench_support/mod.rs"]
 mod bench_support;
-use bench_support::median;
+use bench_support::{median, peak_rss_mib};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -275,16 +275,6 @@ fn parse_args() -> Result<Args> {
         }
     }
     Ok(args)
-}
-
-/// The process's peak resident memory in MiB (Linux; 0 elsewhere).
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kib| kib / 1024.0)
 }
 
 /// The f32 matrix-product rate at 2048³ in GFLOP/s (median of 10 after 3 warm-up products).

@@ -51,3 +51,14 @@ pub fn repeats_and_workload(program: &str, workloads: &[&str]) -> (usize, String
     }
     (repeats, workload)
 }
+
+/// The process's peak resident memory in MiB (Linux; 0 elsewhere). Only some examples report it.
+#[allow(dead_code)]
+pub fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0)
+}
