@@ -17,6 +17,11 @@ PyTorch and JAX models):
   next-token mean cross-entropy over all 1,024 positions, AdamW with PyTorch's defaults (lr 1e-3,
   weight decay 0.01). PyTorch builds it from nn.TransformerEncoderLayer (the same modules and names
   as nabla's), JAX by hand.
+- bert: a BERT-base-sized encoder, 110M parameters: token (30,522) and learned position (512) embeddings
+  of width 768 and a layer norm, 12 post-norm transformer layers (12 heads, feed-forward 3,072 with
+  exact GELU, bidirectional, no dropout), the head tied to the token embedding; batch 8 of sequence
+  128, mean cross-entropy against fixed ids (as a masked-language-model head predicts ids), AdamW as
+  GPT-2's.
 - resnet18: ResNet-18 in the CIFAR layout (3x3 stem, no max-pool, batch norm, 11M parameters),
   batch 32 of 3 x 32 x 32 fixed images, mean cross-entropy, SGD with momentum 0.9 and lr 0.01.
 
@@ -59,7 +64,7 @@ import bench_scale_models as models  # noqa: E402
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 NABLA_EXE = os.path.join(REPO, "target", "release", "examples", "bench_scale")
-WORKLOADS = ("gpt2", "resnet18")
+WORKLOADS = ("gpt2", "bert", "resnet18")
 
 
 def median(values):
@@ -130,7 +135,7 @@ def worker_jax(workload: str, weights: str, steps: int, warmup: int) -> dict:
     stats = ("running_mean", "running_var", "num_batches_tracked")  # unused by the training loss
     params = {k: jnp.asarray(v) for k, v in load_file(weights).items() if not k.endswith(stats)}
     x, y = (jnp.asarray(a) for a in models.inputs(workload))
-    loss_fn = models.jax_gpt2_loss if workload == "gpt2" else models.jax_resnet18_loss
+    loss_fn = models.jax_loss(workload)
     init, update = models.jax_update(workload)
 
     @jax.jit
@@ -259,8 +264,8 @@ def main():
             weights = os.path.join(tmp, f"{workload}.safetensors")
             subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
                             f"import bench_scale_models as m; m.write_weights({workload!r}, {weights!r})"], check=True)
-            # nabla's autocast speeds up matrix products, not yet convolutions: GPT-2 only.
-            runs = base_runs[:1] + (["nabla-bf16"] if workload == "gpt2" else []) + base_runs[1:]
+            # nabla's autocast speeds up matrix products, not yet convolutions: transformers only.
+            runs = base_runs[:1] + (["nabla-bf16"] if workload != "resnet18" else []) + base_runs[1:]
             results = {run: [] for run in runs}
             for r in range(args.rounds):
                 for run in (runs if r % 2 == 0 else runs[::-1]):

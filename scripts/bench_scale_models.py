@@ -3,6 +3,7 @@ counts they share with crates/nabla/examples/bench_scale.rs (which builds the sa
 with the same parameter names, so that one safetensors file of weights loads in every framework).
 
 - gpt2: GPT-2 small (see bench_scale.py), made of nn.TransformerEncoderLayer in PyTorch;
+- bert: a BERT-base-sized encoder (see bench_scale.py), made of post-norm nn.TransformerEncoderLayer;
 - resnet18: ResNet-18 in the CIFAR layout: a 3x3 stem of 64 channels, no max-pool, four stages of two
   residual blocks (64, 128, 256, 512 channels, stride 2 from the second stage, a 1x1 convolution with
   batch norm on the shortcut where the size changes), global average pooling, 10 classes.
@@ -11,6 +12,7 @@ with the same parameter names, so that one safetensors file of weights loads in 
 from __future__ import annotations
 
 VOCAB, CONTEXT, WIDTH, LAYERS, HEADS, BATCH = 50257, 256, 768, 12, 12, 4
+BERT_VOCAB, BERT_POSITIONS, BERT_SEQ, BERT_BATCH = 30522, 512, 128, 8
 IMAGES, STAGES = 32, (64, 128, 256, 512)
 
 
@@ -27,10 +29,10 @@ def blocks():
 def flops(workload: str) -> float:
     """Floating-point operations of one training step: 3 x the forward's, 2 per multiply-add (GEMMs,
     convolutions, and attention's two products over the full context, as computed)."""
-    if workload == "gpt2":
-        tokens = BATCH * CONTEXT
-        per_layer = 2 * 12 * WIDTH * WIDTH + 2 * 2 * CONTEXT * WIDTH
-        return 3 * tokens * (LAYERS * per_layer + 2 * WIDTH * VOCAB)
+    if workload in ("gpt2", "bert"):
+        vocab, seq, batch = (VOCAB, CONTEXT, BATCH) if workload == "gpt2" else (BERT_VOCAB, BERT_SEQ, BERT_BATCH)
+        per_layer = 2 * 12 * WIDTH * WIDTH + 2 * 2 * seq * WIDTH
+        return 3 * batch * seq * (LAYERS * per_layer + 2 * WIDTH * vocab)
     size, macs = 32, 32 * 32 * 64 * 3 * 9  # the stem
     for cin, cout, stride in blocks():
         size //= stride
@@ -39,9 +41,9 @@ def flops(workload: str) -> float:
     return 3 * 2 * IMAGES * macs
 
 
-def token(i: int, j: int) -> int:
-    """Token j of sequence i of GPT-2's fixed batch (as bench_scale.rs makes it)."""
-    return (7919 * i + 104729 * j + 13) % VOCAB
+def token(i: int, j: int, vocab: int = VOCAB) -> int:
+    """Token j of sequence i of the fixed batch over `vocab` ids (as bench_scale.rs makes it)."""
+    return (7919 * i + 104729 * j + 13) % vocab
 
 
 def inputs(workload: str):
@@ -50,6 +52,10 @@ def inputs(workload: str):
     if workload == "gpt2":
         ids = [[token(i, j) for j in range(CONTEXT)] for i in range(BATCH)]
         return ids, [token(i, j + 1) for i in range(BATCH) for j in range(CONTEXT)]
+    if workload == "bert":
+        # The targets are ids of other sequences, as a masked-language-model head predicts ids.
+        ids = [[token(i, j, BERT_VOCAB) for j in range(BERT_SEQ)] for i in range(BERT_BATCH)]
+        return ids, [token(i + BERT_BATCH, j, BERT_VOCAB) for i in range(BERT_BATCH) for j in range(BERT_SEQ)]
     pixel = lambda n, c, h, w: ((n * 131 + c * 31 + h * 7 + w * 3) % 17) / 17.0 - 0.5  # noqa: E731
     x = [[[[pixel(n, c, h, w) for w in range(32)] for h in range(32)] for c in range(3)] for n in range(IMAGES)]
     return x, [n % 10 for n in range(IMAGES)]
@@ -76,6 +82,22 @@ def torch_model(workload: str, context: int = CONTEXT):
             for layer in self.layers:
                 x = layer(x, src_mask=self.mask, is_causal=True)
             return self.norm(x).reshape(-1, WIDTH) @ self.tok.weight.t()
+
+    class Bert(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(BERT_VOCAB, WIDTH)
+            self.pos = nn.Embedding(BERT_POSITIONS, WIDTH)
+            self.emb_norm = nn.LayerNorm(WIDTH)
+            self.layers = nn.ModuleList(
+                nn.TransformerEncoderLayer(WIDTH, HEADS, 4 * WIDTH, dropout=0.0, activation="gelu",
+                                           batch_first=True, norm_first=False) for _ in range(LAYERS))
+
+        def forward(self, ids):
+            x = self.emb_norm(self.tok(ids) + self.pos(torch.arange(BERT_SEQ)))
+            for layer in self.layers:
+                x = layer(x)
+            return x.reshape(-1, WIDTH) @ self.tok.weight.t()
 
     def conv(cin, cout, k, stride):
         return nn.Conv2d(cin, cout, k, stride, k // 2, bias=False)
@@ -108,7 +130,7 @@ def torch_model(workload: str, context: int = CONTEXT):
                 h = block(h)
             return self.fc(h.mean((2, 3)))
 
-    return Gpt2() if workload == "gpt2" else ResNet18()
+    return {"gpt2": Gpt2, "bert": Bert, "resnet18": ResNet18}[workload]()
 
 
 def write_weights(workload: str, path: str, context: int = CONTEXT) -> None:
@@ -119,7 +141,7 @@ def write_weights(workload: str, path: str, context: int = CONTEXT) -> None:
 
     torch.manual_seed(0)
     model = torch_model(workload, context)
-    if workload == "gpt2":
+    if workload in ("gpt2", "bert"):
         with torch.no_grad():
             model.tok.weight.normal_(0.0, 0.02)
             model.pos.weight.normal_(0.0, 0.01)
@@ -129,7 +151,7 @@ def write_weights(workload: str, path: str, context: int = CONTEXT) -> None:
 def torch_optimizer(workload: str, model):
     import torch
 
-    if workload == "gpt2":
+    if workload in ("gpt2", "bert"):
         return torch.optim.AdamW(model.parameters())
     return torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
@@ -138,11 +160,13 @@ def sub(p: dict, prefix: str) -> dict:
     return {k[len(prefix):]: v for k, v in p.items() if k.startswith(prefix)}
 
 
-def jax_gpt2_loss(p, ids, targets):
+def jax_transformer_loss(p, ids, targets, gpt: bool):
+    """GPT-2's loss (pre-norm, causal, final norm) or BERT's (embedding norm, post-norm, bidirectional)."""
     import jax
     import jax.numpy as jnp
 
-    mask = jnp.tril(jnp.ones((CONTEXT, CONTEXT), bool))
+    seq = ids.shape[1]
+    mask = jnp.tril(jnp.ones((seq, seq), bool)) if gpt else jnp.ones((seq, seq), bool)
 
     def layer_norm(x, q):
         mu = x.mean(-1, keepdims=True)
@@ -157,14 +181,32 @@ def jax_gpt2_loss(p, ids, targets):
         o = (jax.nn.softmax(s, -1) @ vh).transpose(0, 2, 1, 3).reshape(n, t, WIDTH)
         return o @ q["out_proj.weight"].T + q["out_proj.bias"]
 
-    x = p["tok.weight"][ids] + p["pos.weight"][jnp.arange(CONTEXT)]
+    def feed_forward(x, lp):
+        h = jax.nn.gelu(x @ lp["linear1.weight"].T + lp["linear1.bias"], approximate=False)
+        return h @ lp["linear2.weight"].T + lp["linear2.bias"]
+
+    x = p["tok.weight"][ids] + p["pos.weight"][jnp.arange(seq)]
+    if not gpt:
+        x = layer_norm(x, sub(p, "emb_norm."))
     for i in range(LAYERS):
         lp = sub(p, f"layers.{i}.")
-        x = x + attention(layer_norm(x, sub(lp, "norm1.")), sub(lp, "self_attn."))
-        h = jax.nn.gelu(layer_norm(x, sub(lp, "norm2.")) @ lp["linear1.weight"].T + lp["linear1.bias"], approximate=False)
-        x = x + h @ lp["linear2.weight"].T + lp["linear2.bias"]
-    logits = layer_norm(x, sub(p, "norm.")).reshape(-1, WIDTH) @ p["tok.weight"].T
+        if gpt:
+            x = x + attention(layer_norm(x, sub(lp, "norm1.")), sub(lp, "self_attn."))
+            x = x + feed_forward(layer_norm(x, sub(lp, "norm2.")), lp)
+        else:
+            x = layer_norm(x + attention(x, sub(lp, "self_attn.")), sub(lp, "norm1."))
+            x = layer_norm(x + feed_forward(x, lp), sub(lp, "norm2."))
+    if gpt:
+        x = layer_norm(x, sub(p, "norm."))
+    logits = x.reshape(-1, WIDTH) @ p["tok.weight"].T
     return -jnp.take_along_axis(jax.nn.log_softmax(logits, -1), targets[:, None], 1).mean()
+
+
+def jax_loss(workload: str):
+    """The training loss of `workload` as a function of (params, inputs, targets)."""
+    if workload == "resnet18":
+        return jax_resnet18_loss
+    return lambda p, x, y: jax_transformer_loss(p, x, y, gpt=workload == "gpt2")
 
 
 def jax_resnet18_loss(p, x, labels):
@@ -202,7 +244,7 @@ def jax_update(workload: str):
     import jax.numpy as jnp
 
     zeros = lambda p: jax.tree.map(jnp.zeros_like, p)  # noqa: E731
-    if workload == "gpt2":
+    if workload in ("gpt2", "bert"):
         lr, b1, b2, eps, wd = 1e-3, 0.9, 0.999, 1e-8, 0.01
 
         def update(p, g, state, t):

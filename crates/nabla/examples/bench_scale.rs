@@ -16,6 +16,11 @@
 //!   weights come from `--weights`, a safetensors file whose names are the model's (`tok.weight`,
 //!   `layers.0.self_attn.in_proj_weight`, ...), written by the script from PyTorch, so that every
 //!   framework starts from the same model and the first losses agree.
+//! - `bert`: a BERT-base-sized encoder, 110M parameters: token (30,522) and learned position (512)
+//!   embeddings of width 768 and a layer norm, 12 post-norm transformer layers (12 heads,
+//!   feed-forward 3,072 with GELU, bidirectional, no dropout), a head tied to the token embedding;
+//!   batch 8 of 128, mean cross-entropy against fixed ids (as a masked-language-model head predicts
+//!   ids), AdamW as GPT-2's; weights as GPT-2's (`emb_norm.weight`, `layers.0.norm1.weight`, ...).
 //! - `resnet18`: ResNet-18 in the CIFAR layout (a 3x3 stem of 64 channels, no max-pool, four stages
 //!   of two residual blocks with batch norm, 64 to 512 channels, global average pooling, 10 classes),
 //!   batch 32 of 3 x 32 x 32 fixed images, mean cross-entropy, SGD with momentum 0.9 and lr 0.01; the
@@ -41,54 +46,93 @@ use bench_support::{median, peak_rss_mib};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// GPT-2 small's sizes.
-const VOCAB: usize = 50_257;
-const CONTEXT: usize = 256;
+/// The transformer width, depth and heads (GPT-2 small's and BERT-base's).
 const WIDTH: usize = 768;
 const LAYERS: usize = 12;
 const HEADS: usize = 12;
-const BATCH: usize = 4;
 
-/// GPT-2 small with its head tied to the token embedding.
-#[derive(Module)]
-struct Gpt2<B: Backend> {
-    tok: Embedding<B>,
-    pos: Embedding<B>,
-    layers: Vec<TransformerEncoderLayer<B>>,
-    norm: LayerNorm<B>,
+/// A transformer language model's shape: GPT-2 small or a BERT-base-sized encoder.
+#[derive(Clone, Copy)]
+struct Spec {
+    vocab: usize,
+    /// Rows of the position table.
+    positions: usize,
+    /// Sequence length and batch size of the fixed batch.
+    context: usize,
+    batch: usize,
+    /// Pre-norm layers with a final norm, causal (GPT-2), or post-norm layers after an embedding
+    /// norm, bidirectional (BERT).
+    gpt: bool,
 }
 
-impl Gpt2<CpuBackend> {
-    /// The model with its weights from the safetensors file at `weights`.
-    fn load(weights: &PathBuf, cpu: &CpuBackend) -> Result<Self> {
+/// GPT-2 small: vocabulary 50,257, 256 positions, batch 4 of 256.
+const GPT2: Spec = Spec {
+    vocab: 50_257,
+    positions: 256,
+    context: 256,
+    batch: 4,
+    gpt: true,
+};
+
+/// A BERT-base-sized encoder: vocabulary 30,522, 512 positions, batch 8 of 128.
+const BERT: Spec = Spec {
+    vocab: 30_522,
+    positions: 512,
+    context: 128,
+    batch: 8,
+    gpt: false,
+};
+
+/// A transformer with its head tied to the token embedding: GPT-2 (`norm` after the layers) or
+/// BERT (`emb_norm` before them).
+#[derive(Module)]
+struct LanguageModel<B: Backend> {
+    tok: Embedding<B>,
+    pos: Embedding<B>,
+    emb_norm: Option<LayerNorm<B>>,
+    layers: Vec<TransformerEncoderLayer<B>>,
+    norm: Option<LayerNorm<B>>,
+}
+
+impl LanguageModel<CpuBackend> {
+    /// The model of `spec` with its weights from the safetensors file at `weights`.
+    fn load(spec: Spec, weights: &PathBuf, cpu: &CpuBackend) -> Result<Self> {
         let config = TransformerLayerConfig {
             dim_feedforward: 4 * WIDTH,
             dropout: 0.0,
             activation: TransformerActivation::Gelu,
             batch_first: true,
-            norm_first: true,
+            norm_first: spec.gpt,
             ..TransformerLayerConfig::new(WIDTH, HEADS)
         };
         let (f32, rng) = (DType::F32, &mut Generator::new(0));
-        let model = Gpt2 {
-            tok: Embedding::new(VOCAB, WIDTH, None, f32, rng, cpu)?,
-            pos: Embedding::new(CONTEXT, WIDTH, None, f32, rng, cpu)?,
+        let norm = || LayerNorm::new(vec![WIDTH], 1e-5, true, true, f32, cpu);
+        let model = LanguageModel {
+            tok: Embedding::new(spec.vocab, WIDTH, None, f32, rng, cpu)?,
+            pos: Embedding::new(spec.positions, WIDTH, None, f32, rng, cpu)?,
+            emb_norm: (!spec.gpt).then(norm).transpose()?,
             layers: (0..LAYERS)
                 .map(|_| TransformerEncoderLayer::new(config, f32, rng, cpu))
                 .collect::<Result<_>>()?,
-            norm: LayerNorm::new(vec![WIDTH], 1e-5, true, true, f32, cpu)?,
+            norm: spec.gpt.then(norm).transpose()?,
         };
         load_module(&model, weights, cpu, Strictness::Strict)?;
         Ok(model)
     }
 
-    /// Logits `[N * T, vocab]` for ids `[N, T]` (`positions` `[T]`).
-    fn logits(&self, ids: &CpuTensor, positions: &CpuTensor) -> Result<CpuTensor> {
+    /// Logits `[N * T, vocab]` for ids `[N, T]` (`positions` `[T]`); causal when `causal`.
+    fn logits(&self, ids: &CpuTensor, positions: &CpuTensor, causal: bool) -> Result<CpuTensor> {
         let mut x = self.tok.forward(ids)?.add(&self.pos.forward(positions)?)?;
-        for layer in &self.layers {
-            x = layer.forward(&x, None, None, true)?;
+        if let Some(norm) = &self.emb_norm {
+            x = norm.forward(&x)?;
         }
-        let h = self.norm.forward(&x)?.reshape([ids.numel(), WIDTH])?;
+        for layer in &self.layers {
+            x = layer.forward(&x, None, None, causal)?;
+        }
+        if let Some(norm) = &self.norm {
+            x = norm.forward(&x)?;
+        }
+        let h = x.reshape([ids.numel(), WIDTH])?;
         h.matmul(&self.tok.weight.data().transpose(0, 1)?)
     }
 }
@@ -219,18 +263,21 @@ fn images(cpu: &CpuBackend) -> Result<(CpuTensor, CpuTensor)> {
     ))
 }
 
-/// Token `j` of sequence `i` of the fixed batch (the script makes the same ids).
-fn token(i: usize, j: usize) -> i64 {
-    ((7919 * i + 104_729 * j + 13) % VOCAB) as i64
+/// Token `j` of sequence `i` of the fixed batch over `vocab` ids (the script makes the same ids).
+fn token(vocab: usize, i: usize, j: usize) -> i64 {
+    ((7919 * i + 104_729 * j + 13) % vocab) as i64
 }
 
-/// Fixed ids `[BATCH, CONTEXT]` and next-token targets `[BATCH * CONTEXT]`.
-fn batch(cpu: &CpuBackend) -> Result<(CpuTensor, CpuTensor)> {
-    let ids = (0..BATCH).flat_map(|i| (0..CONTEXT).map(move |j| token(i, j)));
-    let targets = (0..BATCH).flat_map(|i| (0..CONTEXT).map(move |j| token(i, j + 1)));
+/// Fixed ids `[batch, context]` and targets `[batch * context]`: the next token for GPT-2, a
+/// token of another sequence for BERT (as a masked-language-model head predicts other ids).
+fn batch(spec: Spec, cpu: &CpuBackend) -> Result<(CpuTensor, CpuTensor)> {
+    let (n, t, v) = (spec.batch, spec.context, spec.vocab);
+    let ids = (0..n).flat_map(|i| (0..t).map(move |j| token(v, i, j)));
+    let shift = if spec.gpt { (0, 1) } else { (n, 0) };
+    let targets = (0..n).flat_map(|i| (0..t).map(move |j| token(v, i + shift.0, j + shift.1)));
     Ok((
-        Tensor::from_vec(ids.collect(), [BATCH, CONTEXT], cpu)?,
-        Tensor::from_vec(targets.collect(), [BATCH * CONTEXT], cpu)?,
+        Tensor::from_vec(ids.collect(), [n, t], cpu)?,
+        Tensor::from_vec(targets.collect(), [n * t], cpu)?,
     ))
 }
 
@@ -264,7 +311,7 @@ fn parse_args() -> Result<Args> {
                 .map_err(|e| bad(format!("{flag}: {e}")))
         };
         match flag.as_str() {
-            "--workload" if ["gpt2", "resnet18", "peak"].contains(&value.as_str()) => {
+            "--workload" if ["gpt2", "bert", "resnet18", "peak"].contains(&value.as_str()) => {
                 args.workload = value.clone()
             }
             "--weights" => args.weights = Some(PathBuf::from(&value)),
@@ -355,13 +402,17 @@ fn weights(args: &Args) -> Result<&PathBuf> {
     })
 }
 
-fn gpt2(args: &Args, cpu: &CpuBackend) -> Result<()> {
-    let model = Gpt2::load(weights(args)?, cpu)?;
-    let (ids, targets) = batch(cpu)?;
-    let positions = Tensor::arange(0, CONTEXT as i64, 1, DType::I64, cpu)?;
+/// Training steps of the language model `spec` (AdamW with PyTorch's defaults).
+fn language_model(spec: Spec, args: &Args, cpu: &CpuBackend) -> Result<()> {
+    let model = LanguageModel::load(spec, weights(args)?, cpu)?;
+    let (ids, targets) = batch(spec, cpu)?;
+    let positions = Tensor::arange(0, spec.context as i64, 1, DType::I64, cpu)?;
     let options = CrossEntropyOptions::default();
     let mut opt = AdamW::new(model.parameters(), AdamConfig::adamw())?;
-    let loss = || cross_entropy(&model.logits(&ids, &positions)?, &targets, &options);
+    let loss = || {
+        let logits = model.logits(&ids, &positions, spec.gpt)?;
+        cross_entropy(&logits, &targets, &options)
+    };
     run_steps(args, loss, &mut opt)
 }
 
@@ -385,6 +436,7 @@ fn main() -> Result<()> {
     match args.workload.as_str() {
         "peak" => peak(&cpu),
         "resnet18" => resnet18(&args, &cpu),
-        _ => gpt2(&args, &cpu),
+        "bert" => language_model(BERT, &args, &cpu),
+        _ => language_model(GPT2, &args, &cpu),
     }
 }
