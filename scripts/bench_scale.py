@@ -22,6 +22,9 @@ PyTorch and JAX models):
   exact GELU, bidirectional, no dropout), the head tied to the token embedding; batch 8 of sequence
   128, mean cross-entropy against fixed ids (as a masked-language-model head predicts ids), AdamW as
   GPT-2's.
+- resnet50: ResNet-50 in ImageNet's layout (7x7 stride-2 stem, 3x3 stride-2 max-pool, 3-4-6-3 bottleneck
+  blocks with the stride on the 3x3 convolution, 1,000 classes, 25.6M parameters), batch 8 of 3 x 224
+  x 224 fixed images, otherwise as resnet18.
 - resnet18: ResNet-18 in the CIFAR layout (3x3 stem, no max-pool, batch norm, 11M parameters),
   batch 32 of 3 x 32 x 32 fixed images, mean cross-entropy, SGD with momentum 0.9 and lr 0.01.
 
@@ -64,7 +67,7 @@ import bench_scale_models as models  # noqa: E402
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 NABLA_EXE = os.path.join(REPO, "target", "release", "examples", "bench_scale")
-WORKLOADS = ("gpt2", "bert", "resnet18")
+WORKLOADS = ("gpt2", "bert", "resnet18", "resnet50")
 
 
 def median(values):
@@ -265,7 +268,7 @@ def main():
             subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
                             f"import bench_scale_models as m; m.write_weights({workload!r}, {weights!r})"], check=True)
             # nabla's autocast speeds up matrix products, not yet convolutions: transformers only.
-            runs = base_runs[:1] + (["nabla-bf16"] if workload != "resnet18" else []) + base_runs[1:]
+            runs = base_runs[:1] + (["nabla-bf16"] if workload in ("gpt2", "bert") else []) + base_runs[1:]
             results = {run: [] for run in runs}
             for r in range(args.rounds):
                 for run in (runs if r % 2 == 0 else runs[::-1]):

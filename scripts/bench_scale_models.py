@@ -6,23 +6,31 @@ with the same parameter names, so that one safetensors file of weights loads in 
 - bert: a BERT-base-sized encoder (see bench_scale.py), made of post-norm nn.TransformerEncoderLayer;
 - resnet18: ResNet-18 in the CIFAR layout: a 3x3 stem of 64 channels, no max-pool, four stages of two
   residual blocks (64, 128, 256, 512 channels, stride 2 from the second stage, a 1x1 convolution with
-  batch norm on the shortcut where the size changes), global average pooling, 10 classes.
+  batch norm on the shortcut where the size changes), global average pooling, 10 classes;
+- resnet50: ResNet-50 in ImageNet's layout: a 7x7 stride-2 stem, a 3x3 stride-2 max-pool, stages of 3,
+  4, 6 and 3 bottleneck blocks (stride on the 3x3 convolution), 1,000 classes, batch 8 of 224x224.
 """
 
 from __future__ import annotations
 
 VOCAB, CONTEXT, WIDTH, LAYERS, HEADS, BATCH = 50257, 256, 768, 12, 12, 4
 BERT_VOCAB, BERT_POSITIONS, BERT_SEQ, BERT_BATCH = 30522, 512, 128, 8
-IMAGES, STAGES = 32, (64, 128, 256, 512)
+STAGES = (64, 128, 256, 512)
+# The ResNets: blocks per stage, bottleneck blocks, ImageNet's stem and max-pool, classes, batch, size.
+RESNETS = {
+    "resnet18": {"depths": (2, 2, 2, 2), "bottleneck": False, "imagenet": False, "classes": 10, "images": 32, "size": 32},
+    "resnet50": {"depths": (3, 4, 6, 3), "bottleneck": True, "imagenet": True, "classes": 1000, "images": 8, "size": 224},
+}
 
 
-def blocks():
-    """(input channels, output channels, stride) of ResNet-18's eight blocks."""
+def blocks(workload: str = "resnet18"):
+    """(input channels, width, stride) of the ResNet's blocks (a bottleneck block puts out 4 x width)."""
+    spec = RESNETS[workload]
     out, cin = [], 64
-    for stage, cout in enumerate(STAGES):
-        for i in range(2):
-            out.append((cin, cout, 2 if stage > 0 and i == 0 else 1))
-            cin = cout
+    for stage, width in enumerate(STAGES):
+        for i in range(spec["depths"][stage]):
+            out.append((cin, width, 2 if stage > 0 and i == 0 else 1))
+            cin = 4 * width if spec["bottleneck"] else width
     return out
 
 
@@ -33,12 +41,23 @@ def flops(workload: str) -> float:
         vocab, seq, batch = (VOCAB, CONTEXT, BATCH) if workload == "gpt2" else (BERT_VOCAB, BERT_SEQ, BERT_BATCH)
         per_layer = 2 * 12 * WIDTH * WIDTH + 2 * 2 * seq * WIDTH
         return 3 * batch * seq * (LAYERS * per_layer + 2 * WIDTH * vocab)
-    size, macs = 32, 32 * 32 * 64 * 3 * 9  # the stem
-    for cin, cout, stride in blocks():
-        size //= stride
-        macs += size * size * cout * (cin * 9 + cout * 9 + (cin if stride != 1 or cin != cout else 0))
-    macs += 512 * 10
-    return 3 * 2 * IMAGES * macs
+    spec = RESNETS[workload]
+    size = spec["size"] // (2 if spec["imagenet"] else 1)
+    macs = size * size * 64 * 3 * (49 if spec["imagenet"] else 9)  # the stem
+    size //= 2 if spec["imagenet"] else 1  # the max-pool
+    for cin, width, stride in blocks(workload):
+        if spec["bottleneck"]:
+            cout = 4 * width
+            macs += size * size * cin * width  # 1x1 down, at the input's size
+            size //= stride
+            macs += size * size * width * (width * 9 + cout)
+        else:
+            cout = width
+            size //= stride
+            macs += size * size * cout * (cin * 9 + cout * 9)
+        macs += size * size * cout * cin if stride != 1 or cin != cout else 0
+    macs += STAGES[-1] * (4 if spec["bottleneck"] else 1) * spec["classes"]
+    return 3 * 2 * spec["images"] * macs
 
 
 def token(i: int, j: int, vocab: int = VOCAB) -> int:
@@ -56,9 +75,11 @@ def inputs(workload: str):
         # The targets are ids of other sequences, as a masked-language-model head predicts ids.
         ids = [[token(i, j, BERT_VOCAB) for j in range(BERT_SEQ)] for i in range(BERT_BATCH)]
         return ids, [token(i + BERT_BATCH, j, BERT_VOCAB) for i in range(BERT_BATCH) for j in range(BERT_SEQ)]
+    spec = RESNETS[workload]
+    images, size = spec["images"], spec["size"]
     pixel = lambda n, c, h, w: ((n * 131 + c * 31 + h * 7 + w * 3) % 17) / 17.0 - 0.5  # noqa: E731
-    x = [[[[pixel(n, c, h, w) for w in range(32)] for h in range(32)] for c in range(3)] for n in range(IMAGES)]
-    return x, [n % 10 for n in range(IMAGES)]
+    x = [[[[pixel(n, c, h, w) for w in range(size)] for h in range(size)] for c in range(3)] for n in range(images)]
+    return x, [n % 10 for n in range(images)]
 
 
 def torch_model(workload: str, context: int = CONTEXT):
@@ -103,10 +124,14 @@ def torch_model(workload: str, context: int = CONTEXT):
         return nn.Conv2d(cin, cout, k, stride, k // 2, bias=False)
 
     class Block(nn.Module):
-        def __init__(self, cin, cout, stride):
+        def __init__(self, cin, width, stride, bottleneck):
             super().__init__()
-            self.conv1, self.bn1 = conv(cin, cout, 3, stride), nn.BatchNorm2d(cout)
-            self.conv2, self.bn2 = conv(cout, cout, 3, 1), nn.BatchNorm2d(cout)
+            cout = 4 * width if bottleneck else width
+            k1, s1, s2 = (1, 1, stride) if bottleneck else (3, stride, 1)
+            self.conv1, self.bn1 = conv(cin, width, k1, s1), nn.BatchNorm2d(width)
+            self.conv2, self.bn2 = conv(width, width, 3, s2), nn.BatchNorm2d(width)
+            self.conv3 = conv(width, cout, 1, 1) if bottleneck else None
+            self.bn3 = nn.BatchNorm2d(cout) if bottleneck else None
             reshapes = stride != 1 or cin != cout
             self.short_conv = conv(cin, cout, 1, stride) if reshapes else None
             self.short_bn = nn.BatchNorm2d(cout) if reshapes else None
@@ -114,23 +139,32 @@ def torch_model(workload: str, context: int = CONTEXT):
         def forward(self, x):
             h = torch.relu(self.bn1(self.conv1(x)))
             h = self.bn2(self.conv2(h))
+            if self.conv3 is not None:
+                h = self.bn3(self.conv3(torch.relu(h)))
             shortcut = self.short_bn(self.short_conv(x)) if self.short_conv is not None else x
             return torch.relu(h + shortcut)
 
-    class ResNet18(nn.Module):
-        def __init__(self):
+    class ResNet(nn.Module):
+        def __init__(self, name):
             super().__init__()
-            self.stem, self.bn = conv(3, 64, 3, 1), nn.BatchNorm2d(64)
-            self.blocks = nn.ModuleList(Block(*b) for b in blocks())
-            self.fc = nn.Linear(512, 10)
+            spec = RESNETS[name]
+            k, stride = (7, 2) if spec["imagenet"] else (3, 1)
+            self.stem, self.bn = conv(3, 64, k, stride), nn.BatchNorm2d(64)
+            self.pool = nn.MaxPool2d(3, 2, 1) if spec["imagenet"] else None
+            self.blocks = nn.ModuleList(Block(*b, spec["bottleneck"]) for b in blocks(name))
+            self.fc = nn.Linear(STAGES[-1] * (4 if spec["bottleneck"] else 1), spec["classes"])
 
         def forward(self, x):
             h = torch.relu(self.bn(self.stem(x)))
+            if self.pool is not None:
+                h = self.pool(h)
             for block in self.blocks:
                 h = block(h)
             return self.fc(h.mean((2, 3)))
 
-    return {"gpt2": Gpt2, "bert": Bert, "resnet18": ResNet18}[workload]()
+    if workload in RESNETS:
+        return ResNet(workload)
+    return {"gpt2": Gpt2, "bert": Bert}[workload]()
 
 
 def write_weights(workload: str, path: str, context: int = CONTEXT) -> None:
@@ -204,16 +238,18 @@ def jax_transformer_loss(p, ids, targets, gpt: bool):
 
 def jax_loss(workload: str):
     """The training loss of `workload` as a function of (params, inputs, targets)."""
-    if workload == "resnet18":
-        return jax_resnet18_loss
+    if workload in RESNETS:
+        return lambda p, x, y: jax_resnet_loss(p, x, y, workload)
     return lambda p, x, y: jax_transformer_loss(p, x, y, gpt=workload == "gpt2")
 
 
-def jax_resnet18_loss(p, x, labels):
+def jax_resnet_loss(p, x, labels, workload: str):
     """The loss in training mode (batch statistics; the running statistics are not updated, which
     changes no gradient)."""
     import jax
     import jax.numpy as jnp
+
+    spec = RESNETS[workload]
 
     def conv(h, w, stride):
         k = w.shape[-1] // 2
@@ -225,11 +261,16 @@ def jax_resnet18_loss(p, x, labels):
         var = ((h - mu) ** 2).mean((0, 2, 3), keepdims=True)
         return (h - mu) / jnp.sqrt(var + 1e-5) * q["weight"][:, None, None] + q["bias"][:, None, None]
 
-    h = jax.nn.relu(bn(conv(x, p["stem.weight"], 1), sub(p, "bn.")))
-    for i, (_, _, stride) in enumerate(blocks()):
+    h = jax.nn.relu(bn(conv(x, p["stem.weight"], 2 if spec["imagenet"] else 1), sub(p, "bn.")))
+    if spec["imagenet"]:
+        h = jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 3, 3), (1, 1, 2, 2), [(0, 0), (0, 0), (1, 1), (1, 1)])
+    for i, (_, _, stride) in enumerate(blocks(workload)):
         q = sub(p, f"blocks.{i}.")
-        y = jax.nn.relu(bn(conv(h, q["conv1.weight"], stride), sub(q, "bn1.")))
-        y = bn(conv(y, q["conv2.weight"], 1), sub(q, "bn2."))
+        s1, s2 = (1, stride) if spec["bottleneck"] else (stride, 1)
+        y = jax.nn.relu(bn(conv(h, q["conv1.weight"], s1), sub(q, "bn1.")))
+        y = bn(conv(y, q["conv2.weight"], s2), sub(q, "bn2."))
+        if spec["bottleneck"]:
+            y = bn(conv(jax.nn.relu(y), q["conv3.weight"], 1), sub(q, "bn3."))
         if "short_conv.weight" in q:
             h = bn(conv(h, q["short_conv.weight"], stride), sub(q, "short_bn."))
         h = jax.nn.relu(y + h)

@@ -25,6 +25,10 @@
 //!   of two residual blocks with batch norm, 64 to 512 channels, global average pooling, 10 classes),
 //!   batch 32 of 3 x 32 x 32 fixed images, mean cross-entropy, SGD with momentum 0.9 and lr 0.01; the
 //!   weights come from `--weights` like GPT-2's (`stem.weight`, `blocks.0.conv1.weight`, ...).
+//! - `resnet50`: ResNet-50 in ImageNet's layout (a 7x7 stride-2 stem and a 3x3 stride-2 max-pool,
+//!   stages of 3, 4, 6 and 3 bottleneck blocks of widths 64 to 512 with four times the width out,
+//!   stride on the 3x3 convolutions, 1,000 classes), batch 8 of 3 x 224 x 224 fixed images,
+//!   otherwise as ResNet-18.
 //! - `peak`: the f32 matrix-product rate at 2048 x 2048 x 2048, the reference for the achieved rates.
 //!
 //! Prints one JSON object to stdout: the first step's loss, the median and best step time over
@@ -35,8 +39,9 @@
 use nabla::nn::loss::{CrossEntropyOptions, cross_entropy};
 use nabla::nn::optim::{AdamConfig, AdamW, Optimizer, Sgd, SgdConfig};
 use nabla::nn::{
-    BatchNorm2d, Conv2d, ConvOptions, Embedding, Forward, LayerNorm, Linear, Module, Strictness,
-    TransformerActivation, TransformerEncoderLayer, TransformerLayerConfig, load_module,
+    BatchNorm2d, Conv2d, ConvOptions, Embedding, Forward, LayerNorm, Linear, MaxPool2d, Module,
+    Strictness, TransformerActivation, TransformerEncoderLayer, TransformerLayerConfig,
+    load_module,
 };
 use nabla::prelude::*;
 #[allow(dead_code)]
@@ -137,14 +142,17 @@ impl LanguageModel<CpuBackend> {
     }
 }
 
-/// A residual block of ResNet-18: two 3x3 convolutions with batch norm, and a 1x1 convolution with
-/// batch norm on the shortcut where the block changes the size.
+/// A residual block: ResNet-18's two 3x3 convolutions, or ResNet-50's bottleneck (1x1 down to the
+/// width, 3x3 with the stride, 1x1 up to four times the width: `conv3`), each with batch norm, and a
+/// 1x1 convolution with batch norm on the shortcut where the block changes the size.
 #[derive(Module)]
 struct Block<B: Backend> {
     conv1: Conv2d<B>,
     bn1: BatchNorm2d<B>,
     conv2: Conv2d<B>,
     bn2: BatchNorm2d<B>,
+    conv3: Option<Conv2d<B>>,
+    bn3: Option<BatchNorm2d<B>>,
     short_conv: Option<Conv2d<B>>,
     short_bn: Option<BatchNorm2d<B>>,
 }
@@ -173,19 +181,31 @@ fn norm(channels: usize, cpu: &CpuBackend) -> Result<BatchNorm2d<CpuBackend>> {
 }
 
 impl Block<CpuBackend> {
+    /// A block from `cin` channels at width `width` (out: `width`, or `4 width` for a bottleneck).
     fn new(
         cin: usize,
-        cout: usize,
+        width: usize,
         stride: usize,
+        bottleneck: bool,
         rng: &mut Generator,
         cpu: &CpuBackend,
     ) -> Result<Self> {
+        let cout = if bottleneck { 4 * width } else { width };
         let reshapes = stride != 1 || cin != cout;
+        let (k1, s1, s2) = if bottleneck {
+            (1, 1, stride)
+        } else {
+            (3, stride, 1)
+        };
         Ok(Block {
-            conv1: conv(cin, cout, 3, stride, rng, cpu)?,
-            bn1: norm(cout, cpu)?,
-            conv2: conv(cout, cout, 3, 1, rng, cpu)?,
-            bn2: norm(cout, cpu)?,
+            conv1: conv(cin, width, k1, s1, rng, cpu)?,
+            bn1: norm(width, cpu)?,
+            conv2: conv(width, width, 3, s2, rng, cpu)?,
+            bn2: norm(width, cpu)?,
+            conv3: bottleneck
+                .then(|| conv(width, cout, 1, 1, rng, cpu))
+                .transpose()?,
+            bn3: bottleneck.then(|| norm(cout, cpu)).transpose()?,
             short_conv: reshapes
                 .then(|| conv(cin, cout, 1, stride, rng, cpu))
                 .transpose()?,
@@ -195,7 +215,10 @@ impl Block<CpuBackend> {
 
     fn forward(&self, x: &CpuTensor) -> Result<CpuTensor> {
         let h = self.bn1.forward(&self.conv1.forward(x)?)?.relu()?;
-        let h = self.bn2.forward(&self.conv2.forward(&h)?)?;
+        let mut h = self.bn2.forward(&self.conv2.forward(&h)?)?;
+        if let (Some(c), Some(b)) = (&self.conv3, &self.bn3) {
+            h = b.forward(&c.forward(&h.relu()?)?)?;
+        }
         let shortcut = match (&self.short_conv, &self.short_bn) {
             (Some(c), Some(b)) => b.forward(&c.forward(x)?)?,
             _ => x.clone(),
@@ -204,44 +227,84 @@ impl Block<CpuBackend> {
     }
 }
 
-/// ResNet-18 in the CIFAR layout: a 3x3 stem of 64 channels, no max-pool, four stages of two blocks
-/// (64, 128, 256, 512 channels; stride 2 from the second), global average pooling, 10 classes.
+/// A ResNet's shape: ResNet-18 in the CIFAR layout or ResNet-50 in ImageNet's.
+#[derive(Clone, Copy)]
+struct ResNetSpec {
+    /// Blocks per stage (widths 64, 128, 256, 512; stride 2 from the second stage).
+    depths: [usize; 4],
+    bottleneck: bool,
+    /// A 7x7 stride-2 stem with a 3x3 stride-2 max-pool (ImageNet), or a 3x3 stem (CIFAR).
+    imagenet: bool,
+    classes: usize,
+    images: usize,
+    size: usize,
+}
+
+/// ResNet-18 in the CIFAR layout, batch 32 of 3 x 32 x 32.
+const RESNET18: ResNetSpec = ResNetSpec {
+    depths: [2, 2, 2, 2],
+    bottleneck: false,
+    imagenet: false,
+    classes: 10,
+    images: 32,
+    size: 32,
+};
+
+/// ResNet-50 in ImageNet's layout, batch 8 of 3 x 224 x 224.
+const RESNET50: ResNetSpec = ResNetSpec {
+    depths: [3, 4, 6, 3],
+    bottleneck: true,
+    imagenet: true,
+    classes: 1000,
+    images: 8,
+    size: 224,
+};
+
+/// A ResNet: stem, blocks, global average pooling and a linear classifier.
 #[derive(Module)]
-struct ResNet18<B: Backend> {
+struct ResNet<B: Backend> {
     stem: Conv2d<B>,
     bn: BatchNorm2d<B>,
     blocks: Vec<Block<B>>,
     fc: Linear<B>,
+    #[module(skip)]
+    pool: Option<MaxPool2d>,
 }
 
-/// ResNet-18's batch: images of 3 x 32 x 32.
-const IMAGES: usize = 32;
-
-impl ResNet18<CpuBackend> {
-    fn load(weights: &PathBuf, cpu: &CpuBackend) -> Result<Self> {
+impl ResNet<CpuBackend> {
+    fn load(spec: ResNetSpec, weights: &PathBuf, cpu: &CpuBackend) -> Result<Self> {
         let rng = &mut Generator::new(0);
         let mut blocks = Vec::new();
         let mut cin = 64;
-        for (stage, cout) in [64, 128, 256, 512].into_iter().enumerate() {
-            for i in 0..2 {
+        for (stage, width) in [64, 128, 256, 512].into_iter().enumerate() {
+            for i in 0..spec.depths[stage] {
                 let stride = if stage > 0 && i == 0 { 2 } else { 1 };
-                blocks.push(Block::new(cin, cout, stride, rng, cpu)?);
-                cin = cout;
+                let block = Block::new(cin, width, stride, spec.bottleneck, rng, cpu)?;
+                cin = if spec.bottleneck { 4 * width } else { width };
+                blocks.push(block);
             }
         }
-        let model = ResNet18 {
-            stem: conv(3, 64, 3, 1, rng, cpu)?,
+        let (k, stride) = if spec.imagenet { (7, 2) } else { (3, 1) };
+        let model = ResNet {
+            stem: conv(3, 64, k, stride, rng, cpu)?,
             bn: norm(64, cpu)?,
             blocks,
-            fc: Linear::new(512, 10, true, DType::F32, rng, cpu)?,
+            fc: Linear::new(cin, spec.classes, true, DType::F32, rng, cpu)?,
+            pool: spec
+                .imagenet
+                .then(|| MaxPool2d::new((3, 3), Some((2, 2)), (1, 1), (1, 1), false))
+                .transpose()?,
         };
         load_module(&model, weights, cpu, Strictness::Strict)?;
         Ok(model)
     }
 
-    /// Logits `[N, 10]` for images `[N, 3, 32, 32]`.
+    /// Logits `[N, classes]` for images `[N, 3, size, size]`.
     fn logits(&self, x: &CpuTensor) -> Result<CpuTensor> {
         let mut h = self.bn.forward(&self.stem.forward(x)?)?.relu()?;
+        if let Some(pool) = &self.pool {
+            h = pool.forward(&h)?;
+        }
         for block in &self.blocks {
             h = block.forward(&h)?;
         }
@@ -249,17 +312,22 @@ impl ResNet18<CpuBackend> {
     }
 }
 
-/// The fixed images `[IMAGES, 3, 32, 32]` (the script makes the same) and labels `n mod 10`.
-fn images(cpu: &CpuBackend) -> Result<(CpuTensor, CpuTensor)> {
-    let len = IMAGES * 3 * 32 * 32;
+/// The fixed images `[images, 3, size, size]` (the script makes the same) and labels `n mod 10`.
+fn images(spec: ResNetSpec, cpu: &CpuBackend) -> Result<(CpuTensor, CpuTensor)> {
+    let (n, size) = (spec.images, spec.size);
+    let plane = size * size;
     let pixel = |i: usize| {
-        let (n, c, h, w) = (i / 3072, i / 1024 % 3, i / 32 % 32, i % 32);
+        let (n, c, h, w) = (i / (3 * plane), i / plane % 3, i / size % size, i % size);
         ((n * 131 + c * 31 + h * 7 + w * 3) % 17) as f32 / 17.0 - 0.5
     };
-    let labels = (0..IMAGES as i64).map(|n| n % 10).collect();
+    let labels = (0..n as i64).map(|i| i % 10).collect();
     Ok((
-        Tensor::from_vec((0..len).map(pixel).collect(), [IMAGES, 3, 32, 32], cpu)?,
-        Tensor::from_vec(labels, [IMAGES], cpu)?,
+        Tensor::from_vec(
+            (0..n * 3 * plane).map(pixel).collect(),
+            [n, 3, size, size],
+            cpu,
+        )?,
+        Tensor::from_vec(labels, [n], cpu)?,
     ))
 }
 
@@ -311,7 +379,9 @@ fn parse_args() -> Result<Args> {
                 .map_err(|e| bad(format!("{flag}: {e}")))
         };
         match flag.as_str() {
-            "--workload" if ["gpt2", "bert", "resnet18", "peak"].contains(&value.as_str()) => {
+            "--workload"
+                if ["gpt2", "bert", "resnet18", "resnet50", "peak"].contains(&value.as_str()) =>
+            {
                 args.workload = value.clone()
             }
             "--weights" => args.weights = Some(PathBuf::from(&value)),
@@ -416,9 +486,10 @@ fn language_model(spec: Spec, args: &Args, cpu: &CpuBackend) -> Result<()> {
     run_steps(args, loss, &mut opt)
 }
 
-fn resnet18(args: &Args, cpu: &CpuBackend) -> Result<()> {
-    let model = ResNet18::load(weights(args)?, cpu)?;
-    let (x, labels) = images(cpu)?;
+/// Training steps of the ResNet `spec` (SGD with momentum 0.9, lr 0.01).
+fn resnet(spec: ResNetSpec, args: &Args, cpu: &CpuBackend) -> Result<()> {
+    let model = ResNet::load(spec, weights(args)?, cpu)?;
+    let (x, labels) = images(spec, cpu)?;
     let options = CrossEntropyOptions::default();
     let config = SgdConfig {
         lr: 0.01,
@@ -435,7 +506,8 @@ fn main() -> Result<()> {
     let cpu = CpuBackend::new();
     match args.workload.as_str() {
         "peak" => peak(&cpu),
-        "resnet18" => resnet18(&args, &cpu),
+        "resnet18" => resnet(RESNET18, &args, &cpu),
+        "resnet50" => resnet(RESNET50, &args, &cpu),
         "bert" => language_model(BERT, &args, &cpu),
         _ => language_model(GPT2, &args, &cpu),
     }
