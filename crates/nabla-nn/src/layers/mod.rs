@@ -1,6 +1,7 @@
 //! Layers with PyTorch's argument names, shapes and default initialisation.
 
 mod attention;
+mod batch_norm_fused;
 mod bilinear;
 mod conv;
 mod dropout;

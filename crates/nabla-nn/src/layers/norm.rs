@@ -3,6 +3,7 @@
 //! Their scales start at one and their shifts at zero (PyTorch's `reset_parameters`), so unlike the
 //! other layers their constructors draw nothing and take no random generator.
 
+use super::batch_norm_fused;
 use super::conv::per_channel;
 use crate::module::{Forward, Module, join_name};
 use crate::param::Param;
@@ -176,6 +177,29 @@ impl<B: Backend, const D: usize> BatchNorm<B, D> {
         Ok(())
     }
 
+    /// The layer with the batch statistics as one fused op (see [`batch_norm_fused`]), updating the
+    /// running statistics in training; `None` where the fused op does not apply. `n` is the number
+    /// of values per channel.
+    fn fused_forward(&self, x: &Tensor<B>, n: usize) -> Result<Option<Tensor<B>>> {
+        let c = [self.num_features];
+        let w = match &self.weight {
+            Some(w) => w.value(),
+            None => Tensor::ones(c, x.dtype(), x.backend())?,
+        };
+        let b = match &self.bias {
+            Some(b) => b.value(),
+            None => Tensor::zeros(c, x.dtype(), x.backend())?,
+        };
+        if !batch_norm_fused::applies(x, &w, &b) {
+            return Ok(None);
+        }
+        let out = batch_norm_fused::batch_norm(x, &w, &b, self.eps)?;
+        if self.training {
+            self.update_running(&out.mean, &out.var, n)?;
+        }
+        Ok(Some(out.y))
+    }
+
     /// Folds the batch statistics (`[1, C, 1, ...]`, biased variance over `n` values) into the
     /// running statistics, untracked.
     fn update_running(&self, mean: &Tensor<B>, var: &Tensor<B>, n: usize) -> Result<()> {
@@ -242,6 +266,9 @@ impl<B: Backend, const D: usize> Forward<B> for BatchNorm<B, D> {
                             x.shape()
                         ),
                     ));
+                }
+                if let Some(y) = self.fused_forward(x, n)? {
+                    return Ok(y);
                 }
                 let mean = x.mean(&axes, true)?;
                 let var = x.sub(&mean)?.square()?.mean(&axes, true)?;

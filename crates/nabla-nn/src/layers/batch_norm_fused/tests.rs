@@ -1,0 +1,146 @@
+use super::*;
+use nabla_core::Generator;
+use nabla_cpu::CpuBackend;
+use nabla_tensor::{GradCheckOptions, check_gradients, check_second_order};
+
+type T = Tensor<CpuBackend>;
+
+fn randn(shape: &[usize], seed: u64, scale: f64, shift: f64) -> T {
+    Tensor::randn(
+        shape.to_vec(),
+        DType::F64,
+        &mut Generator::new(seed),
+        &CpuBackend::new(),
+    )
+    .unwrap()
+    .mul(scale)
+    .unwrap()
+    .add(shift)
+    .unwrap()
+}
+
+/// `x [shape]`, `w [C]` and `b [C]`, with means and scales away from 0 and 1.
+fn inputs(shape: &[usize], seed: u64) -> Vec<T> {
+    let c = shape[1];
+    vec![
+        randn(shape, seed, 1.7, 0.6),
+        randn(&[c], seed + 1, 0.5, 1.0),
+        randn(&[c], seed + 2, 0.5, 0.0),
+    ]
+}
+
+fn fused(v: &[T]) -> Result<T> {
+    let flat = Tensor::apply_family_op::<FusedBatchNorm>(
+        Arc::new(BatchNormOp::Forward {
+            eps: 1e-5f64.to_bits(),
+        }),
+        &[&v[0], &v[1], &v[2]],
+    )?;
+    Ok(flat)
+}
+
+fn vals(t: &T) -> Vec<f64> {
+    t.contiguous().unwrap().to_vec::<f64>().unwrap()
+}
+
+#[track_caller]
+fn near(a: &[f64], b: &[f64], tol: f64) {
+    assert_eq!(a.len(), b.len());
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!(
+            (x - y).abs() <= tol * (1.0 + y.abs()),
+            "element {i}: {x} vs {y}"
+        );
+    }
+}
+
+/// A loss reaching every element of the flat output (values, means and variances) differently.
+fn loss(flat: &T) -> Result<T> {
+    let w = Tensor::arange(0, flat.numel() as i64, 1, flat.dtype(), flat.backend())?
+        .mul(0.61)?
+        .cos()?;
+    flat.mul(&w)?.sum_all()
+}
+
+#[test]
+fn values_and_gradients_match_the_composite() {
+    for (i, shape) in [
+        vec![2, 3],
+        vec![4, 5, 7],
+        vec![3, 4, 5, 6],
+        vec![1, 2, 3, 3],
+        vec![5, 1, 17, 3],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let v = inputs(&shape, 10 * i as u64);
+        near(
+            &vals(&fused(&v).unwrap()),
+            &vals(&composite_flat(&v, 1e-5).unwrap()),
+            1e-12,
+        );
+        let one = Tensor::ones([], DType::F64, &CpuBackend::new()).unwrap();
+        let (_, gf) = vjp_n(|x| loss(&fused(x)?), &v, &one).unwrap();
+        let (_, gc) = vjp_n(|x| loss(&composite_flat(x, 1e-5)?), &v, &one).unwrap();
+        for (a, b) in gf.iter().zip(&gc) {
+            assert_eq!(a.shape(), b.shape());
+            near(&vals(a), &vals(b), 1e-11);
+        }
+    }
+}
+
+#[test]
+fn derivatives_match_finite_differences_to_second_order() {
+    let opts = GradCheckOptions::default();
+    let v = inputs(&[3, 2, 4], 1);
+    check_gradients(fused, &v, &opts)
+        .unwrap()
+        .assert_close(1e-7, 1e-6)
+        .unwrap();
+    check_second_order(fused, &v, &opts)
+        .unwrap()
+        .assert_close(1e-7, 1e-6)
+        .unwrap();
+    let t = inputs(&[3, 2, 4], 5);
+    let (_, jv) = jvp_n(|x| loss(&fused(x)?), &v, &t).unwrap();
+    let one = Tensor::ones([], DType::F64, &CpuBackend::new()).unwrap();
+    let (_, g) = vjp_n(|x| loss(&fused(x)?), &v, &one).unwrap();
+    let dot: f64 = g
+        .iter()
+        .zip(&t)
+        .map(|(g, t)| g.mul(t).unwrap().sum_all().unwrap().item::<f64>().unwrap())
+        .sum();
+    let lhs = jv.item::<f64>().unwrap();
+    assert!(
+        (lhs - dot).abs() < 1e-10 * (1.0 + dot.abs()),
+        "{lhs} vs {dot}"
+    );
+}
+
+#[test]
+fn float32_matches_float64_to_single_precision() {
+    let v = inputs(&[8, 6, 9, 9], 20);
+    let v32: Vec<T> = v.iter().map(|x| x.cast(DType::F32).unwrap()).collect();
+    let to64 = |t: &T| vals(&t.cast(DType::F64).unwrap());
+    near(
+        &to64(&fused(&v32).unwrap()),
+        &vals(&fused(&v).unwrap()),
+        2e-5,
+    );
+}
+
+#[test]
+fn bad_inputs_are_errors_naming_the_op() {
+    let v = inputs(&[2, 3, 4], 30);
+    let err = |x: &T, w: &T, b: &T| {
+        let e = fused(&[x.clone(), w.clone(), b.clone()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("fused.batch_norm"), "{e}");
+    };
+    err(&v[0], &randn(&[4], 1, 1.0, 0.0), &v[2]);
+    err(&v[0].cast(DType::F32).unwrap(), &v[1], &v[2]);
+    err(&randn(&[0, 3, 4], 1, 1.0, 0.0), &v[1], &v[2]);
+    err(&randn(&[3], 1, 1.0, 0.0), &v[1], &v[2]);
+}
