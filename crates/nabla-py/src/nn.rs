@@ -226,6 +226,54 @@ fn dropout(py: Python<'_>, input: &Bound<'_, PyAny>, p: f64, training: bool) -> 
     })
 }
 
+/// `scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+/// scale=None, enable_gqa=False)`, as PyTorch's: `softmax(query keyᵀ scale + mask) value` over
+/// `[..., L, E]`, `[..., S, E]` and `[..., S, Ev]` (a bool mask is `True` where a query may attend).
+/// On the CPU without a mask or dropout it is nabla's fused attention.
+#[pyfunction]
+#[pyo3(signature = (query, key, value, attn_mask = None, dropout_p = 0.0, is_causal = false, scale = None, enable_gqa = false))]
+#[allow(clippy::too_many_arguments)]
+fn scaled_dot_product_attention(
+    py: Python<'_>,
+    query: &Bound<'_, PyAny>,
+    key: &Bound<'_, PyAny>,
+    value: &Bound<'_, PyAny>,
+    attn_mask: Option<&Bound<'_, PyAny>>,
+    dropout_p: f64,
+    is_causal: bool,
+    scale: Option<f64>,
+    enable_gqa: bool,
+) -> PyResult<PyTensor> {
+    let (g, present) = group(vec![
+        Some(to_value(query, None)?),
+        Some(to_value(key, None)?),
+        Some(to_value(value, None)?),
+        opt_value(attn_mask)?,
+    ])
+    .py()?;
+    compute(py, move || {
+        on_group!(g, ts => {
+            let mask = present[3].then(|| &ts[3]);
+            let attend = |rng: Option<&mut nabla_core::Generator>| {
+                let args = nabla_nn::SdpaArgs {
+                    attn_mask: mask,
+                    dropout_p,
+                    is_causal,
+                    scale,
+                    enable_gqa,
+                    rng,
+                };
+                nabla_nn::scaled_dot_product_attention(&ts[0], &ts[1], &ts[2], args)
+            };
+            if dropout_p > 0.0 {
+                with_generator(|g| attend(Some(g)))
+            } else {
+                attend(None)
+            }
+        })
+    })
+}
+
 /// `cross_entropy(input, target, weight=None, ignore_index=-100, reduction='mean',
 /// label_smoothing=0.0)`: class-index or probability targets, as PyTorch's.
 #[pyfunction]
@@ -451,6 +499,7 @@ pub fn nn_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
         wrap_pyfunction!(log_softmax, &m)?,
         wrap_pyfunction!(layer_norm, &m)?,
         wrap_pyfunction!(dropout, &m)?,
+        wrap_pyfunction!(scaled_dot_product_attention, &m)?,
         wrap_pyfunction!(cross_entropy, &m)?,
         wrap_pyfunction!(nll_loss, &m)?,
         wrap_pyfunction!(mse_loss, &m)?,

@@ -227,3 +227,25 @@ def test_recurrent_layers_and_attention_match_pytorch(name):
         close(p.grad, ref["grads"][k])
     for t, g in zip(inputs, ref["input_grads"]):
         close(t.grad, g)
+
+
+def test_scaled_dot_product_attention_matches_pytorch():
+    """Against PyTorch's values in the Rust crate's fixture (scripts/gen_torch_sdpa_fixtures.py)."""
+    path = os.path.join(HERE, "..", "..", "nabla-nn", "tests", "fixtures", "sdpa.json")
+    with open(path) as fh:
+        cases = json.load(fh)["cases"]
+    arr = lambda t: np.array(t["data"], dtype=np.float64).reshape(t["shape"])  # noqa: E731
+    for c in cases:
+        q, k, v = (nb.tensor(arr(c[n]), requires_grad=True) for n in ("q", "k", "v"))
+        mask = None
+        if "mask" in c:
+            mask = arr(c["mask"])
+            mask = nb.tensor(mask > 0.5) if c["mask_kind"] == "bool" else nb.tensor(mask)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=c["is_causal"],
+                                             scale=c["scale"], enable_gqa=c["enable_gqa"])
+        close(out, arr(c["out"]))
+        (out * nb.tensor(arr(c["w"]))).sum().backward()
+        for t, name in ((q, "grad_q"), (k, "grad_k"), (v, "grad_v")):
+            close(t.grad, arr(c[name]))
+    with pytest.raises(Exception, match="scaled_dot_product_attention"):
+        F.scaled_dot_product_attention(q, k, v, attn_mask=nb.tensor(np.ones((2, 2), bool)), is_causal=True)

@@ -31,7 +31,7 @@
 //!   otherwise as ResNet-18.
 //! - `peak`: the f32 matrix-product rate at 2048 x 2048 x 2048, the reference for the achieved rates.
 //!
-//! Prints one JSON object to stdout: the first step's loss, the median and best step time over
+//! Prints one JSON object to stdout: the first step's loss and every step's, the median and best step time over
 //! `--steps` steps after `--warmup`, the median forward (with the loss) and backward (with the fused
 //! update) phases, the process's peak resident memory, and the CPU buffer cache's statistics (with
 //! the fresh memory a timed step asked for: 0 once the cache holds the step's working set).
@@ -421,7 +421,7 @@ fn run_steps(
     opt: &mut dyn Optimizer<CpuBackend>,
 ) -> Result<()> {
     let (mut total, mut fwd, mut bwd) = (Vec::new(), Vec::new(), Vec::new());
-    let mut first_loss = f64::NAN;
+    let mut losses = Vec::new();
     let mut before_timed = nabla::cpu::buffer_cache_stats();
     for i in 0..args.warmup + args.steps {
         if i == args.warmup {
@@ -433,9 +433,7 @@ fn run_steps(
             false => loss()?,
         };
         let t1 = Instant::now();
-        if i == 0 {
-            first_loss = f64::from(value.item::<f32>()?);
-        }
+        losses.push(f64::from(value.item::<f32>()?));
         opt.backward_step(&value)?;
         if i >= args.warmup {
             fwd.push(t1 - t0);
@@ -449,10 +447,11 @@ fn run_steps(
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     let fresh_per_step = mib(cache.fresh_bytes - before_timed.fresh_bytes) / args.steps as f64;
     println!(
-        "{{\"first_loss\": {first_loss}, \"step_s\": {step_s}, \"best_s\": {best_s}, \
+        "{{\"first_loss\": {}, \"losses\": {losses:?}, \"step_s\": {step_s}, \"best_s\": {best_s}, \
          \"forward_s\": {fwd_s}, \"backward_s\": {bwd_s}, \"peak_rss_mib\": {}, \
          \"cache_capacity_mib\": {}, \"cache_high_water_mib\": {}, \"cache_hit_rate\": {}, \
          \"fresh_mib\": {}, \"fresh_mib_per_timed_step\": {fresh_per_step}}}",
+        losses[0],
         peak_rss_mib(),
         mib(cache.capacity_bytes as u64),
         mib(cache.high_water_bytes as u64),

@@ -954,6 +954,13 @@ defaults to the kernel size)."""
 written atomically (readable by `safetensors.torch.load_file` as a PyTorch state dict)."""
         ...
 
+    def scaled_dot_product_attention(self, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False) -> Any:
+        """`scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+scale=None, enable_gqa=False)`, as PyTorch's: `softmax(query keyᵀ scale + mask) value` over
+`[..., L, E]`, `[..., S, E]` and `[..., S, Ev]` (a bool mask is `True` where a query may attend).
+On the CPU without a mask or dropout it is nabla's fused attention."""
+        ...
+
     def silu(self, input) -> Any:
         """`silu(x) = x sigmoid(x)`."""
         ...

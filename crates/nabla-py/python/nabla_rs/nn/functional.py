@@ -18,6 +18,7 @@ softmax = _rust.softmax
 log_softmax = _rust.log_softmax
 layer_norm = _rust.layer_norm
 dropout = _rust.dropout
+scaled_dot_product_attention = _rust.scaled_dot_product_attention
 cross_entropy = _rust.cross_entropy
 nll_loss = _rust.nll_loss
 mse_loss = _rust.mse_loss
