@@ -3,7 +3,7 @@
 use crate::init;
 use crate::layers::dropout::Dropout;
 use crate::layers::linear::Linear;
-use crate::layers::sdpa::{SdpaArgs, causal_mask, scaled_dot_product_attention};
+use crate::layers::sdpa::{SdpaArgs, causal_mask, mask_to_bias, scaled_dot_product_attention};
 use crate::module::Forward;
 use crate::param::Param;
 use nabla_core::{Backend, DType, Error, Generator, Result};
@@ -81,29 +81,6 @@ pub fn generate_square_subsequent_mask<B: Backend>(
     let cols = Tensor::arange(0, sz as i64, 1, DType::I64, backend)?.unsqueeze(0)?;
     let neg = Tensor::full([], f64::NEG_INFINITY, dtype, backend)?;
     cols.gt(&rows)?.where_(&neg, 0.0)
-}
-
-/// A mask turned into an additive float tensor of `dtype`: bool `true` becomes `-inf`, floats are
-/// kept.
-fn additive_mask<B: Backend>(
-    op: &'static str,
-    mask: &Tensor<B>,
-    dtype: DType,
-) -> Result<Tensor<B>> {
-    if mask.dtype().is_bool() {
-        let neg = Tensor::full([], f64::NEG_INFINITY, dtype, mask.backend())?;
-        mask.where_(&neg, 0.0)
-    } else if mask.dtype() == dtype {
-        Ok(mask.clone())
-    } else {
-        Err(Error::invalid(
-            op,
-            format!(
-                "a mask must be bool or have the query's dtype {dtype:?}, got {:?}",
-                mask.dtype()
-            ),
-        ))
-    }
 }
 
 /// Multi-head attention (PyTorch's `nn.MultiheadAttention`):
@@ -367,7 +344,7 @@ fn mask_bias<B: Backend>(
                 )));
             }
         };
-        bias = Some(additive_mask(OP, &m4, dtype)?);
+        bias = Some(mask_to_bias(OP, &m4, dtype, false)?);
     }
     if let Some(m) = args.key_padding_mask {
         let expected: Vec<usize> = if batched { vec![n, s] } else { vec![s] };
@@ -375,7 +352,7 @@ fn mask_bias<B: Backend>(
             return Err(Error::shapes(OP, m.shape(), &expected)
                 .with_hint("key_padding_mask must be [N, S] ([S] unbatched)"));
         }
-        let padding = additive_mask(OP, &m.reshape([n, 1, 1, s])?, dtype)?;
+        let padding = mask_to_bias(OP, &m.reshape([n, 1, 1, s])?, dtype, false)?;
         bias = Some(match bias {
             Some(b) => b.add(&padding)?,
             None => padding,

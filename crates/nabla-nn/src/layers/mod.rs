@@ -6,6 +6,7 @@ mod bilinear;
 mod conv;
 mod dropout;
 mod embedding;
+mod fused;
 mod layer_norm;
 mod linear;
 mod lstm_fused;

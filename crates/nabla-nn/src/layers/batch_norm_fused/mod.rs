@@ -16,11 +16,12 @@ mod kernel;
 #[cfg(test)]
 mod tests;
 
+use crate::layers::fused::{composite_jvp, composite_vjp_if_tracked, split_flat};
 use kernel::{NormFloat, OutputCotangents};
 use nabla_core::{
     Backend, DType, Error, ExtensionOp, HostAllocator, HostData, HostView, OutputSpec, Result,
 };
-use nabla_tensor::{ExtensionFamily, ExtensionRules, RuleArgs, Tensor, jvp_n, vjp_n};
+use nabla_tensor::{ExtensionFamily, ExtensionRules, RuleArgs, Tensor};
 use std::sync::Arc;
 
 /// The normalised input and the batch statistics, `[1, C, 1, ...]` each.
@@ -244,16 +245,7 @@ impl ExtensionFamily for FusedBatchNorm {
             .reverse("fused.batch_norm", batch_norm_reverse)
             .forward("fused.batch_norm", |args, t| {
                 let eps = forward_of(args)?.eps();
-                let (ins, ts): (Vec<Tensor<B>>, Vec<Tensor<B>>) = args
-                    .inputs
-                    .iter()
-                    .zip(t)
-                    .map(|(x, t)| Ok((x.clone(), t.clone().map_or_else(|| x.zeros_like(), Ok)?)))
-                    .collect::<Result<Vec<_>>>()?
-                    .into_iter()
-                    .unzip();
-                let (_, tangent) = jvp_n(|v| composite_flat(v, eps), &ins, &ts)?;
-                Ok(Some(tangent))
+                composite_jvp(args, t, |v| composite_flat(v, eps))
             })
     }
 }
@@ -276,20 +268,13 @@ fn batch_norm_reverse<B: Backend>(
     _needs: &[bool],
 ) -> Result<Vec<Option<Tensor<B>>>> {
     let eps = forward_of(args)?.eps();
-    let tracked = g.requires_grad() || args.inputs.iter().any(Tensor::requires_grad);
-    if tracked {
-        let (_, grads) = vjp_n(|v| composite_flat(v, eps), args.inputs, g)?;
-        return Ok(grads.into_iter().map(Some).collect());
+    if let Some(grads) = composite_vjp_if_tracked(args, g, |v| composite_flat(v, eps))? {
+        return Ok(grads);
     }
-    let [x, w, _] = args.inputs else {
+    let [x, w, b] = args.inputs else {
         return Err(Error::invalid("fused.batch_norm", "expected three inputs"));
     };
     let op = Arc::new(BatchNormOp::Vjp { eps: eps.to_bits() });
     let flat = Tensor::apply_family_op::<FusedBatchNorm>(op, &[x, w, args.output, g])?;
-    let (numel, c) = (x.numel(), w.numel());
-    Ok(vec![
-        Some(flat.narrow(0, 0, numel)?.reshape(x.shape().to_vec())?),
-        Some(flat.narrow(0, numel, c)?),
-        Some(flat.narrow(0, numel + c, c)?),
-    ])
+    split_flat(&flat, &[Some(x), Some(w), Some(b)])
 }

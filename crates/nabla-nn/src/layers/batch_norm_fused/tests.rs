@@ -1,7 +1,8 @@
 use super::*;
+use crate::layers::fused::test_support::{assert_adjoint, near, one, vals};
 use nabla_core::Generator;
 use nabla_cpu::CpuBackend;
-use nabla_tensor::{GradCheckOptions, check_gradients, check_second_order};
+use nabla_tensor::{GradCheckOptions, check_gradients, check_second_order, vjp_n};
 
 type T = Tensor<CpuBackend>;
 
@@ -39,21 +40,6 @@ fn fused(v: &[T]) -> Result<T> {
     Ok(flat)
 }
 
-fn vals(t: &T) -> Vec<f64> {
-    t.contiguous().unwrap().to_vec::<f64>().unwrap()
-}
-
-#[track_caller]
-fn near(a: &[f64], b: &[f64], tol: f64) {
-    assert_eq!(a.len(), b.len());
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!(
-            (x - y).abs() <= tol * (1.0 + y.abs()),
-            "element {i}: {x} vs {y}"
-        );
-    }
-}
-
 /// A loss reaching every element of the flat output (values, means and variances) differently.
 fn loss(flat: &T) -> Result<T> {
     let w = Tensor::arange(0, flat.numel() as i64, 1, flat.dtype(), flat.backend())?
@@ -80,7 +66,7 @@ fn values_and_gradients_match_the_composite() {
             &vals(&composite_flat(&v, 1e-5).unwrap()),
             1e-12,
         );
-        let one = Tensor::ones([], DType::F64, &CpuBackend::new()).unwrap();
+        let one = one();
         let (_, gf) = vjp_n(|x| loss(&fused(x)?), &v, &one).unwrap();
         let (_, gc) = vjp_n(|x| loss(&composite_flat(x, 1e-5)?), &v, &one).unwrap();
         for (a, b) in gf.iter().zip(&gc) {
@@ -102,20 +88,7 @@ fn derivatives_match_finite_differences_to_second_order() {
         .unwrap()
         .assert_close(1e-7, 1e-6)
         .unwrap();
-    let t = inputs(&[3, 2, 4], 5);
-    let (_, jv) = jvp_n(|x| loss(&fused(x)?), &v, &t).unwrap();
-    let one = Tensor::ones([], DType::F64, &CpuBackend::new()).unwrap();
-    let (_, g) = vjp_n(|x| loss(&fused(x)?), &v, &one).unwrap();
-    let dot: f64 = g
-        .iter()
-        .zip(&t)
-        .map(|(g, t)| g.mul(t).unwrap().sum_all().unwrap().item::<f64>().unwrap())
-        .sum();
-    let lhs = jv.item::<f64>().unwrap();
-    assert!(
-        (lhs - dot).abs() < 1e-10 * (1.0 + dot.abs()),
-        "{lhs} vs {dot}"
-    );
+    assert_adjoint(|x| loss(&fused(x)?), &v, &inputs(&[3, 2, 4], 5));
 }
 
 #[test]

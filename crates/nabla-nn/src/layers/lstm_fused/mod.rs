@@ -26,11 +26,12 @@ mod kernel;
 #[cfg(test)]
 mod tests;
 
+use crate::layers::fused::{composite_jvp, composite_vjp_if_tracked, split_flat};
 use nabla_core::Result;
 use nabla_core::{
     Backend, DType, Error, ExtensionOp, HostAllocator, HostData, HostView, OutputSpec,
 };
-use nabla_tensor::{ExtensionFamily, ExtensionRules, RuleArgs, Tensor, is_recorded, jvp_n, vjp_n};
+use nabla_tensor::{ExtensionFamily, ExtensionRules, RuleArgs, Tensor, is_recorded};
 use std::sync::Arc;
 
 /// The outputs of [`lstm_layer`]: every step's `h` (`[L, N, H]`, time order), and the final `h` and
@@ -225,16 +226,7 @@ impl ExtensionFamily for FusedLstm {
             .reverse("fused.lstm_layer", layer_reverse)
             .forward("fused.lstm_layer", |args, t| {
                 let op = layer_of(args)?;
-                let (ins, ts): (Vec<Tensor<B>>, Vec<Tensor<B>>) = args
-                    .inputs
-                    .iter()
-                    .zip(t)
-                    .map(|(x, t)| Ok((x.clone(), t.clone().map_or_else(|| x.zeros_like(), Ok)?)))
-                    .collect::<Result<Vec<_>>>()?
-                    .into_iter()
-                    .unzip();
-                let (_, tangent) = jvp_n(|v| composite_layer(v, op), &ins, &ts)?;
-                Ok(Some(tangent))
+                composite_jvp(args, t, |v| composite_layer(v, op))
             })
     }
 }
@@ -257,12 +249,15 @@ fn layer_reverse<B: Backend>(
     needs: &[bool],
 ) -> Result<Vec<Option<Tensor<B>>>> {
     let layer = layer_of(args)?;
-    let tracked = g.requires_grad() || args.inputs.iter().any(Tensor::requires_grad);
     // An op run without its activations is one that was not expected to be recorded; its
     // composite still gives the right cotangents.
-    if tracked || layer.planes() == 2 {
-        let (_, grads) = vjp_n(|v| composite_layer(v, layer), args.inputs, g)?;
+    let composite = |v: &[Tensor<B>]| composite_layer(v, layer);
+    if layer.planes() == 2 {
+        let (_, grads) = nabla_tensor::vjp_n(composite, args.inputs, g)?;
         return Ok(grads.into_iter().map(Some).collect());
+    }
+    if let Some(grads) = composite_vjp_if_tracked(args, g, composite)? {
+        return Ok(grads);
     }
     let [x, w_ih, w_hh, h0, c0, bias] = args.inputs else {
         return Err(Error::invalid("fused.lstm_layer", "expected six inputs"));
@@ -275,18 +270,17 @@ fn layer_reverse<B: Backend>(
     });
     let inputs = [x, w_ih, w_hh, h0, c0, args.output, g];
     let flat = Tensor::apply_family_op::<FusedLstm>(op, &inputs)?;
-    // The flat cotangent's pieces, in its order.
-    let mut start = 0;
-    let mut piece = |like: &Tensor<B>| -> Result<Option<Tensor<B>>> {
-        let p = flat
-            .narrow(0, start, like.numel())?
-            .reshape(like.shape().to_vec())?;
-        start += like.numel();
-        Ok(Some(p))
-    };
-    let dx = if input_grad { piece(x)? } else { None };
-    let (dh0, dc0) = (piece(h0)?, piece(c0)?);
-    let (dw_ih, dw_hh, db) = (piece(w_ih)?, piece(w_hh)?, piece(bias)?);
+    // The flat cotangent's pieces, in its order: dx, dh0, dc0, dw_ih, dw_hh, db.
+    let likes = [
+        input_grad.then_some(x),
+        Some(h0),
+        Some(c0),
+        Some(w_ih),
+        Some(w_hh),
+        Some(bias),
+    ];
+    let [dx, dh0, dc0, dw_ih, dw_hh, db] = <[_; 6]>::try_from(split_flat(&flat, &likes)?)
+        .map_err(|_| Error::invalid("fused.lstm_layer", "expected six cotangents"))?;
     Ok(vec![dx, dw_ih, dw_hh, dh0, dc0, db])
 }
 

@@ -1,7 +1,8 @@
 use super::*;
+use crate::layers::fused::test_support::{assert_adjoint, near, one, vals};
 use nabla_core::Generator;
 use nabla_cpu::CpuBackend;
-use nabla_tensor::{GradCheckOptions, check_gradients, check_second_order};
+use nabla_tensor::{GradCheckOptions, check_gradients, check_second_order, vjp_n};
 
 type T = Tensor<CpuBackend>;
 
@@ -43,21 +44,6 @@ fn steps_of(v: &[T], reverse: bool) -> Result<Vec<Step<CpuBackend>>> {
     composite_steps(&xw, &v[2], &v[3], &v[4], reverse)
 }
 
-fn vals(t: &T) -> Vec<f64> {
-    t.contiguous().unwrap().to_vec::<f64>().unwrap()
-}
-
-#[track_caller]
-fn near(a: &[f64], b: &[f64], tol: f64) {
-    assert_eq!(a.len(), b.len());
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!(
-            (x - y).abs() <= tol * (1.0 + y.abs()),
-            "element {i}: {x} vs {y}"
-        );
-    }
-}
-
 /// A loss that reaches every output: each step's `h`, and the final `h` and `c`.
 fn loss_of(s: &LayerStates<CpuBackend>) -> Result<T> {
     let hs = s.outputs.tanh()?.sum_all()?;
@@ -79,10 +65,6 @@ fn composite_loss(v: &[T], reverse: bool) -> Result<T> {
         h_n: steps[last].h.clone(),
         c_n: steps[last].c.clone(),
     })
-}
-
-fn one() -> T {
-    Tensor::from_vec(vec![1.0f64], [], &CpuBackend::new()).unwrap()
 }
 
 #[test]
@@ -161,17 +143,8 @@ fn derivatives_match_finite_differences_to_second_order() {
 #[test]
 fn forward_mode_agrees_with_reverse_mode() {
     for reverse in [false, true] {
-        let v = inputs(4, 2, 3, 9);
-        let t = inputs(4, 2, 3, 10);
-        let (_, jv) = jvp_n(|x| fused_loss(x, reverse), &v, &t).unwrap();
-        let (_, gs) = vjp_n(|x| fused_loss(x, reverse), &v, &one()).unwrap();
-        let dot = |a: &T, b: &T| a.mul(b).unwrap().sum_all().unwrap().item::<f64>().unwrap();
-        let rhs: f64 = gs.iter().zip(&t).map(|(g, t)| dot(g, t)).sum();
-        let lhs = jv.item::<f64>().unwrap();
-        assert!(
-            (lhs - rhs).abs() < 1e-12 * (1.0 + rhs.abs()),
-            "{lhs} vs {rhs}"
-        );
+        let (v, t) = (inputs(4, 2, 3, 9), inputs(4, 2, 3, 10));
+        assert_adjoint(|x| fused_loss(x, reverse), &v, &t);
     }
 }
 

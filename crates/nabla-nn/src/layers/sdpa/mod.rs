@@ -251,9 +251,8 @@ fn leading_shape<B: Backend>(q: &Tensor<B>, k: &Tensor<B>, v: &Tensor<B>) -> Res
     Ok(lead.dims().to_vec())
 }
 
-/// The mask as a float bias of `dtype` added to the scores: bool `true` (attend) becomes 0 and
-/// `false` `-inf`; floats are kept. Errors on other dtypes and on shapes that do not broadcast to
-/// `[..., L, S]`.
+/// The mask as a float bias of `dtype` added to the scores (see [`mask_to_bias`]; bool `true`
+/// attends). Errors on shapes that do not broadcast to `[..., L, S]`.
 fn mask_bias<B: Backend>(
     mask: &Tensor<B>,
     dtype: DType,
@@ -268,18 +267,36 @@ fn mask_bias<B: Backend>(
         return Err(Error::shapes(OP, mask.shape(), &scores)
             .with_hint("attn_mask must broadcast to the scores' shape [..., L, S]"));
     }
+    mask_to_bias(OP, mask, dtype, true)
+}
+
+/// The float bias a mask adds to attention scores: a float mask of `dtype` as it is; a bool mask
+/// as 0 where the query may attend and `-inf` elsewhere, `true` meaning "may attend" when
+/// `true_attends` (this function's convention, PyTorch's for `scaled_dot_product_attention`) and
+/// "masked" otherwise (`MultiheadAttention`'s). Other dtypes are an error naming `op`.
+pub(crate) fn mask_to_bias<B: Backend>(
+    op: &'static str,
+    mask: &Tensor<B>,
+    dtype: DType,
+    true_attends: bool,
+) -> Result<Tensor<B>> {
     if mask.dtype().is_bool() {
         let backend = mask.backend();
         let zero = Tensor::zeros([], dtype, backend)?;
         let neg = Tensor::full([], f64::NEG_INFINITY, dtype, backend)?;
-        mask.where_(&zero, &neg)
+        let (on_true, on_false) = if true_attends {
+            (&zero, &neg)
+        } else {
+            (&neg, &zero)
+        };
+        mask.where_(on_true, on_false)
     } else if mask.dtype() == dtype {
         Ok(mask.clone())
     } else {
         Err(Error::invalid(
-            OP,
+            op,
             format!(
-                "attn_mask must be bool or have the query's dtype {dtype:?}, got {:?}",
+                "a mask must be bool or have the query's dtype {dtype:?}, got {:?}",
                 mask.dtype()
             ),
         ))

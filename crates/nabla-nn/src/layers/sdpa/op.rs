@@ -14,10 +14,11 @@
 
 use super::composite_packed;
 use super::kernel::{self, AttentionFloat, Problem};
+use crate::layers::fused::{composite_jvp, composite_vjp_if_tracked, split_flat};
 use nabla_core::{
     Backend, DType, Error, ExtensionOp, HostAllocator, HostData, HostView, OutputSpec, Result,
 };
-use nabla_tensor::{ExtensionFamily, ExtensionRules, RuleArgs, Tensor, jvp_n, vjp_n};
+use nabla_tensor::{ExtensionFamily, ExtensionRules, RuleArgs, Tensor};
 use std::sync::Arc;
 
 /// The sizes of one attention: batch entries (the leading axes, flattened), queries, keys, the
@@ -218,16 +219,7 @@ impl ExtensionFamily for FusedAttention {
             .reverse("fused.attention", attention_reverse)
             .forward("fused.attention", |args, t| {
                 let (scale, causal) = forward_of(args)?.params();
-                let (ins, ts): (Vec<Tensor<B>>, Vec<Tensor<B>>) = args
-                    .inputs
-                    .iter()
-                    .zip(t)
-                    .map(|(x, t)| Ok((x.clone(), t.clone().map_or_else(|| x.zeros_like(), Ok)?)))
-                    .collect::<Result<Vec<_>>>()?
-                    .into_iter()
-                    .unzip();
-                let (_, tangent) = jvp_n(|v| composite_packed(v, scale, causal), &ins, &ts)?;
-                Ok(Some(tangent))
+                composite_jvp(args, t, |v| composite_packed(v, scale, causal))
             })
     }
 }
@@ -265,10 +257,9 @@ fn attention_reverse<B: Backend>(
     _needs: &[bool],
 ) -> Result<Vec<Option<Tensor<B>>>> {
     let (scale, causal) = forward_of(args)?.params();
-    let tracked = g.requires_grad() || args.inputs.iter().any(Tensor::requires_grad);
-    if tracked {
-        let (_, grads) = vjp_n(|v| composite_packed(v, scale, causal), args.inputs, g)?;
-        return Ok(grads.into_iter().map(Some).collect());
+    if let Some(grads) = composite_vjp_if_tracked(args, g, |v| composite_packed(v, scale, causal))?
+    {
+        return Ok(grads);
     }
     let [q, k, v] = args.inputs else {
         return Err(Error::invalid("fused.attention", "expected three inputs"));
@@ -278,13 +269,5 @@ fn attention_reverse<B: Backend>(
         causal,
     });
     let flat = Tensor::apply_family_op::<FusedAttention>(op, &[q, k, v, args.output, g])?;
-    let mut start = 0;
-    let mut piece = |like: &Tensor<B>| -> Result<Option<Tensor<B>>> {
-        let p = flat
-            .narrow(0, start, like.numel())?
-            .reshape(like.shape().to_vec())?;
-        start += like.numel();
-        Ok(Some(p))
-    };
-    Ok(vec![piece(q)?, piece(k)?, piece(v)?])
+    split_flat(&flat, &[Some(q), Some(k), Some(v)])
 }

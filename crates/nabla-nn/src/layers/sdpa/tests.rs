@@ -1,8 +1,7 @@
 use super::*;
+use crate::layers::fused::test_support::{assert_adjoint, near, one, vals};
 use nabla_cpu::CpuBackend;
-use nabla_tensor::{
-    GradCheckOptions, check_gradients, check_second_order, jvp_n, no_grad, vjp_n, vmap,
-};
+use nabla_tensor::{GradCheckOptions, check_gradients, check_second_order, no_grad, vjp_n, vmap};
 
 type T = Tensor<CpuBackend>;
 
@@ -28,19 +27,6 @@ fn qkv(lead: &[usize], l: usize, s: usize, e: usize, ev: usize, seed: u64) -> Ve
         randn(&with([s, e]), seed + 1),
         randn(&with([s, ev]), seed + 2),
     ]
-}
-
-fn vals(t: &T) -> Vec<f64> {
-    t.contiguous().unwrap().to_vec::<f64>().unwrap()
-}
-
-#[track_caller]
-fn near(a: &[f64], b: &[f64], tol: f64) {
-    assert_eq!(a.len(), b.len());
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        let ok = (x - y).abs() <= tol * (1.0 + y.abs()) || (x.is_nan() && y.is_nan());
-        assert!(ok, "element {i}: {x} vs {y}");
-    }
 }
 
 fn args<'a>(causal: bool) -> SdpaArgs<'a, CpuBackend> {
@@ -77,10 +63,6 @@ fn loss(out: &T) -> Result<T> {
         .mul(0.37)?
         .sin()?;
     out.mul(&w)?.sum_all()
-}
-
-fn one() -> T {
-    Tensor::from_vec(vec![1.0f64], [], &cpu()).unwrap()
 }
 
 #[test]
@@ -138,15 +120,7 @@ fn forward_mode_agrees_with_reverse_mode() {
     for causal in [false, true] {
         let v = qkv(&[3], 6, 9, 4, 5, 20);
         let t = qkv(&[3], 6, 9, 4, 5, 30);
-        let (_, jv) = jvp_n(|x| loss(&fused(x, causal)?), &v, &t).unwrap();
-        let (_, gs) = vjp_n(|x| loss(&fused(x, causal)?), &v, &one()).unwrap();
-        let dot = |a: &T, b: &T| a.mul(b).unwrap().sum_all().unwrap().item::<f64>().unwrap();
-        let rhs: f64 = gs.iter().zip(&t).map(|(g, t)| dot(g, t)).sum();
-        let lhs = jv.item::<f64>().unwrap();
-        assert!(
-            (lhs - rhs).abs() < 1e-12 * (1.0 + rhs.abs()),
-            "{lhs} vs {rhs}"
-        );
+        assert_adjoint(|x| loss(&fused(x, causal)?), &v, &t);
     }
 }
 
