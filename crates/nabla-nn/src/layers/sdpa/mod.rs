@@ -131,7 +131,8 @@ pub fn scaled_dot_product_attention<B: Backend>(
         let packed = op::apply(&q, &k, &v, scale, args.is_causal)?;
         return packed.narrow(-1, 0, ev);
     }
-    let mut scores = query.matmul(&key.transpose(-2, -1)?)?.mul(scale)?;
+    // The query is scaled, not the scores: L E elements rather than L S (E <= S in most layers).
+    let mut scores = query.mul(scale)?.matmul(&key.transpose(-2, -1)?)?;
     if args.is_causal {
         scores = scores.add(causal_mask(l, s, dtype, query.backend())?)?;
     }
@@ -327,7 +328,7 @@ pub(super) fn composite_packed<B: Backend>(
     let [q, k, v] = v else {
         return Err(Error::invalid("fused.attention", "expected three inputs"));
     };
-    let mut scores = q.matmul(&k.transpose(-2, -1)?)?.mul(scale)?;
+    let mut scores = q.mul(scale)?.matmul(&k.transpose(-2, -1)?)?;
     if causal {
         let (l, s) = (q.shape()[q.rank() - 2], k.shape()[k.rank() - 2]);
         scores = scores.add(causal_mask(l, s, q.dtype(), q.backend())?)?;
