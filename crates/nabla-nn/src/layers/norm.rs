@@ -178,8 +178,8 @@ impl<B: Backend, const D: usize> BatchNorm<B, D> {
     }
 
     /// The layer with the batch statistics as one fused op (see [`batch_norm_fused`]), updating the
-    /// running statistics in training; `None` where the fused op does not apply. `n` is the number
-    /// of values per channel.
+    /// running statistics in training; `None` where the fused op does not apply (other backends and
+    /// dtypes, or an empty input). `n` is the number of values per channel.
     fn fused_forward(&self, x: &Tensor<B>, n: usize) -> Result<Option<Tensor<B>>> {
         let c = [self.num_features];
         let w = match &self.weight {
@@ -190,7 +190,7 @@ impl<B: Backend, const D: usize> BatchNorm<B, D> {
             Some(b) => b.value(),
             None => Tensor::zeros(c, x.dtype(), x.backend())?,
         };
-        if !batch_norm_fused::applies(x, &w, &b) {
+        if x.numel() == 0 || !batch_norm_fused::applies(x, &w, &b) {
             return Ok(None);
         }
         let out = batch_norm_fused::batch_norm(x, &w, &b, self.eps)?;

@@ -117,3 +117,29 @@ fn bad_inputs_are_errors_naming_the_op() {
     err(&randn(&[0, 3, 4], 1, 1.0, 0.0), &v[1], &v[2]);
     err(&randn(&[3], 1, 1.0, 0.0), &v[1], &v[2]);
 }
+
+#[test]
+fn the_layer_runs_fused_and_keeps_the_composite_for_empty_batches() {
+    use crate::{BatchNorm2d, Forward, Module};
+    let cpu = CpuBackend::new();
+    let mut bn = BatchNorm2d::new(3, 1e-5, Some(0.1), true, false, DType::F64, &cpu).unwrap();
+    let x = randn(&[4, 3, 5, 5], 40, 2.0, 1.0);
+    let want = composite_flat(
+        &[
+            x.clone(),
+            Tensor::ones([3], DType::F64, &cpu).unwrap(),
+            Tensor::zeros([3], DType::F64, &cpu).unwrap(),
+        ],
+        1e-5,
+    )
+    .unwrap();
+    near(
+        &vals(&bn.forward(&x).unwrap()),
+        &vals(&want)[..x.numel()],
+        1e-12,
+    );
+    // In evaluation without running statistics the batch's are used; an empty batch has none.
+    bn.eval();
+    let empty = bn.forward(&randn(&[0, 3, 5, 5], 41, 1.0, 0.0)).unwrap();
+    assert_eq!(empty.shape(), &[0, 3, 5, 5]);
+}
