@@ -106,6 +106,18 @@ pub fn scaled_dot_product_attention<B: Backend>(
             format!("dropout_p must lie in [0, 1], got {}", args.dropout_p),
         ));
     }
+    // The dropout's generator, checked before any work.
+    let dropout_rng = match (args.dropout_p > 0.0, args.rng) {
+        (true, None) => {
+            return Err(Error::invalid(
+                OP,
+                "dropout_p > 0 needs a random generator (SdpaArgs::rng); pass dropout_p = 0 to \
+                 evaluate",
+            ));
+        }
+        (true, rng) => rng,
+        (false, _) => None,
+    };
     let scale = args
         .scale
         .unwrap_or(if e == 0 { 1.0 } else { 1.0 / (e as f64).sqrt() });
@@ -116,7 +128,7 @@ pub fn scaled_dot_product_attention<B: Backend>(
     let fused = query.backend().device().kind == "cpu"
         && matches!(dtype, DType::F32 | DType::F64)
         && bias.is_none()
-        && dropout_p == 0.0;
+        && dropout_rng.is_none();
     if fused {
         let expand = |t: &Tensor<B>| -> Result<Tensor<B>> {
             let r = t.rank();
@@ -140,14 +152,7 @@ pub fn scaled_dot_product_attention<B: Backend>(
         scores = scores.add(bias)?;
     }
     let mut weights = scores.softmax(-1)?;
-    if dropout_p > 0.0 {
-        let rng = args.rng.ok_or_else(|| {
-            Error::invalid(
-                OP,
-                "dropout_p > 0 needs a random generator (SdpaArgs::rng); pass dropout_p = 0 to \
-                 evaluate",
-            )
-        })?;
+    if let Some(rng) = dropout_rng {
         weights = dropout(&weights, dropout_p, true, rng)?;
     }
     weights.matmul(&value)
