@@ -214,11 +214,15 @@ impl Block<CpuBackend> {
     }
 
     fn forward(&self, x: &CpuTensor) -> Result<CpuTensor> {
-        let h = self.bn1.forward(&self.conv1.forward(x)?)?.relu()?;
-        let mut h = self.bn2.forward(&self.conv2.forward(&h)?)?;
-        if let (Some(c), Some(b)) = (&self.conv3, &self.bn3) {
-            h = b.forward(&c.forward(&h.relu()?)?)?;
-        }
+        // Batch norm and the ReLU after it run as one fused op (`forward_relu`).
+        let h = self.bn1.forward_relu(&self.conv1.forward(x)?)?;
+        let h = match (&self.conv3, &self.bn3) {
+            (Some(c), Some(b)) => {
+                let h = self.bn2.forward_relu(&self.conv2.forward(&h)?)?;
+                b.forward(&c.forward(&h)?)?
+            }
+            _ => self.bn2.forward(&self.conv2.forward(&h)?)?,
+        };
         let shortcut = match (&self.short_conv, &self.short_bn) {
             (Some(c), Some(b)) => b.forward(&c.forward(x)?)?,
             _ => x.clone(),
@@ -301,7 +305,7 @@ impl ResNet<CpuBackend> {
 
     /// Logits `[N, classes]` for images `[N, 3, size, size]`.
     fn logits(&self, x: &CpuTensor) -> Result<CpuTensor> {
-        let mut h = self.bn.forward(&self.stem.forward(x)?)?.relu()?;
+        let mut h = self.bn.forward_relu(&self.stem.forward(x)?)?;
         if let Some(pool) = &self.pool {
             h = pool.forward(&h)?;
         }

@@ -177,10 +177,11 @@ impl<B: Backend, const D: usize> BatchNorm<B, D> {
         Ok(())
     }
 
-    /// The layer with the batch statistics as one fused op (see [`batch_norm_fused`]), updating the
-    /// running statistics in training; `None` where the fused op does not apply (other backends and
-    /// dtypes, or an empty input). `n` is the number of values per channel.
-    fn fused_forward(&self, x: &Tensor<B>, n: usize) -> Result<Option<Tensor<B>>> {
+    /// The layer (and the ReLU after it when `relu`) with the batch statistics as one fused op (see
+    /// [`batch_norm_fused`]), updating the running statistics in training; `None` where the fused
+    /// op does not apply (other backends and dtypes, or an empty input). `n` is the number of values
+    /// per channel.
+    fn fused_forward(&self, x: &Tensor<B>, n: usize, relu: bool) -> Result<Option<Tensor<B>>> {
         let c = [self.num_features];
         let w = match &self.weight {
             Some(w) => w.value(),
@@ -193,7 +194,7 @@ impl<B: Backend, const D: usize> BatchNorm<B, D> {
         if x.numel() == 0 || !batch_norm_fused::applies(x, &w, &b) {
             return Ok(None);
         }
-        let out = batch_norm_fused::batch_norm(x, &w, &b, self.eps)?;
+        let out = batch_norm_fused::batch_norm(x, &w, &b, self.eps, relu)?;
         if self.training {
             self.update_running(&out.mean, &out.var, n)?;
         }
@@ -248,6 +249,33 @@ impl<B: Backend, const D: usize> Module<B> for BatchNorm<B, D> {
 
 impl<B: Backend, const D: usize> Forward<B> for BatchNorm<B, D> {
     fn forward(&self, x: &Tensor<B>) -> Result<Tensor<B>> {
+        self.normalize(x, false)
+    }
+}
+
+impl<B: Backend, const D: usize> BatchNorm<B, D> {
+    /// `relu(self.forward(x))`, with the ReLU in the same pass as the normalisation where the
+    /// layer runs as a fused op (training on the CPU; PyTorch's `BNReLU2d` module does the same
+    /// fusion), so that the pair reads and writes its activations once each way.
+    ///
+    /// ```
+    /// use nabla_nn::{BatchNorm2d, Forward};
+    /// use nabla_core::{DType, Generator};
+    /// use nabla_cpu::CpuBackend;
+    /// use nabla_tensor::Tensor;
+    /// let cpu = CpuBackend::new();
+    /// let bn = BatchNorm2d::new(3, 1e-5, Some(0.1), true, true, DType::F32, &cpu)?;
+    /// let x = Tensor::randn([4, 3, 5, 5], DType::F32, &mut Generator::new(0), &cpu)?;
+    /// let y = bn.forward_relu(&x)?;
+    /// assert!(y.to_vec::<f32>()?.iter().all(|&v| v >= 0.0));
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn forward_relu(&self, x: &Tensor<B>) -> Result<Tensor<B>> {
+        self.normalize(x, true)
+    }
+
+    /// The layer's output, followed by a ReLU when `relu`.
+    fn normalize(&self, x: &Tensor<B>, relu: bool) -> Result<Tensor<B>> {
         self.check_input(x)?;
         let rank = x.rank();
         let (mean, var) = match (&self.running_mean, &self.running_var) {
@@ -267,7 +295,7 @@ impl<B: Backend, const D: usize> Forward<B> for BatchNorm<B, D> {
                         ),
                     ));
                 }
-                if let Some(y) = self.fused_forward(x, n)? {
+                if let Some(y) = self.fused_forward(x, n, relu)? {
                     return Ok(y);
                 }
                 let mean = x.mean(&axes, true)?;
@@ -279,7 +307,8 @@ impl<B: Backend, const D: usize> Forward<B> for BatchNorm<B, D> {
             }
         };
         let y = x.sub(mean)?.mul(var.add(self.eps)?.rsqrt()?)?;
-        channel_affine(y, &self.weight, &self.bias)
+        let y = channel_affine(y, &self.weight, &self.bias)?;
+        if relu { y.relu() } else { Ok(y) }
     }
 }
 

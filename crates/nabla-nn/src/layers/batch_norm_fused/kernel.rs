@@ -32,11 +32,14 @@ nabla_core::simd_kernel! {
             s[l] = s[l] + f(x, y);
             t[l] = t[l] + h(x, y);
         }
-        let total = |v: [T; LANES]| {
-            ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))
-        };
-        (total(s), total(t))
+        (lanes_total(s), lanes_total(t))
     }
+}
+
+/// The sum of [`LANES`] accumulators, pairwise.
+#[inline(always)]
+fn lanes_total<T: NormFloat>(v: [T; LANES]) -> T {
+    ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))
 }
 
 nabla_core::simd_kernel! {
@@ -77,16 +80,28 @@ pub(super) fn statistics<T: NormFloat>(x: &[T], d: Dims) -> Vec<(T, T)> {
         .collect()
 }
 
-/// `out = (x - mean) r w + b` per channel, with `r = 1 / sqrt(var + eps)`.
+nabla_core::simd_kernel! {
+    /// `out_i = max(0, a_i p + r)` (NaN stays NaN, as the ReLU's).
+    fn affine_relu_run<T: NormFloat>(out: &mut [T], a: &[T], p: T, r: T) {
+        for (o, &x) in out.iter_mut().zip(a) {
+            let v = x * p + r;
+            *o = if v < T::ZERO { T::ZERO } else { v };
+        }
+    }
+}
+
+/// `out = (x - mean) r w + b` per channel, with `r = 1 / sqrt(var + eps)`, and `max(0, out)` when
+/// `relu`; `affine` is `(w, b)`.
 pub(super) fn normalize<T: NormFloat>(
     x: &[T],
     d: Dims,
     stats: &[(T, T)],
-    w: &[T],
-    b: &[T],
+    affine: (&[T], &[T]),
     eps: T,
+    relu: bool,
     out: &mut [T],
 ) {
+    let (w, b) = affine;
     let scale_shift: Vec<(T, T)> = stats
         .iter()
         .zip(w.iter().zip(b))
@@ -95,29 +110,63 @@ pub(super) fn normalize<T: NormFloat>(
             (scale, b - mean * scale)
         })
         .collect();
-    per_example(out, x, d, |o, x, c| {
+    per_run(out, d, |o, at, c| {
         let (scale, shift) = scale_shift[c];
-        affine_run(o, x, &[], scale, T::ZERO, shift);
+        let x = &x[at..at + d.s];
+        if relu {
+            affine_relu_run(o, x, scale, shift);
+        } else {
+            affine_run(o, x, &[], scale, T::ZERO, shift);
+        }
     });
 }
 
-/// Runs `f(out run, x run, channel)` over every run, one parallel task per example.
-fn per_example<T: NormFloat>(
-    out: &mut [T],
-    x: &[T],
-    d: Dims,
-    f: impl Fn(&mut [T], &[T], usize) + Sync,
-) {
+nabla_core::simd_kernel! {
+    /// `(Σ h_i, Σ h_i (x_i - mean) r)` with `h_i = g_i` where `y_i > 0` and 0 elsewhere: the sums of
+    /// the backward pass through a ReLU with output `y`.
+    fn gated_sums<T: NormFloat>(g: &[T], x: &[T], y: &[T], mean: T, r: T) -> (T, T) {
+        let (mut s, mut t) = ([T::ZERO; LANES], [T::ZERO; LANES]);
+        let (cg, cx, cy) = (g.chunks_exact(LANES), x.chunks_exact(LANES), y.chunks_exact(LANES));
+        let (rg, rx, ry) = (cg.remainder(), cx.remainder(), cy.remainder());
+        let mut add = |l: usize, g: T, x: T, y: T| {
+            let h = if y > T::ZERO { g } else { T::ZERO };
+            s[l] = s[l] + h;
+            t[l] = t[l] + h * ((x - mean) * r);
+        };
+        for ((g, x), y) in cg.zip(cx).zip(cy) {
+            for l in 0..LANES {
+                add(l, g[l], x[l], y[l]);
+            }
+        }
+        for (l, ((&g, &x), &y)) in rg.iter().zip(rx).zip(ry).enumerate() {
+            add(l, g, x, y);
+        }
+        (lanes_total(s), lanes_total(t))
+    }
+}
+
+nabla_core::simd_kernel! {
+    /// `out_i = h_i p + x_i q + r` with `h_i = g_i` where `y_i > 0` and 0 elsewhere.
+    fn gated_affine_run<T: NormFloat>(out: &mut [T], g: &[T], x: &[T], y: &[T], p: T, q: T, r: T) {
+        for (((o, &g), &x), &y) in out.iter_mut().zip(g).zip(x).zip(y) {
+            let h = if y > T::ZERO { g } else { T::ZERO };
+            *o = h * p + x * q + r;
+        }
+    }
+}
+
+/// Runs `f(out run, its offset, channel)` over every run of `out` (laid out like `x`), one parallel
+/// task per example.
+fn per_run<T: NormFloat>(out: &mut [T], d: Dims, f: impl Fn(&mut [T], usize, usize) + Sync) {
     if out.is_empty() || d.s == 0 {
         return;
     }
-    out.par_chunks_mut(d.c * d.s)
-        .zip(x.par_chunks(d.c * d.s))
-        .for_each(|(o, x)| {
-            for (c, (o, x)) in o.chunks_exact_mut(d.s).zip(x.chunks_exact(d.s)).enumerate() {
-                f(o, x, c);
-            }
-        });
+    let plane = d.c * d.s;
+    out.par_chunks_mut(plane).enumerate().for_each(|(n, o)| {
+        for (c, o) in o.chunks_exact_mut(d.s).enumerate() {
+            f(o, n * plane + c * d.s, c);
+        }
+    });
 }
 
 /// The cotangents of the layer's outputs: of `y` (like `x`), of the means and of the variances.
@@ -125,6 +174,9 @@ pub(super) struct OutputCotangents<'a, T> {
     pub y: &'a [T],
     pub mean: &'a [T],
     pub var: &'a [T],
+    /// The output `y` when a ReLU follows the normalisation: `y`'s cotangent passes only where it
+    /// is positive.
+    pub relu_output: Option<&'a [T]>,
 }
 
 /// The vector-Jacobian product: fills `dx` (like `x`), `dw` and `db` (`[C]`).
@@ -148,12 +200,15 @@ pub(super) fn backward<T: NormFloat>(
         .into_par_iter()
         .map(|c| {
             let (mean, rc) = (stats[c].0, r[c]);
-            runs(x, d, c)
-                .zip(runs(g.y, d, c))
-                .fold((T::ZERO, T::ZERO), |acc, (xr, gr)| {
-                    let (sg, sgx) = lane_sums(gr, xr, |g, _| g, |g, x| g * ((x - mean) * rc));
-                    (acc.0 + sg, acc.1 + sgx)
-                })
+            (0..d.n).fold((T::ZERO, T::ZERO), |acc, n| {
+                let at = (n * d.c + c) * d.s;
+                let (gr, xr) = (&g.y[at..at + d.s], &x[at..at + d.s]);
+                let (sg, sgx) = match g.relu_output {
+                    Some(y) => gated_sums(gr, xr, &y[at..at + d.s], mean, rc),
+                    None => lane_sums(gr, xr, |g, _| g, |g, x| g * ((x - mean) * rc)),
+                };
+                (acc.0 + sg, acc.1 + sgx)
+            })
         })
         .collect();
     for (c, &(sg, sgx)) in sums.iter().enumerate() {
@@ -174,32 +229,12 @@ pub(super) fn backward<T: NormFloat>(
             (p, q, s)
         })
         .collect();
-    per_example_with(dx, g.y, x, d, |o, gy, xr, c| {
+    per_run(dx, d, |o, at, c| {
         let (p, q, s) = coefficients[c];
-        affine_run(o, gy, xr, p, q, s);
+        let (gy, xr) = (&g.y[at..at + d.s], &x[at..at + d.s]);
+        match g.relu_output {
+            Some(y) => gated_affine_run(o, gy, xr, &y[at..at + d.s], p, q, s),
+            None => affine_run(o, gy, xr, p, q, s),
+        }
     });
-}
-
-/// Runs `f(out run, a run, b run, channel)` over every run, one parallel task per example.
-fn per_example_with<T: NormFloat>(
-    out: &mut [T],
-    a: &[T],
-    b: &[T],
-    d: Dims,
-    f: impl Fn(&mut [T], &[T], &[T], usize) + Sync,
-) {
-    if out.is_empty() || d.s == 0 {
-        return;
-    }
-    let plane = d.c * d.s;
-    out.par_chunks_mut(plane)
-        .zip(a.par_chunks(plane).zip(b.par_chunks(plane)))
-        .for_each(|(o, (a, b))| {
-            let runs = o
-                .chunks_exact_mut(d.s)
-                .zip(a.chunks_exact(d.s).zip(b.chunks_exact(d.s)));
-            for (c, (o, (a, b))) in runs.enumerate() {
-                f(o, a, b, c);
-            }
-        });
 }

@@ -1,4 +1,4 @@
-//! Batch normalisation in training mode as one fused op (what PyTorch's `native_batch_norm` and
+//! Batch normalisation in training mode, optionally followed by a ReLU, as one fused op (what PyTorch's `native_batch_norm` and
 //! `native_batch_norm_backward` are): from `x` (`[N, C, *]`), the scale `w` and the shift `b`
 //! (`[C]`), one op computes each channel's batch mean and biased variance and `y = (x - mean) /
 //! sqrt(var + eps) w + b`, reading `x` three times and writing `y` once, where the composite
@@ -46,8 +46,12 @@ pub(crate) fn batch_norm<B: Backend>(
     w: &Tensor<B>,
     b: &Tensor<B>,
     eps: f64,
+    relu: bool,
 ) -> Result<Normalized<B>> {
-    let op = BatchNormOp::Forward { eps: eps.to_bits() };
+    let op = BatchNormOp::Forward(Settings {
+        eps: eps.to_bits(),
+        relu,
+    });
     let flat = Tensor::apply_family_op::<FusedBatchNorm>(Arc::new(op), &[x, w, b])?;
     unpack(&flat, x)
 }
@@ -66,7 +70,8 @@ fn unpack<B: Backend>(flat: &Tensor<B>, x: &Tensor<B>) -> Result<Normalized<B>> 
 
 /// The forward op's flat output by the composite formula, for `v = [x, w, b]`: what the rules
 /// differentiate for higher orders and forward mode.
-fn composite_flat<B: Backend>(v: &[Tensor<B>], eps: f64) -> Result<Tensor<B>> {
+fn composite_flat<B: Backend>(v: &[Tensor<B>], settings: Settings) -> Result<Tensor<B>> {
+    let eps = settings.eps();
     let [x, w, b] = v else {
         return Err(Error::invalid("fused.batch_norm", "expected three inputs"));
     };
@@ -76,10 +81,13 @@ fn composite_flat<B: Backend>(v: &[Tensor<B>], eps: f64) -> Result<Tensor<B>> {
     let mean = x.mean(&axes, true)?;
     let centered = x.sub(&mean)?;
     let var = centered.square()?.mean(&axes, true)?;
-    let y = centered
+    let mut y = centered
         .mul(var.add(eps)?.rsqrt()?)?
         .mul(w.reshape(stat_shape.clone())?)?
         .add(b.reshape(stat_shape)?)?;
+    if settings.relu {
+        y = y.relu()?;
+    }
     Tensor::cat(
         &[&y.flatten_all()?, &mean.flatten_all()?, &var.flatten_all()?],
         0,
@@ -101,26 +109,40 @@ impl Dims {
     }
 }
 
-/// The fused batch norm and its vector-Jacobian product; `eps` as the bits of an `f64`.
+/// What a fused batch norm computes: `eps` (as the bits of an `f64`, so that the op is
+/// `Eq + Hash`), and whether a ReLU follows (`y = max(0, ...)`, in the same pass).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Settings {
+    eps: u64,
+    relu: bool,
+}
+
+impl Settings {
+    fn eps(self) -> f64 {
+        f64::from_bits(self.eps)
+    }
+}
+
+/// The fused batch norm and its vector-Jacobian product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum BatchNormOp {
     /// `(x [N, C, *], w [C], b [C]) -> [N C S + 2 C]`: `y`, the means, the variances.
-    Forward { eps: u64 },
+    Forward(Settings),
     /// `(x, w, flat output, its cotangent) -> [N C S + 2 C]`: the cotangents of `x`, `w` and `b`.
-    Vjp { eps: u64 },
+    Vjp(Settings),
 }
 
 impl BatchNormOp {
     fn op_name(self) -> &'static str {
         match self {
-            BatchNormOp::Forward { .. } => "fused.batch_norm",
-            BatchNormOp::Vjp { .. } => "fused.batch_norm_vjp",
+            BatchNormOp::Forward(_) => "fused.batch_norm",
+            BatchNormOp::Vjp(_) => "fused.batch_norm_vjp",
         }
     }
 
-    fn eps(self) -> f64 {
+    fn settings(self) -> Settings {
         match self {
-            BatchNormOp::Forward { eps } | BatchNormOp::Vjp { eps } => f64::from_bits(eps),
+            BatchNormOp::Forward(settings) | BatchNormOp::Vjp(settings) => settings,
         }
     }
 
@@ -148,8 +170,8 @@ impl BatchNormOp {
         let numel = n * c * s;
         let flat = [numel + 2 * c];
         let tail: &[&[usize]] = match self {
-            BatchNormOp::Forward { .. } => &[&[c], &[c]],
-            BatchNormOp::Vjp { .. } => &[&[c], &flat, &flat],
+            BatchNormOp::Forward(_) => &[&[c], &[c]],
+            BatchNormOp::Vjp(_) => &[&[c], &flat, &flat],
         };
         let ok = matches!(dtype, DType::F32 | DType::F64)
             && n * s > 0
@@ -179,24 +201,26 @@ impl BatchNormOp {
         let numel = d.n * d.c * d.s;
         let mut out: Vec<T> = alloc.vec(numel + 2 * d.c);
         out.resize(numel + 2 * d.c, T::ZERO);
-        let eps = T::from_f64(self.eps());
+        let settings = self.settings();
+        let eps = T::from_f64(settings.eps());
         let (main, tail) = out.split_at_mut(numel);
         let (first, second) = tail.split_at_mut(d.c);
         match (self, data.as_slice()) {
-            (BatchNormOp::Forward { .. }, &[x, w, b]) => {
+            (BatchNormOp::Forward(_), &[x, w, b]) => {
                 let stats = kernel::statistics(x, d);
-                kernel::normalize(x, d, &stats, w, b, eps, main);
+                kernel::normalize(x, d, &stats, (w, b), eps, settings.relu, main);
                 for (c, &(mean, var)) in stats.iter().enumerate() {
                     first[c] = mean;
                     second[c] = var;
                 }
             }
-            (BatchNormOp::Vjp { .. }, &[x, w, packed, cot]) => {
+            (BatchNormOp::Vjp(_), &[x, w, packed, cot]) => {
                 let stats: Vec<(T, T)> = (0..d.c)
                     .map(|c| (packed[numel + c], packed[numel + d.c + c]))
                     .collect();
                 let g = OutputCotangents {
                     y: &cot[..numel],
+                    relu_output: settings.relu.then(|| &packed[..numel]),
                     mean: &cot[numel..numel + d.c],
                     var: &cot[numel + d.c..],
                 };
@@ -244,8 +268,8 @@ impl ExtensionFamily for FusedBatchNorm {
         ExtensionRules::new()
             .reverse("fused.batch_norm", batch_norm_reverse)
             .forward("fused.batch_norm", |args, t| {
-                let eps = forward_of(args)?.eps();
-                composite_jvp(args, t, |v| composite_flat(v, eps))
+                let settings = forward_of(args)?.settings();
+                composite_jvp(args, t, |v| composite_flat(v, settings))
             })
     }
 }
@@ -253,8 +277,8 @@ impl ExtensionFamily for FusedBatchNorm {
 /// The recorded forward op.
 fn forward_of<B: Backend>(args: &RuleArgs<'_, B>) -> Result<BatchNormOp> {
     match args.op.as_any().downcast_ref::<BatchNormOp>() {
-        Some(&op @ BatchNormOp::Forward { .. }) => Ok(op),
-        Some(BatchNormOp::Vjp { .. }) | None => Err(Error::invalid(
+        Some(&op @ BatchNormOp::Forward(_)) => Ok(op),
+        Some(BatchNormOp::Vjp(_)) | None => Err(Error::invalid(
             "fused.batch_norm",
             format!("the rule was bound to another op ({})", args.op.name()),
         )),
@@ -267,14 +291,14 @@ fn batch_norm_reverse<B: Backend>(
     g: &Tensor<B>,
     _needs: &[bool],
 ) -> Result<Vec<Option<Tensor<B>>>> {
-    let eps = forward_of(args)?.eps();
-    if let Some(grads) = composite_vjp_if_tracked(args, g, |v| composite_flat(v, eps))? {
+    let settings = forward_of(args)?.settings();
+    if let Some(grads) = composite_vjp_if_tracked(args, g, |v| composite_flat(v, settings))? {
         return Ok(grads);
     }
     let [x, w, b] = args.inputs else {
         return Err(Error::invalid("fused.batch_norm", "expected three inputs"));
     };
-    let op = Arc::new(BatchNormOp::Vjp { eps: eps.to_bits() });
+    let op = Arc::new(BatchNormOp::Vjp(settings));
     let flat = Tensor::apply_family_op::<FusedBatchNorm>(op, &[x, w, args.output, g])?;
     split_flat(&flat, &[Some(x), Some(w), Some(b)])
 }

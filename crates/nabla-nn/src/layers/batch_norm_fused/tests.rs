@@ -30,14 +30,23 @@ fn inputs(shape: &[usize], seed: u64) -> Vec<T> {
     ]
 }
 
-fn fused(v: &[T]) -> Result<T> {
-    let flat = Tensor::apply_family_op::<FusedBatchNorm>(
-        Arc::new(BatchNormOp::Forward {
-            eps: 1e-5f64.to_bits(),
-        }),
+/// The settings of the tests: eps 1e-5, with or without the ReLU.
+fn settings(relu: bool) -> Settings {
+    Settings {
+        eps: 1e-5f64.to_bits(),
+        relu,
+    }
+}
+
+fn fused_with(v: &[T], relu: bool) -> Result<T> {
+    Tensor::apply_family_op::<FusedBatchNorm>(
+        Arc::new(BatchNormOp::Forward(settings(relu))),
         &[&v[0], &v[1], &v[2]],
-    )?;
-    Ok(flat)
+    )
+}
+
+fn fused(v: &[T]) -> Result<T> {
+    fused_with(v, false)
 }
 
 /// A loss reaching every element of the flat output (values, means and variances) differently.
@@ -60,18 +69,20 @@ fn values_and_gradients_match_the_composite() {
     .into_iter()
     .enumerate()
     {
-        let v = inputs(&shape, 10 * i as u64);
-        near(
-            &vals(&fused(&v).unwrap()),
-            &vals(&composite_flat(&v, 1e-5).unwrap()),
-            1e-12,
-        );
-        let one = one();
-        let (_, gf) = vjp_n(|x| loss(&fused(x)?), &v, &one).unwrap();
-        let (_, gc) = vjp_n(|x| loss(&composite_flat(x, 1e-5)?), &v, &one).unwrap();
-        for (a, b) in gf.iter().zip(&gc) {
-            assert_eq!(a.shape(), b.shape());
-            near(&vals(a), &vals(b), 1e-11);
+        for relu in [false, true] {
+            let v = inputs(&shape, 10 * i as u64);
+            let f = fused_with(&v, relu).unwrap();
+            near(
+                &vals(&f),
+                &vals(&composite_flat(&v, settings(relu)).unwrap()),
+                1e-12,
+            );
+            let (_, gf) = vjp_n(|x| loss(&fused_with(x, relu)?), &v, &one()).unwrap();
+            let (_, gc) = vjp_n(|x| loss(&composite_flat(x, settings(relu))?), &v, &one()).unwrap();
+            for (a, b) in gf.iter().zip(&gc) {
+                assert_eq!(a.shape(), b.shape());
+                near(&vals(a), &vals(b), 1e-11);
+            }
         }
     }
 }
@@ -89,6 +100,17 @@ fn derivatives_match_finite_differences_to_second_order() {
         .assert_close(1e-7, 1e-6)
         .unwrap();
     assert_adjoint(|x| loss(&fused(x)?), &v, &inputs(&[3, 2, 4], 5));
+    // With the ReLU (no output of these inputs lies within the differences' step of its kink).
+    let relu = |x: &[T]| fused_with(x, true);
+    check_gradients(relu, &v, &opts)
+        .unwrap()
+        .assert_close(1e-7, 1e-6)
+        .unwrap();
+    check_second_order(relu, &v, &opts)
+        .unwrap()
+        .assert_close(1e-7, 1e-6)
+        .unwrap();
+    assert_adjoint(|x| loss(&fused_with(x, true)?), &v, &inputs(&[3, 2, 4], 5));
 }
 
 #[test]
@@ -130,7 +152,7 @@ fn the_layer_runs_fused_and_keeps_the_composite_for_empty_batches() {
             Tensor::ones([3], DType::F64, &cpu).unwrap(),
             Tensor::zeros([3], DType::F64, &cpu).unwrap(),
         ],
-        1e-5,
+        settings(false),
     )
     .unwrap();
     near(
@@ -142,4 +164,26 @@ fn the_layer_runs_fused_and_keeps_the_composite_for_empty_batches() {
     bn.eval();
     let empty = bn.forward(&randn(&[0, 3, 5, 5], 41, 1.0, 0.0)).unwrap();
     assert_eq!(empty.shape(), &[0, 3, 5, 5]);
+}
+
+#[test]
+fn forward_relu_is_the_relu_of_forward_in_training_and_evaluation() {
+    use crate::{BatchNorm2d, Forward, Module};
+    let cpu = CpuBackend::new();
+    let x = randn(&[3, 4, 6, 6], 50, 1.5, 0.3);
+    for training in [true, false] {
+        // Two layers with the same state, so that each sees one update of its running statistics.
+        let make = || {
+            let mut bn =
+                BatchNorm2d::new(4, 1e-5, Some(0.1), true, true, DType::F64, &cpu).unwrap();
+            bn.set_training(training);
+            bn
+        };
+        let (fused_layer, plain_layer) = (make(), make());
+        let fused = fused_layer.forward_relu(&x).unwrap();
+        let plain = plain_layer.forward(&x).unwrap().relu().unwrap();
+        near(&vals(&fused), &vals(&plain), 1e-12);
+        let stats = |bn: &BatchNorm2d<CpuBackend>| vals(&bn.running_mean.as_ref().unwrap().data());
+        near(&stats(&fused_layer), &stats(&plain_layer), 1e-14);
+    }
 }
