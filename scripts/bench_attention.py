@@ -21,7 +21,10 @@ import math
 import os
 import statistics
 import subprocess
-import time
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_support import median_time  # noqa: E402
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 WORKLOADS = {"train": ((4, 12, 256, 64), True), "long": ((1, 12, 1024, 64), True), "infer": ((4, 12, 256, 64), False)}
@@ -65,14 +68,7 @@ def run_torch(repeats: int) -> dict:
                 leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
                 (f(*leaves) * c).sum().backward()
 
-            for _ in range(3):
-                step()
-            runs = []
-            for _ in range(repeats):
-                t = time.perf_counter()
-                step()
-                runs.append(time.perf_counter() - t)
-            times[(name, variant)] = statistics.median(runs) * 1e3
+            times[(name, variant)] = median_time(step, repeats) * 1e3
     return times
 
 
