@@ -249,3 +249,20 @@ def test_scaled_dot_product_attention_matches_pytorch():
             close(t.grad, arr(c[name]))
     with pytest.raises(Exception, match="scaled_dot_product_attention"):
         F.scaled_dot_product_attention(q, k, v, attn_mask=nb.tensor(np.ones((2, 2), bool)), is_causal=True)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_multihead_attention_without_weights_runs_the_fused_attention_with_the_same_values(batch_first):
+    rng = np.random.default_rng(3)
+    mha = nn.MultiheadAttention(8, 2, batch_first=batch_first, dtype=nb.float64)
+    shape = (2, 5, 8) if batch_first else (5, 2, 8)
+    causal = np.triu(np.ones((5, 5), bool), 1)
+    for mask in (None, causal, np.where(causal, -np.inf, 0.0)):
+        x = nb.tensor(rng.standard_normal(shape), requires_grad=True)
+        with_weights, w = mha(x, x, x, attn_mask=mask)
+        without, none = mha(x, x, x, need_weights=False, attn_mask=mask)
+        assert w is not None and none is None
+        close(without, with_weights, 1e-12)
+        g1 = nb.grad(lambda t: mha(t, t, t, attn_mask=mask)[0].sum())(x)
+        g2 = nb.grad(lambda t: mha(t, t, t, need_weights=False, attn_mask=mask)[0].sum())(x)
+        close(g2, g1, 1e-12)

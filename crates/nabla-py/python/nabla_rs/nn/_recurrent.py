@@ -108,7 +108,9 @@ class MultiheadAttention(Module):
     """Multi-head scaled dot-product attention with PyTorch's parameters (``in_proj_weight``
     ``[3E, E]`` Xavier-uniform, zero biases, ``out_proj``), inputs ``[L, N, E]`` (``[N, L, E]`` with
     ``batch_first``); returns ``(output, weights averaged over heads)``. ``attn_mask`` is a bool
-    mask (``True``: not allowed) or an additive float mask of shape ``[L, S]``."""
+    mask (``True``: not allowed) or an additive float mask of shape ``[L, S]``. With
+    ``need_weights=False`` the attention is ``functional.scaled_dot_product_attention`` (fused on the
+    CPU without a mask)."""
 
     def __init__(self, embed_dim: int, num_heads: int, bias: bool = True, batch_first: bool = False, dtype=None):
         super().__init__()
@@ -138,6 +140,15 @@ class MultiheadAttention(Module):
         tgt, batch, src = query.shape[0], query.shape[1], key.shape[0]
         split = lambda t, n: t.reshape(n, batch * heads, d).swapaxes(0, 1)  # [N*H, len, d]
         q, k, v = split(q, tgt), split(k, src), split(v, src)
+        if not need_weights:
+            # Without the weights, the attention is the fused scaled_dot_product_attention (whose
+            # bool masks mark the keys that may be attended to: the complement of this module's).
+            mask = None if attn_mask is None else _nabla.tensor(attn_mask)
+            if mask is not None and mask.dtype == _nabla.bool:
+                mask = ~mask
+            out = functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            out = self.out_proj(out.swapaxes(0, 1).reshape(tgt, batch, e))
+            return (out.swapaxes(0, 1) if self.batch_first else out), None
         scores = (q @ k.swapaxes(1, 2)) / math.sqrt(d)
         if attn_mask is not None:
             mask = _nabla.tensor(attn_mask)
@@ -147,7 +158,5 @@ class MultiheadAttention(Module):
         out = self.out_proj(out)
         if self.batch_first:
             out = out.swapaxes(0, 1)
-        if not need_weights:
-            return out, None
         weights = weights.reshape(batch, heads, tgt, src)
         return out, (weights.mean(1) if average_attn_weights else weights)
