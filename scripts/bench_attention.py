@@ -24,21 +24,11 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_support import median_time  # noqa: E402
+from bench_support import median_time, run_example_times  # noqa: E402
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 WORKLOADS = {"train": ((4, 12, 256, 64), True), "long": ((1, 12, 1024, 64), True), "infer": ((4, 12, 256, 64), False)}
 VARIANTS = ("fused", "composite", "torch_sdpa", "torch_math")
-
-
-def run_nabla(repeats: int) -> dict:
-    exe = os.path.join(REPO, "target", "release", "examples", "bench_attention")
-    out = subprocess.run([exe, "--repeats", str(repeats)], check=True, capture_output=True, text=True)
-    times = {}
-    for line in out.stdout.splitlines():
-        name, variant, ms = line.split()
-        times[(name, variant)] = float(ms)
-    return times
 
 
 def run_torch(repeats: int) -> dict:
@@ -84,7 +74,7 @@ def main() -> None:
         )
     rounds = []
     for r in range(args.rounds):
-        times = run_nabla(args.repeats)
+        times = run_example_times("bench_attention", args.repeats)
         times.update(run_torch(args.repeats))
         rounds.append(times)
         print(f"round {r + 1}: " + ", ".join(f"{n} {v} {ms:.2f} ms" for (n, v), ms in sorted(times.items())))

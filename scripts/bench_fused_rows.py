@@ -20,20 +20,13 @@ import argparse
 import os
 import statistics
 import subprocess
-import time
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_support import median_time, run_example_times  # noqa: E402
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SHAPES = {"softmax": (32, 4, 64, 64), "log_softmax": (256, 50257), "layer_norm": (32, 64, 128)}
-
-
-def run_nabla(repeats: int) -> dict:
-    exe = os.path.join(REPO, "target", "release", "examples", "bench_fused_rows")
-    out = subprocess.run([exe, "--repeats", str(repeats)], check=True, capture_output=True, text=True)
-    times = {}
-    for line in out.stdout.splitlines():
-        name, variant, ms = line.split()
-        times[(name, variant)] = float(ms)
-    return times
 
 
 def run_torch(repeats: int) -> dict:
@@ -55,14 +48,7 @@ def run_torch(repeats: int) -> dict:
             v = x.clone().requires_grad_(True)
             (f(v) * c).sum().backward()
 
-        for _ in range(3):
-            step()
-        runs = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            step()
-            runs.append(time.perf_counter() - t)
-        times[(name, "torch")] = statistics.median(runs) * 1e3
+        times[(name, "torch")] = median_time(step, repeats) * 1e3
     return times
 
 
@@ -78,7 +64,7 @@ def main() -> None:
         )
     rounds = []
     for r in range(args.rounds):
-        times = run_nabla(args.repeats)
+        times = run_example_times("bench_fused_rows", args.repeats)
         times.update(run_torch(args.repeats))
         rounds.append(times)
         print(f"round {r + 1}: " + ", ".join(f"{n} {v} {ms:.3f} ms" for (n, v), ms in sorted(times.items())))

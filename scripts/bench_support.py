@@ -24,6 +24,22 @@ def median_time(f, repeats: int, warmup: int = 3) -> float:
     return median(runs)
 
 
+def run_example_times(example: str, repeats: int) -> dict:
+    """Runs the release build of the nabla example `example` with `--repeats`, whose stdout lines are
+    `workload variant ms`, and returns {(workload, variant): ms}."""
+    import os
+    import subprocess
+
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    exe = os.path.join(repo, "target", "release", "examples", example)
+    out = subprocess.run([exe, "--repeats", str(repeats)], check=True, capture_output=True, text=True)
+    times = {}
+    for line in out.stdout.splitlines():
+        name, variant, ms = line.split()
+        times[(name, variant)] = float(ms)
+    return times
+
+
 def compare_rounds(run_nabla, setups: dict, rounds: int, repeats: int, json_path: str | None, width: int = 24) -> dict:
     """Runs `rounds` alternating rounds of nabla and each available peer, prints the table and returns it.
 

@@ -17,30 +17,17 @@
 //! frameworks agree before comparing times), the generated ids, the prompt (prefill) time and the
 //! decode rate in tokens per second (median over `--rounds`), and the peak resident memory.
 
-use nabla::nn::{
-    Embedding, Forward, LayerNorm, Module, SdpaArgs, Strictness, TransformerActivation,
-    TransformerEncoderLayer, TransformerLayerConfig, load_module, scaled_dot_product_attention,
-};
+use nabla::nn::{Forward, Module, SdpaArgs, TransformerEncoderLayer, scaled_dot_product_attention};
 use nabla::prelude::*;
 #[allow(dead_code)]
 #[path = "bench_support/mod.rs"]
 mod bench_support;
+#[allow(dead_code)]
+#[path = "bench_support/language_model.rs"]
+mod language_model;
+use language_model::{GPT2, HEADS, LAYERS, LanguageModel, Spec, WIDTH};
 use std::path::PathBuf;
 use std::time::Instant;
-
-const VOCAB: usize = 50_257;
-const WIDTH: usize = 768;
-const LAYERS: usize = 12;
-const HEADS: usize = 12;
-
-/// GPT-2 small with its head tied to the token embedding.
-#[derive(Module)]
-struct Gpt2<B: Backend> {
-    tok: Embedding<B>,
-    pos: Embedding<B>,
-    layers: Vec<TransformerEncoderLayer<B>>,
-    norm: LayerNorm<B>,
-}
 
 /// One layer's cached keys and values, `[1, heads, t, head width]` each.
 struct LayerCache {
@@ -48,89 +35,66 @@ struct LayerCache {
     v: CpuTensor,
 }
 
-impl Gpt2<CpuBackend> {
-    /// The model with `context` positions, its weights from `path`.
-    fn load(path: &PathBuf, context: usize, cpu: &CpuBackend) -> Result<Self> {
-        let config = TransformerLayerConfig {
-            dim_feedforward: 4 * WIDTH,
-            dropout: 0.0,
-            activation: TransformerActivation::Gelu,
-            batch_first: true,
-            norm_first: true,
-            ..TransformerLayerConfig::new(WIDTH, HEADS)
-        };
-        let (f32, rng) = (DType::F32, &mut Generator::new(0));
-        let mut model = Gpt2 {
-            tok: Embedding::new(VOCAB, WIDTH, None, f32, rng, cpu)?,
-            pos: Embedding::new(context, WIDTH, None, f32, rng, cpu)?,
-            layers: (0..LAYERS)
-                .map(|_| TransformerEncoderLayer::new(config, f32, rng, cpu))
-                .collect::<Result<_>>()?,
-            norm: LayerNorm::new(vec![WIDTH], 1e-5, true, true, f32, cpu)?,
-        };
-        load_module(&model, path, cpu, Strictness::Strict)?;
-        model.eval();
-        Ok(model)
+/// `x` (`[1, n, 768]`, positions `t..t + n`) through one layer, extending its cache (`None`
+/// before the first pass).
+fn layer_step(
+    layer: &TransformerEncoderLayer<CpuBackend>,
+    x: &CpuTensor,
+    cache: &mut Option<LayerCache>,
+) -> Result<CpuTensor> {
+    let n = x.shape()[1];
+    let d = WIDTH / HEADS;
+    let attn = &layer.self_attn;
+    let h = layer.norm1.forward(x)?;
+    let mut qkv = h.matmul(&attn.in_proj_weight.value().t()?)?;
+    if let Some(b) = &attn.in_proj_bias {
+        qkv = qkv.add(b.value())?;
     }
+    let heads = |part: usize| -> Result<CpuTensor> {
+        qkv.narrow(-1, part * WIDTH, WIDTH)?
+            .reshape([1, n, HEADS, d])?
+            .permute(&[0, 2, 1, 3])
+    };
+    let (q, k, v) = (heads(0)?, heads(1)?, heads(2)?);
+    let (k, v) = match cache.take() {
+        Some(c) => (Tensor::cat(&[&c.k, &k], 2)?, Tensor::cat(&[&c.v, &v], 2)?),
+        None => (k.contiguous()?, v.contiguous()?),
+    };
+    // The prompt attends causally within itself; a new token sees every cached position.
+    let args = SdpaArgs {
+        is_causal: n > 1,
+        ..SdpaArgs::default()
+    };
+    let a = scaled_dot_product_attention(&q, &k, &v, args)?;
+    *cache = Some(LayerCache { k, v });
+    let a = a.permute(&[0, 2, 1, 3])?.reshape([1, n, WIDTH])?;
+    let x = x.add(&attn.out_proj.forward(&a)?)?;
+    let ff = layer.linear1.forward(&layer.norm2.forward(&x)?)?.gelu()?;
+    x.add(&layer.linear2.forward(&ff)?)
+}
 
-    /// `x` (`[1, n, 768]`, positions `t..t + n`) through one layer, extending its cache (`None`
-    /// before the first pass).
-    fn layer(
-        &self,
-        layer: &TransformerEncoderLayer<CpuBackend>,
-        x: &CpuTensor,
-        cache: &mut Option<LayerCache>,
-    ) -> Result<CpuTensor> {
-        let n = x.shape()[1];
-        let d = WIDTH / HEADS;
-        let attn = &layer.self_attn;
-        let h = layer.norm1.forward(x)?;
-        let mut qkv = h.matmul(&attn.in_proj_weight.value().t()?)?;
-        if let Some(b) = &attn.in_proj_bias {
-            qkv = qkv.add(b.value())?;
-        }
-        let heads = |part: usize| -> Result<CpuTensor> {
-            qkv.narrow(-1, part * WIDTH, WIDTH)?
-                .reshape([1, n, HEADS, d])?
-                .permute(&[0, 2, 1, 3])
-        };
-        let (q, k, v) = (heads(0)?, heads(1)?, heads(2)?);
-        let (k, v) = match cache.take() {
-            Some(c) => (Tensor::cat(&[&c.k, &k], 2)?, Tensor::cat(&[&c.v, &v], 2)?),
-            None => (k.contiguous()?, v.contiguous()?),
-        };
-        // The prompt attends causally within itself; a new token sees every cached position.
-        let args = SdpaArgs {
-            is_causal: n > 1,
-            ..SdpaArgs::default()
-        };
-        let a = scaled_dot_product_attention(&q, &k, &v, args)?;
-        *cache = Some(LayerCache { k, v });
-        let a = a.permute(&[0, 2, 1, 3])?.reshape([1, n, WIDTH])?;
-        let x = x.add(&attn.out_proj.forward(&a)?)?;
-        let ff = layer.linear1.forward(&layer.norm2.forward(&x)?)?.gelu()?;
-        x.add(&layer.linear2.forward(&ff)?)
+/// The logits `[1, vocab]` of the last of `ids` (`[1, n]`, at positions `t..t + n`).
+fn step(
+    model: &LanguageModel<CpuBackend>,
+    ids: &CpuTensor,
+    t: usize,
+    caches: &mut [Option<LayerCache>],
+) -> Result<CpuTensor> {
+    let n = ids.shape()[1];
+    let positions = Tensor::arange(t as i64, (t + n) as i64, 1, DType::I64, ids.backend())?;
+    let mut x = model
+        .tok
+        .forward(ids)?
+        .add(&model.pos.forward(&positions)?)?;
+    for (layer, cache) in model.layers.iter().zip(caches.iter_mut()) {
+        x = layer_step(layer, &x, cache)?;
     }
-
-    /// The logits `[1, vocab]` of the last of `ids` (`[1, n]`, at positions `t..t + n`).
-    fn step(
-        &self,
-        ids: &CpuTensor,
-        t: usize,
-        caches: &mut [Option<LayerCache>],
-    ) -> Result<CpuTensor> {
-        let n = ids.shape()[1];
-        let positions = Tensor::arange(t as i64, (t + n) as i64, 1, DType::I64, ids.backend())?;
-        let mut x = self.tok.forward(ids)?.add(&self.pos.forward(&positions)?)?;
-        for (layer, cache) in self.layers.iter().zip(caches.iter_mut()) {
-            x = self.layer(layer, &x, cache)?;
-        }
-        let last = self
-            .norm
-            .forward(&x.narrow(1, n - 1, 1)?)?
-            .reshape([1, WIDTH])?;
-        last.matmul(&self.tok.weight.value().t()?)
+    let mut last = x.narrow(1, n - 1, 1)?;
+    if let Some(norm) = &model.norm {
+        last = norm.forward(&last)?;
     }
+    last.reshape([1, WIDTH])?
+        .matmul(&model.tok.weight.value().t()?)
 }
 
 /// Command-line options.
@@ -178,12 +142,15 @@ fn parse_args() -> Result<Args> {
 
 /// The fixed prompt's id `j` (the script makes the same ids).
 fn prompt_id(j: usize) -> i64 {
-    ((104_729 * j + 13) % VOCAB) as i64
+    ((104_729 * j + 13) % GPT2.vocab) as i64
 }
 
 /// The index of the largest logit (the first of ties).
 fn argmax(logits: &CpuTensor) -> Result<i64> {
-    logits.reshape([VOCAB])?.argmax(0, false)?.item::<i64>()
+    logits
+        .reshape([GPT2.vocab])?
+        .argmax(0, false)?
+        .item::<i64>()
 }
 
 fn main() -> Result<()> {
@@ -197,7 +164,12 @@ fn main() -> Result<()> {
             format!("--prompt + --tokens exceeds the model's {context} positions"),
         ));
     }
-    let model = Gpt2::load(&args.weights, context, &cpu)?;
+    let spec = Spec {
+        positions: context,
+        ..GPT2
+    };
+    let mut model = LanguageModel::load(spec, &args.weights, &cpu)?;
+    model.eval();
     let prompt: Vec<i64> = (0..args.prompt).map(prompt_id).collect();
     let ids = Tensor::from_vec(prompt, [1, args.prompt], &cpu)?;
     let (mut prefill, mut rates, mut first, mut generated) = (vec![], vec![], vec![], vec![]);
@@ -205,7 +177,7 @@ fn main() -> Result<()> {
         for _ in 0..args.rounds {
             let mut caches: Vec<Option<LayerCache>> = (0..LAYERS).map(|_| None).collect();
             let t0 = Instant::now();
-            let logits = model.step(&ids, 0, &mut caches)?;
+            let logits = step(&model, &ids, 0, &mut caches)?;
             let mut next = argmax(&logits)?;
             prefill.push(t0.elapsed().as_secs_f64());
             first = logits.narrow(1, 0, 5)?.reshape([5])?.to_vec::<f32>()?;
@@ -213,7 +185,7 @@ fn main() -> Result<()> {
             let t1 = Instant::now();
             for i in 1..args.tokens {
                 let token = Tensor::from_vec(vec![next], [1, 1], &cpu)?;
-                next = argmax(&model.step(&token, args.prompt + i - 1, &mut caches)?)?;
+                next = argmax(&step(&model, &token, args.prompt + i - 1, &mut caches)?)?;
                 generated.push(next);
             }
             rates.push((args.tokens - 1) as f64 / t1.elapsed().as_secs_f64());

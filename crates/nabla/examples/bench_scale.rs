@@ -39,108 +39,18 @@
 use nabla::nn::loss::{CrossEntropyOptions, cross_entropy};
 use nabla::nn::optim::{AdamConfig, AdamW, Optimizer, Sgd, SgdConfig};
 use nabla::nn::{
-    BatchNorm2d, Conv2d, ConvOptions, Embedding, Forward, LayerNorm, Linear, MaxPool2d, Module,
-    Strictness, TransformerActivation, TransformerEncoderLayer, TransformerLayerConfig,
-    load_module,
+    BatchNorm2d, Conv2d, ConvOptions, Forward, Linear, MaxPool2d, Module, Strictness, load_module,
 };
 use nabla::prelude::*;
 #[allow(dead_code)]
 #[path = "bench_support/mod.rs"]
 mod bench_support;
 use bench_support::{median, peak_rss_mib};
+#[path = "bench_support/language_model.rs"]
+mod language_model;
+use language_model::{BERT, GPT2, LanguageModel, Spec};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-/// The transformer width, depth and heads (GPT-2 small's and BERT-base's).
-const WIDTH: usize = 768;
-const LAYERS: usize = 12;
-const HEADS: usize = 12;
-
-/// A transformer language model's shape: GPT-2 small or a BERT-base-sized encoder.
-#[derive(Clone, Copy)]
-struct Spec {
-    vocab: usize,
-    /// Rows of the position table.
-    positions: usize,
-    /// Sequence length and batch size of the fixed batch.
-    context: usize,
-    batch: usize,
-    /// Pre-norm layers with a final norm, causal (GPT-2), or post-norm layers after an embedding
-    /// norm, bidirectional (BERT).
-    gpt: bool,
-}
-
-/// GPT-2 small: vocabulary 50,257, 256 positions, batch 4 of 256.
-const GPT2: Spec = Spec {
-    vocab: 50_257,
-    positions: 256,
-    context: 256,
-    batch: 4,
-    gpt: true,
-};
-
-/// A BERT-base-sized encoder: vocabulary 30,522, 512 positions, batch 8 of 128.
-const BERT: Spec = Spec {
-    vocab: 30_522,
-    positions: 512,
-    context: 128,
-    batch: 8,
-    gpt: false,
-};
-
-/// A transformer with its head tied to the token embedding: GPT-2 (`norm` after the layers) or
-/// BERT (`emb_norm` before them).
-#[derive(Module)]
-struct LanguageModel<B: Backend> {
-    tok: Embedding<B>,
-    pos: Embedding<B>,
-    emb_norm: Option<LayerNorm<B>>,
-    layers: Vec<TransformerEncoderLayer<B>>,
-    norm: Option<LayerNorm<B>>,
-}
-
-impl LanguageModel<CpuBackend> {
-    /// The model of `spec` with its weights from the safetensors file at `weights`.
-    fn load(spec: Spec, weights: &PathBuf, cpu: &CpuBackend) -> Result<Self> {
-        let config = TransformerLayerConfig {
-            dim_feedforward: 4 * WIDTH,
-            dropout: 0.0,
-            activation: TransformerActivation::Gelu,
-            batch_first: true,
-            norm_first: spec.gpt,
-            ..TransformerLayerConfig::new(WIDTH, HEADS)
-        };
-        let (f32, rng) = (DType::F32, &mut Generator::new(0));
-        let norm = || LayerNorm::new(vec![WIDTH], 1e-5, true, true, f32, cpu);
-        let model = LanguageModel {
-            tok: Embedding::new(spec.vocab, WIDTH, None, f32, rng, cpu)?,
-            pos: Embedding::new(spec.positions, WIDTH, None, f32, rng, cpu)?,
-            emb_norm: (!spec.gpt).then(norm).transpose()?,
-            layers: (0..LAYERS)
-                .map(|_| TransformerEncoderLayer::new(config, f32, rng, cpu))
-                .collect::<Result<_>>()?,
-            norm: spec.gpt.then(norm).transpose()?,
-        };
-        load_module(&model, weights, cpu, Strictness::Strict)?;
-        Ok(model)
-    }
-
-    /// Logits `[N * T, vocab]` for ids `[N, T]` (`positions` `[T]`); causal when `causal`.
-    fn logits(&self, ids: &CpuTensor, positions: &CpuTensor, causal: bool) -> Result<CpuTensor> {
-        let mut x = self.tok.forward(ids)?.add(&self.pos.forward(positions)?)?;
-        if let Some(norm) = &self.emb_norm {
-            x = norm.forward(&x)?;
-        }
-        for layer in &self.layers {
-            x = layer.forward(&x, None, None, causal)?;
-        }
-        if let Some(norm) = &self.norm {
-            x = norm.forward(&x)?;
-        }
-        let h = x.reshape([ids.numel(), WIDTH])?;
-        h.matmul(&self.tok.weight.data().transpose(0, 1)?)
-    }
-}
 
 /// A residual block: ResNet-18's two 3x3 convolutions, or ResNet-50's bottleneck (1x1 down to the
 /// width, 3x3 with the stride, 1x1 up to four times the width: `conv3`), each with batch norm, and a

@@ -3,8 +3,24 @@
 //! (higher orders, forward mode) differentiate the composite formula of the same output; their vjp
 //! ops return the input cotangents flattened one after another.
 
-use nabla_core::Result;
+use nabla_core::{Error, Result};
 use nabla_tensor::{RuleArgs, Tensor, jvp_n, vjp_n};
+
+/// The op a rule runs for, when it is an `O` that `is_forward` accepts (the family's forward op; its
+/// vjp op has no rules), or an error naming `name`.
+pub(crate) fn recorded_op<B: nabla_core::Backend, O: Copy + 'static>(
+    args: &RuleArgs<'_, B>,
+    name: &'static str,
+    is_forward: impl Fn(&O) -> bool,
+) -> Result<O> {
+    match args.op.as_any().downcast_ref::<O>() {
+        Some(op) if is_forward(op) => Ok(*op),
+        _ => Err(Error::invalid(
+            name,
+            format!("the rule was bound to another op ({})", args.op.name()),
+        )),
+    }
+}
 
 /// The forward rule of a fused op whose output `composite` computes from the op's inputs: the
 /// composite's Jacobian-vector product with the tangents (zero where `None`).

@@ -182,18 +182,16 @@ impl<B: Backend, const D: usize> BatchNorm<B, D> {
     /// op does not apply (other backends and dtypes, or an empty input). `n` is the number of values
     /// per channel.
     fn fused_forward(&self, x: &Tensor<B>, n: usize, relu: bool) -> Result<Option<Tensor<B>>> {
-        let c = [self.num_features];
-        let w = match &self.weight {
-            Some(w) => w.value(),
-            None => Tensor::ones(c, x.dtype(), x.backend())?,
-        };
-        let b = match &self.bias {
-            Some(b) => b.value(),
-            None => Tensor::zeros(c, x.dtype(), x.backend())?,
-        };
-        if x.numel() == 0 || !batch_norm_fused::applies(x, &w, &b) {
+        let (weight, bias) = (
+            self.weight.as_ref().map(Param::value),
+            self.bias.as_ref().map(Param::value),
+        );
+        if x.numel() == 0 || !batch_norm_fused::applies(x, weight.iter().chain(&bias)) {
             return Ok(None);
         }
+        let c = [self.num_features];
+        let w = weight.map_or_else(|| Tensor::ones(c, x.dtype(), x.backend()), Ok)?;
+        let b = bias.map_or_else(|| Tensor::zeros(c, x.dtype(), x.backend()), Ok)?;
         let out = batch_norm_fused::batch_norm(x, &w, &b, self.eps, relu)?;
         if self.training {
             self.update_running(&out.mean, &out.var, n)?;

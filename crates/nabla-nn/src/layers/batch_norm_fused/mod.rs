@@ -16,7 +16,7 @@ mod kernel;
 #[cfg(test)]
 mod tests;
 
-use crate::layers::fused::{composite_jvp, composite_vjp_if_tracked, split_flat};
+use crate::layers::fused::{composite_jvp, composite_vjp_if_tracked, recorded_op, split_flat};
 use kernel::{NormFloat, OutputCotangents};
 use nabla_core::{
     Backend, DType, Error, ExtensionOp, HostAllocator, HostData, HostView, OutputSpec, Result,
@@ -31,12 +31,15 @@ pub(crate) struct Normalized<B: Backend> {
     pub var: Tensor<B>,
 }
 
-/// `true` when the fused op runs `x` with `w` and `b`: on the CPU, in `f32` or `f64`, one dtype.
-pub(crate) fn applies<B: Backend>(x: &Tensor<B>, w: &Tensor<B>, b: &Tensor<B>) -> bool {
+/// `true` when the fused op runs `x` with the layer's parameters `params`: on the CPU, in `f32` or
+/// `f64`, one dtype.
+pub(crate) fn applies<'a, B: Backend>(
+    x: &Tensor<B>,
+    params: impl IntoIterator<Item = &'a Tensor<B>>,
+) -> bool {
     x.backend().device().kind == "cpu"
         && matches!(x.dtype(), DType::F32 | DType::F64)
-        && w.dtype() == x.dtype()
-        && b.dtype() == x.dtype()
+        && params.into_iter().all(|p| p.dtype() == x.dtype())
 }
 
 /// Batch normalisation of `x` (`[N, C, *]`, at least one value per channel) with the batch
@@ -276,13 +279,9 @@ impl ExtensionFamily for FusedBatchNorm {
 
 /// The recorded forward op.
 fn forward_of<B: Backend>(args: &RuleArgs<'_, B>) -> Result<BatchNormOp> {
-    match args.op.as_any().downcast_ref::<BatchNormOp>() {
-        Some(&op @ BatchNormOp::Forward(_)) => Ok(op),
-        Some(BatchNormOp::Vjp(_)) | None => Err(Error::invalid(
-            "fused.batch_norm",
-            format!("the rule was bound to another op ({})", args.op.name()),
-        )),
-    }
+    recorded_op(args, "fused.batch_norm", |op| {
+        matches!(op, BatchNormOp::Forward(_))
+    })
 }
 
 /// The forward op's reverse rule: the fused vjp where no graph is built, the composite's otherwise.

@@ -26,7 +26,7 @@ mod kernel;
 #[cfg(test)]
 mod tests;
 
-use crate::layers::fused::{composite_jvp, composite_vjp_if_tracked, split_flat};
+use crate::layers::fused::{composite_jvp, composite_vjp_if_tracked, recorded_op, split_flat};
 use nabla_core::Result;
 use nabla_core::{
     Backend, DType, Error, ExtensionOp, HostAllocator, HostData, HostView, OutputSpec,
@@ -233,13 +233,9 @@ impl ExtensionFamily for FusedLstm {
 
 /// The recorded layer op (a [`LstmOp::Layer`]).
 fn layer_of<B: Backend>(args: &RuleArgs<'_, B>) -> Result<LstmOp> {
-    match args.op.as_any().downcast_ref::<LstmOp>() {
-        Some(&layer @ LstmOp::Layer { .. }) => Ok(layer),
-        Some(LstmOp::LayerVjp { .. }) | None => Err(Error::invalid(
-            "fused.lstm_layer",
-            format!("the rule was bound to another op ({})", args.op.name()),
-        )),
-    }
+    recorded_op(args, "fused.lstm_layer", |op| {
+        matches!(op, LstmOp::Layer { .. })
+    })
 }
 
 /// The layer's reverse rule: the fused vjp where no graph is built, the composite's otherwise.

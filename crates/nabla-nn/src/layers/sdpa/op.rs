@@ -14,7 +14,7 @@
 
 use super::composite_packed;
 use super::kernel::{self, AttentionFloat, Problem};
-use crate::layers::fused::{composite_jvp, composite_vjp_if_tracked, split_flat};
+use crate::layers::fused::{composite_jvp, composite_vjp_if_tracked, recorded_op, split_flat};
 use nabla_core::{
     Backend, DType, Error, ExtensionOp, HostAllocator, HostData, HostView, OutputSpec, Result,
 };
@@ -226,13 +226,9 @@ impl ExtensionFamily for FusedAttention {
 
 /// The recorded forward op.
 fn forward_of<B: Backend>(args: &RuleArgs<'_, B>) -> Result<AttentionOp> {
-    match args.op.as_any().downcast_ref::<AttentionOp>() {
-        Some(&op @ AttentionOp::Forward { .. }) => Ok(op),
-        Some(AttentionOp::Vjp { .. }) | None => Err(Error::invalid(
-            "fused.attention",
-            format!("the rule was bound to another op ({})", args.op.name()),
-        )),
-    }
+    recorded_op(args, "fused.attention", |op| {
+        matches!(op, AttentionOp::Forward { .. })
+    })
 }
 
 /// Runs the fused attention on `q`, `k` and `v` (validated, one leading shape): the packed output.
