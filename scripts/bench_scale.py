@@ -28,8 +28,8 @@ PyTorch and JAX models):
 - resnet18: ResNet-18 in the CIFAR layout (3x3 stem, no max-pool, batch norm, 11M parameters),
   batch 32 of 3 x 32 x 32 fixed images, mean cross-entropy, SGD with momentum 0.9 and lr 0.01.
 
-Runs: nabla f32; nabla under autocast(BF16) (GPT-2: products in bf16 with f32 sums, f32 weights and
-activations); PyTorch eager f32; PyTorch eager under torch.autocast("cpu", dtype=torch.bfloat16)
+Runs: nabla f32; nabla under autocast(BF16) (matrix products and convolutions in bf16 with f32 sums,
+f32 weights and activations); PyTorch eager f32; PyTorch eager under torch.autocast("cpu", dtype=torch.bfloat16)
 (f32 weights and optimizer, products in bf16); --compile: torch.compile of the model, f32; --jax: the
 whole step under jax.jit, f32.
 
@@ -267,8 +267,7 @@ def main():
             weights = os.path.join(tmp, f"{workload}.safetensors")
             subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
                             f"import bench_scale_models as m; m.write_weights({workload!r}, {weights!r})"], check=True)
-            # nabla's autocast speeds up matrix products, not yet convolutions: transformers only.
-            runs = base_runs[:1] + (["nabla-bf16"] if workload in ("gpt2", "bert") else []) + base_runs[1:]
+            runs = base_runs[:1] + ["nabla-bf16"] + base_runs[1:]
             results = {run: [] for run in runs}
             for r in range(args.rounds):
                 for run in (runs if r % 2 == 0 else runs[::-1]):

@@ -48,7 +48,8 @@ pub use limits::{
 };
 pub use memory::{MemoryCounter, MemoryStats, MemoryTracked, TrackedStorage};
 pub use ops::{
-    ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, Distribution, Pool2dParams, ReduceOp, UnaryOp,
+    ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, Distribution, Pool2dParams, Precision,
+    ReduceOp, UnaryOp,
 };
 pub use primitive::{ExtensionCall, Primitive, PrimitiveKind};
 pub use random::{Fill, InOrder, random_host};

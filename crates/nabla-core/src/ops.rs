@@ -249,6 +249,17 @@ op_catalogue! {
     }
 }
 
+/// How a matrix product or convolution multiplies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Precision {
+    /// In the operands' dtype.
+    #[default]
+    Full,
+    /// F32 operands rounded to bf16 (to nearest, ties to even), products summed in f32, F32 result:
+    /// what autocast to bf16 runs.
+    Bf16,
+}
+
 /// Parameters of a 2-D convolution over `[N, C, H, W]` inputs and `[C_out, C_in / groups, KH, KW]` weights.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Conv2dParams {
@@ -260,6 +271,10 @@ pub struct Conv2dParams {
     pub dilation: (usize, usize),
     /// Number of channel groups (1 for an ordinary convolution).
     pub groups: usize,
+    /// How the products multiply: [`Precision::Bf16`] rounds both F32 operands to bf16 and sums in
+    /// f32 (the convolution autocast runs); F64 operands must use [`Precision::Full`]. The
+    /// convolution's derivatives keep the precision.
+    pub precision: Precision,
 }
 
 impl Default for Conv2dParams {
@@ -269,6 +284,7 @@ impl Default for Conv2dParams {
             padding: (0, 0),
             dilation: (1, 1),
             groups: 1,
+            precision: Precision::Full,
         }
     }
 }

@@ -69,6 +69,7 @@ fn conv2d(
         padding: get(padding, 0)?,
         dilation: get(dilation, 1)?,
         groups,
+        precision: Default::default(),
     };
     let (g, present) = group(vec![
         Some(to_value(input, None)?),

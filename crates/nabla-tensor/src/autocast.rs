@@ -12,7 +12,7 @@
 //!
 //! The scope is per thread, like PyTorch's.
 
-use nabla_core::{DType, Error, Result};
+use nabla_core::{Conv2dParams, DType, Error, Precision, Result};
 use std::cell::Cell;
 
 thread_local! {
@@ -20,23 +20,25 @@ thread_local! {
     static AUTOCAST: Cell<Option<DType>> = const { Cell::new(None) };
 }
 
-/// How a matrix product multiplies.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Precision {
-    /// In the operands' dtype.
-    #[default]
-    Full,
-    /// F32 operands rounded to bf16 (to nearest, ties to even), products summed in f32, F32 result.
-    Bf16,
+/// The precision a product of `dtype` operands (a matrix product or a convolution) takes under this
+/// thread's autocast state: [`Precision::Bf16`] for F32 operands inside a bf16 scope, else
+/// [`Precision::Full`].
+pub fn autocast_precision(dtype: DType) -> Precision {
+    match (AUTOCAST.with(Cell::get), dtype) {
+        (Some(DType::BF16), DType::F32) => Precision::Bf16,
+        _ => Precision::Full,
+    }
 }
 
-impl Precision {
-    /// The precision a product of `dtype` operands takes under this thread's autocast state.
-    pub fn for_product(dtype: DType) -> Precision {
-        match (AUTOCAST.with(Cell::get), dtype) {
-            (Some(DType::BF16), DType::F32) => Precision::Bf16,
-            _ => Precision::Full,
-        }
+/// `params` with the precision autocast gives a convolution of `dtype` operands: the scope's
+/// precision where `params` asks for [`Precision::Full`], else `params` unchanged.
+pub fn autocast_conv_params(params: &Conv2dParams, dtype: DType) -> Conv2dParams {
+    match params.precision {
+        Precision::Full => Conv2dParams {
+            precision: autocast_precision(dtype),
+            ..*params
+        },
+        Precision::Bf16 => *params,
     }
 }
 

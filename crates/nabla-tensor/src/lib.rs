@@ -171,7 +171,8 @@ mod trace;
 mod vmap;
 
 pub use autocast::{
-    AutocastGuard, Precision, autocast, autocast_disabled, autocast_dtype, check_autocast_dtype,
+    AutocastGuard, autocast, autocast_conv_params, autocast_disabled, autocast_dtype,
+    autocast_precision, check_autocast_dtype,
 };
 pub use autograd::{
     AdContext, AdContextBuilder, AnomalyGuard, BackwardOptions, CustomArgs, CustomFn,
@@ -186,6 +187,7 @@ pub use autograd::{
 pub use composite::{EinsumPath, einsum_path};
 pub use display::PrintOptions;
 pub use index::{IndexOp, Indexer, Slice, s};
+pub use nabla_core::Precision;
 pub use nabla_core::{DType, Error, ExtensionCall, Primitive, PrimitiveKind, Result};
 pub use operand::Operand;
 pub use shape_ops::ReshapeDims;

@@ -1,9 +1,9 @@
 //! Matrix products and convolution.
 
 use crate::Tensor;
-use crate::autocast::Precision;
+use crate::autocast::autocast_precision;
 use crate::autograd::Op;
-use nabla_core::{Backend, Conv2dParams, Error, Result, Shape};
+use nabla_core::{Backend, Conv2dParams, DType, Error, Precision, Result, Shape};
 
 impl<B: Backend> Tensor<B> {
     /// Matrix product with NumPy `matmul` semantics: 1-D operands are promoted to a row (left) or column
@@ -22,10 +22,10 @@ impl<B: Backend> Tensor<B> {
     /// ```
     ///
     /// Inside an [`autocast`](crate::autocast) scope, F32 operands multiply in bf16 with f32
-    /// accumulation ([`Precision::for_product`]).
+    /// accumulation ([`autocast_precision`]).
     pub fn matmul(&self, rhs: &Tensor<B>) -> Result<Self> {
         let dtype = self.dtype().promote(rhs.dtype());
-        self.matmul_with(rhs, Precision::for_product(dtype))
+        self.matmul_with(rhs, autocast_precision(dtype))
     }
 
     /// [`Tensor::matmul`] at the given precision, whatever the autocast state: with
@@ -128,10 +128,21 @@ impl<B: Backend> Tensor<B> {
     /// assert_eq!(y.to_vec::<f32>()?, vec![9.0; 8]);
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
+    ///
+    /// Inside an [`autocast`](crate::autocast) scope, F32 operands multiply in bf16 with f32
+    /// accumulation (as [`Tensor::matmul`] does), unless `params` already asks for a precision;
+    /// [`Tensor::conv2d_with`] takes `params.precision` as it is.
     pub fn conv2d(&self, weight: &Tensor<B>, params: &Conv2dParams) -> Result<Self> {
+        self.conv2d_with(weight, &crate::autocast_conv_params(params, self.dtype()))
+    }
+
+    /// [`Tensor::conv2d`] at `params.precision`, whatever the autocast scope says. With
+    /// [`Precision::Bf16`] both operands must be F32; the derivatives multiply at the same precision.
+    pub fn conv2d_with(&self, weight: &Tensor<B>, params: &Conv2dParams) -> Result<Self> {
         const OP: &str = "conv2d";
         self.check_device(OP, weight)?;
         self.check_same_dtype(OP, weight)?;
+        check_conv_precision(OP, params, self.dtype())?;
         let (n, c_out, oh, ow) = conv_output_shape(OP, self.shape(), weight.shape(), params)?;
         nabla_core::check_allocation(OP, &[n, c_out, oh, ow], self.dtype())?;
         let storage = self.backend().conv2d(
@@ -146,7 +157,8 @@ impl<B: Backend> Tensor<B> {
     }
 
     /// Gradient of [`Tensor::conv2d`] with respect to its input, for an input of spatial size `input_hw`.
-    /// `self` is the output gradient `[N, C_out, H_out, W_out]`.
+    /// `self` is the output gradient `[N, C_out, H_out, W_out]`. It multiplies at `params.precision`
+    /// (autocast does not change it).
     pub fn conv2d_input_grad(
         &self,
         weight: &Tensor<B>,
@@ -156,6 +168,7 @@ impl<B: Backend> Tensor<B> {
         const OP: &str = "conv2d_input_grad";
         self.check_device(OP, weight)?;
         self.check_same_dtype(OP, weight)?;
+        check_conv_precision(OP, params, self.dtype())?;
         if self.rank() != 4 || weight.rank() != 4 {
             return Err(Error::shapes(OP, self.shape(), weight.shape())
                 .with_hint("expected rank-4 tensors"));
@@ -190,7 +203,8 @@ impl<B: Backend> Tensor<B> {
     }
 
     /// Gradient of [`Tensor::conv2d`] with respect to its weights, for a kernel of size `kernel_hw`.
-    /// `self` is the input `[N, C_in, H, W]`, `grad_out` the output gradient.
+    /// `self` is the input `[N, C_in, H, W]`, `grad_out` the output gradient. It multiplies at
+    /// `params.precision` (autocast does not change it).
     pub fn conv2d_weight_grad(
         &self,
         grad_out: &Tensor<B>,
@@ -200,6 +214,7 @@ impl<B: Backend> Tensor<B> {
         const OP: &str = "conv2d_weight_grad";
         self.check_device(OP, grad_out)?;
         self.check_same_dtype(OP, grad_out)?;
+        check_conv_precision(OP, params, self.dtype())?;
         if self.rank() != 4 || grad_out.rank() != 4 || params.groups == 0 {
             return Err(Error::shapes(OP, self.shape(), grad_out.shape())
                 .with_hint("expected rank-4 tensors"));
@@ -281,4 +296,12 @@ fn conv_output_shape(
             ))
         })?;
     Ok((x[0], w[0], oh, ow))
+}
+
+/// Checks that a convolution at `params.precision` can take `dtype` operands (bf16 products take F32).
+fn check_conv_precision(op: &'static str, params: &Conv2dParams, dtype: DType) -> Result<()> {
+    match params.precision {
+        Precision::Full => Ok(()),
+        Precision::Bf16 => nabla_core::check_bf16_operand(op, dtype),
+    }
 }

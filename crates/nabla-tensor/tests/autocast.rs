@@ -6,7 +6,7 @@ use nabla_core::{DType, Result};
 use nabla_cpu::CpuBackend;
 use nabla_tensor::{
     AdContext, AutocastGuard, GraphExecutor, Precision, Tensor, TracingBackend, autocast,
-    autocast_disabled, autocast_dtype, grad, jvp,
+    autocast_disabled, autocast_dtype, autocast_precision, grad, jvp,
 };
 
 type T = Tensor<CpuBackend>;
@@ -76,8 +76,8 @@ fn other_dtypes_and_code_outside_the_scope_are_untouched() -> Result<()> {
         off.to_vec::<f32>()?,
         a.matmul_with(&b, Precision::Full)?.to_vec::<f32>()?
     );
-    assert_eq!(Precision::for_product(DType::F32), Precision::Bf16);
-    assert_eq!(Precision::for_product(DType::F64), Precision::Full);
+    assert_eq!(autocast_precision(DType::F32), Precision::Bf16);
+    assert_eq!(autocast_precision(DType::F64), Precision::Full);
     Ok(())
 }
 
@@ -170,5 +170,92 @@ fn a_program_traced_in_the_scope_replays_bf16_products() -> Result<()> {
     let got = GraphExecutor::new(&cpu).run(&program, &[xc.clone(), wc.clone()])?;
     let want = rounded(&xc).matmul(&rounded(&wc))?.relu()?;
     assert!(max_diff(&got[0], &want) <= f32_bound(12, 4.0));
+    Ok(())
+}
+
+/// A padded, strided convolution: enough taps for rounding to show.
+fn conv_params() -> nabla_core::Conv2dParams {
+    nabla_core::Conv2dParams {
+        stride: (2, 1),
+        padding: (1, 1),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn convolutions_in_the_scope_multiply_rounded_operands_and_keep_it_in_backward() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let p = conv_params();
+    let (x, w) = (values(&cpu, &[2, 3, 9, 7], 20), values(&cpu, &[4, 3, 3, 3], 21));
+    let (x, w) = (Tensor::var("x", x)?, Tensor::var("w", w)?);
+    let f = |x: &T, w: &T| -> Result<T> { x.conv2d(w, &p)?.square()?.sum_all() };
+    let y = autocast(DType::BF16, || f(&x, &w))??;
+    let grads = AdContext::new().grads(&y, &[&x, &w])?; // outside the scope
+    // Written out: c = conv(round(x), round(w)); g = 2c; dx = conv_input_grad(round(g), round(w)),
+    // dw = conv_weight_grad(round(x), round(g)), all in f32.
+    let (rx, rw) = (rounded(&x.detach()), rounded(&w.detach()));
+    let c = rx.conv2d(&rw, &p)?;
+    let g = (c.clone() * 2.0)?;
+    let dx = rounded(&g).conv2d_input_grad(&rw, (9, 7), &p)?;
+    let dw = rx.conv2d_weight_grad(&rounded(&g), (3, 3), &p)?;
+    let taps = 27;
+    let inside = autocast(DType::BF16, || x.detach().conv2d(&w.detach(), &p))??;
+    assert!(max_diff(&inside, &c) <= f32_bound(taps, 9.0));
+    assert!(max_diff(&inside, &x.detach().conv2d(&w.detach(), &p)?) > 1e-3);
+    assert!(max_diff(&grads[0], &dx) <= f32_bound(4 * 9, 200.0));
+    assert!(max_diff(&grads[1], &dw) <= f32_bound(2 * 5 * 7, 200.0));
+    // They track the f32 gradients within bf16's precision, and differ from them.
+    let full = AdContext::new().grads(&f(&x, &w)?, &[&x, &w])?;
+    for (mixed, full) in grads.iter().zip(&full) {
+        let scale = full.abs()?.max_all()?.to_vec::<f32>()?[0];
+        let diff = max_diff(mixed, full);
+        assert!(diff > 0.0 && diff <= 4.0 * scale * 2.0f32.powi(-8), "{diff} {scale}");
+    }
+    Ok(())
+}
+
+#[test]
+fn conv2d_with_takes_the_given_precision_and_f64_convolutions_are_untouched() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let p = conv_params();
+    let (x, w) = (values(&cpu, &[1, 2, 6, 6], 22), values(&cpu, &[3, 2, 3, 3], 23));
+    // Full precision asked of conv2d_with: the scope does not change it.
+    let exact = autocast(DType::BF16, || x.conv2d_with(&w, &p))??;
+    assert_eq!(exact.to_vec::<f32>()?, x.conv2d(&w, &p)?.to_vec::<f32>()?);
+    // Bf16 asked outside any scope.
+    let bf16 = nabla_core::Conv2dParams {
+        precision: Precision::Bf16,
+        ..p
+    };
+    let asked = x.conv2d(&w, &bf16)?;
+    assert!(max_diff(&asked, &rounded(&x).conv2d(&rounded(&w), &p)?) <= f32_bound(18, 9.0));
+    // F64 inside the scope is unchanged, and F64 at Bf16 is an error naming the op.
+    let (x64, w64) = (x.cast(DType::F64)?, w.cast(DType::F64)?);
+    let inside = autocast(DType::BF16, || x64.conv2d(&w64, &p))??;
+    assert_eq!(inside.to_vec::<f64>()?, x64.conv2d(&w64, &p)?.to_vec::<f64>()?);
+    let err = x64.conv2d(&w64, &bf16).unwrap_err().to_string();
+    assert!(err.contains("conv2d") && err.contains("float32"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn convolutions_traced_in_the_scope_replay_in_bf16_and_forward_mode_keeps_it() -> Result<()> {
+    let p = conv_params();
+    let tb = TracingBackend::new();
+    let x = tb.placeholder([2, 3, 8, 8], DType::F32)?;
+    let w = tb.placeholder([5, 3, 3, 3], DType::F32)?;
+    let out = autocast(DType::BF16, || x.conv2d(&w, &p)?.relu())??;
+    let program = tb.program(&[&out])?;
+    let cpu = CpuBackend::new();
+    let (xc, wc) = (values(&cpu, &[2, 3, 8, 8], 24), values(&cpu, &[5, 3, 3, 3], 25));
+    let got = GraphExecutor::new(&cpu).run(&program, &[xc.clone(), wc.clone()])?;
+    let want = rounded(&xc).conv2d(&rounded(&wc), &p)?.relu()?;
+    assert!(max_diff(&got[0], &want) <= f32_bound(27, 9.0));
+    assert!(max_diff(&got[0], &xc.conv2d(&wc, &p)?.relu()?) > 1e-3);
+    // Forward mode: the tangent along t is conv(t, w), in bf16.
+    let t = values(&cpu, &[2, 3, 8, 8], 26);
+    let (_, tangent) = autocast(DType::BF16, || jvp(|x: &T| x.conv2d(&wc, &p), &xc, &t))??;
+    let want = rounded(&t).conv2d(&rounded(&wc), &p)?;
+    assert!(max_diff(&tangent, &want) <= f32_bound(27, 9.0));
     Ok(())
 }

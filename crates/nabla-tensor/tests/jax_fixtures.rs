@@ -48,6 +48,7 @@ fn conv(
         padding,
         dilation,
         groups,
+        precision: Default::default(),
     }
 }
 

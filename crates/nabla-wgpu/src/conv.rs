@@ -15,7 +15,7 @@
 
 use crate::WgpuBackend;
 use crate::kernel::{Params, view_expr};
-use crate::matmul::Operands;
+use crate::matmul::{Operands, operand_rounding};
 use crate::storage::{WgpuStorage, check_dtype};
 use crate::wgsl::{self, load, store};
 use nabla_core::{Conv2dParams, DType, Error, Layout, Pool2dParams, ReduceOp, Result};
@@ -127,6 +127,7 @@ fn names(words: &[u32]) -> String {
         .collect()
 }
 
+/// Checks that both operands are F32 (the precision of the product does not change that).
 fn check_f32(op: &'static str, a: &WgpuStorage, b: &WgpuStorage) -> Result<()> {
     check_dtype(op, a.dtype())?;
     if a.dtype() != DType::F32 || b.dtype() != DType::F32 {
@@ -174,8 +175,8 @@ impl WgpuBackend {
         };
         let ops = Operands {
             setup: names(&params.words) + c.setup,
-            a: expand(c.a),
-            b: expand(c.b),
+            a: expand(c.a) + &operand_rounding("va", p.precision),
+            b: expand(c.b) + &operand_rounding("vb", p.precision),
         };
         self.gemm(c.op, DType::F32, &ops, params, &[x, y], &out, c.dims)?;
         Ok(out)

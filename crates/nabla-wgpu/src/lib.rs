@@ -54,7 +54,7 @@ pub use storage::WgpuStorage;
 use context::Ctx;
 use nabla_core::{
     ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution, HostData,
-    Layout, Pool2dParams, ReduceOp, Result, RngKey, Scalar, UnaryOp,
+    Layout, Pool2dParams, Precision, ReduceOp, Result, RngKey, Scalar, UnaryOp,
 };
 use std::fmt;
 use std::sync::Arc;
@@ -308,7 +308,17 @@ impl Backend for WgpuBackend {
         b: &WgpuStorage,
         b_layout: &Layout,
     ) -> Result<WgpuStorage> {
-        self.matmul_impl((a, a_layout), (b, b_layout))
+        self.matmul_impl((a, a_layout), (b, b_layout), Precision::Full)
+    }
+
+    fn matmul_bf16(
+        &self,
+        a: &WgpuStorage,
+        a_layout: &Layout,
+        b: &WgpuStorage,
+        b_layout: &Layout,
+    ) -> Result<WgpuStorage> {
+        self.matmul_impl((a, a_layout), (b, b_layout), Precision::Bf16)
     }
 
     fn pad(

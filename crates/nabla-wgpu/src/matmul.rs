@@ -11,7 +11,7 @@ use crate::WgpuBackend;
 use crate::kernel::Params;
 use crate::storage::{WgpuStorage, check_dtype};
 use crate::wgsl::{self, load, store, ty};
-use nabla_core::{DType, Error, Layout, Result};
+use nabla_core::{DType, Error, Layout, Precision, Result};
 
 const OP: &str = "matmul";
 
@@ -113,6 +113,22 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     )
 }
 
+/// WGSL statements that round the loaded f32 operand `v` to bf16 (to nearest, ties to even; infinities
+/// and NaNs kept) for a [`Precision::Bf16`] product, or nothing for [`Precision::Full`]. Integer
+/// arithmetic on the bits, so no shader compiler can fold it away.
+pub(crate) fn operand_rounding(v: &str, precision: Precision) -> String {
+    match precision {
+        Precision::Full => String::new(),
+        Precision::Bf16 => format!(
+            "\n{{ let bits = bitcast<u32>({v});\n\
+             let special = (bits & 0x7f800000u) == 0x7f800000u;\n\
+             let nan = select(0u, 0x00400000u, (bits & 0x007fffffu) != 0u);\n\
+             let near = (bits + 0x7fffu + ((bits >> 16u) & 1u)) & 0xffff0000u;\n\
+             {v} = bitcast<f32>(select(near, (bits & 0xffff0000u) | nan, special)); }}"
+        ),
+    }
+}
+
 /// The batch part of a `[..., rows, cols]` view (its leading dimensions, strides and offset).
 fn batch_view(l: &Layout) -> Result<Layout> {
     let r = l.rank() - 2;
@@ -162,13 +178,20 @@ impl WgpuBackend {
         Ok(())
     }
 
+    /// The matrix product at `precision`: [`Precision::Bf16`] (F32 operands only) rounds each operand
+    /// element to bf16 as it is loaded and sums in f32.
     pub(crate) fn matmul_impl(
         &self,
         (a, la): (&WgpuStorage, &Layout),
         (b, lb): (&WgpuStorage, &Layout),
+        precision: Precision,
     ) -> Result<WgpuStorage> {
         let d = a.dtype();
         check_dtype(OP, d)?;
+        if precision == Precision::Bf16 {
+            nabla_core::check_bf16_operand("matmul_bf16", d)?;
+            nabla_core::check_bf16_operand("matmul_bf16", b.dtype())?;
+        }
         if b.dtype() != d {
             return Err(Error::DTypeMismatch {
                 op: OP,
@@ -213,12 +236,14 @@ impl WgpuBackend {
                     let sbk = bitcast<i32>(prm[6]); let sbn = bitcast<i32>(prm[7]);"
                 .into(),
             a: format!(
-                "va = {};",
-                load(d, "in0", "u32(abase + i32(gi) * sam + i32(gk) * sak)")
+                "va = {};{}",
+                load(d, "in0", "u32(abase + i32(gi) * sam + i32(gk) * sak)"),
+                operand_rounding("va", precision)
             ),
             b: format!(
-                "vb = {};",
-                load(d, "in1", "u32(bbase + i32(gk) * sbk + i32(gj) * sbn)")
+                "vb = {};{}",
+                load(d, "in1", "u32(bbase + i32(gk) * sbk + i32(gj) * sbn)"),
+                operand_rounding("vb", precision)
             ),
         };
         self.gemm(OP, d, &ops, params, &[a, b], &out, (batch, m, n, k))?;

@@ -8,12 +8,13 @@ use crate::properties::linalg::conv_walk;
 use nabla_core::{Backend, Conv2dParams, DType};
 
 /// `(x shape, w shape, params)` of the checked convolutions.
-fn cases() -> Vec<([usize; 4], [usize; 4], Conv2dParams)> {
+pub(crate) fn cases() -> Vec<([usize; 4], [usize; 4], Conv2dParams)> {
     let p = |stride, padding, dilation, groups| Conv2dParams {
         stride,
         padding,
         dilation,
         groups,
+        precision: Default::default(),
     };
     vec![
         ([2, 3, 5, 6], [4, 3, 3, 3], Conv2dParams::default()),

@@ -144,6 +144,7 @@ fn conv_case() -> impl Strategy<Value = (Vec<usize>, Vec<usize>, Conv2dParams)> 
                     padding: (py, px),
                     dilation: (dy, dx),
                     groups,
+                    precision: Default::default(),
                 };
                 (
                     vec![n, groups * cin_g, h, w],

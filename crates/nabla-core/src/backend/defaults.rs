@@ -231,6 +231,7 @@ pub(super) fn conv2d_input_grad<B: Backend>(
         padding: (0, 0),
         dilation: params.dilation,
         groups: g,
+        precision: params.precision,
     };
     b.conv2d(
         &padded,
@@ -278,6 +279,7 @@ pub(super) fn conv2d_weight_grad<B: Backend>(
         padding: params.padding,
         dilation: params.stride,
         groups: g,
+        precision: params.precision,
     };
     let full = b.conv2d(&xt, &xt_layout, &dyt, &dyt_layout, &swapped)?;
     let (fh, fw) = swapped

@@ -22,13 +22,14 @@ mod runs;
 mod tests;
 
 use crate::CpuStorage;
+use crate::matmul::bf16::gemm_bf16_faer;
 use crate::matmul::{gemm, mat_mut, mat_ref, mat_uninit, par_for};
 use crate::reduce::Arith;
 use crate::strided::{filled_vec, gather_view, output_vec};
 use faer::traits::ComplexField;
-use faer::{Accum, MatRef, Par};
+use faer::{Accum, MatMut, MatRef, Par};
 use im2col::{Geom, Image, col2im, im2col};
-use nabla_core::{Conv2dParams, DType, Element, Error, Layout, Result};
+use nabla_core::{Conv2dParams, DType, Element, Error, Layout, Precision, Result};
 use rayon::prelude::*;
 use runs::Runs;
 use std::borrow::Cow;
@@ -37,8 +38,43 @@ use std::borrow::Cow;
 const PAR_FLOPS: usize = 1 << 18;
 
 /// The float types convolutions support.
-trait Float: Element + Arith + Runs + ComplexField {}
-impl Float for f32 {}
+trait Float: Element + Arith + Runs + ComplexField {
+    /// `dst = a b` (or `dst += a b`) at `precision`, which is [`Precision::Full`] for any type but
+    /// F32 (checked by [`float_dtype`]).
+    ///
+    /// The operands are views of the convolution's inputs or of a thread's scratch, and `dst` a
+    /// different buffer, as the bf16 product requires.
+    fn product(
+        dst: MatMut<'_, Self>,
+        accum: Accum,
+        a: MatRef<'_, Self>,
+        b: MatRef<'_, Self>,
+        par: Par,
+        precision: Precision,
+    ) {
+        debug_assert_eq!(precision, Precision::Full);
+        gemm(dst, accum, a, b, par);
+    }
+}
+
+impl Float for f32 {
+    fn product(
+        dst: MatMut<'_, f32>,
+        accum: Accum,
+        a: MatRef<'_, f32>,
+        b: MatRef<'_, f32>,
+        par: Par,
+        precision: Precision,
+    ) {
+        match precision {
+            Precision::Full => gemm(dst, accum, a, b, par),
+            // SAFETY: the operands address inputs or scratch that nothing writes during the
+            // product, each one allocation, and never the destination (see the trait method).
+            Precision::Bf16 => unsafe { gemm_bf16_faer(dst, accum, a, b, par) },
+        }
+    }
+}
+
 impl Float for f64 {}
 
 /// Checks `params` on their own.
@@ -109,8 +145,13 @@ fn output_hw(
     })
 }
 
-/// The common dtype of two operands, which must be `F32` or `F64`.
-fn float_dtype(op: &'static str, a: &CpuStorage, b: &CpuStorage) -> Result<DType> {
+/// The common dtype of two operands, which must be `F32` or `F64` (only `F32` for a bf16 product).
+fn float_dtype(
+    op: &'static str,
+    a: &CpuStorage,
+    b: &CpuStorage,
+    precision: Precision,
+) -> Result<DType> {
     let dtype = a.dtype();
     if dtype != b.dtype() {
         return Err(Error::DTypeMismatch {
@@ -121,6 +162,9 @@ fn float_dtype(op: &'static str, a: &CpuStorage, b: &CpuStorage) -> Result<DType
     }
     if !matches!(dtype, DType::F32 | DType::F64) {
         return Err(Error::dtype(op, dtype));
+    }
+    if precision == Precision::Bf16 {
+        nabla_core::check_bf16_operand(op, dtype)?;
     }
     Ok(dtype)
 }
@@ -307,7 +351,7 @@ pub(crate) fn conv2d(
         let out = forward(x.typed::<T>(OP)?, lx, w.typed::<T>(OP)?, lw, &g);
         Ok(CpuStorage::from_vec(out))
     }
-    match float_dtype(OP, x, w)? {
+    match float_dtype(OP, x, w, p.precision)? {
         DType::F32 => run::<f32>(x, lx, w, lw, g),
         _ => run::<f64>(x, lx, w, lw, g),
     }
@@ -338,12 +382,13 @@ fn forward<T: Float>(x: &[T], lx: &Layout, w: &[T], lw: &Layout, g: &Geom) -> Ve
                 prod.resize(g.o * ld, T::zero());
                 // SAFETY: `cols` holds `taps x ld` elements, both non-zero.
                 let rhs = unsafe { mat_ref(cols, 0, taps, ld, ld as isize, 1) };
-                gemm(
+                T::product(
                     mat_mut(prod, g.o, ld),
                     Accum::Replace,
                     wm.mat(0, 0, g.o, taps),
                     rhs,
                     par,
+                    g.p.precision,
                 );
                 for (r, row) in prod.chunks_exact(ld).enumerate() {
                     for i in 0..count {
@@ -378,7 +423,14 @@ fn forward<T: Float>(x: &[T], lx: &Layout, w: &[T], lw: &Layout, g: &Geom) -> Ve
             };
             // SAFETY: the block is only replaced by the product (no zero-fill needed first).
             let dst = unsafe { mat_uninit(dst, og, pix) };
-            gemm(dst, Accum::Replace, wm.mat(0, gi * og, og, taps), rhs, par);
+            T::product(
+                dst,
+                Accum::Replace,
+                wm.mat(0, gi * og, og, taps),
+                rhs,
+                par,
+                g.p.precision,
+            );
         });
     }
     // SAFETY: every unit wrote its whole block: the product's rows, or each image's copy.
@@ -437,7 +489,7 @@ pub(crate) fn conv2d_input_grad(
         let out = input_grad(dy.typed::<T>(OP)?, ldy, w.typed::<T>(OP)?, lw, &g);
         Ok(CpuStorage::from_vec(out))
     }
-    match float_dtype(OP, dy, w)? {
+    match float_dtype(OP, dy, w, p.precision)? {
         DType::F32 => run::<f32>(dy, ldy, w, lw, g),
         _ => run::<f64>(dy, ldy, w, lw, g),
     }
@@ -468,7 +520,14 @@ fn input_grad<T: Float>(dy: &[T], ldy: &Layout, w: &[T], lw: &Layout, g: &Geom) 
                 cols.resize(taps * ld, T::zero());
                 // SAFETY: `dyc` holds `o x ld` elements, both non-zero.
                 let rhs = unsafe { mat_ref(dyc, 0, g.o, ld, ld as isize, 1) };
-                gemm(mat_mut(cols, taps, ld), Accum::Replace, wt, rhs, par);
+                T::product(
+                    mat_mut(cols, taps, ld),
+                    Accum::Replace,
+                    wt,
+                    rhs,
+                    par,
+                    g.p.precision,
+                );
                 for (i, image) in dst.chunks_exact_mut(image_len).enumerate() {
                     col2im(&cols[i * pix..], g, image, ld);
                 }
@@ -482,10 +541,24 @@ fn input_grad<T: Float>(dy: &[T], ldy: &Layout, w: &[T], lw: &Layout, g: &Geom) 
         let wt = wm.mat(0, gi * og, og, taps).transpose();
         let rhs = dym.mat(n, gi * og, og, pix);
         if g.is_pointwise() {
-            gemm(mat_mut(dst, cg, pix), Accum::Replace, wt, rhs, par);
+            T::product(
+                mat_mut(dst, cg, pix),
+                Accum::Replace,
+                wt,
+                rhs,
+                par,
+                g.p.precision,
+            );
         } else {
             cols.resize(taps * pix, T::zero());
-            gemm(mat_mut(cols, taps, pix), Accum::Replace, wt, rhs, par);
+            T::product(
+                mat_mut(cols, taps, pix),
+                Accum::Replace,
+                wt,
+                rhs,
+                par,
+                g.p.precision,
+            );
             col2im(cols, g, dst, pix);
         }
     });
@@ -537,7 +610,7 @@ pub(crate) fn conv2d_weight_grad(
         let out = weight_grad(x.typed::<T>(OP)?, lx, dy.typed::<T>(OP)?, ldy, &g);
         Ok(CpuStorage::from_vec(out))
     }
-    match float_dtype(OP, x, dy)? {
+    match float_dtype(OP, x, dy, p.precision)? {
         DType::F32 => run::<f32>(x, lx, dy, ldy, g),
         _ => run::<f64>(x, lx, dy, ldy, g),
     }
@@ -572,7 +645,14 @@ fn weight_grad<T: Float>(x: &[T], lx: &Layout, dy: &[T], ldy: &Layout, g: &Geom)
                     mat_ref(cols, 0, ld, taps, 1, ld as isize),
                 )
             };
-            gemm(mat_mut(dst, og, taps), Accum::Add, lhs, cols_t, par);
+            T::product(
+                mat_mut(dst, og, taps),
+                Accum::Add,
+                lhs,
+                cols_t,
+                par,
+                g.p.precision,
+            );
             return;
         }
         let lhs = dym.mat(n0, gi * og, og, pix);
@@ -585,7 +665,14 @@ fn weight_grad<T: Float>(x: &[T], lx: &Layout, dy: &[T], ldy: &Layout, g: &Geom)
                 unsafe { mat_ref(cols, 0, pix, taps, 1, pix as isize) }
             }
         };
-        gemm(mat_mut(dst, og, taps), Accum::Add, lhs, cols_t, par);
+        T::product(
+            mat_mut(dst, og, taps),
+            Accum::Add,
+            lhs,
+            cols_t,
+            par,
+            g.p.precision,
+        );
     };
     let groups = g.p.groups;
     let threads = rayon::current_num_threads();

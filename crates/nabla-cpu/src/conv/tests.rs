@@ -99,6 +99,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
                     padding,
                     dilation,
                     groups,
+                    precision: Default::default(),
                 };
                 p.output_size((h, w), (kh, kw))?;
                 Some(Case {
@@ -206,6 +207,7 @@ fn input_grad_of_a_larger_input() {
             dilation: (dil, dil),
             padding: (pad, pad),
             groups: 1,
+            precision: Default::default(),
         };
         check(&Case {
             x: [2, 2, h, w],

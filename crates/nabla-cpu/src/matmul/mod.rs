@@ -6,7 +6,7 @@
 //! thread; a batch of small products runs one product per thread with faer sequential. Integer
 //! products use a simple row-oriented kernel with wrapping arithmetic.
 
-mod bf16;
+pub(crate) mod bf16;
 mod int;
 #[cfg(test)]
 mod tests;

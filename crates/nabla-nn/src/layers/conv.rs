@@ -108,6 +108,7 @@ impl<K: SpatialSize> ConvOptions<K> {
             padding: self.padding.hw(0),
             dilation,
             groups: self.groups,
+            precision: Default::default(),
         })
     }
 }
@@ -495,9 +496,10 @@ impl<B: Backend> Forward<B> for ConvTranspose2d<B> {
                 (hw.0 - 1) * p.stride.0 + p.dilation.0 * (k.0 - 1) + 1,
                 (hw.1 - 1) * p.stride.1 + p.dilation.1 * (k.1 - 1) + 1,
             );
+            // A transposed convolution is a product for autocast, as PyTorch's `conv_transpose2d`.
             let unpadded = Conv2dParams {
                 padding: (0, 0),
-                ..p
+                ..nabla_tensor::autocast_conv_params(&p, x.dtype())
             };
             let mut y = x.conv2d_input_grad(&w, full, &unpadded)?;
             let extra = (

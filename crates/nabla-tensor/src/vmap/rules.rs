@@ -95,7 +95,7 @@ pub(super) fn apply<B: Backend>(
             two(values, positions, lead)
         }
         Primitive::Conv2d(params) => one(conv_with_weights(operands, params, batch, |x, w, p| {
-            x.conv2d(w, p)
+            x.conv2d_with(w, p)
         })?),
         Primitive::Conv2dInputGrad { input_hw, params } => {
             one(conv_with_weights(operands, params, batch, |g, w, p| {

@@ -200,6 +200,7 @@ pub fn p(
         padding,
         dilation,
         groups,
+        precision: Default::default(),
     }
 }
 

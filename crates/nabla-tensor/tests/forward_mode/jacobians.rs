@@ -89,6 +89,7 @@ fn jacfwd_equals_jacrev() {
         padding: (1, 0),
         dilation: (1, 1),
         groups: 1,
+        precision: Default::default(),
     };
     both_jacobians(
         "conv2d",

@@ -232,6 +232,7 @@ fn convolutions_and_their_gradients_match_the_cpu() {
                 padding: (1, 2),
                 dilation: (2, 1),
                 groups: 2,
+                precision: Default::default(),
             },
         );
         conv_case(

@@ -193,6 +193,80 @@ pub(crate) fn gemm_bf16<T: ToBf16>(
     }
 }
 
+/// The elements a faer view addresses, as a strided [`View`].
+///
+/// # Safety
+/// The memory from the view's lowest to its highest addressed element must lie in one allocation
+/// that nothing writes while the returned view lives.
+unsafe fn view_of(m: MatRef<'_, f32>) -> View<'_, f32> {
+    let (rows, cols, rs, cs) = (m.nrows(), m.ncols(), m.row_stride(), m.col_stride());
+    let reach = |n: usize, s: isize| (n.saturating_sub(1) as isize) * s;
+    let (r, c) = (reach(rows, rs), reach(cols, cs));
+    let low = r.min(0) + c.min(0);
+    let len = (r.max(0) + c.max(0) - low) as usize + 1;
+    // SAFETY: the caller guarantees that the `len` elements from the lowest addressed one lie in one
+    // allocation that nothing writes meanwhile; the view's first element sits `-low` after it.
+    let data = unsafe { std::slice::from_raw_parts(m.as_ptr().offset(low), len) };
+    View {
+        data,
+        offset: (-low) as usize,
+        rows,
+        cols,
+        rs,
+        cs,
+    }
+}
+
+/// `dst = a b`, or `dst += a b` with [`Accum::Add`], in bf16 with f32 accumulation, for faer views
+/// (non-empty), over the thread pool when `par` is parallel: the product of a convolution autocast
+/// runs in bf16.
+///
+/// # Safety
+/// As [`view_of`], for `a` and `b`; `dst` must not overlap them.
+pub(crate) unsafe fn gemm_bf16_faer(
+    dst: faer::MatMut<'_, f32>,
+    accum: Accum,
+    a: MatRef<'_, f32>,
+    b: MatRef<'_, f32>,
+    par: Par,
+) {
+    let (m, n) = (dst.nrows(), dst.ncols());
+    // SAFETY: forwarded from the caller.
+    let (va, vb) = unsafe { (view_of(a), view_of(b)) };
+    let kernel = Kernel::detect();
+    let par = matches!(par, Par::Rayon(_));
+    let row_major = dst.col_stride() == 1 && dst.row_stride() == n as isize;
+    if matches!(accum, Accum::Replace) && row_major {
+        // SAFETY: a row-major destination of `m x n` elements is one contiguous run; the product
+        // writes all of them.
+        let out = unsafe { std::slice::from_raw_parts_mut(dst.as_ptr_mut().cast(), m * n) };
+        gemm_bf16(out, va, vb, kernel, par);
+        return;
+    }
+    let mut product = Vec::with_capacity(m * n);
+    gemm_bf16(
+        &mut product.spare_capacity_mut()[..m * n],
+        va,
+        vb,
+        kernel,
+        par,
+    );
+    // SAFETY: `gemm_bf16` wrote all `m * n` elements.
+    unsafe { product.set_len(m * n) };
+    let mut dst = dst;
+    for i in 0..m {
+        for j in 0..n {
+            let v = product[i * n + j];
+            let d = dst.as_mut().get_mut(i, j);
+            *d = if matches!(accum, Accum::Add) {
+                *d + v
+            } else {
+                v
+            };
+        }
+    }
+}
+
 /// The fallback: both operands rounded to bf16 into contiguous f32 copies, multiplied by faer.
 fn rounded<T: ToBf16>(out: Out, a: View<'_, T>, b: View<'_, T>, par: bool) {
     let copy = |v: View<'_, T>| -> Vec<f32> {

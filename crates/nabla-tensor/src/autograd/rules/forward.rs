@@ -34,7 +34,7 @@ pub(crate) fn jvp<B: Backend>(
         Op::Reduce { op, axes, input } => linear(&|t| reduce::reduce_jvp(*op, axes, input, s, t)),
         Op::Cumsum { axis } => linear(&|t| t.cumsum(*axis as isize)),
         Op::Matmul { precision } => linalg::bilinear_jvp(s, t, |a, b| a.matmul_with(b, *precision)),
-        Op::Conv2d { params } => linalg::bilinear_jvp(s, t, |x, w| x.conv2d(w, params)),
+        Op::Conv2d { params } => linalg::bilinear_jvp(s, t, |x, w| x.conv2d_with(w, params)),
         Op::Conv2dInputGrad { params, input_hw } => {
             linalg::bilinear_jvp(s, t, |h, w| h.conv2d_input_grad(w, *input_hw, params))
         }

@@ -105,7 +105,7 @@ pub(super) fn conv2d_input_grad<B: Backend>(
 ) -> Result<Vec<Option<Tensor<B>>>> {
     let (h, w) = (s.input(0)?, s.input(1)?);
     Ok(vec![
-        needs[0].then(|| g.conv2d(w, p)).transpose()?,
+        needs[0].then(|| g.conv2d_with(w, p)).transpose()?,
         needs[1]
             .then(|| g.conv2d_weight_grad(h, spatial(w), p))
             .transpose()?,
@@ -125,7 +125,7 @@ pub(super) fn conv2d_weight_grad<B: Backend>(
         needs[0]
             .then(|| h.conv2d_input_grad(g, spatial(x), p))
             .transpose()?,
-        needs[1].then(|| x.conv2d(g, p)).transpose()?,
+        needs[1].then(|| x.conv2d_with(g, p)).transpose()?,
     ])
 }
 
