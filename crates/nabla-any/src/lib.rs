@@ -379,18 +379,20 @@ impl Backend for AnyBackend {
         )?)))
     }
 
-    fn matmul_bf16(
+    fn matmul_rounded(
         &self,
         a: &AnyStorage,
         a_layout: &Layout,
         c: &AnyStorage,
         c_layout: &Layout,
+        precision: nabla_core::Precision,
     ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.matmul_bf16(
+        on_device!(self, |b, H| Ok(H::wrap(b.matmul_rounded(
             H::get(a)?,
             a_layout,
             H::get(c)?,
-            c_layout
+            c_layout,
+            precision
         )?)))
     }
 

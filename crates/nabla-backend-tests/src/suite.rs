@@ -141,7 +141,7 @@ macro_rules! checks {
 
 /// The checks of family `name`, or `None` for an unknown name.
 pub fn family<B: Backend>(name: &str) -> Option<Vec<Check<B>>> {
-    use direct::{bf16, conv, misc, pool};
+    use direct::{conv, misc, pool, rounded};
     use properties::support;
     use properties::{elementwise as el, large, linalg, movement as mv, random, reductions as red};
     let checks = match name {
@@ -176,7 +176,7 @@ pub fn family<B: Backend>(name: &str) -> Option<Vec<Check<B>>> {
         ],
         "matmul" => checks![
             linalg::matmul_matches_the_triple_loop,
-            bf16::matmul_bf16_matches_rounded_loops,
+            rounded::matmul_rounded_matches_rounded_loops,
         ],
         "movement" => checks![
             support::view_kinds_are_strided_views_of_their_values,
@@ -205,7 +205,7 @@ pub fn family<B: Backend>(name: &str) -> Option<Vec<Check<B>>> {
         "conv_pool" => checks![
             linalg::conv2d_and_its_gradients_match_loops,
             conv::conv_kernels_match_loops,
-            bf16::conv_bf16_matches_rounded_loops,
+            rounded::conv_rounded_matches_rounded_loops,
             pool::max_pool2d_matches_the_contract,
             pool::max_pool2d_ties_nan_and_padding,
         ],

@@ -30,7 +30,7 @@ mod shape;
 pub mod simd_math;
 mod wrapper;
 
-pub use backend::{Backend, Device, check_bf16_operand};
+pub use backend::{Backend, Device, round_operand};
 pub use cast::CastFrom;
 pub use dtype::DType;
 pub use element::{Element, HostData, HostSlice};

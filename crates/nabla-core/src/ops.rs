@@ -258,6 +258,39 @@ pub enum Precision {
     /// F32 operands rounded to bf16 (to nearest, ties to even), products summed in f32, F32 result:
     /// what autocast to bf16 runs.
     Bf16,
+    /// F32 operands rounded to f16 (to nearest, ties to even; beyond 65504 to infinity, small values
+    /// to f16's subnormals or zero), products summed in f32, F32 result: what autocast to f16 runs.
+    F16,
+}
+
+impl Precision {
+    /// The dtype each operand element rounds to, or `None` for [`Precision::Full`].
+    pub fn rounding(self) -> Option<DType> {
+        match self {
+            Precision::Full => None,
+            Precision::Bf16 => Some(DType::BF16),
+            Precision::F16 => Some(DType::F16),
+        }
+    }
+
+    /// Checks that a product at this precision can take `dtype` operands: any dtype at
+    /// [`Precision::Full`]; only F32 when the operands round (autocast's products). The error names `op`.
+    ///
+    /// ```
+    /// use nabla_core::{DType, Precision};
+    /// assert!(Precision::Full.check_operand("matmul", DType::F64).is_ok());
+    /// let err = Precision::Bf16.check_operand("matmul", DType::F64).unwrap_err();
+    /// assert!(err.to_string().contains("float32"));
+    /// ```
+    pub fn check_operand(self, op: &'static str, dtype: DType) -> Result<()> {
+        match self.rounding() {
+            None => Ok(()),
+            Some(_) if dtype == DType::F32 => Ok(()),
+            Some(to) => Err(Error::dtype(op, dtype).with_hint(format!(
+                "products with operands rounded to {to} (autocast) take float32 operands"
+            ))),
+        }
+    }
 }
 
 /// Parameters of a 2-D convolution over `[N, C, H, W]` inputs and `[C_out, C_in / groups, KH, KW]` weights.
@@ -271,8 +304,8 @@ pub struct Conv2dParams {
     pub dilation: (usize, usize),
     /// Number of channel groups (1 for an ordinary convolution).
     pub groups: usize,
-    /// How the products multiply: [`Precision::Bf16`] rounds both F32 operands to bf16 and sums in
-    /// f32 (the convolution autocast runs); F64 operands must use [`Precision::Full`]. The
+    /// How the products multiply: [`Precision::Bf16`] or [`Precision::F16`] round both F32 operands
+    /// and sum in f32 (the convolution autocast runs); other dtypes must use [`Precision::Full`]. The
     /// convolution's derivatives keep the precision.
     pub precision: Precision,
 }

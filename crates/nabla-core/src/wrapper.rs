@@ -297,15 +297,16 @@ impl<B: Backend, W: Wrapper<B>> Backend for Wrapped<B, W> {
         })
     }
 
-    fn matmul_bf16(
+    fn matmul_rounded(
         &self,
         a: &W::Storage,
         a_layout: &Layout,
         c: &W::Storage,
         c_layout: &Layout,
+        precision: crate::Precision,
     ) -> Result<W::Storage> {
-        self.one("matmul_bf16", |b| {
-            b.matmul_bf16(self.un(a), a_layout, self.un(c), c_layout)
+        self.one("matmul_rounded", |b| {
+            b.matmul_rounded(self.un(a), a_layout, self.un(c), c_layout, precision)
         })
     }
 

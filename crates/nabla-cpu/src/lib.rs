@@ -221,16 +221,17 @@ impl Backend for CpuBackend {
         matmul::matmul(a, la, b, lb)
     }
 
-    fn matmul_bf16(
+    fn matmul_rounded(
         &self,
         a: &CpuStorage,
         la: &Layout,
         b: &CpuStorage,
         lb: &Layout,
+        precision: nabla_core::Precision,
     ) -> Result<CpuStorage> {
-        a.check_layout("matmul_bf16", la)?;
-        b.check_layout("matmul_bf16", lb)?;
-        matmul::matmul_bf16(a, la, b, lb)
+        a.check_layout("matmul_rounded", la)?;
+        b.check_layout("matmul_rounded", lb)?;
+        matmul::matmul_rounded(a, la, b, lb, precision)
     }
 
     fn pad(

@@ -9,6 +9,7 @@
 //! The layering of the crates, and the rules above, are described in the architecture chapter of
 //! the book, `docs/src/architecture.md`.
 
+mod amp;
 mod convert;
 mod custom;
 mod dlpack;
@@ -33,6 +34,7 @@ fn _nabla(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dtype::PyDType>()?;
     m.add_class::<ops::NoGrad>()?;
     m.add_class::<ops::Autocast>()?;
+    m.add_class::<amp::PyGradScaler>()?;
     m.add_class::<transforms::CompiledProgram>()?;
     m.add_class::<transforms::PyPullback>()?;
     m.add_class::<convert::HostBuffer>()?;

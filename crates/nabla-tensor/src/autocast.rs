@@ -1,16 +1,20 @@
-//! Mixed precision: an autocast scope in which matrix products of float32 tensors multiply in bf16
-//! with f32 accumulation, as under PyTorch's `torch.autocast(device_type="cpu", dtype=torch.bfloat16)`.
+//! Mixed precision: an autocast scope in which matrix products and convolutions of float32 tensors
+//! multiply in bf16 (or f16) with f32 accumulation, as under PyTorch's
+//! `torch.autocast(device_type="cpu", dtype=torch.bfloat16)`.
 //!
-//! Inside [`autocast`] (or while an [`AutocastGuard`] lives), [`Tensor::matmul`] of F32 operands,
-//! and everything built on it (`nn::Linear`, attention, `einsum`), rounds each operand element to
-//! bf16 and sums the products in f32. The precision is recorded with the product, so its reverse-
-//! and forward-mode derivatives, and their derivatives in turn, multiply in bf16 too, wherever
+//! Inside [`autocast`] (or while an [`AutocastGuard`] lives), [`Tensor::matmul`] and
+//! [`Tensor::conv2d`] of F32 operands, and everything built on them (`nn::Linear`, `nn::Conv2d`,
+//! attention, `einsum`), round each operand element to the scope's type and sum the products in
+//! f32. The precision is recorded with the product, so its reverse-
+//! and forward-mode derivatives, and their derivatives in turn, multiply at it too, wherever
 //! `backward` is called (PyTorch's rule: backward ops run in the type autocast chose for the forward
 //! op). Everything else (elementwise math, reductions, softmax, norms, losses, optimizer updates)
 //! runs in f32 as outside the scope, and results stay F32: parameters, activations and gradients
 //! keep f32 storage. Tensors of other dtypes (F64, complex, integers) are never affected.
 //!
-//! The scope is per thread, like PyTorch's.
+//! The scope is per thread, like PyTorch's. With f16, whose range ends at 65504 and whose smallest
+//! normal number is `2^-14`, small gradients flush to zero in the rounded products of backward:
+//! scale the loss (`nabla::nn::GradScaler`), as PyTorch's f16 training does.
 
 use nabla_core::{Conv2dParams, DType, Error, Precision, Result};
 use std::cell::Cell;
@@ -26,6 +30,7 @@ thread_local! {
 pub fn autocast_precision(dtype: DType) -> Precision {
     match (AUTOCAST.with(Cell::get), dtype) {
         (Some(DType::BF16), DType::F32) => Precision::Bf16,
+        (Some(DType::F16), DType::F32) => Precision::F16,
         _ => Precision::Full,
     }
 }
@@ -38,26 +43,26 @@ pub fn autocast_conv_params(params: &Conv2dParams, dtype: DType) -> Conv2dParams
             precision: autocast_precision(dtype),
             ..*params
         },
-        Precision::Bf16 => *params,
+        Precision::Bf16 | Precision::F16 => *params,
     }
 }
 
-/// Checks that autocast can compute in `dtype` (only [`DType::BF16`]), naming `autocast` in the error.
+/// Checks that autocast can compute in `dtype` ([`DType::BF16`] or [`DType::F16`]), naming
+/// `autocast` in the error.
 pub fn check_autocast_dtype(dtype: DType) -> Result<()> {
     match dtype {
-        DType::BF16 => Ok(()),
-        other => Err(Error::dtype("autocast", other).with_hint(
-            "autocast computes matrix products in bf16 (DType::BF16); \
-             f16 autocast with a loss scaler is not available yet",
-        )),
+        DType::BF16 | DType::F16 => Ok(()),
+        other => Err(Error::dtype("autocast", other)
+            .with_hint("autocast computes products in bf16 (DType::BF16) or f16 (DType::F16)")),
     }
 }
 
 /// Runs `f` with autocast to `dtype` enabled on this thread (see the [module docs](self)), and
-/// restores the previous state afterwards, also when `f` panics. Only [`DType::BF16`] is accepted.
+/// restores the previous state afterwards, also when `f` panics. [`DType::BF16`] and [`DType::F16`]
+/// are accepted.
 ///
 /// ```
-/// # use nabla_tensor::{Tensor, autocast, Precision}; use nabla_cpu::CpuBackend; use nabla_core::DType;
+/// # use nabla_tensor::{Tensor, autocast, autocast_precision, Precision}; use nabla_cpu::CpuBackend; use nabla_core::DType;
 /// let cpu = CpuBackend::new();
 /// let a = Tensor::from_vec(vec![1.0f32 + 1.0 / 512.0, 2.0], [1, 2], &cpu)?;
 /// let b = Tensor::from_vec(vec![1.0f32, 1.0], [2, 1], &cpu)?;
@@ -65,7 +70,7 @@ pub fn check_autocast_dtype(dtype: DType) -> Result<()> {
 /// let mixed = autocast(DType::BF16, || a.matmul(&b))??;
 /// assert_eq!(mixed.to_vec::<f32>()?, vec![3.0]);
 /// assert_eq!(a.matmul(&b)?.to_vec::<f32>()?, vec![3.0 + 1.0 / 512.0]);
-/// assert_eq!(Precision::for_product(DType::F32), Precision::Full);
+/// assert_eq!(autocast_precision(DType::F32), Precision::Full);
 /// # Ok::<(), nabla_core::Error>(())
 /// ```
 pub fn autocast<R>(dtype: DType, f: impl FnOnce() -> R) -> Result<R> {
@@ -93,7 +98,7 @@ pub struct AutocastGuard {
 }
 
 impl AutocastGuard {
-    /// Enables autocast to `dtype` (only [`DType::BF16`] is accepted).
+    /// Enables autocast to `dtype` ([`DType::BF16`] or [`DType::F16`]).
     pub fn new(dtype: DType) -> Result<AutocastGuard> {
         check_autocast_dtype(dtype)?;
         Ok(AutocastGuard::set(Some(dtype)))

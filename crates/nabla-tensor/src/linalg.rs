@@ -21,16 +21,16 @@ impl<B: Backend> Tensor<B> {
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     ///
-    /// Inside an [`autocast`](crate::autocast) scope, F32 operands multiply in bf16 with f32
-    /// accumulation ([`autocast_precision`]).
+    /// Inside an [`autocast`](crate::autocast) scope, F32 operands multiply in the scope's type
+    /// (bf16 or f16) with f32 accumulation ([`autocast_precision`]).
     pub fn matmul(&self, rhs: &Tensor<B>) -> Result<Self> {
         let dtype = self.dtype().promote(rhs.dtype());
         self.matmul_with(rhs, autocast_precision(dtype))
     }
 
     /// [`Tensor::matmul`] at the given precision, whatever the autocast state: with
-    /// [`Precision::Bf16`] the (promoted) operands must be F32. Its derivatives multiply at the same
-    /// precision.
+    /// [`Precision::Bf16`] or [`Precision::F16`] the (promoted) operands must be F32. Its derivatives
+    /// multiply at the same precision.
     pub fn matmul_with(&self, rhs: &Tensor<B>, precision: Precision) -> Result<Self> {
         const OP: &str = "matmul";
         self.check_device(OP, rhs)?;
@@ -41,9 +41,7 @@ impl<B: Backend> Tensor<B> {
                 .cast_to(dtype)?
                 .matmul_with(&rhs.cast_to(dtype)?, precision);
         }
-        if precision == Precision::Bf16 {
-            nabla_core::check_bf16_operand(OP, dtype)?;
-        }
+        precision.check_operand(OP, dtype)?;
         if self.rank() == 0 || rhs.rank() == 0 {
             return Err(Error::shapes(OP, self.shape(), rhs.shape())
                 .with_hint("matmul needs operands of rank >= 1"));
@@ -99,8 +97,8 @@ impl<B: Backend> Tensor<B> {
         let backend = self.backend();
         let storage = match precision {
             Precision::Full => backend.matmul(a.storage(), a.layout(), b.storage(), b.layout()),
-            Precision::Bf16 => {
-                backend.matmul_bf16(a.storage(), a.layout(), b.storage(), b.layout())
+            Precision::Bf16 | Precision::F16 => {
+                backend.matmul_rounded(a.storage(), a.layout(), b.storage(), b.layout(), precision)
             }
         }?;
         let mut out = Tensor::from_output(storage, out_shape, backend)
@@ -300,8 +298,5 @@ fn conv_output_shape(
 
 /// Checks that a convolution at `params.precision` can take `dtype` operands (bf16 products take F32).
 fn check_conv_precision(op: &'static str, params: &Conv2dParams, dtype: DType) -> Result<()> {
-    match params.precision {
-        Precision::Full => Ok(()),
-        Precision::Bf16 => nabla_core::check_bf16_operand(op, dtype),
-    }
+    params.precision.check_operand(op, dtype)
 }

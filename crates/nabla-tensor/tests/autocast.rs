@@ -96,15 +96,66 @@ fn scopes_nest_and_end_even_when_their_body_panics() {
 }
 
 #[test]
-fn only_bf16_is_accepted_and_bf16_products_need_float32() {
-    for dtype in [DType::F16, DType::F32, DType::F64, DType::I32] {
+fn only_bf16_and_f16_are_accepted_and_rounded_products_need_float32() {
+    assert!(autocast(DType::F16, || ()).is_ok());
+    for dtype in [DType::F32, DType::F64, DType::I32] {
         let err = autocast(dtype, || ()).unwrap_err().to_string();
         assert!(err.contains("autocast"), "{err}");
     }
     let cpu = CpuBackend::new();
     let a = values(&cpu, &[2, 2], 7).cast(DType::F64).unwrap();
-    let err = a.matmul_with(&a, Precision::Bf16).unwrap_err().to_string();
-    assert!(err.contains("matmul") && err.contains("float32"), "{err}");
+    for precision in [Precision::Bf16, Precision::F16] {
+        let err = a.matmul_with(&a, precision).unwrap_err().to_string();
+        assert!(err.contains("matmul") && err.contains("float32"), "{err}");
+    }
+}
+
+/// `x` rounded to f16 and back.
+fn rounded_f16(x: &T) -> T {
+    x.cast(DType::F16).unwrap().cast(DType::F32).unwrap()
+}
+
+#[test]
+fn f16_scopes_round_products_and_convolutions_to_f16_overflowing_to_infinity() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let (a, b) = (values(&cpu, &[5, 40], 30), values(&cpu, &[40, 6], 31));
+    let (a, b) = (Tensor::var("a", a)?, Tensor::var("b", b)?);
+    let y = autocast(DType::F16, || loss(&a, &b))??;
+    let (ra, rb) = (rounded_f16(&a.detach()), rounded_f16(&b.detach()));
+    let c = ra.matmul(&rb)?;
+    assert!((y.item::<f32>()? - c.tanh()?.sum_all()?.item::<f32>()?).abs() <= 1e-4);
+    // f16 keeps 11 significant bits where bf16 keeps 8: closer to the f32 product, not equal to it.
+    let (a0, b0) = (a.detach(), b.detach());
+    let f16_err = max_diff(&autocast(DType::F16, || a0.matmul(&b0))??, &a0.matmul(&b0)?);
+    let bf16_err = max_diff(
+        &autocast(DType::BF16, || a0.matmul(&b0))??,
+        &a0.matmul(&b0)?,
+    );
+    assert!(
+        f16_err > 0.0 && f16_err * 4.0 < bf16_err,
+        "{f16_err} {bf16_err}"
+    );
+    // Backward, outside the scope, multiplies f16-rounded operands too.
+    let grads = AdContext::new().grads(&y, &[&a, &b])?;
+    let g = (c.tanh()?.square()?.neg()? + 1.0)?;
+    let da = rounded_f16(&g).matmul(&rb.t()?)?;
+    assert!(max_diff(&grads[0], &da) <= f32_bound(6, 4.0));
+    // Past 65504 an operand is infinite.
+    let big = Tensor::from_vec(vec![70000.0f32, 1.0], [1, 2], &cpu)?;
+    let ones = Tensor::ones([2, 1], DType::F32, &cpu)?;
+    let inf = autocast(DType::F16, || big.matmul(&ones))??;
+    assert_eq!(inf.to_vec::<f32>()?, vec![f32::INFINITY]);
+    // Convolutions too.
+    let p = conv_params();
+    let (x, w) = (
+        values(&cpu, &[1, 2, 7, 7], 32),
+        values(&cpu, &[3, 2, 3, 3], 33),
+    );
+    let mixed = autocast(DType::F16, || x.conv2d(&w, &p))??;
+    let want = rounded_f16(&x).conv2d(&rounded_f16(&w), &p)?;
+    assert!(max_diff(&mixed, &want) <= f32_bound(18, 9.0));
+    assert!(max_diff(&mixed, &x.conv2d(&w, &p)?) > 0.0);
+    Ok(())
 }
 
 /// `sum(tanh(a @ b))` and its gradient with respect to both operands.
@@ -186,7 +237,10 @@ fn conv_params() -> nabla_core::Conv2dParams {
 fn convolutions_in_the_scope_multiply_rounded_operands_and_keep_it_in_backward() -> Result<()> {
     let cpu = CpuBackend::new();
     let p = conv_params();
-    let (x, w) = (values(&cpu, &[2, 3, 9, 7], 20), values(&cpu, &[4, 3, 3, 3], 21));
+    let (x, w) = (
+        values(&cpu, &[2, 3, 9, 7], 20),
+        values(&cpu, &[4, 3, 3, 3], 21),
+    );
     let (x, w) = (Tensor::var("x", x)?, Tensor::var("w", w)?);
     let f = |x: &T, w: &T| -> Result<T> { x.conv2d(w, &p)?.square()?.sum_all() };
     let y = autocast(DType::BF16, || f(&x, &w))??;
@@ -209,7 +263,10 @@ fn convolutions_in_the_scope_multiply_rounded_operands_and_keep_it_in_backward()
     for (mixed, full) in grads.iter().zip(&full) {
         let scale = full.abs()?.max_all()?.to_vec::<f32>()?[0];
         let diff = max_diff(mixed, full);
-        assert!(diff > 0.0 && diff <= 4.0 * scale * 2.0f32.powi(-8), "{diff} {scale}");
+        assert!(
+            diff > 0.0 && diff <= 4.0 * scale * 2.0f32.powi(-8),
+            "{diff} {scale}"
+        );
     }
     Ok(())
 }
@@ -218,7 +275,10 @@ fn convolutions_in_the_scope_multiply_rounded_operands_and_keep_it_in_backward()
 fn conv2d_with_takes_the_given_precision_and_f64_convolutions_are_untouched() -> Result<()> {
     let cpu = CpuBackend::new();
     let p = conv_params();
-    let (x, w) = (values(&cpu, &[1, 2, 6, 6], 22), values(&cpu, &[3, 2, 3, 3], 23));
+    let (x, w) = (
+        values(&cpu, &[1, 2, 6, 6], 22),
+        values(&cpu, &[3, 2, 3, 3], 23),
+    );
     // Full precision asked of conv2d_with: the scope does not change it.
     let exact = autocast(DType::BF16, || x.conv2d_with(&w, &p))??;
     assert_eq!(exact.to_vec::<f32>()?, x.conv2d(&w, &p)?.to_vec::<f32>()?);
@@ -232,7 +292,10 @@ fn conv2d_with_takes_the_given_precision_and_f64_convolutions_are_untouched() ->
     // F64 inside the scope is unchanged, and F64 at Bf16 is an error naming the op.
     let (x64, w64) = (x.cast(DType::F64)?, w.cast(DType::F64)?);
     let inside = autocast(DType::BF16, || x64.conv2d(&w64, &p))??;
-    assert_eq!(inside.to_vec::<f64>()?, x64.conv2d(&w64, &p)?.to_vec::<f64>()?);
+    assert_eq!(
+        inside.to_vec::<f64>()?,
+        x64.conv2d(&w64, &p)?.to_vec::<f64>()?
+    );
     let err = x64.conv2d(&w64, &bf16).unwrap_err().to_string();
     assert!(err.contains("conv2d") && err.contains("float32"), "{err}");
     Ok(())
@@ -247,7 +310,10 @@ fn convolutions_traced_in_the_scope_replay_in_bf16_and_forward_mode_keeps_it() -
     let out = autocast(DType::BF16, || x.conv2d(&w, &p)?.relu())??;
     let program = tb.program(&[&out])?;
     let cpu = CpuBackend::new();
-    let (xc, wc) = (values(&cpu, &[2, 3, 8, 8], 24), values(&cpu, &[5, 3, 3, 3], 25));
+    let (xc, wc) = (
+        values(&cpu, &[2, 3, 8, 8], 24),
+        values(&cpu, &[5, 3, 3, 3], 25),
+    );
     let got = GraphExecutor::new(&cpu).run(&program, &[xc.clone(), wc.clone()])?;
     let want = rounded(&xc).conv2d(&rounded(&wc), &p)?.relu()?;
     assert!(max_diff(&got[0], &want) <= f32_bound(27, 9.0));

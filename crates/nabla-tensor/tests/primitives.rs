@@ -134,11 +134,11 @@ pub(crate) fn sample(
         }
         PrimitiveKind::Cumsum => (Primitive::Cumsum { axis: 1 }, vec![x()]),
         PrimitiveKind::Matmul => (Primitive::Matmul, vec![x(), f32s(&[3, 4], 0.25)]),
-        PrimitiveKind::MatmulBf16 => {
-            // bf16 products take F32 operands whatever `float` is.
+        PrimitiveKind::MatmulRounded => {
+            // Rounded products take F32 operands whatever `float` is.
             let f32_only = |shape: &[usize], scale: f32| floats(shape, scale, DType::F32);
             let inputs = vec![f32_only(&[2, 3], 0.5), f32_only(&[3, 4], 0.25)];
-            (Primitive::MatmulBf16, inputs)
+            (Primitive::MatmulRounded(nabla_core::Precision::F16), inputs)
         }
         PrimitiveKind::Pad => {
             let prim = Primitive::Pad {

@@ -311,14 +311,15 @@ impl Backend for WgpuBackend {
         self.matmul_impl((a, a_layout), (b, b_layout), Precision::Full)
     }
 
-    fn matmul_bf16(
+    fn matmul_rounded(
         &self,
         a: &WgpuStorage,
         a_layout: &Layout,
         b: &WgpuStorage,
         b_layout: &Layout,
+        precision: Precision,
     ) -> Result<WgpuStorage> {
-        self.matmul_impl((a, a_layout), (b, b_layout), Precision::Bf16)
+        self.matmul_impl((a, a_layout), (b, b_layout), precision)
     }
 
     fn pad(

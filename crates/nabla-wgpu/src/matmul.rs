@@ -113,12 +113,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     )
 }
 
-/// WGSL statements that round the loaded f32 operand `v` to bf16 (to nearest, ties to even; infinities
-/// and NaNs kept) for a [`Precision::Bf16`] product, or nothing for [`Precision::Full`]. Integer
-/// arithmetic on the bits, so no shader compiler can fold it away.
+/// WGSL statements that round the loaded f32 operand `v` to bf16 or f16 (to nearest, ties to even;
+/// infinities and NaNs kept; past f16's range to infinity, below its normal range to its subnormal
+/// steps of `2^-24`) for a rounding [`Precision`], or nothing for [`Precision::Full`]. Integer
+/// arithmetic on the bits (and exact power-of-two scaling), so no shader compiler can fold it away.
 pub(crate) fn operand_rounding(v: &str, precision: Precision) -> String {
     match precision {
         Precision::Full => String::new(),
+        Precision::F16 => format!(
+            "\n{{ let bits = bitcast<u32>({v});\n\
+             let mag = bits & 0x7fffffffu;\n\
+             let near = (mag + 0xfffu + ((mag >> 13u) & 1u)) & 0xffffe000u;\n\
+             let normal = select(near, 0x7f800000u, near >= 0x47800000u);\n\
+             let tiny = bitcast<u32>(round(bitcast<f32>(mag) * 16777216.0) * 5.9604644775390625e-8);\n\
+             let nan = select(0u, 0x00400000u, (mag & 0x007fffffu) != 0u);\n\
+             let finite = select(normal, tiny, mag < 0x38800000u);\n\
+             let r = select(finite, (mag & 0xffffe000u) | nan, (mag & 0x7f800000u) == 0x7f800000u);\n\
+             {v} = bitcast<f32>((bits & 0x80000000u) | r); }}"
+        ),
         Precision::Bf16 => format!(
             "\n{{ let bits = bitcast<u32>({v});\n\
              let special = (bits & 0x7f800000u) == 0x7f800000u;\n\
@@ -178,8 +190,8 @@ impl WgpuBackend {
         Ok(())
     }
 
-    /// The matrix product at `precision`: [`Precision::Bf16`] (F32 operands only) rounds each operand
-    /// element to bf16 as it is loaded and sums in f32.
+    /// The matrix product at `precision`: [`Precision::Bf16`] and [`Precision::F16`] (F32 operands
+    /// only) round each operand element as it is loaded and sum in f32.
     pub(crate) fn matmul_impl(
         &self,
         (a, la): (&WgpuStorage, &Layout),
@@ -188,10 +200,8 @@ impl WgpuBackend {
     ) -> Result<WgpuStorage> {
         let d = a.dtype();
         check_dtype(OP, d)?;
-        if precision == Precision::Bf16 {
-            nabla_core::check_bf16_operand("matmul_bf16", d)?;
-            nabla_core::check_bf16_operand("matmul_bf16", b.dtype())?;
-        }
+        precision.check_operand("matmul_rounded", d)?;
+        precision.check_operand("matmul_rounded", b.dtype())?;
         if b.dtype() != d {
             return Err(Error::DTypeMismatch {
                 op: OP,

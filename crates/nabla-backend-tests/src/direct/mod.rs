@@ -4,10 +4,10 @@
 //! the parts the `Tensor` API does not reach on its own (pooling indices, the convolution gradients with
 //! every parameter, NaN and tie rules).
 
-pub mod bf16;
 pub mod conv;
 pub mod misc;
 pub mod pool;
+pub mod rounded;
 
 use crate::Suite;
 use crate::properties::support::{Input, ViewKind, close};

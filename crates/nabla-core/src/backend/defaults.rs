@@ -411,24 +411,24 @@ pub(super) fn max_pool2d<B: Backend>(
     Ok((values, positions))
 }
 
-/// [`Backend::matmul_bf16`]: both operands rounded through BF16 back to F32, then multiplied in f32.
-pub(super) fn matmul_bf16<B: Backend>(
+/// [`Backend::matmul_rounded`]: both operands rounded through the precision's type back to F32
+/// ([`super::round_operand`]), then multiplied in f32.
+pub(super) fn matmul_rounded<B: Backend>(
     b: &B,
-    x: &B::Storage,
-    x_layout: &Layout,
-    y: &B::Storage,
-    y_layout: &Layout,
+    (x, x_layout): (&B::Storage, &Layout),
+    (y, y_layout): (&B::Storage, &Layout),
+    precision: crate::Precision,
 ) -> Result<B::Storage> {
-    let round = |s: &B::Storage, layout: &Layout| -> Result<B::Storage> {
-        crate::check_bf16_operand("matmul_bf16", b.storage_dtype(s))?;
-        let half = b.cast(s, layout, DType::BF16)?;
-        b.cast(&half, &Layout::row_major(layout.shape()), DType::F32)
+    const OP: &str = "matmul_rounded";
+    precision.check_operand(OP, b.storage_dtype(x))?;
+    precision.check_operand(OP, b.storage_dtype(y))?;
+    let Some(to) = precision.rounding() else {
+        return b.matmul(x, x_layout, y, y_layout);
     };
-    let (xr, yr) = (round(x, x_layout)?, round(y, y_layout)?);
     b.matmul(
-        &xr,
+        &super::round_operand(b, x, x_layout, to)?,
         &Layout::row_major(x_layout.shape()),
-        &yr,
+        &super::round_operand(b, y, y_layout, to)?,
         &Layout::row_major(y_layout.shape()),
     )
 }

@@ -24,13 +24,17 @@ impl std::fmt::Display for Device {
     }
 }
 
-/// Checks that `dtype` can be an operand of a bf16 product ([`Backend::matmul_bf16`], autocast): only
-/// F32 can; anything else is an error naming `op`.
-pub fn check_bf16_operand(op: &'static str, dtype: DType) -> Result<()> {
-    if dtype == DType::F32 {
-        return Ok(());
-    }
-    Err(crate::Error::dtype(op, dtype).with_hint("bf16 products (autocast) take float32 operands"))
+/// An F32 operand rounded to `to` (BF16 or F16, to nearest, ties to even) and back to F32, as a
+/// row-major buffer: what a backend without arithmetic in `to` multiplies for a product at a
+/// rounding [`Precision`](crate::Precision).
+pub fn round_operand<B: Backend>(
+    b: &B,
+    s: &B::Storage,
+    layout: &Layout,
+    to: DType,
+) -> Result<B::Storage> {
+    let half = b.cast(s, layout, to)?;
+    b.cast(&half, &Layout::row_major(layout.shape()), DType::F32)
 }
 
 /// A compute device: a small kernel interface over device-resident buffers.
@@ -176,18 +180,21 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
         b_layout: &Layout,
     ) -> Result<Self::Storage>;
 
-    /// [`Backend::matmul`] of F32 operands with each element rounded to bf16 (to nearest, ties to
-    /// even) and the products summed in f32; the result is F32. This is the product autocast runs.
-    /// The default rounds both operands through BF16 and multiplies them in f32, which gives the
-    /// same values up to the order of summation; backends with bf16 arithmetic override it.
-    fn matmul_bf16(
+    /// [`Backend::matmul`] at `precision`: with [`Precision::Bf16`](crate::Precision::Bf16) or
+    /// [`Precision::F16`](crate::Precision::F16) the operands must be F32, each element rounds to
+    /// that type (to nearest, ties to even) and the products sum in f32; the result is F32. These
+    /// are the products autocast runs. The default rounds both operands through the type
+    /// ([`round_operand`]) and multiplies them in f32, which gives the same values up to the order
+    /// of summation; backends with arithmetic in the type override it.
+    fn matmul_rounded(
         &self,
         a: &Self::Storage,
         a_layout: &Layout,
         b: &Self::Storage,
         b_layout: &Layout,
+        precision: crate::Precision,
     ) -> Result<Self::Storage> {
-        defaults::matmul_bf16(self, a, a_layout, b, b_layout)
+        defaults::matmul_rounded(self, (a, a_layout), (b, b_layout), precision)
     }
 
     /// Pads each dimension `i` with `pads[i].0` elements before and `pads[i].1` after, all equal to `value`.

@@ -81,9 +81,9 @@ impl Primitive {
                 let ((x, xl), (y, yl)) = (arg(0)?, arg(1)?);
                 one(b.matmul(x, xl, y, yl)?)
             }
-            Primitive::MatmulBf16 => {
+            Primitive::MatmulRounded(precision) => {
                 let ((x, xl), (y, yl)) = (arg(0)?, arg(1)?);
-                one(b.matmul_bf16(x, xl, y, yl)?)
+                one(b.matmul_rounded(x, xl, y, yl, *precision)?)
             }
             Primitive::Pad { pads, value } => {
                 let (x, l) = arg(0)?;

@@ -16,7 +16,7 @@ mod specs;
 
 use crate::{
     ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, DType, Distribution, ExtensionOp, FusedKernel,
-    HostData, Pool2dParams, ReduceOp, RngKey, Scalar, UnaryOp,
+    HostData, Pool2dParams, Precision, ReduceOp, RngKey, Scalar, UnaryOp,
 };
 use std::fmt;
 use std::sync::Arc;
@@ -150,9 +150,9 @@ primitive_catalogue! {
         } => "cumsum",
         /// Batched matrix product of two inputs with equal batch dimensions.
         Matmul => "matmul",
-        /// [`Primitive::Matmul`] of F32 inputs with each element rounded to bf16 and the products summed
-        /// in f32 (autocast's products).
-        MatmulBf16 => "matmul_bf16",
+        /// [`Primitive::Matmul`] at a precision: F32 inputs with each element rounded to bf16 or f16 and
+        /// the products summed in f32 (autocast's products).
+        MatmulRounded(Precision) => "matmul_rounded",
         /// Constant padding.
         Pad {
             /// `(before, after)` per dimension.
@@ -264,7 +264,7 @@ impl Primitive {
             | Primitive::Reduce { .. }
             | Primitive::Cumsum { .. }
             | Primitive::Matmul
-            | Primitive::MatmulBf16
+            | Primitive::MatmulRounded(_)
             | Primitive::Pad { .. }
             | Primitive::Concat { .. }
             | Primitive::Gather { .. }
@@ -292,9 +292,11 @@ impl fmt::Display for Primitive {
             Primitive::Random { dist, key, .. } => {
                 write!(f, "random {dist:?} seed={} offset={}", key.seed, key.offset)
             }
-            Primitive::Copy | Primitive::Select | Primitive::Matmul | Primitive::MatmulBf16 => {
-                f.write_str(self.name())
-            }
+            Primitive::Copy | Primitive::Select | Primitive::Matmul => f.write_str(self.name()),
+            Primitive::MatmulRounded(precision) => match precision.rounding() {
+                Some(to) => write!(f, "matmul_{}", to.short_name()),
+                None => f.write_str("matmul"),
+            },
             Primitive::Unary(op) => f.write_str(op.name()),
             Primitive::Binary(op) => f.write_str(op.name()),
             Primitive::Compare(op) => f.write_str(op.name()),

@@ -59,7 +59,7 @@ impl Primitive {
             Primitive::Binary(_)
             | Primitive::Compare(_)
             | Primitive::Matmul
-            | Primitive::MatmulBf16
+            | Primitive::MatmulRounded(_)
             | Primitive::Gather { .. }
             | Primitive::IndexSelect { .. }
             | Primitive::Conv2d(_)
@@ -123,7 +123,7 @@ impl Primitive {
             Primitive::ArgReduce { axis, .. } => {
                 spec(DType::I64, with_axis(name, input(0)?.1, *axis, 1)?)
             }
-            Primitive::Matmul | Primitive::MatmulBf16 => {
+            Primitive::Matmul | Primitive::MatmulRounded(_) => {
                 let ((dtype, a), (_, b)) = (input(0)?, input(1)?);
                 if a.len() < 2 || b.len() < 2 {
                     return Err(Error::shapes("matmul", a, b));

@@ -22,7 +22,7 @@ mod runs;
 mod tests;
 
 use crate::CpuStorage;
-use crate::matmul::bf16::gemm_bf16_faer;
+use crate::matmul::bf16::gemm_rounded_faer;
 use crate::matmul::{gemm, mat_mut, mat_ref, mat_uninit, par_for};
 use crate::reduce::Arith;
 use crate::strided::{filled_vec, gather_view, output_vec};
@@ -70,7 +70,9 @@ impl Float for f32 {
             Precision::Full => gemm(dst, accum, a, b, par),
             // SAFETY: the operands address inputs or scratch that nothing writes during the
             // product, each one allocation, and never the destination (see the trait method).
-            Precision::Bf16 => unsafe { gemm_bf16_faer(dst, accum, a, b, par) },
+            Precision::Bf16 | Precision::F16 => unsafe {
+                gemm_rounded_faer(dst, accum, a, b, par, precision)
+            },
         }
     }
 }
@@ -163,9 +165,7 @@ fn float_dtype(
     if !matches!(dtype, DType::F32 | DType::F64) {
         return Err(Error::dtype(op, dtype));
     }
-    if precision == Precision::Bf16 {
-        nabla_core::check_bf16_operand(op, dtype)?;
-    }
+    precision.check_operand(op, dtype)?;
     Ok(dtype)
 }
 

@@ -15,7 +15,7 @@ use crate::CpuStorage;
 use crate::reduce::Arith;
 use faer::traits::ComplexField;
 use faer::{Accum, MatMut, MatRef, Par};
-use nabla_core::{DType, Element, Error, Layout, Result};
+use nabla_core::{DType, Element, Error, Layout, Precision, Result};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
@@ -140,27 +140,28 @@ pub(crate) fn matmul(
     }
 }
 
-/// Batched product of F32 `a: [..., m, k]` and `b: [..., k, n]` with each element rounded to bf16 and
-/// the products summed in f32 (`Backend::matmul_bf16`), on the fastest kernel this CPU has.
-pub(crate) fn matmul_bf16(
+/// Batched product of `a: [..., m, k]` and `b: [..., k, n]` at `precision`
+/// (`Backend::matmul_rounded`): at bf16 or f16 the F32 operands' elements round to that type and
+/// the products sum in f32, on the fastest kernel this CPU has.
+pub(crate) fn matmul_rounded(
     a: &CpuStorage,
     la: &Layout,
     b: &CpuStorage,
     lb: &Layout,
+    precision: Precision,
 ) -> Result<CpuStorage> {
-    const OP: &str = "matmul_bf16";
+    const OP: &str = "matmul_rounded";
+    if precision == Precision::Full {
+        return matmul(a, la, b, lb);
+    }
     let dims = check(OP, la.shape(), lb.shape())?;
-    nabla_core::check_bf16_operand(OP, a.dtype())?;
-    nabla_core::check_bf16_operand(OP, b.dtype())?;
+    precision.check_operand(OP, a.dtype())?;
+    precision.check_operand(OP, b.dtype())?;
     let (x, y) = (a.typed::<f32>(OP)?, b.typed::<f32>(OP)?);
-    let out = bf16::matmul_bf16(
-        x,
-        &Operand::new(la)?,
-        y,
-        &Operand::new(lb)?,
-        dims,
-        bf16::Kernel::detect(),
-    );
+    let (oa, ob) = (Operand::new(la)?, Operand::new(lb)?);
+    let out = bf16::matmul_rounded(x, &oa, y, &ob, dims, |dst, a, b, par| {
+        bf16::gemm_at(dst, a, b, precision, par)
+    });
     Ok(CpuStorage::from_vec(out))
 }
 

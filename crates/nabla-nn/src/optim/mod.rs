@@ -26,6 +26,7 @@ mod adam;
 mod adam_step;
 mod clip;
 mod config;
+mod grad_scaler;
 mod lbfgs;
 mod lion;
 mod rmsprop;
@@ -38,6 +39,7 @@ pub use adam::{
 pub use adam_step::{AdamCoefficients, AdamStep};
 pub use clip::{clip_grad_norm, clip_grad_norm_opts, clip_grad_value};
 pub use config::OptimOptions;
+pub use grad_scaler::{GradScaler, GradScalerConfig, GradScalerState};
 pub use lbfgs::{Lbfgs, LbfgsConfig, LineSearch, LossAndGrads};
 pub use lion::{Lion, LionConfig};
 pub use rmsprop::{RmsProp, RmsPropConfig};

@@ -38,7 +38,7 @@ from ._nabla import (  # noqa: F401
     zeros_like,
 )
 from ._nabla import dtype, fft, linalg  # noqa: F401
-from . import data, nn, optim  # noqa: F401
+from . import amp, data, nn, optim  # noqa: F401
 from ._pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten  # noqa: F401
 from ._transforms import (  # noqa: F401
     checkpoint,

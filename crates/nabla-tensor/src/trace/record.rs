@@ -161,14 +161,18 @@ impl Backend for TracingBackend {
         self.apply_one(Primitive::Matmul, &[(a, a_layout), (b, b_layout)])
     }
 
-    fn matmul_bf16(
+    fn matmul_rounded(
         &self,
         a: &TracedValue,
         a_layout: &Layout,
         b: &TracedValue,
         b_layout: &Layout,
+        precision: nabla_core::Precision,
     ) -> Result<TracedValue> {
-        self.apply_one(Primitive::MatmulBf16, &[(a, a_layout), (b, b_layout)])
+        self.apply_one(
+            Primitive::MatmulRounded(precision),
+            &[(a, a_layout), (b, b_layout)],
+        )
     }
 
     fn pad(

@@ -58,7 +58,9 @@ pub(super) fn apply<B: Backend>(
         }),
         Primitive::Cumsum { axis } => one(x(0).cumsum(shift(*axis))?),
         Primitive::Matmul => one(matmul(&operands[0], &operands[1], batch, Precision::Full)?),
-        Primitive::MatmulBf16 => one(matmul(&operands[0], &operands[1], batch, Precision::Bf16)?),
+        Primitive::MatmulRounded(precision) => {
+            one(matmul(&operands[0], &operands[1], batch, *precision)?)
+        }
         Primitive::Pad { pads, value } => {
             let mut all = if lead { vec![(0, 0)] } else { Vec::new() };
             all.extend(pads);

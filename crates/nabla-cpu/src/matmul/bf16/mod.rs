@@ -8,9 +8,13 @@
 //! the operands are rounded to bf16 into f32 copies and multiplied by faer, which gives the same
 //! values up to summation order. Both paths treat subnormal bf16 inputs as the hardware does only
 //! where it is used: `vdpbf16ps` flushes them to zero, the fallback keeps them.
+//!
+//! Products at f16 precision (autocast to f16) round the operands to f16 into f32 copies and
+//! multiply them in f32 the same way: this CPU has no f16 arithmetic that would be faster.
 
 use super::{Operand, gemm};
 use faer::{Accum, MatRef, Par};
+use nabla_core::Precision;
 use std::mem::MaybeUninit;
 
 /// What the packed kernel needs of an element type where it exists: rounding sixteen at a time.
@@ -187,10 +191,38 @@ pub(crate) fn gemm_bf16<T: ToBf16>(
                 dot::product(out, a, b, threads)
             }
             #[cfg(not(target_arch = "x86_64"))]
-            rounded(out, a, b, par)
+            rounded(out, a, b, par, |x: T| bf16_value(x.bf16_bits()))
         }
-        Kernel::Rounded => rounded(out, a, b, par),
+        Kernel::Rounded => rounded(out, a, b, par, |x: T| bf16_value(x.bf16_bits())),
     }
+}
+
+/// `dst = a b` with each operand element rounded to f16 (to nearest, ties to even, overflow to
+/// infinity) and the products summed in f32, for `dst` as in [`gemm_bf16`].
+pub(crate) fn gemm_f16(
+    dst: &mut [MaybeUninit<f32>],
+    a: View<'_, f32>,
+    b: View<'_, f32>,
+    par: bool,
+) {
+    let (m, n) = (a.rows, b.cols);
+    assert!(dst.len() >= m * n && a.cols == b.rows);
+    if m == 0 || n == 0 {
+        return;
+    }
+    if a.cols == 0 {
+        for v in &mut dst[..m * n] {
+            v.write(0.0);
+        }
+        return;
+    }
+    let out = Out {
+        ptr: dst.as_mut_ptr().cast(),
+        rows: m,
+        cols: n,
+        ld: n,
+    };
+    rounded(out, a, b, par, |x: f32| half::f16::from_f32(x).to_f32());
 }
 
 /// The elements a faer view addresses, as a strided [`View`].
@@ -217,38 +249,57 @@ unsafe fn view_of(m: MatRef<'_, f32>) -> View<'_, f32> {
     }
 }
 
-/// `dst = a b`, or `dst += a b` with [`Accum::Add`], in bf16 with f32 accumulation, for faer views
-/// (non-empty), over the thread pool when `par` is parallel: the product of a convolution autocast
-/// runs in bf16.
+/// `dst = a b` at a rounding `precision` (bf16 or f16 operands, f32 sums) into a row-major `dst`,
+/// over the thread pool when `par`.
+///
+/// # Panics
+/// At [`Precision::Full`], which callers route to the f32 product instead.
+pub(crate) fn gemm_at(
+    dst: &mut [MaybeUninit<f32>],
+    a: View<'_, f32>,
+    b: View<'_, f32>,
+    precision: Precision,
+    par: bool,
+) {
+    match precision {
+        Precision::Bf16 => gemm_bf16(dst, a, b, Kernel::detect(), par),
+        Precision::F16 => gemm_f16(dst, a, b, par),
+        Precision::Full => unreachable!("full-precision products run on the f32 kernel"),
+    }
+}
+
+/// `dst = a b`, or `dst += a b` with [`Accum::Add`], at a rounding `precision` for faer views
+/// (non-empty), over the thread pool when `par` is parallel: the products of a convolution that
+/// autocast runs in bf16 or f16.
 ///
 /// # Safety
 /// As [`view_of`], for `a` and `b`; `dst` must not overlap them.
-pub(crate) unsafe fn gemm_bf16_faer(
+pub(crate) unsafe fn gemm_rounded_faer(
     dst: faer::MatMut<'_, f32>,
     accum: Accum,
     a: MatRef<'_, f32>,
     b: MatRef<'_, f32>,
     par: Par,
+    precision: Precision,
 ) {
     let (m, n) = (dst.nrows(), dst.ncols());
     // SAFETY: forwarded from the caller.
     let (va, vb) = unsafe { (view_of(a), view_of(b)) };
-    let kernel = Kernel::detect();
     let par = matches!(par, Par::Rayon(_));
     let row_major = dst.col_stride() == 1 && dst.row_stride() == n as isize;
     if matches!(accum, Accum::Replace) && row_major {
         // SAFETY: a row-major destination of `m x n` elements is one contiguous run; the product
         // writes all of them.
         let out = unsafe { std::slice::from_raw_parts_mut(dst.as_ptr_mut().cast(), m * n) };
-        gemm_bf16(out, va, vb, kernel, par);
+        gemm_at(out, va, vb, precision, par);
         return;
     }
     let mut product = Vec::with_capacity(m * n);
-    gemm_bf16(
+    gemm_at(
         &mut product.spare_capacity_mut()[..m * n],
         va,
         vb,
-        kernel,
+        precision,
         par,
     );
     // SAFETY: `gemm_bf16` wrote all `m * n` elements.
@@ -267,12 +318,19 @@ pub(crate) unsafe fn gemm_bf16_faer(
     }
 }
 
-/// The fallback: both operands rounded to bf16 into contiguous f32 copies, multiplied by faer.
-fn rounded<T: ToBf16>(out: Out, a: View<'_, T>, b: View<'_, T>, par: bool) {
+/// Both operands rounded by `round` into contiguous f32 copies, multiplied by faer: the bf16
+/// fallback, and the f16 product.
+fn rounded<T: Copy>(
+    out: Out,
+    a: View<'_, T>,
+    b: View<'_, T>,
+    par: bool,
+    round: impl Fn(T) -> f32 + Copy,
+) {
     let copy = |v: View<'_, T>| -> Vec<f32> {
         let mut data = Vec::with_capacity(v.rows * v.cols);
         for i in 0..v.rows {
-            data.extend((0..v.cols).map(|j| bf16_value(v.at(i, j).bf16_bits())));
+            data.extend((0..v.cols).map(|j| round(v.at(i, j))));
         }
         data
     };
@@ -290,15 +348,15 @@ fn rounded<T: ToBf16>(out: Out, a: View<'_, T>, b: View<'_, T>, par: bool) {
     );
 }
 
-/// The batched product in bf16 with f32 accumulation, the strided operands described by `oa` and
-/// `ob`; returns the contiguous `[batch, m, n]` f32 result.
-pub(crate) fn matmul_bf16<T: ToBf16>(
+/// The batched product with `product` (a bf16 or f16 product with f32 sums) run on each item, the
+/// strided operands described by `oa` and `ob`; returns the contiguous `[batch, m, n]` f32 result.
+pub(crate) fn matmul_rounded<T: Copy + Send + Sync>(
     a: &[T],
     oa: &Operand,
     b: &[T],
     ob: &Operand,
     d: super::Dims,
-    kernel: Kernel,
+    product: impl Fn(&mut [MaybeUninit<f32>], View<'_, T>, View<'_, T>, bool) + Sync,
 ) -> Vec<f32> {
     let per = d.m * d.n;
     let len = d.batch * per;
@@ -311,7 +369,7 @@ pub(crate) fn matmul_bf16<T: ToBf16>(
     super::for_each_product(spare, d, |i, dst, par| {
         let lhs = View::item(a, oa, i, d.m, d.k);
         let rhs = View::item(b, ob, i, d.k, d.n);
-        gemm_bf16(dst, lhs, rhs, kernel, matches!(par, Par::Rayon(_)));
+        product(dst, lhs, rhs, matches!(par, Par::Rayon(_)));
     });
     // SAFETY: every product wrote its whole block of `per` elements.
     unsafe { out.set_len(len) };

@@ -71,7 +71,7 @@ fn foldable(op: &TraceOp) -> bool {
         | Primitive::ArgReduce { .. }
         | Primitive::Cumsum { .. }
         | Primitive::Matmul
-        | Primitive::MatmulBf16
+        | Primitive::MatmulRounded(_)
         | Primitive::Pad { .. }
         | Primitive::Concat { .. }
         | Primitive::Gather { .. }
