@@ -7,7 +7,7 @@
 use super::{compare, kernel, read_out, small_values, view, view_kinds};
 use crate::Suite;
 use crate::direct::conv::cases;
-use crate::properties::linalg::conv_walk;
+use crate::properties::linalg::{batched_matmul, conv_walk};
 use crate::properties::support::{ViewKind, round_to};
 use nabla_core::{Backend, Conv2dParams, DType, Precision};
 
@@ -42,25 +42,6 @@ fn check_rounding_shows(rounded: &[f64], full: &[f64], what: &str) -> Result<(),
         )),
         Err(_) => Ok(()),
     }
-}
-
-/// `[batch, m, k] x [batch, k, n]`: the batched triple loop.
-fn batched_matmul(
-    a: &[f64],
-    b: &[f64],
-    (batch, m, k, n): (usize, usize, usize, usize),
-) -> Vec<f64> {
-    let mut out = vec![0.0; batch * m * n];
-    for p in 0..batch {
-        for i in 0..m {
-            for j in 0..n {
-                out[(p * m + i) * n + j] = (0..k)
-                    .map(|q| a[(p * m + i) * k + q] * b[(p * k + q) * n + j])
-                    .sum();
-            }
-        }
-    }
-    out
 }
 
 /// `matmul_rounded` of F32 operands in every view kind equals the loop over rounded operands, at

@@ -64,16 +64,7 @@ fn matmul_ref(a: &Input, b: &Input, av: bool, bv: bool) -> (Vec<usize>, Vec<f64>
     let full_a = expand(&a.values(), &sa, &[batch.clone(), vec![m, k]].concat());
     let full_b = expand(&b.values(), &sb, &[batch.clone(), vec![k, n]].concat());
     let count: usize = batch.iter().product();
-    let mut out = vec![0.0; count * m * n];
-    for bi in 0..count {
-        for i in 0..m {
-            for j in 0..n {
-                out[(bi * m + i) * n + j] = (0..k)
-                    .map(|p| full_a[(bi * m + i) * k + p] * full_b[(bi * k + p) * n + j])
-                    .sum();
-            }
-        }
-    }
+    let out = batched_matmul(&full_a, &full_b, (count, m, k, n));
     let mut shape = batch;
     if !av {
         shape.push(m);
@@ -82,6 +73,25 @@ fn matmul_ref(a: &Input, b: &Input, av: bool, bv: bool) -> (Vec<usize>, Vec<f64>
         shape.push(n);
     }
     (shape, out)
+}
+
+/// `[batch, m, k] x [batch, k, n]` (row-major values): the batched triple loop.
+pub(crate) fn batched_matmul(
+    a: &[f64],
+    b: &[f64],
+    (batch, m, k, n): (usize, usize, usize, usize),
+) -> Vec<f64> {
+    let mut out = vec![0.0; batch * m * n];
+    for bi in 0..batch {
+        for i in 0..m {
+            for j in 0..n {
+                out[(bi * m + i) * n + j] = (0..k)
+                    .map(|p| a[(bi * m + i) * k + p] * b[(bi * k + p) * n + j])
+                    .sum();
+            }
+        }
+    }
+    out
 }
 
 /// Visits every (output, input, weight) position triple of a convolution.

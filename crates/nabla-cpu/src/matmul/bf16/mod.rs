@@ -153,6 +153,28 @@ impl Kernel {
     }
 }
 
+/// The `m x n` output of the product of `a` (`m x k`) and `b` (`k x n`) in `dst`, or `None` when there is nothing
+/// left to compute (an empty output, or `k = 0`, where `dst` is filled with zeros).
+fn output<T>(dst: &mut [MaybeUninit<f32>], a: &View<'_, T>, b: &View<'_, T>) -> Option<Out> {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    assert!(dst.len() >= m * n && k == b.rows);
+    if m == 0 || n == 0 {
+        return None;
+    }
+    if k == 0 {
+        for v in &mut dst[..m * n] {
+            v.write(0.0);
+        }
+        return None;
+    }
+    Some(Out {
+        ptr: dst.as_mut_ptr().cast(),
+        rows: m,
+        cols: n,
+        ld: n,
+    })
+}
+
 /// `dst = a b` in bf16 with f32 accumulation, for `dst` a contiguous row-major `[m, n]` slice, on the
 /// given kernel, over the thread pool when `par`. Every element of `dst` is written before any is
 /// read, so it may start uninitialised.
@@ -163,22 +185,8 @@ pub(crate) fn gemm_bf16<T: ToBf16>(
     kernel: Kernel,
     par: bool,
 ) {
-    let (m, n) = (a.rows, b.cols);
-    assert!(dst.len() >= m * n && a.cols == b.rows);
-    if m == 0 || n == 0 {
+    let Some(out) = output(dst, &a, &b) else {
         return;
-    }
-    if a.cols == 0 {
-        for v in &mut dst[..m * n] {
-            v.write(0.0);
-        }
-        return;
-    }
-    let out = Out {
-        ptr: dst.as_mut_ptr().cast(),
-        rows: m,
-        cols: n,
-        ld: n,
     };
     match kernel {
         Kernel::Dot => {
@@ -205,22 +213,8 @@ pub(crate) fn gemm_f16(
     b: View<'_, f32>,
     par: bool,
 ) {
-    let (m, n) = (a.rows, b.cols);
-    assert!(dst.len() >= m * n && a.cols == b.rows);
-    if m == 0 || n == 0 {
+    let Some(out) = output(dst, &a, &b) else {
         return;
-    }
-    if a.cols == 0 {
-        for v in &mut dst[..m * n] {
-            v.write(0.0);
-        }
-        return;
-    }
-    let out = Out {
-        ptr: dst.as_mut_ptr().cast(),
-        rows: m,
-        cols: n,
-        ld: n,
     };
     rounded(out, a, b, par, |x: f32| half::f16::from_f32(x).to_f32());
 }
