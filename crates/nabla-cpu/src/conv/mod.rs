@@ -43,7 +43,7 @@ trait Float: Element + Arith + Runs + ComplexField {
     /// F32 (checked by [`float_dtype`]).
     ///
     /// The operands are views of the convolution's inputs or of a thread's scratch, and `dst` a
-    /// different buffer, as the bf16 product requires.
+    /// different buffer, as the rounded (bf16, f16) products require.
     fn product(
         dst: MatMut<'_, Self>,
         accum: Accum,
@@ -147,7 +147,7 @@ fn output_hw(
     })
 }
 
-/// The common dtype of two operands, which must be `F32` or `F64` (only `F32` for a bf16 product).
+/// The common dtype of two operands, which must be `F32` or `F64` (only `F32` for a rounded product).
 fn float_dtype(
     op: &'static str,
     a: &CpuStorage,
