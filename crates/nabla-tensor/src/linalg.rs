@@ -3,7 +3,7 @@
 use crate::Tensor;
 use crate::autocast::autocast_precision;
 use crate::autograd::Op;
-use nabla_core::{Backend, Conv2dParams, DType, Error, Precision, Result, Shape};
+use nabla_core::{Backend, Conv2dParams, Error, Precision, Result, Shape};
 
 impl<B: Backend> Tensor<B> {
     /// Matrix product with NumPy `matmul` semantics: 1-D operands are promoted to a row (left) or column
@@ -127,20 +127,21 @@ impl<B: Backend> Tensor<B> {
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     ///
-    /// Inside an [`autocast`](crate::autocast) scope, F32 operands multiply in bf16 with f32
-    /// accumulation (as [`Tensor::matmul`] does), unless `params` already asks for a precision;
-    /// [`Tensor::conv2d_with`] takes `params.precision` as it is.
+    /// Inside an [`autocast`](crate::autocast) scope, F32 operands multiply in the scope's type
+    /// (bf16 or f16) with f32 accumulation (as [`Tensor::matmul`] does), unless `params` already
+    /// asks for a rounding precision; [`Tensor::conv2d_with`] takes `params.precision` as it is.
     pub fn conv2d(&self, weight: &Tensor<B>, params: &Conv2dParams) -> Result<Self> {
         self.conv2d_with(weight, &crate::autocast_conv_params(params, self.dtype()))
     }
 
-    /// [`Tensor::conv2d`] at `params.precision`, whatever the autocast scope says. With
-    /// [`Precision::Bf16`] both operands must be F32; the derivatives multiply at the same precision.
+    /// [`Tensor::conv2d`] at `params.precision`, whatever the autocast scope says. At a rounding
+    /// precision ([`Precision::Bf16`], [`Precision::F16`]) both operands must be F32; the derivatives
+    /// multiply at the same precision.
     pub fn conv2d_with(&self, weight: &Tensor<B>, params: &Conv2dParams) -> Result<Self> {
         const OP: &str = "conv2d";
         self.check_device(OP, weight)?;
         self.check_same_dtype(OP, weight)?;
-        check_conv_precision(OP, params, self.dtype())?;
+        params.precision.check_operand(OP, self.dtype())?;
         let (n, c_out, oh, ow) = conv_output_shape(OP, self.shape(), weight.shape(), params)?;
         nabla_core::check_allocation(OP, &[n, c_out, oh, ow], self.dtype())?;
         let storage = self.backend().conv2d(
@@ -166,7 +167,7 @@ impl<B: Backend> Tensor<B> {
         const OP: &str = "conv2d_input_grad";
         self.check_device(OP, weight)?;
         self.check_same_dtype(OP, weight)?;
-        check_conv_precision(OP, params, self.dtype())?;
+        params.precision.check_operand(OP, self.dtype())?;
         if self.rank() != 4 || weight.rank() != 4 {
             return Err(Error::shapes(OP, self.shape(), weight.shape())
                 .with_hint("expected rank-4 tensors"));
@@ -212,7 +213,7 @@ impl<B: Backend> Tensor<B> {
         const OP: &str = "conv2d_weight_grad";
         self.check_device(OP, grad_out)?;
         self.check_same_dtype(OP, grad_out)?;
-        check_conv_precision(OP, params, self.dtype())?;
+        params.precision.check_operand(OP, self.dtype())?;
         if self.rank() != 4 || grad_out.rank() != 4 || params.groups == 0 {
             return Err(Error::shapes(OP, self.shape(), grad_out.shape())
                 .with_hint("expected rank-4 tensors"));
@@ -294,9 +295,4 @@ fn conv_output_shape(
             ))
         })?;
     Ok((x[0], w[0], oh, ow))
-}
-
-/// Checks that a convolution at `params.precision` can take `dtype` operands (bf16 products take F32).
-fn check_conv_precision(op: &'static str, params: &Conv2dParams, dtype: DType) -> Result<()> {
-    params.precision.check_operand(op, dtype)
 }

@@ -301,14 +301,22 @@ impl GradScaler {
     }
 
     /// Restores a state from [`GradScaler::state_dict`]; an error (changing nothing) when its
-    /// settings or scale are out of range.
+    /// settings, scale or growth count (below `growth_interval`) are out of range.
     pub fn load_state_dict(&mut self, state: &GradScalerState) -> Result<()> {
         let mut checked = GradScaler::new(GradScalerConfig {
             init_scale: state.scale,
             ..state.config
         })?;
-        checked.state.config = state.config;
-        checked.state.growth_tracker = state.growth_tracker % state.config.growth_interval;
+        if state.growth_tracker >= state.config.growth_interval {
+            return Err(Error::invalid(
+                "GradScaler::load_state_dict",
+                format!(
+                    "growth_tracker {} must be below growth_interval {}",
+                    state.growth_tracker, state.config.growth_interval
+                ),
+            ));
+        }
+        checked.state = *state;
         *self = checked;
         Ok(())
     }

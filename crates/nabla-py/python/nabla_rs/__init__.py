@@ -167,9 +167,10 @@ class no_grad(_Scope):
 
 class autocast(_Scope):
     """Mixed precision as ``torch.autocast``: inside ``with nabla_rs.autocast("cpu", dtype=nabla_rs.bfloat16):``
-    matrix products of float32 tensors (``@``, ``matmul``, ``einsum``, ``nn.Linear``, attention) round
-    their operands to bfloat16 and sum in float32, and their gradients do too, wherever ``backward``
-    runs. Everything else stays float32, and so do the results. ``enabled=False`` turns autocast off
+    matrix products and convolutions of float32 tensors (``@``, ``matmul``, ``einsum``, ``nn.Linear``,
+    ``nn.Conv2d``, attention) round their operands to bfloat16 (or float16 with
+    ``dtype=nabla_rs.float16``, paired with ``nabla_rs.amp.GradScaler``) and sum in float32, and their
+    gradients do too, wherever ``backward`` runs. Everything else stays float32, and so do the results. ``enabled=False`` turns autocast off
     inside an enclosing block. Also a decorator. The scope belongs to the calling thread.
     """
 

@@ -169,10 +169,13 @@ impl Backend for TracingBackend {
         b_layout: &Layout,
         precision: nabla_core::Precision,
     ) -> Result<TracedValue> {
-        self.apply_one(
-            Primitive::MatmulRounded(precision),
-            &[(a, a_layout), (b, b_layout)],
-        )
+        // A product at full precision is recorded as the plain one, which the compiler's
+        // reassociation and deduplication recognise.
+        let op = match precision {
+            nabla_core::Precision::Full => Primitive::Matmul,
+            rounded => Primitive::MatmulRounded(rounded),
+        };
+        self.apply_one(op, &[(a, a_layout), (b, b_layout)])
     }
 
     fn pad(

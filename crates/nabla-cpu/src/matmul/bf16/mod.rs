@@ -243,11 +243,8 @@ unsafe fn view_of(m: MatRef<'_, f32>) -> View<'_, f32> {
     }
 }
 
-/// `dst = a b` at a rounding `precision` (bf16 or f16 operands, f32 sums) into a row-major `dst`,
-/// over the thread pool when `par`.
-///
-/// # Panics
-/// At [`Precision::Full`], which callers route to the f32 product instead.
+/// `dst = a b` at `precision` (bf16 or f16 operands, or the f32 values as they are; f32 sums) into
+/// a row-major `dst`, over the thread pool when `par`.
 pub(crate) fn gemm_at(
     dst: &mut [MaybeUninit<f32>],
     a: View<'_, f32>,
@@ -258,7 +255,11 @@ pub(crate) fn gemm_at(
     match precision {
         Precision::Bf16 => gemm_bf16(dst, a, b, Kernel::detect(), par),
         Precision::F16 => gemm_f16(dst, a, b, par),
-        Precision::Full => unreachable!("full-precision products run on the f32 kernel"),
+        Precision::Full => {
+            if let Some(out) = output(dst, &a, &b) {
+                rounded(out, a, b, par, |x: f32| x);
+            }
+        }
     }
 }
 

@@ -230,5 +230,15 @@ fn the_state_round_trips_and_a_bad_state_changes_nothing() -> Result<()> {
     };
     assert!(other.load_state_dict(&broken).is_err());
     assert_eq!(other.state_dict(), saved);
+    let counted_past = GradScalerState {
+        growth_tracker: 5,
+        ..saved
+    };
+    let err = other
+        .load_state_dict(&counted_past)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("growth_tracker"), "{err}");
+    assert_eq!(other.state_dict(), saved);
     Ok(())
 }
