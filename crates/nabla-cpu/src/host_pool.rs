@@ -211,8 +211,9 @@ unsafe impl HostAllocator for CachedAllocator {
     }
 }
 
-/// Gives the allocation of `v` to the cache (or frees it when the cache is full or it is small).
-fn put<T>(v: Vec<T>) {
+/// Gives the allocation of `v` to the cache (or frees it when the cache is full or it is small): a
+/// kernel's large scratch buffer, say, so that its next call finds the memory mapped.
+pub(crate) fn put<T>(v: Vec<T>) {
     let Ok(layout) = Layout::array::<T>(v.capacity()) else {
         return;
     };

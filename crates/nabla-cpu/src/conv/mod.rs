@@ -15,11 +15,15 @@
 //! columns of several images sit side by side and one product serves them all
 //! ([`images_per_product`]), at the cost of copying the small outputs (or output gradients) between
 //! the product's layout and the images'.
+//!
+//! 3x3 convolutions of unit stride and dilation with one group and enough channels run as Winograd
+//! transforms instead (`winograd.rs`): 2.25x fewer multiply-adds in 16 smaller products.
 
 mod im2col;
 mod runs;
 #[cfg(test)]
 mod tests;
+mod winograd;
 
 use crate::CpuStorage;
 use crate::matmul::bf16::gemm_rounded_faer;
@@ -38,7 +42,7 @@ use std::borrow::Cow;
 const PAR_FLOPS: usize = 1 << 18;
 
 /// The float types convolutions support.
-trait Float: Element + Arith + Runs + ComplexField {
+trait Float: Element + Arith + Runs + ComplexField + winograd::Real {
     /// `dst = a b` (or `dst += a b`) at `precision`, which is [`Precision::Full`] for any type but
     /// F32 (checked by [`float_dtype`]).
     ///
@@ -243,12 +247,19 @@ fn for_units<E: Send, S: Default>(
     unit: impl Fn(usize, &mut [E], &mut S, Par) + Send + Sync,
 ) {
     match par {
-        None => out
-            .par_chunks_mut(chunk)
-            .enumerate()
-            .for_each_init(S::default, |scratch, (u, dst)| {
-                unit(u, dst, scratch, Par::Seq)
-            }),
+        // One run of units per thread, so that each thread sets up its scratch once.
+        None => {
+            let per_thread = out
+                .len()
+                .div_ceil(chunk)
+                .div_ceil(rayon::current_num_threads());
+            out.par_chunks_mut(chunk)
+                .with_min_len(per_thread)
+                .enumerate()
+                .for_each_init(S::default, |scratch, (u, dst)| {
+                    unit(u, dst, scratch, Par::Seq)
+                })
+        }
         Some(par) => {
             let mut scratch = S::default();
             for (u, dst) in out.chunks_mut(chunk).enumerate() {
@@ -362,6 +373,9 @@ fn forward<T: Float>(x: &[T], lx: &Layout, w: &[T], lw: &Layout, g: &Geom) -> Ve
     let len = g.n * g.o * pix;
     if len == 0 || taps == 0 {
         return filled_vec(len, T::zero());
+    }
+    if winograd::applies(g) {
+        return winograd::forward(x, lx, w, lw, g);
     }
     let wm = Mats::new(w, lw, [1, g.o, taps]);
     let mut out = output_vec(len);
@@ -498,10 +512,14 @@ pub(crate) fn conv2d_input_grad(
 fn input_grad<T: Float>(dy: &[T], ldy: &Layout, w: &[T], lw: &Layout, g: &Geom) -> Vec<T> {
     let (og, cg, taps, pix) = (g.og(), g.cg(), g.taps(), g.pixels());
     let image_len = cg * g.h * g.w;
-    let mut dx = filled_vec(g.n * g.c * g.h * g.w, T::zero());
-    if dx.is_empty() || og == 0 || pix == 0 {
-        return dx;
+    let len = g.n * g.c * g.h * g.w;
+    if len == 0 || og == 0 || pix == 0 {
+        return filled_vec(len, T::zero());
     }
+    if winograd::applies_to_input_grad(g) {
+        return winograd::input_grad(dy, ldy, w, lw, g);
+    }
+    let mut dx = filled_vec(len, T::zero());
     let wm = Mats::new(w, lw, [1, g.o, taps]);
     let dym = Mats::new(dy, ldy, [g.n, g.o, pix]);
     let batch = images_per_product(g);
@@ -621,6 +639,9 @@ fn weight_grad<T: Float>(x: &[T], lx: &Layout, dy: &[T], ldy: &Layout, g: &Geom)
     let len = g.o * taps;
     if len == 0 || g.n == 0 || pix == 0 {
         return vec![T::zero(); len];
+    }
+    if winograd::applies(g) {
+        return winograd::weight_grad(x, lx, dy, ldy, g);
     }
     let dym = Mats::new(dy, ldy, [g.n, g.o, pix]);
     let direct = g

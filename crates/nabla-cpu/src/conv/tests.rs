@@ -427,3 +427,216 @@ fn errors_name_the_op_and_shapes() {
             .contains("does not fit")
     );
 }
+
+/// 3x3 convolutions of unit stride with enough channels run through Winograd's transform
+/// (`winograd.rs`): exact on small integers against the reference and the adjoint identity, on
+/// contiguous and strided views, odd and tiny planes, every padding the input gradient takes (and
+/// one it leaves to `im2col`), and batches split into blocks of images both ways.
+#[test]
+fn winograd_convolutions_are_exact_on_integers() {
+    let padded = |pad: usize| Conv2dParams {
+        padding: (pad, pad),
+        ..Default::default()
+    };
+    let cases = [
+        ([2, 16, 8, 8], [16, 16, 3, 3], padded(1)),
+        ([3, 16, 7, 5], [24, 16, 3, 3], padded(1)),
+        ([1, 20, 9, 6], [16, 20, 3, 3], padded(0)),
+        ([2, 16, 5, 4], [16, 16, 3, 3], padded(2)),
+        ([2, 16, 4, 3], [16, 16, 3, 3], padded(3)),
+        ([5, 16, 1, 1], [16, 16, 3, 3], padded(1)),
+        ([2, 16, 3, 3], [17, 16, 3, 3], padded(0)),
+        (
+            [9, 16, 2, 2],
+            [16, 16, 3, 3],
+            Conv2dParams {
+                padding: (1, 2),
+                ..Default::default()
+            },
+        ),
+        ([70, 16, 4, 4], [16, 16, 3, 3], padded(1)),
+    ];
+    for (x, w, p) in cases {
+        let g = Geom {
+            n: x[0],
+            c: x[1],
+            h: x[2],
+            w: x[3],
+            o: w[0],
+            kh: 3,
+            kw: 3,
+            oh: 0,
+            ow: 0,
+            p,
+        };
+        assert!(winograd::applies(&g), "{x:?} {w:?}");
+        for bits in [(0, 0, 0), (3, 1, 3), (4, 2, 1)] {
+            check(&Case { x, w, p, bits });
+        }
+    }
+}
+
+/// Values in `[-1, 1]` from a hash of their index.
+fn spread(n: usize, seed: u64) -> Vec<f64> {
+    (0..n as u64)
+        .map(|i| {
+            let h = (i ^ seed).wrapping_mul(0x9E3779B97F4A7C15).rotate_left(29);
+            (h % 2001) as f64 / 1000.0 - 1.0
+        })
+        .collect()
+}
+
+/// The input and weight gradients of a 3x3 convolution with padding 1 and unit stride of `x`
+/// (`[n, c, h, w]`) with `w` (`[o, c, 3, 3]`) for the output gradient `dy`, by loops.
+fn same_conv_grads(
+    (x, w, dy): (&[f64], &[f64], &[f64]),
+    [n, c, h, wd]: [usize; 4],
+    o: usize,
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut dx, mut dw) = (vec![0.0; x.len()], vec![0.0; w.len()]);
+    for b in 0..n {
+        for oc in 0..o {
+            for oy in 0..h {
+                for ox in 0..wd {
+                    let d = dy[((b * o + oc) * h + oy) * wd + ox];
+                    for ic in 0..c {
+                        for ki in 0..3 {
+                            for kj in 0..3 {
+                                let (iy, ix) = (oy + ki, ox + kj);
+                                if iy == 0 || ix == 0 || iy > h || ix > wd {
+                                    continue;
+                                }
+                                let xi = ((b * c + ic) * h + iy - 1) * wd + ix - 1;
+                                let wi = ((oc * c + ic) * 3 + ki) * 3 + kj;
+                                dx[xi] += d * w[wi];
+                                dw[wi] += d * x[xi];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (dx, dw)
+}
+
+/// `got` within `tol` of `want` relative to `1 + |want|`.
+fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (u, v) in got.iter().zip(want) {
+        assert!((u - v).abs() <= tol * (1.0 + v.abs()), "{what}: {u} {v}");
+    }
+}
+
+/// On real-valued data the transform's f32 results stay within a few units in the last place of
+/// the sums' magnitude, and its f64 output and both gradients agree with loops to 1e-12.
+#[test]
+fn winograd_convolutions_are_accurate() {
+    let (sx, sw) = ([3, 32, 10, 9], [48, 32, 3, 3]);
+    let p = Conv2dParams {
+        padding: (1, 1),
+        ..Default::default()
+    };
+    let (lx, lw) = (Layout::contiguous(sx), Layout::contiguous(sw));
+    let (x, w) = (spread(lx.numel(), 5), spread(lw.numel(), 9));
+    let want = reference(&x, &lx, &w, &lw, &p);
+    let abs = |v: &[f64]| v.iter().map(|v| v.abs()).collect::<Vec<_>>();
+    let scale = reference(&abs(&x), &lx, &abs(&w), &lw, &p);
+    let f32s = |v: &[f64]| CpuStorage::from_vec(v.iter().map(|&v| v as f32).collect::<Vec<_>>());
+    let y32 = conv2d(&f32s(&x), &lx, &f32s(&w), &lw, &p)
+        .unwrap()
+        .host()
+        .to_f64_vec();
+    for ((got, want), scale) in y32.iter().zip(&want).zip(&scale) {
+        // The inputs are exact in f32: the error is the transform's and the sums' rounding.
+        assert!(
+            (got - want).abs() <= 8.0 * f32::EPSILON as f64 * scale,
+            "{got} {want} {scale}"
+        );
+    }
+    let ldy = Layout::contiguous([sx[0], sw[0], sx[2], sx[3]]);
+    let dy = spread(ldy.numel(), 13);
+    let g = Geom {
+        n: sx[0],
+        c: sx[1],
+        h: sx[2],
+        w: sx[3],
+        o: sw[0],
+        kh: 3,
+        kw: 3,
+        oh: sx[2],
+        ow: sx[3],
+        p,
+    };
+    assert!(winograd::applies_to_input_grad(&g));
+    let (dx_want, dw_want) = same_conv_grads((&x, &w, &dy), sx, sw[0]);
+    let store = |v: &[f64]| CpuStorage::from_vec(v.to_vec());
+    let y = f64s(conv2d(&store(&x), &lx, &store(&w), &lw, &p).unwrap());
+    let dx =
+        f64s(conv2d_input_grad(&store(&dy), &ldy, &store(&w), &lw, (sx[2], sx[3]), &p).unwrap());
+    let dw = f64s(conv2d_weight_grad(&store(&x), &lx, &store(&dy), &ldy, (3, 3), &p).unwrap());
+    assert_close(&y, &want, 1e-12, "forward");
+    assert_close(&dx, &dx_want, 1e-12, "input grad");
+    assert_close(&dw, &dw_want, 1e-12, "weight grad");
+}
+
+/// Under autocast (bf16 and f16 products) the transform rounds every operand it reads, the
+/// inputs, the weights and the output gradient, and sums in f32: the output and both gradients
+/// equal loops over the rounded operands to f32's precision, and differ from the unrounded ones.
+#[test]
+fn winograd_convolutions_round_their_operands() {
+    let (sx, o) = ([2, 16, 6, 7], 24);
+    let (lx, lw) = (Layout::contiguous(sx), Layout::contiguous([o, sx[1], 3, 3]));
+    let ldy = Layout::contiguous([sx[0], o, sx[2], sx[3]]);
+    let (x, w, dy) = (
+        spread(lx.numel(), 21),
+        spread(lw.numel(), 22),
+        spread(ldy.numel(), 23),
+    );
+    let f32s = |v: &[f64]| CpuStorage::from_vec(v.iter().map(|&v| v as f32).collect::<Vec<_>>());
+    let (x32, w32, dy32) = (f32s(&x), f32s(&w), f32s(&dy));
+    for (precision, round) in [
+        (
+            Precision::Bf16,
+            (|v: f64| half::bf16::from_f64(v).to_f64()) as fn(f64) -> f64,
+        ),
+        (Precision::F16, |v: f64| half::f16::from_f64(v).to_f64()),
+    ] {
+        let p = Conv2dParams {
+            padding: (1, 1),
+            precision,
+            ..Default::default()
+        };
+        let r = |v: &[f64]| {
+            v.iter()
+                .map(|&v| round(v as f32 as f64))
+                .collect::<Vec<_>>()
+        };
+        let want = reference(&r(&x), &lx, &r(&w), &lw, &p);
+        let (dx_want, dw_want) = same_conv_grads((&r(&x), &r(&w), &r(&dy)), sx, o);
+        let y = conv2d(&x32, &lx, &w32, &lw, &p)
+            .unwrap()
+            .host()
+            .to_f64_vec();
+        let dx = conv2d_input_grad(&dy32, &ldy, &w32, &lw, (sx[2], sx[3]), &p)
+            .unwrap()
+            .host()
+            .to_f64_vec();
+        let dw = conv2d_weight_grad(&x32, &lx, &dy32, &ldy, (3, 3), &p)
+            .unwrap()
+            .host()
+            .to_f64_vec();
+        for (got, want, what) in [
+            (&y, &want, "forward"),
+            (&dx, &dx_want, "input grad"),
+            (&dw, &dw_want, "weight grad"),
+        ] {
+            assert_close(got, want, 2e-5, &format!("{precision:?} {what}"));
+        }
+        let full = reference(&x, &lx, &w, &lw, &p);
+        assert!(
+            y.iter().zip(&full).any(|(a, b)| (a - b).abs() > 1e-3),
+            "{precision:?}: the rounding does not show"
+        );
+    }
+}
