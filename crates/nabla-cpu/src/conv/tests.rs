@@ -439,22 +439,22 @@ fn winograd_convolutions_are_exact_on_integers() {
         ..Default::default()
     };
     let cases = [
-        ([2, 16, 8, 8], [16, 16, 3, 3], padded(1)),
-        ([3, 16, 7, 5], [24, 16, 3, 3], padded(1)),
-        ([1, 20, 9, 6], [16, 20, 3, 3], padded(0)),
-        ([2, 16, 5, 4], [16, 16, 3, 3], padded(2)),
-        ([2, 16, 4, 3], [16, 16, 3, 3], padded(3)),
-        ([5, 16, 1, 1], [16, 16, 3, 3], padded(1)),
-        ([2, 16, 3, 3], [17, 16, 3, 3], padded(0)),
+        ([2, 64, 6, 6], [64, 64, 3, 3], padded(1)),
+        ([3, 64, 7, 5], [72, 64, 3, 3], padded(1)),
+        ([1, 80, 9, 6], [64, 80, 3, 3], padded(0)),
+        ([2, 64, 5, 4], [64, 64, 3, 3], padded(2)),
+        ([2, 64, 4, 3], [64, 64, 3, 3], padded(3)),
+        ([5, 64, 1, 1], [64, 64, 3, 3], padded(1)),
+        ([2, 64, 3, 3], [65, 64, 3, 3], padded(0)),
         (
-            [9, 16, 2, 2],
-            [16, 16, 3, 3],
+            [9, 64, 2, 2],
+            [64, 64, 3, 3],
             Conv2dParams {
                 padding: (1, 2),
                 ..Default::default()
             },
         ),
-        ([70, 16, 4, 4], [16, 16, 3, 3], padded(1)),
+        ([70, 64, 2, 2], [64, 64, 3, 3], padded(1)),
     ];
     for (x, w, p) in cases {
         let g = Geom {
@@ -532,7 +532,7 @@ fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
 /// the sums' magnitude, and its f64 output and both gradients agree with loops to 1e-12.
 #[test]
 fn winograd_convolutions_are_accurate() {
-    let (sx, sw) = ([3, 32, 10, 9], [48, 32, 3, 3]);
+    let (sx, sw) = ([2, 64, 6, 5], [72, 64, 3, 3]);
     let p = Conv2dParams {
         padding: (1, 1),
         ..Default::default()
@@ -585,7 +585,7 @@ fn winograd_convolutions_are_accurate() {
 /// equal loops over the rounded operands to f32's precision, and differ from the unrounded ones.
 #[test]
 fn winograd_convolutions_round_their_operands() {
-    let (sx, o) = ([2, 16, 6, 7], 24);
+    let (sx, o) = ([2, 64, 5, 4], 64);
     let (lx, lw) = (Layout::contiguous(sx), Layout::contiguous([o, sx[1], 3, 3]));
     let ldy = Layout::contiguous([sx[0], o, sx[2], sx[3]]);
     let (x, w, dy) = (
