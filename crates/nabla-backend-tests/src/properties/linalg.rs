@@ -94,8 +94,9 @@ pub(crate) fn batched_matmul(
     out
 }
 
-/// Visits every (output, input, weight) position triple of a convolution.
-pub(crate) fn conv_walk(
+/// Visits every (output, input, weight) position triple of a convolution of a contiguous input of
+/// shape `x` with contiguous weights of shape `w`; returns the output's shape.
+pub fn conv_walk(
     x: &[usize],
     w: &[usize],
     p: &Conv2dParams,

@@ -1,4 +1,5 @@
 use super::*;
+use nabla_backend_tests::properties::linalg::conv_walk;
 use nabla_core::{HostData, Scalar};
 use proptest::prelude::*;
 
@@ -486,37 +487,18 @@ fn spread(n: usize, seed: u64) -> Vec<f64> {
         .collect()
 }
 
-/// The input and weight gradients of a 3x3 convolution with padding 1 and unit stride of `x`
-/// (`[n, c, h, w]`) with `w` (`[o, c, 3, 3]`) for the output gradient `dy`, by loops.
-fn same_conv_grads(
+/// The input and weight gradients of a convolution of the contiguous `x` (shape `sx`) with `w`
+/// (shape `sw`) for the output gradient `dy`, by loops.
+fn conv_grads(
     (x, w, dy): (&[f64], &[f64], &[f64]),
-    [n, c, h, wd]: [usize; 4],
-    o: usize,
+    (sx, sw): ([usize; 4], [usize; 4]),
+    p: &Conv2dParams,
 ) -> (Vec<f64>, Vec<f64>) {
     let (mut dx, mut dw) = (vec![0.0; x.len()], vec![0.0; w.len()]);
-    for b in 0..n {
-        for oc in 0..o {
-            for oy in 0..h {
-                for ox in 0..wd {
-                    let d = dy[((b * o + oc) * h + oy) * wd + ox];
-                    for ic in 0..c {
-                        for ki in 0..3 {
-                            for kj in 0..3 {
-                                let (iy, ix) = (oy + ki, ox + kj);
-                                if iy == 0 || ix == 0 || iy > h || ix > wd {
-                                    continue;
-                                }
-                                let xi = ((b * c + ic) * h + iy - 1) * wd + ix - 1;
-                                let wi = ((oc * c + ic) * 3 + ki) * 3 + kj;
-                                dx[xi] += d * w[wi];
-                                dw[wi] += d * x[xi];
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
+    conv_walk(&sx, &sw, p, |o, i, k| {
+        dx[i] += dy[o] * w[k];
+        dw[k] += dy[o] * x[i];
+    });
     (dx, dw)
 }
 
@@ -569,7 +551,7 @@ fn winograd_convolutions_are_accurate() {
         p,
     };
     assert!(winograd::applies_to_input_grad(&g));
-    let (dx_want, dw_want) = same_conv_grads((&x, &w, &dy), sx, sw[0]);
+    let (dx_want, dw_want) = conv_grads((&x, &w, &dy), (sx, sw), &p);
     let store = |v: &[f64]| CpuStorage::from_vec(v.to_vec());
     let y = f64s(conv2d(&store(&x), &lx, &store(&w), &lw, &p).unwrap());
     let dx =
@@ -613,7 +595,7 @@ fn winograd_convolutions_round_their_operands() {
                 .collect::<Vec<_>>()
         };
         let want = reference(&r(&x), &lx, &r(&w), &lw, &p);
-        let (dx_want, dw_want) = same_conv_grads((&r(&x), &r(&w), &r(&dy)), sx, o);
+        let (dx_want, dw_want) = conv_grads((&r(&x), &r(&w), &r(&dy)), (sx, [o, sx[1], 3, 3]), &p);
         let y = conv2d(&x32, &lx, &w32, &lw, &p)
             .unwrap()
             .host()

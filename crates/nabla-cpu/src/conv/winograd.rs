@@ -31,7 +31,7 @@
 
 use super::im2col::{Geom, Image};
 use super::{Float, for_units, image, unit_par};
-use crate::matmul::bf16::{ToBf16, bf16_value};
+use crate::matmul::bf16::rounded_operand;
 use crate::matmul::{gemm, mat_mut, mat_ref, mat_uninit, par_for};
 use crate::strided::{gather_view, output_vec};
 use faer::{Accum, Par};
@@ -82,11 +82,7 @@ impl Real for f32 {
     const HALF: f32 = 0.5;
 
     fn operand(self, precision: Precision) -> f32 {
-        match precision {
-            Precision::Full => self,
-            Precision::Bf16 => bf16_value(self.bf16_bits()),
-            Precision::F16 => half::f16::from_f32(self).to_f32(),
-        }
+        rounded_operand(self, precision)
     }
 }
 
@@ -117,6 +113,7 @@ nabla_core::simd_kernel! {
         }
     }
 }
+
 /// `true` when the forward convolution and its weight gradient run through the transform.
 pub(super) fn applies(g: &Geom) -> bool {
     g.kh == 3
@@ -457,9 +454,9 @@ fn vertical_input<T: Real>(r: [&[T]; 4], [o0, o1, o2, o3]: [&mut [T]; 4]) {
 }
 
 nabla_core::simd_kernel! {
-    /// `Y = Aᵀ M A` for every tile of output channels `oc0..oc0 + count` of one image, from
-    /// columns `col0..` of the `[16][o][ld]` products `m`, into their `oh x ow` planes `dst`;
-    /// `rows` is scratch.
+    /// `Y = Aᵀ M A` for every tile of every output channel of one image, from columns `col0..` of
+    /// the `[16][o][ld]` products `m`, into the image's `[o, oh, ow]` planes `dst`; `rows` is
+    /// scratch.
     fn transform_output<T: Real>(
         m: &[T],
         ld: usize,

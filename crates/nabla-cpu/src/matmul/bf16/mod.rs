@@ -54,6 +54,17 @@ impl ToBf16 for half::bf16 {
     }
 }
 
+/// `x` as an operand of a product at `precision`: rounded to bf16 or f16 (to nearest, ties to even;
+/// f16 overflows to infinity) and held in f32, or `x` itself at full precision.
+#[inline(always)]
+pub(crate) fn rounded_operand(x: f32, precision: Precision) -> f32 {
+    match precision {
+        Precision::Full => x,
+        Precision::Bf16 => bf16_value(x.bf16_bits()),
+        Precision::F16 => half::f16::from_f32(x).to_f32(),
+    }
+}
+
 /// The f32 value of a bf16 bit pattern.
 #[inline(always)]
 pub(crate) fn bf16_value(bits: u16) -> f32 {
@@ -216,7 +227,7 @@ pub(crate) fn gemm_f16(
     let Some(out) = output(dst, &a, &b) else {
         return;
     };
-    rounded(out, a, b, par, |x: f32| half::f16::from_f32(x).to_f32());
+    rounded(out, a, b, par, |x| rounded_operand(x, Precision::F16));
 }
 
 /// The elements a faer view addresses, as a strided [`View`].
