@@ -21,9 +21,16 @@
 //!   output gradient of a tile, `dU[ξ] = Σ P[ξ] V[ξ]ᵀ` over every tile of the batch, and
 //!   `dg = Gᵀ dU G`.
 //!
-//! Under autocast (`Precision::Bf16` or `F16`) every input, weight and output-gradient element is
-//! rounded as it is read, and the transformed values multiply in f32: the rounded operands'
-//! convolution, as the `im2col` path computes it, up to the order of the f32 sums.
+//! Under autocast the products follow the precision's fast path on this CPU (see [`Rounding`]):
+//! - **bf16:** the 16 products run on the bf16 kernel (AVX512_BF16's `vdpbf16ps` where the CPU has
+//!   it), which rounds the *transformed* operands `U`, `V` (and `P`) to bf16 and sums in f32. This is
+//!   the price of Winograd in low precision (cuDNN's f16 Winograd pays it too): each product's
+//!   rounding error is relative to the transformed values, which mix up to 9 kernel taps and 4
+//!   inputs, so the worst case is several times `im2col`'s bound, while random-sign errors grow by
+//!   about 2x (1.7 to 1.9x in the tests).
+//! - **f16:** every input, weight and output-gradient element is rounded as it is read and the
+//!   transformed values multiply in f32 (this CPU has no faster f16 product): the rounded operands'
+//!   convolution, as the `im2col` path computes it, up to the order of the f32 sums.
 //!
 //! Blocks of images go to the threads (each product sequential), or, with fewer blocks than
 //! threads, run one after another with faer splitting each product. Every transform works along
@@ -32,7 +39,7 @@
 use super::im2col::{Geom, Image};
 use super::{Float, for_units, image, unit_par};
 use crate::matmul::bf16::rounded_operand;
-use crate::matmul::{gemm, mat_mut, mat_ref, mat_uninit, par_for};
+use crate::matmul::{mat_mut, mat_ref, mat_uninit, par_for};
 use crate::strided::{gather_view, output_vec};
 use faer::{Accum, Par};
 use nabla_core::{Layout, Precision};
@@ -95,6 +102,29 @@ impl Real for f64 {
     }
 }
 
+/// Where autocast's rounding happens in the transform: to the operands as they are read, or to the
+/// transformed operands as the products take them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Rounding {
+    /// What the inputs, weights and output gradients round to as they are read.
+    read: Precision,
+    /// The precision of the 16 products, whose kernel rounds the transformed operands.
+    product: Precision,
+}
+
+impl Rounding {
+    /// bf16 rounds the transformed operands on the bf16 product (twice f32's throughput with
+    /// AVX512_BF16); f16, which this CPU multiplies in f32 anyway, rounds the operands as read.
+    fn of(precision: Precision) -> Rounding {
+        let (read, product) = match precision {
+            Precision::Full => (Precision::Full, Precision::Full),
+            Precision::Bf16 => (Precision::Full, Precision::Bf16),
+            Precision::F16 => (Precision::F16, Precision::Full),
+        };
+        Rounding { read, product }
+    }
+}
+
 /// Rounds every element of `values` as an operand at `precision` (nothing at full precision).
 fn round_operands<T: Real>(values: &mut [T], precision: Precision) {
     match precision {
@@ -143,8 +173,8 @@ struct Plan {
     oh: usize,
     ow: usize,
     pad: (usize, usize),
-    /// What the inputs round to as operands of the products (autocast's).
-    precision: Precision,
+    /// Autocast's rounding.
+    rounding: Rounding,
     /// Tile rows and columns of one image.
     th: usize,
     tw: usize,
@@ -167,7 +197,7 @@ impl Plan {
             oh,
             ow,
             pad,
-            precision,
+            rounding: Rounding::of(precision),
             th: oh.div_ceil(2),
             tw: ow.div_ceil(2),
         }
@@ -411,7 +441,7 @@ nabla_core::simd_kernel! {
                     h.fill(T::default());
                     continue;
                 };
-                x.read_row(ch, iy, &mut padded[j0..j1], plan.precision);
+                x.read_row(ch, iy, &mut padded[j0..j1], plan.rounding.read);
                 horizontal_input(padded, h, tw);
             }
             for ty in 0..th {
@@ -538,7 +568,7 @@ nabla_core::simd_kernel! {
                         h.fill(T::default());
                         continue;
                     }
-                    dy.read_row(ch, oy, &mut padded[..ow], plan.precision);
+                    dy.read_row(ch, oy, &mut padded[..ow], plan.rounding.read);
                     horizontal_grad(padded, h, tw);
                 }
                 for s in 0..4 {
@@ -620,7 +650,8 @@ fn convolve<T: Float>(x: &[T], lx: &Layout, u: &[T], plan: &Plan) -> Vec<T> {
                         mat_ref(v, xi * c * ld, c, ld, ld as isize, 1),
                     )
                 };
-                gemm(mat_mut(mx, o, ld), Accum::Replace, ux, vx, par);
+                let product = plan.rounding.product;
+                T::product(mat_mut(mx, o, ld), Accum::Replace, ux, vx, par, product);
             }
             for (i, planes) in dst.chunks_exact_mut(per_image).enumerate() {
                 transform_output(m, ld, plan, i * tiles, planes, &mut s.rows);
@@ -659,7 +690,8 @@ fn with_kernels<T: Float>(
     g: &Geom,
     flipped: bool,
 ) -> Vec<T> {
-    let u = transform_weights(&dense(w, lw), (g.o, g.c), flipped, g.p.precision);
+    let read = Rounding::of(g.p.precision).read;
+    let u = transform_weights(&dense(w, lw), (g.o, g.c), flipped, read);
     let (py, px) = g.p.padding;
     let plan = match flipped {
         false => Plan::new(
@@ -815,11 +847,12 @@ fn accumulate_block<T: Float>(
             mat_ref(v, xi * c * ld, ld, c, 1, ld as isize),
         )
     };
+    let product = plan.rounding.product;
     match du {
         Some(du) => {
             for (xi, dux) in du.chunks_exact_mut(o * c).enumerate() {
                 let (px, vxt) = factors(xi);
-                gemm(mat_mut(dux, o, c), Accum::Add, px, vxt, par);
+                T::product(mat_mut(dux, o, c), Accum::Add, px, vxt, par, product);
             }
         }
         None => {
@@ -828,13 +861,8 @@ fn accumulate_block<T: Float>(
             for (xi, dux) in spare.chunks_exact_mut(o * c).enumerate() {
                 let (px, vxt) = factors(xi);
                 // SAFETY: the product replaces the whole block before anything reads it.
-                gemm(
-                    unsafe { mat_uninit(dux, o, c) },
-                    Accum::Replace,
-                    px,
-                    vxt,
-                    par,
-                );
+                let dst = unsafe { mat_uninit(dux, o, c) };
+                T::product(dst, Accum::Replace, px, vxt, par, product);
             }
             // SAFETY: the 16 products wrote every element.
             unsafe { sum.set_len(POSITIONS * o * c) };

@@ -343,7 +343,7 @@ pub(super) unsafe fn product<T: ToBf16>(out: Out, a: View<'_, T>, b: View<'_, T>
     debug_assert!(out.rows == m && out.cols == n);
     let pairs_total = k.div_ceil(2);
     let kc_max = KC.min(pairs_total);
-    let mut packed_b = vec![0u32; kc_max * NC.min(n).next_multiple_of(NR)];
+    let mut packed_b = packing_buffer(kc_max * NC.min(n).next_multiple_of(NR));
     // With several column blocks, a left operand that fits is packed once instead of once a block.
     let whole_a = if n > NC && m.next_multiple_of(MR) * pairs_total * 4 <= WHOLE_A_BYTES {
         // SAFETY: the CPU features are the caller's guarantee.
@@ -400,12 +400,57 @@ pub(super) unsafe fn product<T: ToBf16>(out: Out, a: View<'_, T>, b: View<'_, T>
                 unsafe { block.run(*task, packed_a) }
             };
             if threads > 1 {
-                tasks.par_iter().for_each_init(|| vec![0u32; a_len], run);
+                tasks
+                    .par_iter()
+                    .for_each_init(|| Spare(packing_buffer(a_len)), |a, t| run(&mut a.0, t));
             } else {
-                let mut packed_a = vec![0u32; a_len];
+                let mut packed_a = packing_buffer(a_len);
                 tasks.iter().for_each(|task| run(&mut packed_a, task));
+                give_back(packed_a);
             }
         }
+    }
+    give_back(packed_b);
+}
+
+/// Packing buffers a thread keeps at most.
+const SPARES: usize = 4;
+
+thread_local! {
+    /// This thread's packing buffers, kept between products so that the many small products of a
+    /// convolution neither allocate nor zero theirs each time. A buffer is taken out while in use,
+    /// so a product that runs inside another's task (rayon may start one while waiting) gets its
+    /// own.
+    static SPARE_BUFFERS: std::cell::RefCell<Vec<Vec<u32>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A packing buffer of at least `len` elements: a spare one of this thread's, or a new one. The
+/// packing writes every element the kernel reads, so a spare's old values never show.
+fn packing_buffer(len: usize) -> Vec<u32> {
+    let spare = SPARE_BUFFERS.with_borrow_mut(|spares| {
+        let fits = spares.iter().position(|b| b.len() >= len)?;
+        Some(spares.swap_remove(fits))
+    });
+    spare.unwrap_or_else(|| vec![0u32; len])
+}
+
+/// Keeps `buffer` as one of this thread's spares (the largest [`SPARES`]).
+fn give_back(buffer: Vec<u32>) {
+    SPARE_BUFFERS.with_borrow_mut(|spares| {
+        spares.push(buffer);
+        if spares.len() > SPARES {
+            let smallest = (0..spares.len()).min_by_key(|&i| spares[i].len());
+            spares.swap_remove(smallest.unwrap_or(0));
+        }
+    });
+}
+
+/// A task thread's packing buffer, given back when the thread's share of the tasks is done.
+struct Spare(Vec<u32>);
+
+impl Drop for Spare {
+    fn drop(&mut self) {
+        give_back(std::mem::take(&mut self.0));
     }
 }
 
