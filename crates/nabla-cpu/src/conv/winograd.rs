@@ -24,10 +24,9 @@
 //! Under autocast the products follow the precision's fast path on this CPU (see [`Rounding`]):
 //! - **bf16:** the 16 products run on the bf16 kernel (AVX512_BF16's `vdpbf16ps` where the CPU has
 //!   it), which rounds the *transformed* operands `U`, `V` (and `P`) to bf16 and sums in f32. This is
-//!   the price of Winograd in low precision (cuDNN's f16 Winograd pays it too): each product's
-//!   rounding error is relative to the transformed values, which mix up to 9 kernel taps and 4
-//!   inputs, so the worst case is several times `im2col`'s bound, while random-sign errors grow by
-//!   about 2x (1.7 to 1.9x in the tests).
+//!   the price of Winograd in low precision: each product's rounding error is relative to the
+//!   transformed values, which mix up to 9 kernel taps and 4 inputs, so the worst case is several
+//!   times `im2col`'s bound, while random-sign errors grow by about 2x (1.7 to 1.9x in the tests).
 //! - **f16:** every input, weight and output-gradient element is rounded as it is read and the
 //!   transformed values multiply in f32 (this CPU has no faster f16 product): the rounded operands'
 //!   convolution, as the `im2col` path computes it, up to the order of the f32 sums.

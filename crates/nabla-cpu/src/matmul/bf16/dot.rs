@@ -424,11 +424,14 @@ thread_local! {
     static SPARE_BUFFERS: std::cell::RefCell<Vec<Vec<u32>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// A packing buffer of at least `len` elements: a spare one of this thread's, or a new one. The
-/// packing writes every element the kernel reads, so a spare's old values never show.
+/// A packing buffer of at least `len` elements: the smallest spare of this thread's that holds
+/// them, or a new one. The packing writes every element the kernel reads, so a spare's old values
+/// never show. (A buffer holds at most `KC x NC` pairs, 1.2 MiB.)
 fn packing_buffer(len: usize) -> Vec<u32> {
     let spare = SPARE_BUFFERS.with_borrow_mut(|spares| {
-        let fits = spares.iter().position(|b| b.len() >= len)?;
+        let fits = (0..spares.len())
+            .filter(|&i| spares[i].len() >= len)
+            .min_by_key(|&i| spares[i].len())?;
         Some(spares.swap_remove(fits))
     });
     spare.unwrap_or_else(|| vec![0u32; len])
