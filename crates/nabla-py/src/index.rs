@@ -107,8 +107,41 @@ fn parse_key(key: &Bound<'_, PyAny>) -> PyResult<Vec<Item>> {
     entries.iter().map(|e| parse_item(e, advanced)).collect()
 }
 
-/// Replaces `...` by full slices and masks by their integer coordinates.
-fn expand(items: Vec<Item>, rank: usize) -> PyResult<Vec<Item>> {
+/// The source axis the next entry after the expanded `items` indexes.
+fn source_axis(items: &[Item]) -> usize {
+    items
+        .iter()
+        .filter(|i| !matches!(i, Item::Basic(Indexer::NewAxis)))
+        .count()
+}
+
+/// A boolean mask must have the shape of the axes it indexes, from `axis` on (NumPy's rule); a
+/// shorter or longer mask is an error rather than a partial selection. A 0-d mask (a Python
+/// `bool`) is only taken as the whole index (see `__getitem__`).
+fn check_mask(mask: &Value, shape: &[usize], axis: usize) -> PyResult<()> {
+    let dims = mask.shape();
+    if dims.is_empty() {
+        return Err(PyIndexError::new_err(
+            "a boolean scalar is only supported as the whole index (t[True] or t[False])",
+        ));
+    }
+    for (k, &d) in dims.iter().enumerate() {
+        let n = shape.get(axis + k).copied().unwrap_or(0);
+        if d != n {
+            return Err(PyIndexError::new_err(format!(
+                "boolean index did not match the indexed tensor along axis {}: the axis has size \
+                 {n}, the mask {d}",
+                axis + k
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Replaces `...` by full slices and masks by their integer coordinates, checking each mask's shape
+/// against the axes of `shape` it indexes.
+fn expand(items: Vec<Item>, shape: &[usize]) -> PyResult<Vec<Item>> {
+    let rank = shape.len();
     let consumed: usize = items
         .iter()
         .map(|i| match i {
@@ -135,7 +168,10 @@ fn expand(items: Vec<Item>, rank: usize) -> PyResult<Vec<Item>> {
                 seen_ellipsis = true;
                 out.extend((0..rank - consumed).map(|_| Item::Basic(Indexer::Full)));
             }
-            Item::Mask(m) => out.extend(mask_coordinates(&m)?.into_iter().map(Item::Array)),
+            Item::Mask(m) => {
+                check_mask(&m, shape, source_axis(&out))?;
+                out.extend(mask_coordinates(&m)?.into_iter().map(Item::Array))
+            }
             other => out.push(other),
         }
     }
@@ -166,6 +202,26 @@ fn mask_coordinates(mask: &Value) -> PyResult<Vec<Value>> {
             Tensor::from_vec(c, [n], m.backend()).map(Value::Eager).py()
         })
         .collect()
+}
+
+/// The value of `key` when it is a boolean scalar (a Python `bool` or a 0-d bool tensor), the
+/// whole index.
+fn boolean_scalar(key: &Bound<'_, PyAny>) -> PyResult<Option<bool>> {
+    if key.is_instance_of::<pyo3::types::PyBool>() {
+        return key.extract().map(Some);
+    }
+    if let Ok(t) = key.cast::<PyTensor>() {
+        let v = &t.borrow().value;
+        if v.dtype() == DType::Bool && v.shape().is_empty() {
+            let flag = v
+                .eager("boolean scalar index")
+                .py()?
+                .to_vec::<bool>()
+                .py()?;
+            return Ok(flag.first().copied());
+        }
+    }
+    Ok(None)
 }
 
 /// `t[key]` on a tensor of either kind.
@@ -272,7 +328,17 @@ fn check_bounds(t_shape: &[usize], arrays: &[(usize, Value)]) -> PyResult<()> {
 #[pymethods]
 impl PyTensor {
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        let items = expand(parse_key(key)?, self.value.shape().len())?;
+        if let Some(keep) = boolean_scalar(key)? {
+            // NumPy: a boolean scalar adds an axis of length 1 (true) or 0 (false).
+            let none = py.None().into_bound(py);
+            let with_axis = self.__getitem__(py, &none)?;
+            if keep {
+                return Ok(with_axis);
+            }
+            let empty = pyo3::types::PySlice::new(py, 0, 0, 1);
+            return with_axis.__getitem__(py, empty.as_any());
+        }
+        let items = expand(parse_key(key)?, self.value.shape())?;
         let mut basic = Vec::with_capacity(items.len());
         let mut arrays: Vec<(usize, Value)> = Vec::new();
         // Result axis of each entry after the basic indexing (selections remove theirs).

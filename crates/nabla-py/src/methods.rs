@@ -2,10 +2,11 @@
 //! without an operator (`exp`, `sin`, ...) come from the op catalogue in `ops.rs`.
 
 use crate::convert::{python_scalar, to_value};
+use crate::error::IntoPyResult;
 use crate::tensor::{PyTensor, compute};
 use crate::value::{Value, pair};
 use crate::{map_pair, map_value};
-use nabla_core::{BinaryOp, CompareOp, Result, Scalar, UnaryOp};
+use nabla_core::{BinaryOp, CompareOp, DType, Result, Scalar, UnaryOp};
 use nabla_tensor::Tensor;
 use pyo3::basic::CompareOp as PyCompareOp;
 use pyo3::prelude::*;
@@ -135,11 +136,11 @@ impl PyTensor {
     }
 
     fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, &self.value, BinaryOp::Div, operand(other)?, false)
+        true_div(py, &self.value, operand(other)?, false)
     }
 
     fn __rtruediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, &self.value, BinaryOp::Div, operand(other)?, true)
+        true_div(py, &self.value, operand(other)?, true)
     }
 
     fn __mod__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
@@ -218,7 +219,9 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         _modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
-        binary(py, &self.value, BinaryOp::Pow, operand(other)?, false)
+        let exponent = operand(other)?;
+        check_integer_power(&self.value, &exponent)?;
+        binary(py, &self.value, BinaryOp::Pow, exponent, false)
     }
 
     fn __rpow__(
@@ -227,7 +230,15 @@ impl PyTensor {
         other: &Bound<'_, PyAny>,
         _modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
-        binary(py, &self.value, BinaryOp::Pow, operand(other)?, true)
+        let base = operand(other)?;
+        let integer_base = match &base {
+            Operand::Tensor(b) => exact(b.dtype()),
+            Operand::Number(s) => matches!(s, Scalar::I64(_) | Scalar::Bool(_)),
+        };
+        if integer_base && exact(self.value.dtype()) {
+            check_nonnegative(&self.value)?;
+        }
+        binary(py, &self.value, BinaryOp::Pow, base, true)
     }
 
     fn __floordiv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
@@ -545,4 +556,63 @@ fn floor_div(py: Python<'_>, lhs: &Value, rhs: Operand, reflected: bool) -> PyRe
     } else {
         Ok(q)
     }
+}
+
+/// Integer or boolean: the dtypes whose quotients and negative powers are not exact.
+fn exact(dtype: DType) -> bool {
+    dtype.is_int() || dtype.is_bool()
+}
+
+/// `/`: true division, as NumPy, PyTorch and JAX divide. When both operands are integers or
+/// booleans they become float32 (PyTorch's default float type) first, so `tensor([1, 3]) / 2` is
+/// `[0.5, 1.5]`; floor division is `//`.
+fn true_div(py: Python<'_>, lhs: &Value, rhs: Operand, reflected: bool) -> PyResult<PyTensor> {
+    let rhs_exact = match &rhs {
+        Operand::Tensor(r) => exact(r.dtype()),
+        Operand::Number(s) => matches!(s, Scalar::I64(_) | Scalar::Bool(_)),
+    };
+    if !(exact(lhs.dtype()) && rhs_exact) {
+        return binary(py, lhs, BinaryOp::Div, rhs, reflected);
+    }
+    let float = |v: &Value| -> PyResult<Value> {
+        let v = v.clone();
+        Ok(compute(py, move || map_value!(&v, t => t.cast(DType::F32)))?.value)
+    };
+    let rhs = match rhs {
+        Operand::Tensor(r) => Operand::Tensor(float(&r)?),
+        number => number,
+    };
+    binary(py, &float(lhs)?, BinaryOp::Div, rhs, reflected)
+}
+
+/// An integer base with an integer exponent must not meet a negative exponent: NumPy and PyTorch
+/// refuse `tensor([2, 3]) ** -1` rather than truncate `1/2` to 0.
+fn check_integer_power(base: &Value, exponent: &Operand) -> PyResult<()> {
+    if !exact(base.dtype()) {
+        return Ok(());
+    }
+    match exponent {
+        Operand::Number(Scalar::I64(e)) if *e < 0 => Err(negative_power()),
+        Operand::Tensor(e) if exact(e.dtype()) => check_nonnegative(e),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses an integer exponent tensor with a negative entry (read when eager; a traced exponent's
+/// values are not known).
+fn check_nonnegative(exponent: &Value) -> PyResult<()> {
+    let Value::Eager(e) = exponent else {
+        return Ok(());
+    };
+    let values = e.cast(DType::I64).and_then(|t| t.to_vec::<i64>()).py()?;
+    if values.iter().any(|&v| v < 0) {
+        return Err(negative_power());
+    }
+    Ok(())
+}
+
+fn negative_power() -> PyErr {
+    pyo3::exceptions::PyValueError::new_err(
+        "integers to negative integer powers are not allowed; make the base a float tensor",
+    )
 }

@@ -321,6 +321,17 @@ impl PyTensor {
         self.item(py)?.is_truthy()
     }
 
+    /// Iterates over the first axis, as NumPy and PyTorch do; a 0-d tensor is not iterable.
+    fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, pyo3::types::PyIterator>> {
+        let n = slf.borrow().__len__().map_err(|_| {
+            PyTypeError::new_err("iteration over a 0-d tensor; use .item() for its value")
+        })?;
+        let rows = (0..n)
+            .map(|i| slf.get_item(i))
+            .collect::<PyResult<Vec<_>>>()?;
+        pyo3::types::PyList::new(slf.py(), rows)?.try_iter()
+    }
+
     fn __len__(&self) -> PyResult<usize> {
         self.value
             .shape()

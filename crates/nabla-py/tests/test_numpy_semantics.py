@@ -1,0 +1,122 @@
+"""Regression tests for results that used to be silently wrong: true division of integers, integer
+negative powers, iteration over 0-d tensors, boolean scalar indices and boolean masks of the wrong
+length. Each is compared with NumPy on the same inputs (PyTorch and JAX agree with it on these)."""
+
+import numpy as np
+import pytest
+
+import nabla_rs as nb
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ([1, 3], 2),
+        ([1, 3], [2, 4]),
+        ([[7, -7]], [[2], [-2]]),
+        ([True, True], 2),
+        ([1, 3], True),
+    ],
+)
+def test_dividing_integers_is_true_division(a, b):
+    x = nb.tensor(a)
+    y = nb.tensor(b) if isinstance(b, list) else b
+    want = np.asarray(a) / np.asarray(b)
+    got = x / y
+    # PyTorch's default float type: float32 (NumPy's float64 values, rounded).
+    assert got.dtype == nb.float32
+    np.testing.assert_allclose(got.numpy(), want.astype(np.float32), rtol=0)
+    reflected = b / x if not isinstance(b, list) else nb.tensor(b) / x
+    np.testing.assert_allclose(reflected.numpy(), (np.asarray(b) / np.asarray(a)).astype(np.float32))
+
+
+def test_floor_division_and_float_division_are_unchanged():
+    assert (nb.tensor([7, -7]) // 2).tolist() == [3, -4]
+    assert (nb.tensor([1.0, 3.0]) / 2).tolist() == [0.5, 1.5]
+    assert (nb.tensor([1.0, 3.0], dtype=nb.float64) / nb.tensor([2, 4])).dtype == nb.float64
+
+
+def test_true_division_keeps_gradients_of_float_operands():
+    x = nb.tensor([1.0, 4.0], requires_grad=True)
+    (x / nb.tensor([2, 8])).sum().backward()
+    assert x.grad.tolist() == [0.5, 0.125]
+
+
+@pytest.mark.parametrize(
+    "power",
+    [
+        lambda: nb.tensor([2, 3]) ** -1,
+        lambda: nb.tensor([2, 3]) ** nb.tensor([1, -2]),
+        lambda: 2 ** nb.tensor([1, -1]),
+    ],
+)
+def test_integers_to_negative_integer_powers_raise(power):
+    with np.testing.assert_raises(ValueError):
+        np.array([2, 3]) ** -1
+    with pytest.raises(ValueError, match="negative integer powers"):
+        power()
+
+
+def test_nonnegative_and_float_powers_still_work():
+    assert (nb.tensor([2, 3]) ** 2).tolist() == [4, 9]
+    assert (nb.tensor([2, 3]) ** nb.tensor([0, 1])).tolist() == [1, 3]
+    assert (2 ** nb.tensor([0, 3])).tolist() == [1, 8]
+    np.testing.assert_allclose((nb.tensor([2.0, 4.0]) ** -1).numpy(), [0.5, 0.25])
+    np.testing.assert_allclose((nb.tensor([2, 4]) ** -1.0).numpy(), [0.5, 0.25])
+
+
+def test_iteration_follows_the_first_axis_and_refuses_0d():
+    with pytest.raises(TypeError):
+        list(np.array(1.0))
+    with pytest.raises(TypeError, match="0-d"):
+        list(nb.tensor(1.0))
+    rows = list(nb.tensor([[1, 2], [3, 4]]))
+    assert [r.tolist() for r in rows] == [[1, 2], [3, 4]]
+    assert list(nb.zeros((0, 3))) == []
+
+
+@pytest.mark.parametrize("flag", [True, False, np.True_, np.False_])
+def test_boolean_scalar_index_adds_an_axis(flag):
+    a = np.arange(6.0).reshape(2, 3)
+    want = a[flag]
+    got = nb.tensor(a)[bool(flag)]
+    assert tuple(got.shape) == want.shape
+    np.testing.assert_array_equal(got.numpy(), want)
+    assert tuple(nb.tensor(a)[nb.tensor(bool(flag))].shape) == want.shape
+
+
+def test_boolean_scalar_assignment_writes_all_or_nothing():
+    t = nb.tensor([1.0, 2.0])
+    t[True] = 5.0
+    assert t.tolist() == [5.0, 5.0]
+    t[False] = 7.0
+    assert t.tolist() == [5.0, 5.0]
+
+
+def test_boolean_scalar_inside_a_tuple_is_an_error_not_an_integer():
+    with pytest.raises(IndexError, match="boolean scalar"):
+        nb.tensor(np.arange(6.0).reshape(2, 3))[0, True]
+
+
+@pytest.mark.parametrize(
+    "mask, axis",
+    [
+        ([True], 0),
+        ([True, False, True], 0),
+        ((slice(None), [True, False]), 1),
+        ([[True, False, True]], 0),
+    ],
+)
+def test_masks_of_the_wrong_shape_raise(mask, axis):
+    a = np.arange(6.0).reshape(2, 3)
+    key = tuple(np.asarray(m) if isinstance(m, list) else m for m in mask) if isinstance(mask, tuple) else np.asarray(mask)
+    with pytest.raises(IndexError):
+        a[key]
+    with pytest.raises(IndexError, match=f"axis {axis}"):
+        nb.tensor(a)[key]
+
+
+def test_masks_of_the_right_shape_select_as_numpy():
+    a = np.arange(6.0).reshape(2, 3)
+    for key in [np.array([True, False]), (slice(None), np.array([True, False, True])), a > 2]:
+        np.testing.assert_array_equal(nb.tensor(a)[key].numpy(), a[key])
