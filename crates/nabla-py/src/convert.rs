@@ -81,6 +81,12 @@ pub fn to_value(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Value>
         np.call_method1("asarray", (obj,))?
     };
     let array = array.cast_into::<PyUntypedArray>()?;
+    if !from_array && array.dtype().kind() == b'O' {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "cannot make a tensor of this data: it holds values no tensor dtype has (an integer \
+             past int64's range, or a value that is not a number)",
+        ));
+    }
     // Like `torch.tensor`, a writable array is copied: nabla's buffers must not change under a
     // tensor. `from_numpy` shares memory on request, as `torch.from_numpy`.
     let array = if from_array && array.getattr("flags")?.getattr("writeable")?.is_truthy()? {

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyType};
 
 /// A dtype as Python sees it: `nabla_rs.float32`, ... Equal to its name and to NumPy's dtype.
-#[pyclass(name = "dtype", module = "nabla_rs", frozen, eq, hash, from_py_object)]
+#[pyclass(name = "dtype", module = "nabla_rs", frozen, from_py_object)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PyDType {
     pub(crate) dtype: DType,
@@ -51,6 +51,23 @@ impl PyDType {
 
     fn __str__(&self) -> &'static str {
         self.dtype.name()
+    }
+
+    /// Equal to the same dtype in any spelling [`parse_dtype`] reads (`"float32"`,
+    /// `np.dtype("float32")`, `np.float32`), as NumPy's dtypes are; anything else is unequal.
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        parse_dtype(other).is_ok_and(|d| d == self.dtype)
+    }
+
+    fn __ne__(&self, other: &Bound<'_, PyAny>) -> bool {
+        !self.__eq__(other)
+    }
+
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.dtype.hash(&mut h);
+        h.finish()
     }
 }
 

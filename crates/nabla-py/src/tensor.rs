@@ -177,6 +177,16 @@ impl PyTensor {
             ),
             _ => None,
         };
+        if let Some(g) = &value
+            && g.shape() != self.value.shape()
+        {
+            // PyTorch refuses it here too, rather than when an optimizer first uses it.
+            return Err(PyRuntimeError::new_err(format!(
+                "assigned grad has shape {:?}, the tensor {:?}",
+                g.shape(),
+                self.value.shape()
+            )));
+        }
         slot.set(value);
         Ok(())
     }

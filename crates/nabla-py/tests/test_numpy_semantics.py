@@ -120,3 +120,28 @@ def test_masks_of_the_right_shape_select_as_numpy():
     a = np.arange(6.0).reshape(2, 3)
     for key in [np.array([True, False]), (slice(None), np.array([True, False, True])), a > 2]:
         np.testing.assert_array_equal(nb.tensor(a)[key].numpy(), a[key])
+
+
+def test_dtypes_equal_their_names_and_numpys():
+    t = nb.tensor([1.0])
+    assert t.dtype == "float32" and t.dtype == np.dtype("float32") and t.dtype == np.float32
+    assert t.dtype != "float64" and t.dtype != np.dtype("int32") and t.dtype != "no such dtype"
+    assert t.dtype != 3 and not (t.dtype == None)  # noqa: E711
+    assert {nb.float32: 1}[t.dtype] == 1
+
+
+def test_a_gradient_of_the_wrong_shape_is_refused_when_assigned():
+    p = nb.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="shape"):
+        p.grad = nb.zeros((3,))
+    p.grad = nb.ones((2,))
+    assert p.grad.tolist() == [1.0, 1.0]
+
+
+def test_data_no_dtype_holds_is_a_clear_error():
+    with pytest.raises(TypeError, match="int64's range"):
+        nb.tensor([2**70])
+    with pytest.raises(TypeError, match="not a number"):
+        nb.tensor([object(), 1])
+    with pytest.raises(ValueError, match="inhomogeneous"):  # NumPy's own message, as PyTorch's ValueError
+        nb.tensor([[1, 2], [3]])

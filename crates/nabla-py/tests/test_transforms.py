@@ -194,6 +194,30 @@ def test_custom_vjp_with_residuals_and_two_arguments():
     close(gb, [0.0, 0.0])
 
 
+def test_custom_vjp_differentiates_to_higher_orders_as_jax():
+    # Second and third derivatives run through the rule, whose residuals must depend on the inputs
+    # the differentiated backward receives (they were the untracked forward's, giving zeros).
+    @nb.custom_vjp
+    def cube(x):
+        return x**3
+
+    cube.defvjp(lambda x: (x**3, x), lambda x, g: (3.0 * x**2 * g,))
+
+    @jax.custom_vjp
+    def cube_j(x):
+        return x**3
+
+    cube_j.defvjp(lambda x: (x**3, x), lambda x, g: (3.0 * x**2 * g,))
+    f, fj = (lambda x: cube(x).sum()), (lambda x: cube_j(x).sum())
+    x = np.array([1.0, -2.0, 0.5])
+    close(nb.grad(f)(nb.tensor(x)), jax.grad(fj)(x))
+    close(nb.hessian(f)(nb.tensor(x)), jax.hessian(fj)(x))
+    s = nb.tensor(2.0, dtype=nb.float64)
+    close(nb.grad(nb.grad(f))(s), jax.grad(jax.grad(fj))(2.0))
+    close(nb.grad(nb.grad(nb.grad(f)))(s), jax.grad(jax.grad(jax.grad(fj)))(2.0))
+    close(nb.jit(nb.hessian(f))(nb.tensor(x)), jax.hessian(fj)(x))
+
+
 def test_checkpoint_gives_the_same_gradients(data):
     w, x = data
     layer = nb.nn.Linear(3, 3, dtype=nb.float64)
