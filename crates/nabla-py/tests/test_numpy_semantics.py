@@ -145,3 +145,84 @@ def test_data_no_dtype_holds_is_a_clear_error():
         nb.tensor([object(), 1])
     with pytest.raises(ValueError, match="inhomogeneous"):  # NumPy's own message, as PyTorch's ValueError
         nb.tensor([[1, 2], [3]])
+
+
+X = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+
+
+@pytest.mark.parametrize(
+    "f",
+    [np.exp, np.sin, np.tanh, np.sqrt, np.abs, np.negative, np.square, np.arctan, np.log1p],
+)
+def test_numpy_ufuncs_run_nablas_op_and_keep_the_graph(f):
+    x = np.abs(X) if f in (np.sqrt, np.log1p) else X
+    t = nb.tensor(x, requires_grad=True)
+    y = f(t)
+    assert isinstance(y, nb.Tensor) and y.requires_grad
+    np.testing.assert_allclose(y.numpy(), f(x), rtol=1e-12)
+    y.sum().backward()
+    h = 1e-6
+    numeric = (f(x + h) - f(x - h)) / (2 * h)
+    np.testing.assert_allclose(t.grad.numpy(), numeric, rtol=1e-5, atol=1e-8)
+
+
+def test_numpy_binary_ufuncs_and_mixed_operands():
+    t = nb.tensor(X, requires_grad=True)
+    other = np.full((1, 3), 0.5)
+    for f in (np.add, np.subtract, np.multiply, np.divide, np.maximum, np.arctan2, np.power):
+        a = np.abs(X) if f is np.power else X
+        ta = nb.tensor(a)
+        np.testing.assert_allclose(f(ta, other).numpy(), f(a, other), rtol=1e-12)
+        np.testing.assert_allclose(f(other, ta).numpy(), f(other, a), rtol=1e-12)
+    assert (np.less(t, 0.5)).tolist() == (X < 0.5).tolist()
+    z = other * t  # the array's operator defers to the tensor's protocol
+    assert isinstance(z, nb.Tensor)
+    z.sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), np.broadcast_to(other, X.shape))
+
+
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [
+        ("sum", {}),
+        ("sum", {"axis": 0}),
+        ("mean", {"axis": 1, "keepdims": True}),
+        ("max", {"axis": 0}),
+        ("min", {}),
+        ("prod", {"axis": 1}),
+        ("argmax", {"axis": 1}),
+        ("amax", {"axis": -1}),
+    ],
+)
+def test_numpy_functions_run_nablas_op(name, kwargs):
+    f = getattr(np, name)
+    got = f(nb.tensor(X), **kwargs)
+    assert isinstance(got, nb.Tensor)
+    np.testing.assert_allclose(got.numpy(), f(X, **kwargs), rtol=1e-12)
+
+
+def test_numpy_functions_keep_the_graph():
+    t = nb.tensor(X, requires_grad=True)
+    loss = np.sum(np.exp(t) * t)
+    loss.backward()
+    np.testing.assert_allclose(t.grad.numpy(), np.exp(X) * (1 + X), rtol=1e-12)
+    np.testing.assert_array_equal(np.concatenate([t, t], axis=1).detach().numpy(), np.concatenate([X, X], axis=1))
+    np.testing.assert_array_equal(np.stack([t, t]).detach().numpy(), np.stack([X, X]))
+    np.testing.assert_array_equal(np.where(X > 0, t, 0.0).detach().numpy(), np.where(X > 0, X, 0.0))
+    np.testing.assert_array_equal(np.reshape(t, (3, 2)).detach().numpy(), X.reshape(3, 2))
+    np.testing.assert_array_equal(np.transpose(t).detach().numpy(), X.T)
+
+
+def test_numpy_without_a_nabla_op_runs_on_copies_or_refuses_to_drop_the_graph():
+    t = nb.tensor(X)
+    np.testing.assert_allclose(np.cbrt(t), np.cbrt(X))
+    np.testing.assert_allclose(np.add.reduce(t, axis=1), X.sum(axis=1))
+    np.testing.assert_allclose(np.median(t), np.median(X))
+    assert np.allclose(t, X)
+    g = nb.tensor(X, requires_grad=True)
+    with pytest.raises(TypeError, match="cbrt.*requires grad"):
+        np.cbrt(g)
+    with pytest.raises(TypeError, match="median.*requires grad"):
+        np.median(g)
+    with pytest.raises(TypeError, match="immutable"):
+        np.exp(X, out=nb.tensor(X))

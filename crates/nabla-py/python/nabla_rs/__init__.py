@@ -215,3 +215,9 @@ def _setitem(self, key, value):
 
 
 Tensor.__setitem__ = _setitem
+
+from ._numpy_protocol import array_function as _array_function  # noqa: E402
+from ._numpy_protocol import array_ufunc as _array_ufunc  # noqa: E402
+
+Tensor.__array_ufunc__ = _array_ufunc
+Tensor.__array_function__ = _array_function
