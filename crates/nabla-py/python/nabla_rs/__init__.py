@@ -221,3 +221,10 @@ from ._numpy_protocol import array_ufunc as _array_ufunc  # noqa: E402
 
 Tensor.__array_ufunc__ = _array_ufunc
 Tensor.__array_function__ = _array_function
+
+from ._torch_surface import METHODS as _METHODS  # noqa: E402
+from ._torch_surface import allclose, isclose, isinf  # noqa: E402, F401
+
+for _name, _fn in _METHODS.items():
+    setattr(Tensor, _name, _fn)
+del _name, _fn

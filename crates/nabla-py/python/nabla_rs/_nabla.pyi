@@ -154,6 +154,9 @@ requires them."""
     def all(self, axis=None, keepdims=False) -> Any:
         """`True` where every element along `axis` is true."""
         ...
+    def allclose(self, *args: Any, **kwargs: Any) -> Any:
+        """Whether every pair is :func:`isclose` (after broadcasting)."""
+        ...
     def any(self, axis=None, keepdims=False) -> Any:
         """`True` where any element along `axis` is true."""
         ...
@@ -183,6 +186,12 @@ requires them."""
 and adds them to the `.grad` of every leaf that requires them, as PyTorch's `backward`.
 `create_graph=True` records the backward pass so the gradients can be differentiated."""
         ...
+    def bfloat16(self, *args: Any, **kwargs: Any) -> Any:
+        """``self.astype(bfloat16)``, as PyTorch's ``bfloat16()``."""
+        ...
+    def bool(self, *args: Any, **kwargs: Any) -> Any:
+        """``self.astype(bool)``, as PyTorch's ``bool()``."""
+        ...
     def broadcast_to(self, *shape) -> Any:
         """The tensor broadcast to `shape` (a view)."""
         ...
@@ -194,6 +203,10 @@ and adds them to the `.grad` of every leaf that requires them, as PyTorch's `bac
         ...
     def clip(self, min=None, max=None) -> Any:
         """Values clamped to `[min, max]` (either may be `None`)."""
+        ...
+    def clone(self, *args: Any, **kwargs: Any) -> Any:
+        """A new tensor with the same values; gradients flow through it unchanged (as PyTorch's
+``clone``). Assigning into the clone (``c[i] = v``) leaves this tensor as it is."""
         ...
     def conj(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
@@ -224,8 +237,14 @@ and adds them to the `.grad` of every leaf that requires them, as PyTorch's `bac
     def device(self) -> Any:
         """The device: `"cpu"`, `"wgpu"`, or `"traced"` inside `jit` and `vmap`."""
         ...
+    def dim(self, *args: Any, **kwargs: Any) -> Any:
+        """The number of axes (PyTorch's ``dim()``; also ``ndim``)."""
+        ...
     def div(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
+        ...
+    def double(self, *args: Any, **kwargs: Any) -> Any:
+        """``self.astype(float64)``, as PyTorch's ``double()``."""
         ...
     @property
     def dtype(self) -> Any:
@@ -252,6 +271,9 @@ and adds them to the `.grad` of every leaf that requires them, as PyTorch's `bac
     def flip(self, axis=None) -> Any:
         """The elements reversed along `axis` (every axis when `None`)."""
         ...
+    def float(self, *args: Any, **kwargs: Any) -> Any:
+        """``self.astype(float32)``, as PyTorch's ``float()``."""
+        ...
     def floor(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
@@ -268,6 +290,9 @@ and adds them to the `.grad` of every leaf that requires them, as PyTorch's `bac
     def gt(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise comparison from the op catalogue (`nabla_rs.lt`, ...)."""
         ...
+    def half(self, *args: Any, **kwargs: Any) -> Any:
+        """``self.astype(float16)``, as PyTorch's ``half()``."""
+        ...
     def imag(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
@@ -275,13 +300,23 @@ and adds them to the `.grad` of every leaf that requires them, as PyTorch's `bac
         """`self` with `source`'s slices added at positions `index` (1-D) along `axis`, as
 `torch.index_add` (repeated indices accumulate)."""
         ...
+    def int(self, *args: Any, **kwargs: Any) -> Any:
+        """``self.astype(int32)``, as PyTorch's ``int()``."""
+        ...
     @property
     def is_leaf(self) -> Any:
         """`True` for a tensor that is not the result of a tracked op: untracked tensors and
 variables made with `requires_grad`."""
         ...
+    def isclose(self, *args: Any, **kwargs: Any) -> Any:
+        """``|a - b| <= atol + rtol * |b|`` elementwise, as NumPy's and PyTorch's ``isclose``: equal
+infinities are close, NaNs only with ``equal_nan``."""
+        ...
     def isfinite(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
+        ...
+    def isinf(self, *args: Any, **kwargs: Any) -> Any:
+        """``True`` where ``x`` is plus or minus infinity (never for integers)."""
         ...
     def isnan(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
@@ -319,6 +354,9 @@ variables made with `requires_grad`."""
         ...
     def logsumexp(self, axis=None, keepdims=False) -> Any:
         """`log(sum(exp(x)))` over `axis`, computed stably."""
+        ...
+    def long(self, *args: Any, **kwargs: Any) -> Any:
+        """``self.astype(int64)``, as PyTorch's ``long()``."""
         ...
     def lt(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise comparison from the op catalogue (`nabla_rs.lt`, ...)."""

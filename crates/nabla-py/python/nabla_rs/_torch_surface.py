@@ -1,0 +1,68 @@
+"""PyTorch's tensor methods that are spellings of what nabla already has: ``dim()``, ``clone()``,
+the dtype conversions (``float()``, ``long()``, ...), ``isinf``, ``isclose`` and ``allclose``. Each is
+a composition of nabla's differentiable ops, so gradients flow as PyTorch's do."""
+
+from . import _nabla
+
+Tensor = _nabla.Tensor
+
+
+def dim(self) -> int:
+    """The number of axes (PyTorch's ``dim()``; also ``ndim``)."""
+    return len(self.shape)
+
+
+def clone(self):
+    """A new tensor with the same values; gradients flow through it unchanged (as PyTorch's
+    ``clone``). Assigning into the clone (``c[i] = v``) leaves this tensor as it is."""
+    return self.astype(self.dtype)
+
+
+def _conversion(dtype, name):
+    def convert(self):
+        return self.astype(dtype)
+
+    convert.__name__ = name
+    convert.__doc__ = f"``self.astype({dtype})``, as PyTorch's ``{name}()``."
+    return convert
+
+
+def isinf(x):
+    """``True`` where ``x`` is plus or minus infinity (never for integers)."""
+    x = _nabla.tensor(x) if not isinstance(x, Tensor) else x
+    return ~(_nabla.isfinite(x) | _nabla.isnan(x))
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """``|a - b| <= atol + rtol * |b|`` elementwise, as NumPy's and PyTorch's ``isclose``: equal
+    infinities are close, NaNs only with ``equal_nan``."""
+    a = a if isinstance(a, Tensor) else _nabla.tensor(a)
+    b = b if isinstance(b, Tensor) else _nabla.tensor(b)
+    if rtol < 0 or atol < 0:
+        raise ValueError(f"isclose: rtol ({rtol}) and atol ({atol}) must not be negative")
+    finite = _nabla.isfinite(a) & _nabla.isfinite(b)
+    close = (a == b) | (finite & (abs(a - b) <= atol + rtol * abs(b)))
+    if equal_nan:
+        close = close | (_nabla.isnan(a) & _nabla.isnan(b))
+    return close
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    """Whether every pair is :func:`isclose` (after broadcasting)."""
+    return bool(isclose(a, b, rtol, atol, equal_nan).all())
+
+
+METHODS = {
+    "dim": dim,
+    "clone": clone,
+    "float": _conversion(_nabla.float32, "float"),
+    "double": _conversion(_nabla.float64, "double"),
+    "half": _conversion(_nabla.float16, "half"),
+    "bfloat16": _conversion(_nabla.bfloat16, "bfloat16"),
+    "long": _conversion(_nabla.int64, "long"),
+    "int": _conversion(_nabla.int32, "int"),
+    "bool": _conversion(getattr(_nabla, "bool"), "bool"),
+    "isinf": isinf,
+    "isclose": isclose,
+    "allclose": allclose,
+}
