@@ -231,11 +231,7 @@ impl PyTensor {
         _modulo: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
         let base = operand(other)?;
-        let integer_base = match &base {
-            Operand::Tensor(b) => exact(b.dtype()),
-            Operand::Number(s) => matches!(s, Scalar::I64(_) | Scalar::Bool(_)),
-        };
-        if integer_base && exact(self.value.dtype()) {
+        if exact_operand(&base) && exact(self.value.dtype()) {
             check_nonnegative(&self.value)?;
         }
         binary(py, &self.value, BinaryOp::Pow, base, true)
@@ -563,15 +559,19 @@ fn exact(dtype: DType) -> bool {
     dtype.is_int() || dtype.is_bool()
 }
 
+/// An integer or boolean tensor or Python number.
+fn exact_operand(operand: &Operand) -> bool {
+    match operand {
+        Operand::Tensor(t) => exact(t.dtype()),
+        Operand::Number(s) => matches!(s, Scalar::I64(_) | Scalar::Bool(_)),
+    }
+}
+
 /// `/`: true division, as NumPy, PyTorch and JAX divide. When both operands are integers or
 /// booleans they become float32 (PyTorch's default float type) first, so `tensor([1, 3]) / 2` is
 /// `[0.5, 1.5]`; floor division is `//`.
 fn true_div(py: Python<'_>, lhs: &Value, rhs: Operand, reflected: bool) -> PyResult<PyTensor> {
-    let rhs_exact = match &rhs {
-        Operand::Tensor(r) => exact(r.dtype()),
-        Operand::Number(s) => matches!(s, Scalar::I64(_) | Scalar::Bool(_)),
-    };
-    if !(exact(lhs.dtype()) && rhs_exact) {
+    if !(exact(lhs.dtype()) && exact_operand(&rhs)) {
         return binary(py, lhs, BinaryOp::Div, rhs, reflected);
     }
     let float = |v: &Value| -> PyResult<Value> {
@@ -611,6 +611,7 @@ fn check_nonnegative(exponent: &Value) -> PyResult<()> {
     Ok(())
 }
 
+/// The error NumPy and PyTorch give for an integer to a negative integer power.
 fn negative_power() -> PyErr {
     pyo3::exceptions::PyValueError::new_err(
         "integers to negative integer powers are not allowed; make the base a float tensor",
