@@ -134,8 +134,9 @@ fn round_operands<T: Real>(values: &mut [T], precision: Precision) {
 }
 
 nabla_core::simd_kernel! {
-    /// `round` applied to every element of `values`, compiled per SIMD level so that the bf16
-    /// rounding (integer arithmetic on the bits) runs on whole vectors.
+    /// `round` applied to every element of `values`, compiled per SIMD level so that the rounding
+    /// (bf16's integer arithmetic on the bits, f16's conversions) runs on whole vectors. Under
+    /// bf16 autocast nothing is rounded as read (see [`Rounding`]); f16 is.
     fn round_all<T: Real>(values: &mut [T], round: impl Fn(T) -> T) {
         for v in values {
             *v = round(*v);

@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, Optional
 import numpy as np
 
 from . import _nabla
+from ._pytree import tree_leaves, tree_map
 
 # NumPy ufuncs whose nabla op has another name or is an operator; every other ufunc runs the nabla
 # function of its own name when there is one.
@@ -86,30 +87,19 @@ _FUNCTIONS: Dict[str, Callable[..., Optional[Any]]] = {
 
 
 def _as_tensor(x):
+    """A NumPy argument as a tensor, read by ``np.asarray`` first so that it keeps the dtype NumPy
+    gives it (Python floats in a list become float64, as in NumPy, not nabla's float32)."""
     return x if isinstance(x, _nabla.Tensor) else _nabla.tensor(np.asarray(x))
 
 
-def _tensors(obj):
-    """Every tensor in ``obj`` (nested lists, tuples and dicts)."""
-    if isinstance(obj, _nabla.Tensor):
-        yield obj
-    elif isinstance(obj, (list, tuple)):
-        for x in obj:
-            yield from _tensors(x)
-    elif isinstance(obj, dict):
-        for x in obj.values():
-            yield from _tensors(x)
+def _tensors(tree):
+    """The tensors among the leaves of ``tree``."""
+    return [x for x in tree_leaves(tree) if isinstance(x, _nabla.Tensor)]
 
 
-def _to_numpy(obj):
-    """``obj`` with every tensor replaced by a NumPy copy of its values."""
-    if isinstance(obj, _nabla.Tensor):
-        return np.array(obj)
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_to_numpy(x) for x in obj)
-    if isinstance(obj, dict):
-        return {k: _to_numpy(v) for k, v in obj.items()}
-    return obj
+def _to_numpy(tree):
+    """``tree`` with every tensor replaced by a NumPy copy of its values."""
+    return tree_map(lambda x: np.array(x) if isinstance(x, _nabla.Tensor) else x, tree)
 
 
 def _fallback(name: str, run: Callable, args, kwargs):
@@ -119,7 +109,7 @@ def _fallback(name: str, run: Callable, args, kwargs):
             f"numpy.{name} has no nabla op and would drop the graph of a tensor that requires grad; "
             "use nabla_rs's functions, or pass t.detach() to compute without gradients"
         )
-    if any(True for _ in _tensors(kwargs.get("out"))):
+    if _tensors(kwargs.get("out")):
         raise TypeError(f"numpy.{name}: tensors are immutable and cannot be an out= argument")
     return run(*_to_numpy(args), **_to_numpy(kwargs))
 

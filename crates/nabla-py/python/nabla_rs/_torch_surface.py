@@ -3,8 +3,7 @@ the dtype conversions (``float()``, ``long()``, ...), ``isinf``, ``isclose`` and
 a composition of nabla's differentiable ops, so gradients flow as PyTorch's do."""
 
 from . import _nabla
-
-Tensor = _nabla.Tensor
+from ._transforms import _as_tensor
 
 
 def dim(self) -> int:
@@ -29,15 +28,14 @@ def _conversion(dtype, name):
 
 def isinf(x):
     """``True`` where ``x`` is plus or minus infinity (never for integers)."""
-    x = _nabla.tensor(x) if not isinstance(x, Tensor) else x
+    x = _as_tensor(x)
     return ~(_nabla.isfinite(x) | _nabla.isnan(x))
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """``|a - b| <= atol + rtol * |b|`` elementwise, as NumPy's and PyTorch's ``isclose``: equal
     infinities are close, NaNs only with ``equal_nan``."""
-    a = a if isinstance(a, Tensor) else _nabla.tensor(a)
-    b = b if isinstance(b, Tensor) else _nabla.tensor(b)
+    a, b = _as_tensor(a), _as_tensor(b)
     if rtol < 0 or atol < 0:
         raise ValueError(f"isclose: rtol ({rtol}) and atol ({atol}) must not be negative")
     finite = _nabla.isfinite(a) & _nabla.isfinite(b)

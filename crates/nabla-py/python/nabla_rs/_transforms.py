@@ -320,12 +320,11 @@ class custom_vjp:
             # The residuals saved by the (untracked) forward call serve a first-order backward.
             # When the backward is itself differentiated its inputs are tracked, and the residuals
             # must be functions of them (as JAX's are), so `fwd` runs again on those inputs.
-            tracked = any(getattr(x, "requires_grad", False) for x in inputs)
-            if tracked or "res" not in cell:
+            if any(getattr(x, "requires_grad", False) for x in inputs):
                 _, res = self.fwd(*tree_unflatten(in_def, list(inputs)))
-                if not tracked:
-                    cell["res"] = res
             else:
+                if "res" not in cell:
+                    _, cell["res"] = self.fwd(*tree_unflatten(in_def, list(inputs)))
                 res = cell["res"]
             cts = self.bwd(res, g)
             if not isinstance(cts, tuple) or len(cts) != len(args):
