@@ -256,6 +256,21 @@ def simple(cls, **kw):
     return lambda opt: cls(opt, **kw)
 
 
+# The functions of LambdaLR and MultiplicativeLR, by the names the fixture gives them; the tests
+# define the same functions under these names.
+LAMBDAS = {
+    "pow095": lambda e: 0.95**e,
+    "inverse": lambda e: 1.0 / (1.0 + e),
+    "const09": lambda e: 0.9,
+    "halve_every_3": lambda e: 0.5 if e % 3 == 0 else 1.0,
+}
+
+
+def with_lambdas(cls, names):
+    fns = [LAMBDAS[n] for n in names]
+    return lambda opt: cls(opt, fns if len(fns) > 1 else fns[0])
+
+
 SCHEDS = [
     ("StepLR", {"step_size": 5, "gamma": 0.5}, simple(S.StepLR, step_size=5, gamma=0.5)),
     ("MultiStepLR", {"milestones": [3, 7, 7, 15], "gamma": 0.3},
@@ -292,6 +307,15 @@ SCHEDS = [
     ("ChainedScheduler", {"schedulers": [
         ["ConstantLR", {"factor": 0.5, "total_iters": 5}], ["ExponentialLR", {"gamma": 0.9}]]},
      lambda opt: S.ChainedScheduler([S.ConstantLR(opt, factor=0.5, total_iters=5), S.ExponentialLR(opt, gamma=0.9)])),
+    ("LambdaLR", {"lr_lambda": ["pow095", "inverse"]}, with_lambdas(S.LambdaLR, ["pow095", "inverse"])),
+    ("LambdaLR", {"lr_lambda": ["inverse"]}, with_lambdas(S.LambdaLR, ["inverse"])),
+    ("MultiplicativeLR", {"lr_lambda": ["const09"]}, with_lambdas(S.MultiplicativeLR, ["const09"])),
+    ("MultiplicativeLR", {"lr_lambda": ["const09", "halve_every_3"]},
+     with_lambdas(S.MultiplicativeLR, ["const09", "halve_every_3"])),
+    ("SequentialLR", {"milestones": [6], "schedulers": [
+        ["LambdaLR", {"lr_lambda": ["inverse"]}], ["MultiplicativeLR", {"lr_lambda": ["const09"]}]]},
+     lambda opt: S.SequentialLR(opt, [S.LambdaLR(opt, LAMBDAS["inverse"]),
+                                      S.MultiplicativeLR(opt, LAMBDAS["const09"])], milestones=[6])),
     ("ReduceLROnPlateau", {"mode": "min", "factor": 0.5, "patience": 2, "threshold": 0.01, "threshold_mode": "abs",
                            "cooldown": 1, "min_lr": [0.01, 0.0]},
      lambda opt: S.ReduceLROnPlateau(opt, mode="min", factor=0.5, patience=2, threshold=0.01, threshold_mode="abs",

@@ -151,13 +151,31 @@ pub trait LrRule: Clone + std::fmt::Debug {
     /// The closed-form learning rate at `epoch`, where PyTorch has one (`_get_closed_form_lr`).
     fn closed_form(&self, epoch: i64, base: f64, group: usize) -> Option<f64>;
 
+    /// The learning rate the constructor's initial step sets (epoch 0), from the current `lr`; the
+    /// same as [`LrRule::get_lr`] at epoch 0 unless the rule tells the initial step apart (PyTorch's
+    /// `_is_initial`), as `MultiplicativeLR` does.
+    fn initial_lr(&self, lr: f64, base: f64, group: usize) -> Result<f64> {
+        self.get_lr(0, lr, base, group)
+    }
+
     /// The arguments as JSON.
     fn to_json(&self) -> Value;
 }
 
+/// Which learning rate a scheduler step sets.
+#[derive(Clone, Copy)]
+enum Step {
+    /// The constructor's step to epoch 0.
+    Initial,
+    /// The next epoch, from the current rates.
+    Next,
+    /// A jump to an epoch, in closed form where the rule has one.
+    Jump,
+}
+
 /// A chainable scheduler following the rule `R`; see the aliases [`StepLR`], [`MultiStepLR`],
-/// [`ConstantLR`], [`LinearLR`], [`ExponentialLR`], [`CosineAnnealingLR`], [`PolynomialLR`] and
-/// [`OneCycleLR`].
+/// [`ConstantLR`], [`LinearLR`], [`ExponentialLR`], [`CosineAnnealingLR`], [`PolynomialLR`],
+/// [`OneCycleLR`], [`LambdaLR`] and [`MultiplicativeLR`].
 #[derive(Clone, Debug)]
 pub struct Scheduler<R: LrRule> {
     rule: R,
@@ -175,9 +193,9 @@ impl<R: LrRule> Scheduler<R> {
             rule,
             base_lrs,
             last_lr: Vec::new(),
-            last_epoch: -1,
+            last_epoch: 0,
         };
-        s.step(opt)?;
+        s.apply(opt, Step::Initial)?;
         Ok(s)
     }
 
@@ -191,17 +209,20 @@ impl<R: LrRule> Scheduler<R> {
         &self.base_lrs
     }
 
-    fn apply<B: Backend>(&mut self, opt: &mut dyn Optimizer<B>, closed: bool) -> Result<()> {
+    fn apply<B: Backend>(&mut self, opt: &mut dyn Optimizer<B>, step: Step) -> Result<()> {
         let current = lrs(opt);
+        let epoch = self.last_epoch;
         let values = current
             .iter()
             .zip(&self.base_lrs)
             .enumerate()
-            .map(|(i, (&lr, &base))| {
-                match closed.then(|| self.rule.closed_form(self.last_epoch, base, i)) {
-                    Some(Some(v)) => Ok(v),
-                    _ => self.rule.get_lr(self.last_epoch, lr, base, i),
-                }
+            .map(|(i, (&lr, &base))| match step {
+                Step::Initial => self.rule.initial_lr(lr, base, i),
+                Step::Jump => match self.rule.closed_form(epoch, base, i) {
+                    Some(v) => Ok(v),
+                    None => self.rule.get_lr(epoch, lr, base, i),
+                },
+                Step::Next => self.rule.get_lr(epoch, lr, base, i),
             })
             .collect::<Result<Vec<f64>>>()?;
         set_lrs(opt, &values);
@@ -213,12 +234,12 @@ impl<R: LrRule> Scheduler<R> {
 impl<B: Backend, R: LrRule> LrScheduler<B> for Scheduler<R> {
     fn step(&mut self, opt: &mut dyn Optimizer<B>) -> Result<()> {
         self.last_epoch += 1;
-        self.apply(opt, false)
+        self.apply(opt, Step::Next)
     }
 
     fn step_to(&mut self, opt: &mut dyn Optimizer<B>, epoch: i64) -> Result<()> {
         self.last_epoch = epoch;
-        self.apply(opt, true)
+        self.apply(opt, Step::Jump)
     }
 
     epoch_accessors!();
@@ -262,11 +283,15 @@ macro_rules! rule {
 }
 
 mod compose;
+mod lambda;
 mod plateau;
 mod restarts;
 mod rules;
 
 pub use compose::{ChainedScheduler, SequentialLR};
+pub use lambda::{
+    LambdaFactor, LambdaLR, LrLambda, LrLambdas, MultiplicativeFactor, MultiplicativeLR,
+};
 pub use plateau::{PlateauConfig, PlateauMode, ReduceLROnPlateau, ThresholdMode};
 pub use restarts::CosineAnnealingWarmRestarts;
 pub use rules::{

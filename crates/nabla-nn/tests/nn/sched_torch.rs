@@ -9,11 +9,13 @@ use nabla_nn::Param;
 use nabla_nn::optim::{Optimizer, Sgd, SgdConfig};
 use nabla_nn::sched::{
     Anneal, ChainedScheduler, ConstantLR, CosineAnnealingLR, CosineAnnealingWarmRestarts,
-    ExponentialLR, LinearLR, LrScheduler, MultiStepLR, OneCycle, OneCycleLR, PlateauConfig,
-    PlateauMode, PolynomialLR, ReduceLROnPlateau, SequentialLR, StepLR, ThresholdMode,
+    ExponentialLR, LambdaLR, LinearLR, LrLambda, LrLambdas, LrScheduler, MultiStepLR,
+    MultiplicativeLR, OneCycle, OneCycleLR, PlateauConfig, PlateauMode, PolynomialLR,
+    ReduceLROnPlateau, SequentialLR, StepLR, ThresholdMode,
 };
 use nabla_tensor::Tensor;
 use serde_json::Value;
+use std::sync::Arc;
 
 type Sched = Box<dyn LrScheduler<CpuBackend>>;
 type Opt = Sgd<CpuBackend>;
@@ -57,6 +59,21 @@ fn children(opt: &mut Opt, a: &Value) -> Result<Vec<Sched>> {
     list.iter()
         .map(|s| build(opt, s[0].as_str().unwrap(), &s[1]))
         .collect()
+}
+
+/// The functions the fixture names in `lr_lambda` (as `LAMBDAS` in the generator).
+fn lambdas(a: &Value) -> LrLambdas {
+    let named = |name: &str| -> LrLambda {
+        match name {
+            "pow095" => Arc::new(|e| Ok(0.95f64.powi(e as i32))),
+            "inverse" => Arc::new(|e| Ok(1.0 / (1.0 + e as f64))),
+            "const09" => Arc::new(|_| Ok(0.9)),
+            "halve_every_3" => Arc::new(|e| Ok(if e % 3 == 0 { 0.5 } else { 1.0 })),
+            other => panic!("unknown lr_lambda {other}"),
+        }
+    };
+    let names = a["lr_lambda"].as_array().expect("lr_lambda");
+    LrLambdas(names.iter().map(|n| named(n.as_str().unwrap())).collect())
 }
 
 /// The nabla scheduler of a fixture case, attached to `opt`.
@@ -134,6 +151,8 @@ fn build(opt: &mut Opt, name: &str, a: &Value) -> Result<Sched> {
             let inner = children(opt, a)?;
             Box::new(ChainedScheduler::new(opt, inner)?)
         }
+        "LambdaLR" => Box::new(LambdaLR::new(opt, lambdas(a))?),
+        "MultiplicativeLR" => Box::new(MultiplicativeLR::new(opt, lambdas(a))?),
         other => panic!("unknown scheduler {other}"),
     })
 }
@@ -317,5 +336,39 @@ fn bad_arguments_are_errors() -> Result<()> {
     let err =
         LrScheduler::<CpuBackend>::load_state(&mut step, &LrScheduler::<CpuBackend>::state(&state));
     assert!(err.unwrap_err().to_string().contains("ExponentialLR"));
+    Ok(())
+}
+
+#[test]
+fn lambda_schedulers_check_their_functions() -> Result<()> {
+    let mut opt = optimizer()?;
+    let one: LrLambda = Arc::new(|_| Ok(1.0));
+    let three = LrLambdas(vec![one.clone(), one.clone(), one.clone()]);
+    let err = LambdaLR::new(&mut opt, three).unwrap_err().to_string();
+    assert!(
+        err.contains("LambdaLR") && err.contains("expected 1 or 2 lr_lambda"),
+        "{err}"
+    );
+    let err = MultiplicativeLR::new(&mut opt, LrLambdas(Vec::new()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("MultiplicativeLR") && err.contains("empty"),
+        "{err}"
+    );
+    // A function's error stops the step and leaves the learning rates as they were.
+    let failing: LrLambda = Arc::new(|e| {
+        if e < 2 {
+            Ok(0.5)
+        } else {
+            Err(nabla_core::Error::invalid("lr_lambda", "refused epoch 2"))
+        }
+    });
+    let mut sched = LambdaLR::new(&mut opt, LrLambdas(vec![failing]))?;
+    LrScheduler::<CpuBackend>::step(&mut sched, &mut opt)?;
+    let before = lrs(&opt);
+    let err = LrScheduler::<CpuBackend>::step(&mut sched, &mut opt).unwrap_err();
+    assert!(err.to_string().contains("refused epoch 2"), "{err}");
+    assert_eq!(lrs(&opt), before);
     Ok(())
 }
