@@ -17,10 +17,14 @@ mod dtype;
 mod error;
 mod grads;
 mod index;
+mod json;
 mod linalg;
 mod methods;
 mod nn;
 mod ops;
+mod optim;
+mod optim_state;
+mod sched;
 mod select;
 mod tensor;
 mod transforms;
@@ -32,7 +36,7 @@ use pyo3::prelude::*;
 fn _nabla(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<dtype::PyDType>()?;
-    m.add_class::<ops::NoGrad>()?;
+    m.add_class::<ops::GradMode>()?;
     m.add_class::<ops::Autocast>()?;
     m.add_class::<amp::PyGradScaler>()?;
     m.add_class::<transforms::CompiledProgram>()?;
@@ -62,6 +66,7 @@ fn _nabla(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ops::matmul, m)?)?;
     m.add_function(wrap_pyfunction!(ops::einsum, m)?)?;
     m.add_function(wrap_pyfunction!(ops::is_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::_set_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(ops::is_autocast_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(transforms::_vjp, m)?)?;
     m.add_function(wrap_pyfunction!(transforms::_jvp, m)?)?;
@@ -73,5 +78,6 @@ fn _nabla(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_submodule(&linalg::linalg_module(m.py())?)?;
     m.add_submodule(&linalg::fft_module(m.py())?)?;
     m.add_submodule(&nn::nn_module(m.py())?)?;
+    m.add_submodule(&optim::optim_module(m.py())?)?;
     Ok(())
 }

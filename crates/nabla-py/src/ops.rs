@@ -452,21 +452,26 @@ pub fn einsum(
     )
 }
 
-/// `with nabla_rs.no_grad():` records nothing for autodiff inside the block.
+/// `with GradMode(enabled):` records for autodiff inside the block when `enabled`, and nothing
+/// when not (`no_grad`, `enable_grad` and `set_grad_enabled` in Python).
 #[pyclass(module = "nabla_rs", unsendable)]
-pub struct NoGrad {
+pub struct GradMode {
+    enabled: bool,
     guards: Vec<NoGradGuard>,
 }
 
 #[pymethods]
-impl NoGrad {
+impl GradMode {
     #[new]
-    fn py_new() -> Self {
-        NoGrad { guards: Vec::new() }
+    fn py_new(enabled: bool) -> Self {
+        GradMode {
+            enabled,
+            guards: Vec::new(),
+        }
     }
 
     fn __enter__(&mut self) {
-        self.guards.push(NoGradGuard::new());
+        self.guards.push(NoGradGuard::set(self.enabled));
     }
 
     #[pyo3(signature = (*_args))]
@@ -518,6 +523,13 @@ impl Autocast {
 #[pyfunction]
 pub fn is_autocast_enabled() -> bool {
     nabla_tensor::autocast_dtype().is_some()
+}
+
+/// `_set_grad_enabled(mode) -> previous`: sets recording on this thread until set again
+/// (`set_grad_enabled` called as a function).
+#[pyfunction]
+pub fn _set_grad_enabled(mode: bool) -> bool {
+    nabla_tensor::set_grad_enabled(mode)
 }
 
 /// `is_grad_enabled()`: `False` inside `no_grad`.

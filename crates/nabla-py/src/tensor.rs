@@ -42,6 +42,33 @@ impl PyTensor {
     pub fn eager(t: Eager) -> Self {
         PyTensor::new(Value::Eager(t))
     }
+
+    /// The accumulated `.grad`, for a leaf that has one.
+    pub(crate) fn grad_value(&self) -> Option<Eager> {
+        self.slot.as_ref()?.get()
+    }
+
+    /// Sets or clears the accumulated `.grad` of a leaf that has one.
+    pub(crate) fn set_grad_value(&self, grad: Option<Eager>) {
+        if let Some(slot) = &self.slot {
+            slot.set(grad);
+        }
+    }
+
+    /// Makes the graph leaf `leaf` (of this tensor's shape and dtype) this tensor's values, in
+    /// place: a leaf that requires gradients keeps its `.grad`, which later backward passes
+    /// accumulate into through `leaf`. An untracked `leaf` replaces the values of any tensor.
+    pub(crate) fn adopt(&mut self, leaf: Eager) {
+        if let Some(slot) = &self.slot
+            && leaf.is_leaf()
+            && leaf.requires_grad()
+        {
+            grads::rebind(&leaf, slot);
+            self.value = Value::Eager(leaf);
+        } else {
+            self.value = Value::Eager(leaf.detach());
+        }
+    }
 }
 
 /// Runs `f` with the GIL released (so other Python threads run meanwhile) and wraps its tensor.
@@ -212,14 +239,11 @@ impl PyTensor {
                 self.value.shape()
             )));
         }
-        self.value = match &self.slot {
-            Some(slot) => {
-                let leaf = fresh.leaf().py()?;
-                grads::rebind(&leaf, slot);
-                Value::Eager(leaf)
-            }
-            None => Value::Eager(fresh),
+        let fresh = match &self.slot {
+            Some(_) => fresh.leaf().py()?,
+            None => fresh,
         };
+        self.adopt(fresh);
         Ok(())
     }
 

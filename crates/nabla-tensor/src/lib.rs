@@ -181,8 +181,8 @@ pub use autograd::{
     Linearized, NoGradGuard, ParallelBackward, Pullback, ReverseRule, RuleArgs, VarId,
     check_gradients, check_second_order, checkpoint, detect_anomaly, grad, grad_n, hessian,
     hessian_n, hvp, is_anomaly_detection_enabled, is_grad_enabled, is_recorded, jacfwd, jacfwd_n,
-    jacrev, jacrev_n, jvp, jvp_n, linearize, linearize_n, no_grad, value_and_grad,
-    value_and_grad_n, vjp, vjp_fn_n, vjp_n,
+    jacrev, jacrev_n, jvp, jvp_n, linearize, linearize_n, no_grad, set_grad_enabled,
+    value_and_grad, value_and_grad_n, vjp, vjp_fn_n, vjp_n,
 };
 pub use composite::{EinsumPath, einsum_path};
 pub use display::PrintOptions;

@@ -96,6 +96,11 @@ macro_rules! config_struct {
             }
         }
 
+        impl $name {
+            /// The hyper-parameters' names, in declaration order (PyTorch's argument order).
+            pub const FIELDS: &'static [&'static str] = &[$(stringify!($field)),*];
+        }
+
         impl $crate::optim::config::JsonField for $name {
             fn to_json(&self) -> serde_json::Value {
                 let mut map = serde_json::Map::new();
@@ -140,6 +145,11 @@ macro_rules! options {
             /// The learning rate.
             pub fn lr(&self) -> f64 {
                 match self { $(OptimOptions::$variant(c) => c.lr,)* }
+            }
+
+            /// The hyper-parameters' names, in declaration order (PyTorch's argument order).
+            pub fn field_names(&self) -> &'static [&'static str] {
+                match self { $(OptimOptions::$variant(_) => <$config>::FIELDS,)* }
             }
 
             /// The config as JSON (field names as in the config structs).

@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 use std::f64::consts::PI;
 
 /// A learning-rate scheduler.
-pub trait LrScheduler<B: Backend> {
+pub trait LrScheduler<B: Backend>: Send + Sync {
     /// Advances one epoch and sets the optimizer's learning rates.
     fn step(&mut self, opt: &mut dyn Optimizer<B>) -> Result<()>;
 
@@ -137,7 +137,7 @@ fn positive(op: &'static str, name: &str, v: f64) -> Result<()> {
 }
 
 /// The formula of a chainable scheduler.
-pub trait LrRule: Clone + std::fmt::Debug {
+pub trait LrRule: Clone + std::fmt::Debug + Send + Sync {
     /// The scheduler's name (PyTorch's class name).
     fn name(&self) -> &'static str;
 

@@ -162,7 +162,42 @@ class no_grad(_Scope):
     """Records nothing for autodiff inside ``with nabla_rs.no_grad():``, or in a decorated function."""
 
     def _guard(self):
-        return _nabla.NoGrad()
+        return _nabla.GradMode(False)
+
+
+class enable_grad(_Scope):
+    """Records for autodiff inside ``with nabla_rs.enable_grad():`` (or a decorated function), even
+    within ``no_grad``."""
+
+    def _guard(self):
+        return _nabla.GradMode(True)
+
+
+class set_grad_enabled:
+    """``set_grad_enabled(mode)``, as PyTorch's: called, it turns recording for autodiff on or off on
+    this thread until changed again; as a ``with`` block or a decorator, only inside it."""
+
+    def __init__(self, mode: bool):
+        self.mode = bool(mode)
+        self._previous = _nabla._set_grad_enabled(self.mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _nabla._set_grad_enabled(self._previous)
+        return False
+
+    def __call__(self, f):
+        _nabla._set_grad_enabled(self._previous)
+        mode = self.mode
+
+        @_functools.wraps(f)
+        def wrapped(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return f(*args, **kwargs)
+
+        return wrapped
 
 
 class autocast(_Scope):

@@ -26,15 +26,16 @@ the shapes and dtypes it was traced with."""
         """Runs the program (the GIL is released while it runs)."""
         ...
 
-class HostBuffer:
-    """Keeps a CPU buffer alive for as long as a NumPy array (or DLPack consumer) views it."""
-
-class NoGrad:
-    """`with nabla_rs.no_grad():` records nothing for autodiff inside the block."""
+class GradMode:
+    """`with GradMode(enabled):` records for autodiff inside the block when `enabled`, and nothing
+when not (`no_grad`, `enable_grad` and `set_grad_enabled` in Python)."""
     def __enter__(self) -> Any:
         ...
     def __exit__(self, *_args) -> Any:
         ...
+
+class HostBuffer:
+    """Keeps a CPU buffer alive for as long as a NumPy array (or DLPack consumer) views it."""
 
 class PyPullback:
     """A pullback kept for `vjp`: call it with a cotangent (or `None` for a scalar output)."""
@@ -618,6 +619,11 @@ def _jvp(f, primals, tangents) -> Any:
 
 _reduce_ops: list[str]
 
+def _set_grad_enabled(mode) -> Any:
+    """`_set_grad_enabled(mode) -> previous`: sets recording on this thread until set again
+(`set_grad_enabled` called as a function)."""
+    ...
+
 _unary_ops: list[str]
 
 def _vjp(f, primals) -> Any:
@@ -1055,6 +1061,37 @@ def ones(*shape, dtype=None) -> Any:
 def ones_like(x, dtype=None) -> Any:
     """`ones_like(x, dtype=None)`."""
     ...
+
+class _optim_module:
+
+    def Engine(self, kind, params, options) -> Any:
+        """The optimizer of a `nabla_rs.optim` object: nabla-nn's optimizer over `Param`s that mirror the
+Python tensors it was given."""
+        ...
+
+    def KINDS(self, *args: Any, **kwargs: Any) -> Any:
+        """Built-in mutable sequence.
+
+If no argument is given, the constructor creates a new empty list.
+The argument must be an iterable if specified."""
+        ...
+
+    def Scheduler(self, kind, optimizer, args, functions=..., children=...) -> Any:
+        """A learning-rate scheduler of a `nabla_rs.optim` optimizer."""
+        ...
+
+    def signature(self, kind) -> Any:
+        """`(names, defaults)` of optimizer `kind`'s hyper-parameters, in PyTorch's argument order."""
+        ...
+
+    def zero_grad(self, tensors, set_to_none=True) -> Any:
+        """`zero_grad(tensors, set_to_none=True)`: clears each tensor's `.grad`, or sets it to zeros. A
+function of the tensors rather than an `Engine` method, so that an L-BFGS closure may call it
+while the engine steps."""
+        ...
+
+
+optim: _optim_module
 
 def pow(a: ArrayLike, b: ArrayLike) -> Tensor: ...
 

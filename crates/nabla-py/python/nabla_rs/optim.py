@@ -1,55 +1,61 @@
-"""``nabla_rs.optim``: SGD, Adam and AdamW with PyTorch's arguments, defaults and update rules, and
-learning-rate schedulers (``optim.lr_scheduler``).
+"""``nabla_rs.optim``: PyTorch's optimizers and learning-rate schedulers (``optim.lr_scheduler``),
+with PyTorch's class names, arguments, defaults and update rules.
 
-An optimizer reads each parameter's ``.grad`` (filled by ``loss.backward()``) and replaces the
-parameter's values in place (``p.data = ...``), so modules see the update.
+Each optimizer is nabla's Rust one (``nabla::nn::optim``), the same code a Rust program trains
+with: ``step()`` reads every parameter's ``.grad`` and updates all of them in one call into Rust,
+replacing each parameter's values in place (its ``.grad`` is kept, as PyTorch keeps it).
+``param_groups`` are live views of the Rust groups, so ``group["lr"] = ...`` takes effect at the
+next step. ``Optimizer`` is also the base class for optimizers written in Python.
 """
 
 from __future__ import annotations
 
-import math
+import inspect
+from collections.abc import MutableMapping
 from typing import Any, Dict, Iterable, List
 
 from . import _nabla
 
+_engine = _nabla.optim
+
 
 class Optimizer:
-    """The base class: ``param_groups`` (each a dict with ``params`` and hyper-parameters) and a
-    per-parameter ``state``."""
+    """The base class of optimizers written in Python, as ``torch.optim.Optimizer``:
+    ``param_groups`` (each a dict with ``params`` and hyper-parameters), a per-parameter ``state``,
+    ``zero_grad``, ``state_dict`` and ``load_state_dict``. Subclasses implement ``step()``."""
 
     def __init__(self, params: Iterable[Any], defaults: Dict[str, Any]):
-        params = list(params)
-        if not params:
-            raise ValueError("optimizer got an empty parameter list")
-        groups = params if isinstance(params[0], dict) else [{"params": params}]
         self.defaults = defaults
         self.param_groups: List[Dict[str, Any]] = []
+        self.state: Dict[Any, Dict[str, Any]] = {}
+        groups = _groups(params)
         for g in groups:
-            group = {**defaults, **g, "params": list(g["params"])}
-            for p in group["params"]:
-                if not p.requires_grad:
-                    raise ValueError("an optimizer can only update tensors that require grad")
-            self.param_groups.append(group)
-        self.state: Dict[int, Dict[str, Any]] = {}
+            self.add_param_group(g)
+
+    def add_param_group(self, param_group: Dict[str, Any]) -> None:
+        group = {**self.defaults, **param_group, "params": list(param_group["params"])}
+        for p in group["params"]:
+            if not p.requires_grad:
+                raise ValueError("an optimizer can only update tensors that require grad")
+        self.param_groups.append(group)
+
+    def _params(self) -> List[Any]:
+        return [p for group in self.param_groups for p in group["params"]]
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        for group in self.param_groups:
-            for p in group["params"]:
-                p.grad = None if set_to_none or p.grad is None else _nabla.zeros_like(p.grad)
+        _engine.zero_grad(self._params(), set_to_none)
 
     def state_dict(self) -> Dict[str, Any]:
         """PyTorch's layout: ``state`` by parameter index (in ``param_groups`` order) and the groups'
         hyper-parameters with ``params`` as indices."""
-        index, groups = 0, []
-        state = {}
+        params = self._params()
+        index = {id(p): i for i, p in enumerate(params)}
+        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
+        groups, start = [], 0
         for group in self.param_groups:
-            ids = []
-            for p in group["params"]:
-                if id(p) in self.state:
-                    state[index] = dict(self.state[id(p)])
-                ids.append(index)
-                index += 1
-            groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": ids})
+            n = len(group["params"])
+            groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": list(range(start, start + n))})
+            start += n
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
@@ -59,202 +65,339 @@ class Optimizer:
             len(g["params"]) != len(own["params"]) for g, own in zip(groups, self.param_groups)
         ):
             raise ValueError("the saved optimizer state has other parameter groups than this optimizer")
-        params = [p for group in self.param_groups for p in group["params"]]
+        params = self._params()
         for group, saved in zip(self.param_groups, groups):
             group.update({k: v for k, v in saved.items() if k != "params"})
-        self.state = {id(params[int(i)]): dict(s) for i, s in state_dict["state"].items()}
+        self.state = {params[int(i)]: dict(s) for i, s in state_dict["state"].items()}
 
-    def step(self) -> None:
-        with _nabla.NoGrad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is not None:
-                        self._update(p, p.grad, group, self.state.setdefault(id(p), {}))
-
-    def _update(self, p, g, group, state) -> None:
-        raise NotImplementedError
+    def step(self, closure=None):
+        raise NotImplementedError(f"{type(self).__name__} has no step()")
 
 
-class SGD(Optimizer):
-    """Stochastic gradient descent with optional momentum (PyTorch's form), dampening, Nesterov
-    momentum and L2 weight decay."""
-
-    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False, maximize: bool = False):
-        if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
-                                      weight_decay=weight_decay, nesterov=nesterov, maximize=maximize))
-
-    def _update(self, p, g, group, state):
-        if group["maximize"]:
-            g = -g
-        if group["weight_decay"]:
-            g = g + group["weight_decay"] * p.data
-        m = group["momentum"]
-        if m:
-            buf = state.get("momentum_buffer")
-            buf = g if buf is None else buf * m + (1 - group["dampening"]) * g
-            state["momentum_buffer"] = buf
-            g = g + m * buf if group["nesterov"] else buf
-        p.data = p.data - group["lr"] * g
+def _groups(params) -> List[Dict[str, Any]]:
+    params = list(params)
+    if not params:
+        raise ValueError("optimizer got an empty parameter list")
+    return [dict(g) for g in params] if isinstance(params[0], dict) else [{"params": params}]
 
 
-class Adam(Optimizer):
-    """Adam (Kingma & Ba) with bias correction, as ``torch.optim.Adam``; ``weight_decay`` adds an L2
-    term to the gradient (see ``AdamW`` for decoupled decay)."""
+class _ParamGroup(MutableMapping):
+    """A live view of one of a Rust optimizer's parameter groups: ``params`` and its
+    hyper-parameters (and ``initial_lr`` once a scheduler is attached)."""
 
-    decoupled = False
+    def __init__(self, engine, index: int):
+        self._engine, self._index = engine, index
 
-    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False, maximize: bool = False):
-        if not 0.0 <= betas[0] < 1.0 or not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"betas must be in [0, 1), got {betas}")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                                      amsgrad=amsgrad, maximize=maximize))
+    def __getitem__(self, key):
+        if key == "params":
+            return self._engine.group_params(self._index)
+        return self._engine.get_option(self._index, key)
 
-    def _update(self, p, g, group, state):
-        # One fused pass per parameter (nabla's Adam kernel, PyTorch's formulas and roundings).
-        if group["maximize"]:
-            g = -g
-        t = state.get("step", 0) + 1
-        names = ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if group["amsgrad"] else [])
-        moments = [state.get(n) for n in names]
-        if moments[0] is None:
-            moments = [_nabla.zeros_like(p.data) for _ in names]
-        out = _nabla.nn._adam_step(p.data, g, moments, t, group["lr"], group["betas"], group["eps"],
-                                   group["weight_decay"], self.decoupled, group["amsgrad"])
-        state["step"] = t
-        state.update(zip(names, out[:-1]))
-        p.data = out[-1]
+    def __setitem__(self, key, value):
+        if key == "params":
+            raise TypeError("a parameter group's params are fixed; use add_param_group for more")
+        self._engine.set_option(self._index, key, value)
 
+    def __delitem__(self, key):
+        raise TypeError(f"the entries of a parameter group cannot be deleted ({key!r})")
 
-class AdamW(Adam):
-    """Adam with decoupled weight decay (Loshchilov & Hutter), as ``torch.optim.AdamW``
-    (``weight_decay`` defaults to 0.01)."""
+    def __iter__(self):
+        return iter(["params", *self._engine.option_names(self._index)])
 
-    decoupled = True
+    def __len__(self):
+        return 1 + len(self._engine.option_names(self._index))
 
-    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False, maximize: bool = False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize)
+    def __repr__(self):
+        return repr({k: v for k, v in self.items() if k != "params"})
 
 
-class RMSprop(Optimizer):
-    """RMSprop with PyTorch's arguments and update (``alpha``, ``eps`` outside the square root,
-    optional momentum, centering and L2 weight decay)."""
+class _RustOptimizer(Optimizer):
+    """An optimizer whose update is nabla's Rust one; subclasses name it (``_kind``)."""
 
-    def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False):
-        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                                      momentum=momentum, centered=centered))
+    _kind = ""
 
-    def _update(self, p, g, group, state):
-        a = group["alpha"]
-        if group["weight_decay"]:
-            g = g + group["weight_decay"] * p.data
-        sq = state.get("square_avg")
-        sq = (1 - a) * g * g if sq is None else sq * a + (1 - a) * g * g
-        state["square_avg"] = sq
-        if group["centered"]:
-            ga = state.get("grad_avg")
-            ga = (1 - a) * g if ga is None else ga * a + (1 - a) * g
-            state["grad_avg"] = ga
-            avg = (sq - ga * ga).sqrt() + group["eps"]
-        else:
-            avg = sq.sqrt() + group["eps"]
-        if group["momentum"]:
-            buf = state.get("momentum_buffer")
-            buf = g / avg if buf is None else buf * group["momentum"] + g / avg
-            state["momentum_buffer"] = buf
-            p.data = p.data - group["lr"] * buf
-        else:
-            p.data = p.data - group["lr"] * g / avg
+    def __init__(self, params, *args, **kwargs):
+        names, values = _engine.signature(self._kind)
+        options = dict(zip(names, values))
+        if len(args) > len(names):
+            raise TypeError(f"{self._kind} takes at most {len(names)} hyper-parameters, got {len(args)}")
+        for name, value in zip(names, args):
+            if name in kwargs:
+                raise TypeError(f"{self._kind} got two values for {name!r}")
+            kwargs[name] = value
+        for name in _IGNORED:
+            kwargs.pop(name, None)
+        if kwargs.pop("differentiable", False):
+            raise NotImplementedError(f"{self._kind}(differentiable=True): nabla's update is not differentiable")
+        unknown = [k for k in kwargs if k not in options]
+        if unknown:
+            raise TypeError(f"{self._kind} got an unexpected keyword argument {unknown[0]!r}; its arguments are {', '.join(names)}")
+        self.defaults = {**options, **kwargs}
+        groups = _groups(params)
+        first = groups[0]
+        self._param_list = list(first.pop("params"))
+        self._engine = _engine.Engine(self._kind, self._param_list, {**kwargs, **first})
+        for g in groups[1:]:
+            self.add_param_group(g)
+
+    def add_param_group(self, param_group: Dict[str, Any]) -> None:
+        """Adds a group of parameters with its own hyper-parameters (the rest as ``defaults``)."""
+        group = dict(param_group)
+        params = group.pop("params")
+        params = [params] if isinstance(params, _nabla.Tensor) else list(params)
+        given = {k: v for k, v in self.defaults.items()}
+        given.update(group)
+        self._engine.add_param_group(params, given)
+        self._param_list = self._param_list + params
+
+    @property
+    def param_groups(self) -> List[_ParamGroup]:
+        return [_ParamGroup(self._engine, i) for i in range(self._engine.group_count())]
+
+    @property
+    def state(self) -> Dict[Any, Dict[str, Any]]:
+        """Per-parameter state (``step``, ``exp_avg``, ...), keyed by parameter (a snapshot)."""
+        params = self._params()
+        return {params[i]: s for i, s in self._engine.state_dict()["state"].items()}
+
+    def _params(self) -> List[Any]:
+        # Kept in Python, so that an L-BFGS closure's zero_grad() needs no call into the engine
+        # (which is busy stepping).
+        return self._param_list
+
+    def step(self, closure=None):
+        """One update from the parameters' ``.grad``; ``closure`` (optional) recomputes the loss
+        first, with gradients enabled, and its loss is returned."""
+        loss = None
+        if closure is not None:
+            with _nabla.GradMode(True):
+                loss = closure()
+        self._engine.step()
+        return loss
+
+    def state_dict(self) -> Dict[str, Any]:
+        """PyTorch's layout: ``{"state": {index: {"step": n, "exp_avg": tensor, ...}},
+        "param_groups": [{hyper-parameters..., "params": [indices]}]}``."""
+        return self._engine.state_dict()
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        """Restores the step counts, moments and hyper-parameters saved by ``state_dict``."""
+        self._engine.load_state_dict(state_dict)
+
+    def __repr__(self) -> str:
+        lines = [f"{self._kind} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines.extend(f"    {k}: {v}" for k, v in group.items() if k != "params")
+        return "\n".join(lines) + "\n)"
 
 
-class Adagrad(Optimizer):
-    """Adagrad with PyTorch's arguments and update (``lr_decay``, ``initial_accumulator_value``)."""
+# PyTorch's implementation switches: nabla's step is already one call over all parameters.
+_IGNORED = ("foreach", "fused", "capturable")
 
-    def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
-                 initial_accumulator_value: float = 0.0, eps: float = 1e-10):
-        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
-                                      initial_accumulator_value=initial_accumulator_value, eps=eps))
 
-    def _update(self, p, g, group, state):
-        t = state.get("step", 0) + 1
-        if group["weight_decay"]:
-            g = g + group["weight_decay"] * p.data
-        acc = state.get("sum")
-        if acc is None:
-            acc = _nabla.full(tuple(p.shape), group["initial_accumulator_value"], dtype=p.dtype)
-        acc = acc + g * g
-        state.update(step=t, sum=acc)
-        clr = group["lr"] / (1 + (t - 1) * group["lr_decay"])
-        p.data = p.data - clr * g / (acc.sqrt() + group["eps"])
+def _optimizer_class(kind: str, doc: str) -> type:
+    names, values = _engine.signature(kind)
+    params = [inspect.Parameter("params", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    params += [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=v) for n, v in zip(names, values)]
+    cls = type(kind, (_RustOptimizer,), {"_kind": kind, "__doc__": doc, "__module__": __name__})
+    cls.__signature__ = inspect.Signature(params)
+    return cls
+
+
+SGD = _optimizer_class("SGD", "Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay (``torch.optim.SGD``).")
+Adam = _optimizer_class("Adam", "Adam with bias correction, L2 weight decay and AMSGrad (``torch.optim.Adam``); one fused kernel per parameter.")
+AdamW = _optimizer_class("AdamW", "Adam with decoupled weight decay, 0.01 by default (``torch.optim.AdamW``).")
+Adamax = _optimizer_class("Adamax", "Adamax, Adam with the infinity norm (``torch.optim.Adamax``).")
+NAdam = _optimizer_class("NAdam", "Adam with Nesterov momentum and momentum decay (``torch.optim.NAdam``).")
+RAdam = _optimizer_class("RAdam", "Rectified Adam (``torch.optim.RAdam``).")
+RMSprop = _optimizer_class("RMSprop", "RMSprop with momentum, centering and weight decay (``torch.optim.RMSprop``).")
+Adagrad = _optimizer_class("Adagrad", "Adagrad with learning-rate decay and an initial accumulator (``torch.optim.Adagrad``).")
+Lion = _optimizer_class("Lion", "Lion, the sign of an interpolated momentum (Chen et al. 2023), with decoupled weight decay.")
+
+
+class LBFGS(_RustOptimizer):
+    """L-BFGS with PyTorch's arguments, optionally with the strong-Wolfe line search
+    (``torch.optim.LBFGS``). ``step(closure)``: the closure clears the gradients, computes the loss,
+    calls ``backward()`` on it and returns it."""
+
+    _kind = "LBFGS"
+
+    def step(self, closure=None):
+        if closure is None:
+            raise TypeError("LBFGS.step needs a closure that recomputes the loss and its gradients")
+
+        def evaluate():
+            with _nabla.GradMode(True):
+                return closure()
+
+        return self._engine.step_closure(evaluate)
+
+
+LBFGS.__signature__ = _optimizer_class("LBFGS", "").__signature__
 
 
 class _Scheduler:
-    """Sets each group's ``lr`` from the epoch count on every ``step()``."""
+    """A learning-rate scheduler: nabla's Rust one, driving the optimizer's groups."""
 
-    def __init__(self, optimizer: Optimizer):
+    def __init__(self, optimizer, kind: str, args: Dict[str, Any], functions=(), children=()):
+        if not isinstance(optimizer, _RustOptimizer) or isinstance(optimizer, LBFGS):
+            raise TypeError(f"{kind} schedules nabla's first-order optimizers (SGD, Adam, ...), not {type(optimizer).__name__}")
         self.optimizer = optimizer
-        self.base_lrs = [g["lr"] for g in optimizer.param_groups]
-        self.last_epoch = 0
+        self._engine = _engine.Scheduler(kind, optimizer._engine, args, list(functions), [c._engine for c in children])
 
-    def _lr(self, base: float, epoch: int) -> float:
-        raise NotImplementedError
-
-    def step(self) -> None:
-        self.last_epoch += 1
-        for g, base in zip(self.optimizer.param_groups, self.base_lrs):
-            g["lr"] = self._lr(base, self.last_epoch)
+    def step(self, epoch=None) -> None:
+        """Advances one epoch (or jumps to ``epoch``) and sets the groups' learning rates."""
+        self._engine.step(self.optimizer._engine, epoch)
 
     def get_last_lr(self) -> List[float]:
-        return [g["lr"] for g in self.optimizer.param_groups]
+        return self._engine.get_last_lr()
+
+    @property
+    def last_epoch(self) -> int:
+        return self._engine.last_epoch
+
+    def state_dict(self) -> Dict[str, Any]:
+        return self._engine.state_dict()
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        self._engine.load_state_dict(state_dict)
+
+
+def _no_resume(last_epoch: int) -> None:
+    if last_epoch != -1:
+        raise NotImplementedError("resume a scheduler with load_state_dict(), not last_epoch=")
+
+
+def _functions(lr_lambda) -> list:
+    return list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda]
 
 
 class _LrScheduler:
-    """``optim.lr_scheduler``: StepLR, ExponentialLR, CosineAnnealingLR and LambdaLR."""
+    """``optim.lr_scheduler``: PyTorch's schedulers with their arguments and defaults."""
+
+    LRScheduler = _Scheduler
 
     class StepLR(_Scheduler):
-        """``lr = base · gamma^(epoch // step_size)``."""
+        """Multiplies the learning rate by ``gamma`` every ``step_size`` epochs."""
 
-        def __init__(self, optimizer, step_size: int, gamma: float = 0.1):
-            super().__init__(optimizer)
-            self.step_size, self.gamma = step_size, gamma
+        def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
+            _no_resume(last_epoch)
+            super().__init__(optimizer, "StepLR", dict(step_size=step_size, gamma=gamma))
 
-        def _lr(self, base, epoch):
-            return base * self.gamma ** (epoch // self.step_size)
+    class MultiStepLR(_Scheduler):
+        """Multiplies the learning rate by ``gamma`` at each milestone."""
+
+        def __init__(self, optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1):
+            _no_resume(last_epoch)
+            super().__init__(optimizer, "MultiStepLR", dict(milestones=list(milestones), gamma=gamma))
+
+    class ConstantLR(_Scheduler):
+        """Scales the learning rate by ``factor`` for ``total_iters`` epochs."""
+
+        def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch: int = -1):
+            _no_resume(last_epoch)
+            super().__init__(optimizer, "ConstantLR", dict(factor=factor, total_iters=total_iters))
+
+    class LinearLR(_Scheduler):
+        """Scales the learning rate by a factor going linearly from ``start_factor`` to
+        ``end_factor`` over ``total_iters`` epochs."""
+
+        def __init__(self, optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0, total_iters: int = 5, last_epoch: int = -1):
+            _no_resume(last_epoch)
+            super().__init__(optimizer, "LinearLR", dict(start_factor=start_factor, end_factor=end_factor, total_iters=total_iters))
 
     class ExponentialLR(_Scheduler):
-        """``lr = base · gamma^epoch``."""
+        """Multiplies the learning rate by ``gamma`` every epoch."""
 
-        def __init__(self, optimizer, gamma: float):
-            super().__init__(optimizer)
-            self.gamma = gamma
-
-        def _lr(self, base, epoch):
-            return base * self.gamma**epoch
+        def __init__(self, optimizer, gamma: float, last_epoch: int = -1):
+            _no_resume(last_epoch)
+            super().__init__(optimizer, "ExponentialLR", dict(gamma=gamma))
 
     class CosineAnnealingLR(_Scheduler):
-        """``lr = eta_min + (base - eta_min)(1 + cos(π epoch / T_max)) / 2``."""
+        """Cosine annealing to ``eta_min`` over ``T_max`` epochs."""
 
-        def __init__(self, optimizer, T_max: int, eta_min: float = 0.0):
-            super().__init__(optimizer)
-            self.T_max, self.eta_min = T_max, eta_min
+        def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):
+            _no_resume(last_epoch)
+            super().__init__(optimizer, "CosineAnnealingLR", dict(T_max=T_max, eta_min=eta_min))
 
-        def _lr(self, base, epoch):
-            return self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * epoch / self.T_max)) / 2
+    class PolynomialLR(_Scheduler):
+        """Polynomial decay to 0 over ``total_iters`` epochs."""
+
+        def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1):
+            _no_resume(last_epoch)
+            super().__init__(optimizer, "PolynomialLR", dict(total_iters=total_iters, power=power))
 
     class LambdaLR(_Scheduler):
-        """``lr = base · lr_lambda(epoch)``."""
+        """``lr = base · lr_lambda(epoch)`` (one function, or one per group)."""
 
-        def __init__(self, optimizer, lr_lambda):
-            super().__init__(optimizer)
-            self.lr_lambda = lr_lambda
+        def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+            _no_resume(last_epoch)
+            super().__init__(optimizer, "LambdaLR", {}, _functions(lr_lambda))
 
-        def _lr(self, base, epoch):
-            return base * self.lr_lambda(epoch)
+    class MultiplicativeLR(_Scheduler):
+        """``lr = lr · lr_lambda(epoch)`` at every step (one function, or one per group)."""
+
+        def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
+            _no_resume(last_epoch)
+            super().__init__(optimizer, "MultiplicativeLR", {}, _functions(lr_lambda))
+
+    class OneCycleLR(_Scheduler):
+        """The one-cycle policy (up to ``max_lr``, then down far below the start); without
+        momentum cycling, so ``cycle_momentum`` must be False."""
+
+        def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None, pct_start: float = 0.3,
+                     anneal_strategy: str = "cos", cycle_momentum: bool = True, base_momentum=0.85, max_momentum=0.95,
+                     div_factor: float = 25.0, final_div_factor: float = 1e4, three_phase: bool = False, last_epoch: int = -1):
+            _no_resume(last_epoch)
+            if cycle_momentum:
+                raise NotImplementedError("OneCycleLR: nabla does not cycle the momentum; pass cycle_momentum=False")
+            if total_steps is None:
+                if epochs is None or steps_per_epoch is None:
+                    raise ValueError("OneCycleLR needs total_steps, or epochs and steps_per_epoch")
+                total_steps = epochs * steps_per_epoch
+            max_lr = list(max_lr) if isinstance(max_lr, (list, tuple)) else [max_lr]
+            super().__init__(optimizer, "OneCycleLR", dict(
+                max_lr=max_lr, total_steps=total_steps, pct_start=pct_start, anneal_strategy=anneal_strategy,
+                div_factor=div_factor, final_div_factor=final_div_factor, three_phase=three_phase))
+
+    class CosineAnnealingWarmRestarts(_Scheduler):
+        """Cosine annealing restarted every ``T_0 · T_mult^i`` epochs; ``step(epoch)`` takes
+        fractional epochs."""
+
+        def __init__(self, optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0, last_epoch: int = -1):
+            _no_resume(last_epoch)
+            super().__init__(optimizer, "CosineAnnealingWarmRestarts", dict(T_0=T_0, T_mult=T_mult, eta_min=eta_min))
+
+    class ReduceLROnPlateau(_Scheduler):
+        """Reduces the learning rates by ``factor`` when the metric passed to ``step(metric)`` has
+        not improved for ``patience`` epochs."""
+
+        def __init__(self, optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10, threshold: float = 1e-4,
+                     threshold_mode: str = "rel", cooldown: int = 0, min_lr=0.0, eps: float = 1e-8):
+            min_lr = list(min_lr) if isinstance(min_lr, (list, tuple)) else [min_lr]
+            super().__init__(optimizer, "ReduceLROnPlateau", dict(
+                mode=mode, factor=factor, patience=patience, threshold=threshold, threshold_mode=threshold_mode,
+                cooldown=cooldown, min_lr=min_lr, eps=eps))
+
+        def step(self, metrics, epoch=None) -> None:
+            self._engine.step(self.optimizer._engine, float(metrics))
+
+    class SequentialLR(_Scheduler):
+        """Runs ``schedulers`` one after another, switching at ``milestones``."""
+
+        def __init__(self, optimizer, schedulers, milestones, last_epoch: int = -1):
+            _no_resume(last_epoch)
+            super().__init__(optimizer, "SequentialLR", dict(milestones=list(milestones)), (), list(schedulers))
+
+    class ChainedScheduler(_Scheduler):
+        """Steps every scheduler of ``schedulers`` at each step, their factors multiplying."""
+
+        def __init__(self, schedulers, optimizer=None):
+            schedulers = list(schedulers)
+            if not schedulers:
+                raise ValueError("ChainedScheduler needs at least one scheduler")
+            super().__init__(optimizer or schedulers[0].optimizer, "ChainedScheduler", {}, (), schedulers)
 
 
 lr_scheduler = _LrScheduler

@@ -78,6 +78,39 @@ impl<B: Backend> Gradients<B> {
         self.by_node.iter().map(|(id, g)| (VarId(*id), g))
     }
 
+    /// Gradients given by hand, each paired with its variable (a tracked tensor), for code that
+    /// obtains them another way (a binding whose leaves accumulate their own `.grad`) and hands them
+    /// to an API that reads [`Gradients`], such as L-BFGS's closure. They are found with
+    /// [`Gradients::get`] and [`Gradients::iter`]; [`Gradients::by_name`] knows no names here.
+    ///
+    /// ```
+    /// # use nabla_tensor::{Gradients, Tensor}; use nabla_cpu::CpuBackend;
+    /// let cpu = CpuBackend::new();
+    /// let x = Tensor::from_vec(vec![3.0f64], [1], &cpu)?.leaf()?;
+    /// let grads = Gradients::from_pairs([(x.clone(), Tensor::from_vec(vec![6.0f64], [1], &cpu)?)])?;
+    /// assert_eq!(grads.get(&x).unwrap().to_vec::<f64>()?, vec![6.0]);
+    /// assert!(Gradients::from_pairs([(x.detach(), x.detach())]).is_err());
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (Tensor<B>, Tensor<B>)>) -> Result<Self> {
+        let mut by_node = HashMap::new();
+        for (var, grad) in pairs {
+            let Some(id) = var.node_id() else {
+                return Err(Error::Autodiff {
+                    op: "Gradients::from_pairs",
+                    message: "a gradient was paired with an untracked tensor; pair it with the \
+                              variable (a tensor that requires gradients)"
+                        .to_string(),
+                });
+            };
+            by_node.insert(id, grad.detach());
+        }
+        Ok(Gradients {
+            by_node,
+            names: HashMap::new(),
+        })
+    }
+
     /// Number of variables that received a gradient.
     pub fn len(&self) -> usize {
         self.by_node.len()

@@ -11,6 +11,13 @@ pub fn is_grad_enabled() -> bool {
     GRAD_ENABLED.with(Cell::get)
 }
 
+/// Sets recording on this thread to `on` until it is set again, and returns the previous state
+/// (PyTorch's `torch.set_grad_enabled(mode)` called as a function). Scoped code should prefer
+/// [`NoGradGuard`], which restores the state however the scope ends.
+pub fn set_grad_enabled(on: bool) -> bool {
+    GRAD_ENABLED.with(|g| g.replace(on))
+}
+
 /// Restores the previous recording state when dropped; made by [`NoGradGuard::new`].
 #[must_use = "recording resumes as soon as the guard is dropped"]
 pub struct NoGradGuard {
@@ -23,8 +30,9 @@ impl NoGradGuard {
         Self::set(false)
     }
 
-    /// Sets recording to `on` until the guard is dropped.
-    fn set(on: bool) -> Self {
+    /// Sets recording to `on` until the guard is dropped (PyTorch's `set_grad_enabled`; `true`
+    /// records again inside a `no_grad` scope, as `enable_grad`).
+    pub fn set(on: bool) -> Self {
         let previous = GRAD_ENABLED.with(|g| g.replace(on));
         NoGradGuard { previous }
     }

@@ -37,7 +37,7 @@ pub use forward::{hessian, hvp, jacfwd, jacrev, jvp, jvp_n};
 pub use functional::{
     Pullback, grad, grad_n, value_and_grad, value_and_grad_n, vjp, vjp_fn_n, vjp_n,
 };
-pub use grad_mode::{NoGradGuard, is_grad_enabled, no_grad};
+pub use grad_mode::{NoGradGuard, is_grad_enabled, no_grad, set_grad_enabled};
 pub use gradcheck::{
     ElementCheck, GradCheckOptions, GradCheckReport, InputCheck, check_gradients,
     check_second_order,

@@ -257,7 +257,7 @@ class _BatchNorm(Module):
             var = x.var(axes)
             if self.training and self.track_running_stats:
                 count = x.size // self.num_features
-                with _nabla.NoGrad():
+                with _nabla.GradMode(False):
                     m = self.momentum
                     unbiased = var.detach() * (count / max(count - 1, 1))
                     self._buffers["running_mean"] = self.running_mean * (1 - m) + mean.detach() * m
