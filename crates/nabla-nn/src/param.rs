@@ -227,6 +227,33 @@ impl<B: Backend> Param<B> {
         }
     }
 
+    /// Makes `value` the parameter's values exactly as given: the same graph node, not a fresh leaf,
+    /// so that gradients of what the module computes reach whoever made `value`. For code that owns
+    /// the values elsewhere and runs a module on them: a binding whose tensors are leaves of their
+    /// own, or a traced program whose inputs are the parameters. The shape and dtype must match.
+    ///
+    /// ```
+    /// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend; use nabla_nn::Param;
+    /// let cpu = CpuBackend::new();
+    /// let w = Param::new(Tensor::zeros([2], nabla_core::DType::F64, &cpu)?)?;
+    /// let owned = Tensor::from_vec(vec![1.0f64, 2.0], [2], &cpu)?.leaf()?;
+    /// w.bind(owned.clone())?;
+    /// let grads = w.value().square()?.sum_all()?.backward()?;
+    /// assert_eq!(grads.get(&owned).unwrap().to_vec::<f64>()?, vec![2.0, 4.0]);
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn bind(&self, value: Tensor<B>) -> Result<()> {
+        let mut state = self.write();
+        check_replacement(
+            "Param::bind",
+            &value,
+            state.value.shape(),
+            state.value.dtype(),
+        )?;
+        state.value = value;
+        Ok(())
+    }
+
     /// `true` when gradients reach this parameter (a parameter that is not frozen).
     pub fn is_trainable(&self) -> bool {
         self.read().trainable

@@ -1,6 +1,7 @@
 //! Python values to and from JSON: the hyper-parameters of optimizers and the arguments and states
 //! of schedulers, which nabla-nn keeps as JSON.
 
+use nabla_core::{Error, Result};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -103,4 +104,136 @@ fn convert<'py>(py: Python<'py>, v: &Value, tuples: bool) -> PyResult<Bound<'py,
             d.into_any()
         }
     })
+}
+
+/// The arguments of a layer or scheduler `kind`, as JSON from its Python keywords, read with errors
+/// that name it (`op` is the family: `"nn"`, `"lr_scheduler"`).
+pub struct Args<'a> {
+    /// The family, for errors.
+    pub op: &'static str,
+    /// The class name, for errors.
+    pub kind: &'a str,
+    /// The arguments.
+    pub json: Value,
+}
+
+impl Args<'_> {
+    fn get(&self, key: &str) -> Result<&Value> {
+        match &self.json[key] {
+            Value::Null => Err(Error::invalid(
+                self.op,
+                format!("{} needs the argument {key}", self.kind),
+            )),
+            v => Ok(v),
+        }
+    }
+
+    /// `true` when `key` is missing or `None`.
+    pub fn is_none(&self, key: &str) -> bool {
+        self.json[key].is_null()
+    }
+
+    /// An integer.
+    pub fn int(&self, key: &str) -> Result<i64> {
+        self.get(key)?
+            .as_i64()
+            .ok_or_else(|| self.bad(key, "an integer"))
+    }
+
+    /// A non-negative integer.
+    pub fn count(&self, key: &str) -> Result<usize> {
+        usize::try_from(self.int(key)?).map_err(|_| self.bad(key, "a non-negative integer"))
+    }
+
+    /// A number.
+    pub fn real(&self, key: &str) -> Result<f64> {
+        self.get(key)?
+            .as_f64()
+            .ok_or_else(|| self.bad(key, "a number"))
+    }
+
+    /// A number, or `None`.
+    pub fn opt_real(&self, key: &str) -> Result<Option<f64>> {
+        if self.is_none(key) {
+            Ok(None)
+        } else {
+            self.real(key).map(Some)
+        }
+    }
+
+    /// A bool.
+    pub fn flag(&self, key: &str) -> Result<bool> {
+        self.get(key)?
+            .as_bool()
+            .ok_or_else(|| self.bad(key, "a bool"))
+    }
+
+    /// A string.
+    pub fn text(&self, key: &str) -> Result<&str> {
+        self.get(key)?
+            .as_str()
+            .ok_or_else(|| self.bad(key, "a string"))
+    }
+
+    /// A number or a list of numbers.
+    pub fn reals(&self, key: &str) -> Result<Vec<f64>> {
+        let v = self.get(key)?;
+        match v.as_array() {
+            Some(items) => items
+                .iter()
+                .map(|x| x.as_f64().ok_or_else(|| self.bad(key, "a list of numbers")))
+                .collect(),
+            None => Ok(vec![v.as_f64().ok_or_else(|| self.bad(key, "a number"))?]),
+        }
+    }
+
+    /// A list of integers.
+    pub fn ints(&self, key: &str) -> Result<Vec<i64>> {
+        self.get(key)?
+            .as_array()
+            .ok_or_else(|| self.bad(key, "a list of integers"))?
+            .iter()
+            .map(|x| {
+                x.as_i64()
+                    .ok_or_else(|| self.bad(key, "a list of integers"))
+            })
+            .collect()
+    }
+
+    /// A non-negative integer or a list of them (a shape).
+    pub fn counts(&self, key: &str) -> Result<Vec<usize>> {
+        let v = self.get(key)?;
+        let items = match v.as_array() {
+            Some(items) => items.clone(),
+            None => vec![v.clone()],
+        };
+        items
+            .iter()
+            .map(|x| {
+                x.as_u64()
+                    .map(|n| n as usize)
+                    .ok_or_else(|| self.bad(key, "a non-negative integer or a list of them"))
+            })
+            .collect()
+    }
+
+    /// A non-negative integer for both dimensions, or a pair of them (PyTorch's `_pair`).
+    pub fn pair(&self, key: &str) -> Result<(usize, usize)> {
+        match self.counts(key)?.as_slice() {
+            [n] => Ok((*n, *n)),
+            [a, b] => Ok((*a, *b)),
+            _ => Err(self.bad(key, "an integer or a pair of integers")),
+        }
+    }
+
+    /// An error saying that `key` must be `what`.
+    pub fn bad(&self, key: &str, what: &str) -> Error {
+        Error::invalid(
+            self.op,
+            format!(
+                "{}'s {key} must be {what}, got {}",
+                self.kind, self.json[key]
+            ),
+        )
+    }
 }

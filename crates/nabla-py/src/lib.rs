@@ -18,6 +18,7 @@ mod error;
 mod grads;
 mod index;
 mod json;
+mod layers;
 mod linalg;
 mod methods;
 mod nn;

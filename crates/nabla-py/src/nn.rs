@@ -514,5 +514,6 @@ pub fn nn_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     ] {
         m.add_function(f)?;
     }
+    crate::layers::add_layers(&m)?;
     Ok(m)
 }

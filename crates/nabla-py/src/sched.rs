@@ -2,7 +2,7 @@
 //! `optim.rs`. `nabla_rs.optim.lr_scheduler` gives them PyTorch's classes and signatures.
 
 use crate::error::{IntoPyResult, stash};
-use crate::json::{to_json, to_py};
+use crate::json::{Args, to_json, to_py};
 use crate::optim::{PyOptimizer, optimizer_of};
 use nabla_any::AnyBackend;
 use nabla_core::{Error, Result};
@@ -16,7 +16,6 @@ use nabla_nn::sched::{
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use serde_json::Value as Json;
 use std::sync::Arc;
 
 type B = AnyBackend;
@@ -38,75 +37,6 @@ enum Inner {
 pub struct PyScheduler {
     kind: String,
     inner: Inner,
-}
-
-/// Reads the arguments of scheduler `kind` from JSON, naming the scheduler in errors.
-struct Args<'a> {
-    kind: &'a str,
-    json: Json,
-}
-
-impl Args<'_> {
-    fn get(&self, key: &str) -> Result<&Json> {
-        match &self.json[key] {
-            Json::Null => Err(Error::invalid(
-                "lr_scheduler",
-                format!("{} needs the argument {key}", self.kind),
-            )),
-            v => Ok(v),
-        }
-    }
-    fn int(&self, key: &str) -> Result<i64> {
-        self.get(key)?
-            .as_i64()
-            .ok_or_else(|| self.bad(key, "an integer"))
-    }
-    fn real(&self, key: &str) -> Result<f64> {
-        self.get(key)?
-            .as_f64()
-            .ok_or_else(|| self.bad(key, "a number"))
-    }
-    fn flag(&self, key: &str) -> Result<bool> {
-        self.get(key)?
-            .as_bool()
-            .ok_or_else(|| self.bad(key, "a bool"))
-    }
-    fn text(&self, key: &str) -> Result<&str> {
-        self.get(key)?
-            .as_str()
-            .ok_or_else(|| self.bad(key, "a string"))
-    }
-    /// A number or a list of numbers.
-    fn reals(&self, key: &str) -> Result<Vec<f64>> {
-        let v = self.get(key)?;
-        match v.as_array() {
-            Some(items) => items
-                .iter()
-                .map(|x| x.as_f64().ok_or_else(|| self.bad(key, "a list of numbers")))
-                .collect(),
-            None => Ok(vec![v.as_f64().ok_or_else(|| self.bad(key, "a number"))?]),
-        }
-    }
-    fn ints(&self, key: &str) -> Result<Vec<i64>> {
-        self.get(key)?
-            .as_array()
-            .ok_or_else(|| self.bad(key, "a list of integers"))?
-            .iter()
-            .map(|x| {
-                x.as_i64()
-                    .ok_or_else(|| self.bad(key, "a list of integers"))
-            })
-            .collect()
-    }
-    fn bad(&self, key: &str, what: &str) -> Error {
-        Error::invalid(
-            "lr_scheduler",
-            format!(
-                "{}'s {key} must be {what}, got {}",
-                self.kind, self.json[key]
-            ),
-        )
-    }
 }
 
 /// Python callables as the factors of `LambdaLR` and `MultiplicativeLR`.
@@ -140,16 +70,13 @@ fn plateau_config(a: &Args<'_>) -> Result<PlateauConfig> {
             return Err(a.bad("threshold_mode", &format!("'rel' or 'abs' (not {other:?})")));
         }
     };
-    let count = |key: &str| -> Result<usize> {
-        usize::try_from(a.int(key)?).map_err(|_| a.bad(key, "a non-negative integer"))
-    };
     Ok(PlateauConfig {
         mode,
         factor: a.real("factor")?,
-        patience: count("patience")?,
+        patience: a.count("patience")?,
         threshold: a.real("threshold")?,
         threshold_mode,
-        cooldown: count("cooldown")?,
+        cooldown: a.count("cooldown")?,
         min_lr: a.reals("min_lr")?,
         eps: a.real("eps")?,
     })
@@ -266,6 +193,7 @@ impl PyScheduler {
         children: Vec<Bound<'_, PyScheduler>>,
     ) -> PyResult<Self> {
         let a = Args {
+            op: "lr_scheduler",
             kind: &kind,
             json: to_json(args, &kind)?,
         };

@@ -943,6 +943,17 @@ def neg(x: ArrayLike) -> Tensor: ...
 
 class _nn_module:
 
+    def LAYERS(self, *args: Any, **kwargs: Any) -> Any:
+        """Built-in mutable sequence.
+
+If no argument is given, the constructor creates a new empty list.
+The argument must be an iterable if specified."""
+        ...
+
+    def Layer(self, kind, args, dtype) -> Any:
+        """A nabla-nn layer behind a `nabla_rs.nn` module."""
+        ...
+
     def _adam_step(self, param, grad, moments, step, lr, betas, eps, weight_decay, decoupled, amsgrad) -> Any:
         """`_adam_step(param, grad, moments, step, lr, betas, eps, weight_decay, decoupled, amsgrad)
 -> [exp_avg, exp_avg_sq(, max_exp_avg_sq), param]`: one Adam/AdamW update of one parameter as
@@ -982,6 +993,10 @@ by `1/(1-p)` (the identity when not training)."""
 
     def l1_loss(self, input, target, reduction="mean") -> Any:
         """`l1_loss(input, target, reduction='mean')`."""
+        ...
+
+    def layer_arguments(self, kind) -> Any:
+        """`[(name, required, default)]` of layer `kind`'s arguments, in PyTorch's order."""
         ...
 
     def layer_norm(self, input, normalized_shape, weight=None, bias=None, eps=1e-5) -> Any:

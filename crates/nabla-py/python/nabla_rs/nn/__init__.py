@@ -7,7 +7,6 @@ A ``Module`` registers the ``Parameter``\\ s and sub-modules assigned to it, as 
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from typing import Dict, Iterator, Tuple
 
@@ -150,175 +149,84 @@ class Module:
         return head + ")" if not lines else head + "\n  " + "\n  ".join(lines) + "\n)"
 
 
-class Linear(Module):
-    """``y = x Wᵀ + b`` with PyTorch's initialisation: U(-1/√in, 1/√in) for both."""
+class _RustLayer(Module):
+    """A module computed by nabla's Rust layer of the same name (``nabla::nn``): its
+    initialisation, checks and forward pass are the Rust ones. The module owns the parameters and
+    buffers; each call binds the Rust layer to them, so gradients, optimizers, ``load_state_dict``
+    and weight tying (``a.weight = b.weight``) work as in PyTorch."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None):
+    _kind = ""
+    _arguments = ()
+
+    def __init__(self, *args, device=None, dtype=None, **kwargs):
         super().__init__()
-        dtype = dtype or _nabla.float32
-        bound = 1.0 / math.sqrt(in_features) if in_features > 0 else 0.0
-        self.in_features, self.out_features = in_features, out_features
-        self.weight = _uniform((out_features, in_features), bound, dtype)
-        self.bias = _uniform((out_features,), bound, dtype) if bias else None
+        if device not in (None, "cpu"):
+            raise ValueError(f"{self._kind}: nabla's modules are built on the CPU (device={device!r})")
+        names = [name for name, _, _ in self._arguments]
+        if len(args) > len(names):
+            raise TypeError(f"{self._kind} takes {len(names)} arguments, got {len(args)}")
+        values = {}
+        for name, value in zip(names, args):
+            if name in kwargs:
+                raise TypeError(f"{self._kind} got two values for {name!r}")
+            values[name] = value
+        for name, value in kwargs.items():
+            if name not in names:
+                raise TypeError(f"{self._kind} got an unexpected keyword argument {name!r}; its arguments are {', '.join(names)}")
+            values[name] = value
+        for name, required, default in self._arguments:
+            if name not in values:
+                if required:
+                    raise TypeError(f"{self._kind} is missing the argument {name!r}")
+                values[name] = default
+        object.__setattr__(self, "_layer", _nabla.nn.Layer(self._kind, values, dtype or _nabla.float32))
+        object.__setattr__(self, "_arg_values", values)
+        tensors, buffer_names = [], []
+        for name, is_buffer, t in self._layer.named_tensors():
+            tensors.append(name)
+            if is_buffer:
+                self.register_buffer(name, t)
+                buffer_names.append(name)
+            else:
+                setattr(self, name, Parameter(t))
+        for name, value in values.items():
+            if name not in tensors:
+                object.__setattr__(self, name, value)
+        for name in ("weight", "bias"):
+            if name not in tensors:
+                object.__setattr__(self, name, None)
+        object.__setattr__(self, "_tensor_names", tensors)
+        object.__setattr__(self, "_buffer_names", buffer_names)
 
     def forward(self, x):
-        return functional.linear(x, self.weight, self.bias)
-
-    def extra_repr(self):
-        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
-
-
-def _pair(v):
-    return (v, v) if isinstance(v, int) else tuple(v)
-
-
-class Conv2d(Module):
-    """2-D convolution (cross-correlation) with PyTorch's arguments and initialisation."""
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True, dtype=None):
-        super().__init__()
-        dtype = dtype or _nabla.float32
-        kh, kw = _pair(kernel_size)
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"in_channels {in_channels} and out_channels {out_channels} must divide by groups {groups}")
-        fan_in = in_channels // groups * kh * kw
-        bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size, self.stride, self.padding = (kh, kw), _pair(stride), _pair(padding)
-        self.dilation, self.groups = _pair(dilation), groups
-        self.weight = _uniform((out_channels, in_channels // groups, kh, kw), bound, dtype)
-        self.bias = _uniform((out_channels,), bound, dtype) if bias else None
-
-    def forward(self, x):
-        return functional.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
-
-    def extra_repr(self):
-        return f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-
-
-class MaxPool2d(Module):
-    """2-D max pooling (the stride defaults to the kernel size)."""
-
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-        super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
-        self.dilation, self.ceil_mode = dilation, ceil_mode
-
-    def forward(self, x):
-        return functional.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
-
-
-class Flatten(Module):
-    """Merges axes ``start_dim..=end_dim`` (from 1 by default, keeping the batch axis)."""
-
-    def __init__(self, start_dim: int = 1, end_dim: int = -1):
-        super().__init__()
-        self.start_dim, self.end_dim = start_dim, end_dim
-
-    def forward(self, x):
-        return x.flatten(self.start_dim, self.end_dim)
-
-
-class Dropout(Module):
-    """Zeroes elements with probability ``p`` while training, scaling the rest by ``1/(1-p)``."""
-
-    def __init__(self, p: float = 0.5):
-        super().__init__()
-        self.p = p
-
-    def forward(self, x):
-        return functional.dropout(x, self.p, self.training)
-
-
-class _BatchNorm(Module):
-    """Batch normalisation over every axis but the channels (axis 1), as PyTorch's: batch statistics
-    (biased variance) while training, updating the running mean and the unbiased running variance
-    with ``momentum``; the running statistics in evaluation."""
-
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, dtype=None):
-        super().__init__()
-        dtype = dtype or _nabla.float32
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.weight = Parameter(_nabla.ones(num_features, dtype=dtype)) if affine else None
-        self.bias = Parameter(_nabla.zeros(num_features, dtype=dtype)) if affine else None
-        self.track_running_stats = track_running_stats
-        if track_running_stats:
-            self.register_buffer("running_mean", _nabla.zeros(num_features, dtype=dtype))
-            self.register_buffer("running_var", _nabla.ones(num_features, dtype=dtype))
-            self.register_buffer("num_batches_tracked", _nabla.tensor(0))
-
-    def forward(self, x):
-        axes = tuple(a for a in range(x.ndim) if a != 1)
-        shape = [1] * x.ndim
-        shape[1] = self.num_features
-        if self.training or not self.track_running_stats:
-            mean = x.mean(axes)
-            var = x.var(axes)
-            if self.training and self.track_running_stats:
-                count = x.size // self.num_features
-                with _nabla.GradMode(False):
-                    m = self.momentum
-                    unbiased = var.detach() * (count / max(count - 1, 1))
-                    self._buffers["running_mean"] = self.running_mean * (1 - m) + mean.detach() * m
-                    self._buffers["running_var"] = self.running_var * (1 - m) + unbiased * m
-                    self._buffers["num_batches_tracked"] = self.num_batches_tracked + 1
-        else:
-            mean, var = self.running_mean, self.running_var
-        y = (x - mean.reshape(shape)) / (var.reshape(shape) + self.eps).sqrt()
-        if self.weight is not None:
-            y = y * self.weight.reshape(shape) + self.bias.reshape(shape)
+        tensors = [getattr(self, name) for name in self._tensor_names]
+        y, buffers = self._layer.forward(x, tensors, self.training)
+        for name, value in zip(self._buffer_names, buffers):
+            self._buffers[name] = value
         return y
 
-
-class BatchNorm1d(_BatchNorm):
-    """Batch normalisation of ``[N, C]`` or ``[N, C, L]`` inputs."""
-
-
-class BatchNorm2d(_BatchNorm):
-    """Batch normalisation of ``[N, C, H, W]`` inputs."""
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in self._arg_values.items())
 
 
-class LayerNorm(Module):
-    """Layer normalisation over the trailing ``normalized_shape`` with learned scale and shift."""
+def _layer_class(kind: str) -> type:
+    import inspect
 
-    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, dtype=None):
-        super().__init__()
-        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-        self.normalized_shape, self.eps = shape, eps
-        dtype = dtype or _nabla.float32
-        self.weight = Parameter(_nabla.ones(shape, dtype=dtype)) if elementwise_affine else None
-        self.bias = Parameter(_nabla.zeros(shape, dtype=dtype)) if elementwise_affine else None
-
-    def forward(self, x):
-        return functional.layer_norm(x, list(self.normalized_shape), self.weight, self.bias, self.eps)
-
-
-class Embedding(Module):
-    """A lookup table of ``num_embeddings`` vectors, initialised N(0, 1)."""
-
-    def __init__(self, num_embeddings: int, embedding_dim: int, dtype=None):
-        super().__init__()
-        self.weight = Parameter(_nabla.randn(num_embeddings, embedding_dim, dtype=dtype or _nabla.float32))
-
-    def forward(self, indices):
-        return self.weight[indices]
+    arguments = tuple(_nabla.nn.layer_arguments(kind))
+    params = [
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, **({} if required else {"default": default}))
+        for name, required, default in arguments
+    ]
+    params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in ("device", "dtype")]
+    doc = f"PyTorch's ``nn.{kind}``, computed by nabla's Rust layer ``nabla::nn::{kind}``."
+    cls = type(kind, (_RustLayer,), {"_kind": kind, "_arguments": arguments, "__doc__": doc, "__module__": __name__})
+    cls.__signature__ = inspect.Signature(params)
+    return cls
 
 
-def _activation(name, fn, doc):
-    def forward(self, x):
-        return fn(x)
-
-    return type(name, (Module,), {"forward": forward, "__doc__": doc})
-
-
-ReLU = _activation("ReLU", functional.relu, "``max(x, 0)``.")
-GELU = _activation("GELU", functional.gelu, "The exact GELU.")
-SiLU = _activation("SiLU", functional.silu, "``x sigmoid(x)``.")
-Tanh = _activation("Tanh", functional.tanh, "Hyperbolic tangent.")
-Sigmoid = _activation("Sigmoid", functional.sigmoid, "The logistic sigmoid.")
-Softplus = _activation("Softplus", functional.softplus, "``log(1 + e^x)``.")
-Identity = _activation("Identity", lambda x: x, "Returns its input.")
+for _kind in _nabla.nn.LAYERS:
+    globals()[_kind] = _layer_class(_kind)
+del _kind
 
 
 class Sequential(Module):

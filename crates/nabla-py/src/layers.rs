@@ -1,0 +1,429 @@
+//! `nabla_rs._nabla.nn.Layer`: nabla-nn's layers run from Python, so that Python and Rust share one
+//! implementation of each (its initialisation, checks and forward pass). `nabla_rs.nn` makes a
+//! PyTorch-style module class of every entry of [`layer_table!`]'s table.
+//!
+//! The Python module owns the parameters and buffers (tensors the optimizers update in place); the
+//! Rust layer is built once, with PyTorch's initialisation, and at each call its `Param`s are bound
+//! to the module's current tensors (`Param::bind`), so gradients reach them. Inside `jit` or `vmap`
+//! the layer is built again for the traced program and bound to the traced values.
+
+use crate::convert::to_value;
+use crate::error::IntoPyResult;
+use crate::json::{Args, to_json, to_py_tuples};
+use crate::ops::with_generator;
+use crate::tensor::PyTensor;
+use crate::value::{Group, Value, unify};
+use nabla_any::AnyBackend;
+use nabla_core::{Backend, DType, Error, Generator, Result};
+use nabla_nn::activation::{
+    ELU, Flatten, GELU, Identity, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Softplus,
+    Tanh,
+};
+use nabla_nn::{
+    AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, ConvOptions,
+    ConvTranspose2d, Dropout, Embedding, Forward, GroupNorm, LayerNorm, Linear, MaxPool1d,
+    MaxPool2d, Param, ParamKind, RMSNorm,
+};
+use nabla_tensor::Tensor;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use serde_json::{Value as Json, json};
+use std::sync::Mutex;
+
+/// A layer of any kind, on backend `B`.
+type Boxed<B> = Box<dyn Forward<B> + Send + Sync>;
+
+/// `None` for a required argument, the default otherwise.
+macro_rules! default_of {
+    () => {
+        None
+    };
+    ($d:tt) => {
+        Some(json!($d))
+    };
+}
+
+/// The layers Python can build: each entry is PyTorch's class name, its arguments (PyTorch's names,
+/// order and defaults; a bare name is required) and how nabla-nn builds it for any backend from
+/// `args` (an [`Args`]), `dtype`, `rng` and `backend`. One entry per layer.
+macro_rules! layer_table {
+    ($($name:literal [$($arg:literal $(= $default:tt)?),*] => |$a:ident, $d:ident, $r:ident, $b:ident| $build:expr;)*) => {
+        /// The class names of the table.
+        const LAYERS: &[&str] = &[$($name),*];
+
+        /// `(name, default)` of each argument of layer `kind`, in PyTorch's order (`None`: required).
+        fn layer_signature(kind: &str) -> Option<Vec<(&'static str, Option<Json>)>> {
+            match kind {
+                $($name => Some(vec![$(($arg, default_of!($($default)?))),*]),)*
+                _ => None,
+            }
+        }
+
+        /// Builds layer `kind` on `backend`.
+        fn build_layer<B: Backend>(
+            kind: &str,
+            args: &Args<'_>,
+            dtype: DType,
+            rng: &mut Generator,
+            backend: &B,
+        ) -> Result<Boxed<B>> {
+            match kind {
+                $($name => {
+                    #[allow(unused_variables)]
+                    let ($a, $d, $r, $b) = (args, dtype, &mut *rng, backend);
+                    Ok(Box::new($build?))
+                })*
+                other => Err(Error::invalid("nn", format!("unknown layer {other:?}"))),
+            }
+        }
+    };
+}
+
+/// Options of a convolution with `K`-sized windows from PyTorch's arguments.
+fn conv_options<K: nabla_nn::SpatialSize>(
+    a: &Args<'_>,
+    size: impl Fn(&str) -> Result<K>,
+) -> Result<ConvOptions<K>> {
+    if a.text("padding_mode")? != "zeros" {
+        return Err(a.bad("padding_mode", "'zeros' (the only padding nabla has)"));
+    }
+    let output_padding = if a.is_none("output_padding") {
+        K::splat(0)
+    } else {
+        size("output_padding")?
+    };
+    Ok(ConvOptions {
+        stride: size("stride")?,
+        padding: size("padding")?,
+        output_padding,
+        dilation: size("dilation")?,
+        groups: a.count("groups")?,
+        bias: a.flag("bias")?,
+    })
+}
+
+/// `stride`, where `None` means the kernel size.
+fn opt_pair(a: &Args<'_>, key: &str) -> Result<Option<(usize, usize)>> {
+    if a.is_none(key) {
+        Ok(None)
+    } else {
+        a.pair(key).map(Some)
+    }
+}
+
+fn opt_count(a: &Args<'_>, key: &str) -> Result<Option<usize>> {
+    if a.is_none(key) {
+        Ok(None)
+    } else {
+        a.count(key).map(Some)
+    }
+}
+
+/// Refuses PyTorch options nabla lacks, naming them. (`inplace=True` is accepted everywhere: the
+/// output is the same, only the input is not overwritten.)
+fn refuse(a: &Args<'_>, key: &str, when: bool, why: &str) -> Result<()> {
+    if when { Err(a.bad(key, why)) } else { Ok(()) }
+}
+
+layer_table! {
+    "Linear" ["in_features", "out_features", "bias" = true] =>
+        |a, d, r, b| Linear::new(a.count("in_features")?, a.count("out_features")?, a.flag("bias")?, d, r, b);
+    "Conv1d" ["in_channels", "out_channels", "kernel_size", "stride" = 1, "padding" = 0, "dilation" = 1,
+              "groups" = 1, "bias" = true, "padding_mode" = "zeros"] =>
+        |a, d, r, b| Conv1d::new(a.count("in_channels")?, a.count("out_channels")?, a.count("kernel_size")?,
+                                    conv_options(a, |k| a.count(k))?, d, r, b);
+    "Conv2d" ["in_channels", "out_channels", "kernel_size", "stride" = 1, "padding" = 0, "dilation" = 1,
+              "groups" = 1, "bias" = true, "padding_mode" = "zeros"] =>
+        |a, d, r, b| Conv2d::new(a.count("in_channels")?, a.count("out_channels")?, a.pair("kernel_size")?,
+                                    conv_options(a, |k| a.pair(k))?, d, r, b);
+    "ConvTranspose2d" ["in_channels", "out_channels", "kernel_size", "stride" = 1, "padding" = 0,
+                       "output_padding" = 0, "groups" = 1, "bias" = true, "dilation" = 1, "padding_mode" = "zeros"] =>
+        |a, d, r, b| ConvTranspose2d::new(a.count("in_channels")?, a.count("out_channels")?,
+                                             a.pair("kernel_size")?, conv_options(a, |k| a.pair(k))?, d, r, b);
+    "MaxPool1d" ["kernel_size", "stride" = null, "padding" = 0, "dilation" = 1, "return_indices" = false,
+                 "ceil_mode" = false] =>
+        |a, d, r, b| {
+            refuse(a, "return_indices", a.flag("return_indices")?, "False (use F.max_pool2d's indices)")?;
+            MaxPool1d::new(a.count("kernel_size")?, opt_count(a, "stride")?, a.count("padding")?,
+                           a.count("dilation")?, a.flag("ceil_mode")?)
+        };
+    "MaxPool2d" ["kernel_size", "stride" = null, "padding" = 0, "dilation" = 1, "return_indices" = false,
+                 "ceil_mode" = false] =>
+        |a, d, r, b| {
+            refuse(a, "return_indices", a.flag("return_indices")?, "False (use F.max_pool2d's indices)")?;
+            MaxPool2d::new(a.pair("kernel_size")?, opt_pair(a, "stride")?, a.pair("padding")?,
+                           a.pair("dilation")?, a.flag("ceil_mode")?)
+        };
+    "AvgPool1d" ["kernel_size", "stride" = null, "padding" = 0, "ceil_mode" = false, "count_include_pad" = true] =>
+        |a, d, r, b| AvgPool1d::new(a.count("kernel_size")?, opt_count(a, "stride")?,
+                                          a.count("padding")?, a.flag("ceil_mode")?, a.flag("count_include_pad")?);
+    "AvgPool2d" ["kernel_size", "stride" = null, "padding" = 0, "ceil_mode" = false, "count_include_pad" = true,
+                 "divisor_override" = null] =>
+        |a, d, r, b| AvgPool2d::new(a.pair("kernel_size")?, opt_pair(a, "stride")?,
+                                          a.pair("padding")?, a.flag("ceil_mode")?, a.flag("count_include_pad")?,
+                                          opt_count(a, "divisor_override")?);
+    "AdaptiveAvgPool2d" ["output_size"] =>
+        |a, d, r, b| AdaptiveAvgPool2d::new(a.pair("output_size")?);
+    "BatchNorm1d" ["num_features", "eps" = 1e-5, "momentum" = 0.1, "affine" = true, "track_running_stats" = true] =>
+        |a, d, r, b| BatchNorm1d::new(a.count("num_features")?, a.real("eps")?,
+                                          a.opt_real("momentum")?, a.flag("affine")?, a.flag("track_running_stats")?, d, b);
+    "BatchNorm2d" ["num_features", "eps" = 1e-5, "momentum" = 0.1, "affine" = true, "track_running_stats" = true] =>
+        |a, d, r, b| BatchNorm2d::new(a.count("num_features")?, a.real("eps")?,
+                                          a.opt_real("momentum")?, a.flag("affine")?, a.flag("track_running_stats")?, d, b);
+    "GroupNorm" ["num_groups", "num_channels", "eps" = 1e-5, "affine" = true] =>
+        |a, d, r, b| GroupNorm::new(a.count("num_groups")?, a.count("num_channels")?,
+                                        a.real("eps")?, a.flag("affine")?, d, b);
+    "LayerNorm" ["normalized_shape", "eps" = 1e-5, "elementwise_affine" = true, "bias" = true] =>
+        |a, d, r, b| LayerNorm::new(a.counts("normalized_shape")?, a.real("eps")?,
+                                        a.flag("elementwise_affine")?, a.flag("bias")?, d, b);
+    "RMSNorm" ["normalized_shape", "eps" = null, "elementwise_affine" = true] =>
+        |a, d, r, b| RMSNorm::new(&a.counts("normalized_shape")?, a.opt_real("eps")?,
+                                      a.flag("elementwise_affine")?, d, b);
+    "Dropout" ["p" = 0.5, "inplace" = false] => |a, d, r, b| Dropout::new(a.real("p")?, r);
+    "Embedding" ["num_embeddings", "embedding_dim", "padding_idx" = null] =>
+        |a, d, r, b| Embedding::new(a.count("num_embeddings")?, a.count("embedding_dim")?,
+                                       if a.is_none("padding_idx") { None } else { Some(a.int("padding_idx")?) }, d, r, b);
+    "Identity" [] => |a, d, r, b| Ok::<_, Error>(Identity);
+    "ReLU" ["inplace" = false] => |a, d, r, b| Ok::<_, Error>(ReLU);
+    "Tanh" [] => |a, d, r, b| Ok::<_, Error>(Tanh);
+    "Sigmoid" [] => |a, d, r, b| Ok::<_, Error>(Sigmoid);
+    "SiLU" ["inplace" = false] => |a, d, r, b| Ok::<_, Error>(SiLU);
+    "GELU" ["approximate" = "none"] =>
+        |a, d, r, b| match a.text("approximate")? {
+            "none" => Ok(GELU { tanh_approximation: false }),
+            "tanh" => Ok(GELU { tanh_approximation: true }),
+            _ => Err(a.bad("approximate", "'none' or 'tanh'")),
+        };
+    "LeakyReLU" ["negative_slope" = 0.01, "inplace" = false] =>
+        |a, d, r, b| Ok::<_, Error>(LeakyReLU { negative_slope: a.real("negative_slope")? });
+    "ELU" ["alpha" = 1.0, "inplace" = false] =>
+        |a, d, r, b| Ok::<_, Error>(ELU { alpha: a.real("alpha")? });
+    "Softplus" ["beta" = 1.0, "threshold" = 20.0] =>
+        |a, d, r, b| Ok::<_, Error>(Softplus { beta: a.real("beta")?, threshold: a.real("threshold")? });
+    "Softmax" ["dim" = null] =>
+        |a, d, r, b| Ok::<_, Error>(Softmax { dim: softmax_dim(a)? });
+    "LogSoftmax" ["dim" = null] =>
+        |a, d, r, b| Ok::<_, Error>(LogSoftmax { dim: softmax_dim(a)? });
+    "Flatten" ["start_dim" = 1, "end_dim" = (-1)] =>
+        |a, d, r, b| Ok::<_, Error>(Flatten { start_dim: a.int("start_dim")? as isize,
+                                                                    end_dim: a.int("end_dim")? as isize });
+}
+
+/// `dim` of `Softmax`/`LogSoftmax`: PyTorch's `dim=None` is deprecated guesswork, so nabla asks.
+fn softmax_dim(a: &Args<'_>) -> Result<isize> {
+    if a.is_none("dim") {
+        return Err(a.bad("dim", "given (the axis to normalise over)"));
+    }
+    Ok(a.int("dim")? as isize)
+}
+
+/// `[(name, required, default)]` of layer `kind`'s arguments, in PyTorch's order.
+#[pyfunction]
+fn layer_arguments<'py>(py: Python<'py>, kind: &str) -> PyResult<Bound<'py, PyList>> {
+    let spec = layer_signature(kind).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "unknown layer {kind:?}; nabla has {}",
+            LAYERS.join(", ")
+        ))
+    })?;
+    let rows = spec
+        .into_iter()
+        .map(|(name, default)| {
+            let value = match &default {
+                Some(v) => to_py_tuples(py, v)?,
+                None => py.None().into_bound(py),
+            };
+            PyTuple::new(
+                py,
+                [
+                    name.into_pyobject(py)?.into_any(),
+                    default.is_none().into_pyobject(py)?.to_owned().into_any(),
+                    value,
+                ],
+            )
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, rows)
+}
+
+/// The `Param`s of `layer`, in declaration order, with their names.
+fn params_of<B: Backend>(layer: &dyn Forward<B>) -> Vec<(String, Param<B>)> {
+    let mut out = Vec::new();
+    layer.visit("", &mut |name, p| out.push((name.to_string(), p.clone())));
+    out
+}
+
+/// Binds `layer`'s parameters and buffers to `values` (given by `names`: those of the eager layer,
+/// which may have more, as a traced training-mode layer has no running statistics) and runs it on
+/// `x`; returns the output and the buffers' values afterwards.
+fn run<B: Backend>(
+    layer: &mut dyn Forward<B>,
+    x: &Tensor<B>,
+    names: &[String],
+    values: &[Tensor<B>],
+    training: bool,
+) -> Result<(Tensor<B>, Vec<Tensor<B>>)> {
+    if names.len() != values.len() {
+        return Err(Error::invalid(
+            "nn",
+            format!(
+                "the layer has {} parameters and buffers, the module gave {}",
+                names.len(),
+                values.len()
+            ),
+        ));
+    }
+    let params = params_of(layer);
+    for (name, p) in &params {
+        let i = names
+            .iter()
+            .position(|n| n == name)
+            .ok_or_else(|| Error::invalid("nn", format!("the module has no tensor {name:?}")))?;
+        p.bind(values[i].clone())
+            .map_err(|e| Error::invalid("nn", format!("{name}: {e}")))?;
+    }
+    layer.set_training(training);
+    let y = layer.forward(x)?;
+    let buffers = params
+        .iter()
+        .filter(|(_, p)| p.kind() == ParamKind::Buffer)
+        .map(|(_, p)| p.data())
+        .collect();
+    Ok((y, buffers))
+}
+
+/// A nabla-nn layer behind a `nabla_rs.nn` module.
+#[pyclass(name = "Layer", module = "nabla_rs._nabla.nn")]
+pub struct PyLayer {
+    kind: String,
+    args: Json,
+    dtype: DType,
+    /// Seeds the layer's random stream when it is built again for a traced program.
+    seed: u64,
+    eager: Mutex<Boxed<AnyBackend>>,
+    /// The names of the eager layer's parameters and buffers, in declaration order.
+    names: Vec<String>,
+}
+
+impl PyLayer {
+    /// The arguments of the layer built for a traced program: in training, without running
+    /// statistics, whose update reads values a trace does not have (the traced call leaves the
+    /// module's buffers alone anyway; the output, from the batch's statistics, is the same).
+    fn traced_args(&self, training: bool) -> Args<'_> {
+        let mut json = self.args.clone();
+        if training && json["track_running_stats"] == Json::Bool(true) {
+            json["track_running_stats"] = Json::Bool(false);
+        }
+        Args {
+            op: "nn",
+            kind: &self.kind,
+            json,
+        }
+    }
+}
+
+#[pymethods]
+impl PyLayer {
+    /// `Layer(kind, args, dtype)`: nabla-nn's layer `kind` with PyTorch's arguments `args` (a dict),
+    /// initialised from the global generator (`manual_seed`).
+    #[new]
+    fn new(kind: String, args: &Bound<'_, PyDict>, dtype: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let dtype = crate::dtype::parse_dtype(dtype)?;
+        let args = to_json(args, &kind)?;
+        let a = Args {
+            op: "nn",
+            kind: &kind,
+            json: args.clone(),
+        };
+        let (seed, eager) = with_generator(|rng| {
+            let seed = rng.next_key(1).bits(0);
+            let seed = u64::from(seed[0]) | (u64::from(seed[1]) << 32);
+            build_layer(&kind, &a, dtype, rng, &AnyBackend::cpu()).map(|l| (seed, l))
+        })
+        .py()?;
+        let names = params_of(eager.as_ref())
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        Ok(PyLayer {
+            kind,
+            args,
+            dtype,
+            seed,
+            eager: Mutex::new(eager),
+            names,
+        })
+    }
+
+    /// `[(name, is_buffer, tensor)]`: the initial parameters (leaves that require gradients) and
+    /// buffers, in declaration order.
+    fn named_tensors(&self) -> PyResult<Vec<(String, bool, PyTensor)>> {
+        let layer = self.eager.lock().unwrap_or_else(|e| e.into_inner());
+        params_of(layer.as_ref())
+            .into_iter()
+            .map(|(name, p)| {
+                let buffer = p.kind() == ParamKind::Buffer;
+                let t = if buffer {
+                    p.data()
+                } else {
+                    p.data().leaf().py()?
+                };
+                Ok((name, buffer, PyTensor::eager(t)))
+            })
+            .collect()
+    }
+
+    /// Runs the layer on `x` with the module's `tensors` (parameters and buffers, in the order of
+    /// `named_tensors`); returns the output and the buffers' new values (none for a traced call).
+    fn forward(
+        &self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        tensors: Vec<PyRef<'_, PyTensor>>,
+        training: bool,
+    ) -> PyResult<(PyTensor, Vec<PyTensor>)> {
+        let mut values = vec![to_value(x, None)?];
+        values.extend(tensors.iter().map(|t| t.value.clone()));
+        drop(tensors);
+        match unify(&values).py()? {
+            Group::Eager(v) => {
+                let (y, buffers) = py
+                    .detach(|| {
+                        let mut layer = self.eager.lock().unwrap_or_else(|e| e.into_inner());
+                        run(layer.as_mut(), &v[0], &self.names, &v[1..], training)
+                    })
+                    .py()?;
+                Ok((
+                    PyTensor::eager(y),
+                    buffers.into_iter().map(PyTensor::eager).collect(),
+                ))
+            }
+            Group::Traced(v) => {
+                let backend = v[0].backend().clone();
+                let mut rng = Generator::new(self.seed);
+                let args = self.traced_args(training);
+                let mut layer =
+                    build_layer(&self.kind, &args, self.dtype, &mut rng, &backend).py()?;
+                // A traced call leaves the module's buffers as they are (as `jax.jit` of a pure
+                // function would).
+                let (y, _) = run(layer.as_mut(), &v[0], &self.names, &v[1..], training).py()?;
+                Ok((PyTensor::new(Value::Traced(y)), Vec::new()))
+            }
+        }
+    }
+
+    /// The layer's arguments, for `repr`.
+    #[getter]
+    fn args_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py_tuples(py, &self.args)
+    }
+}
+
+/// Adds the layer class and its table to `nabla_rs._nabla.nn`.
+pub fn add_layers(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyLayer>()?;
+    m.add_function(wrap_pyfunction!(layer_arguments, m)?)?;
+    m.add("LAYERS", LAYERS.to_vec())?;
+    Ok(())
+}
