@@ -10,6 +10,7 @@
 use crate::convert::to_value;
 use crate::error::IntoPyResult;
 use crate::json::{Args, to_json, to_py_tuples};
+use crate::layer_calls::{attention_config, nonlinearity, rnn_config, transformer_config};
 use crate::ops::with_generator;
 use crate::tensor::PyTensor;
 use crate::value::{Group, Value, unify};
@@ -20,9 +21,10 @@ use nabla_nn::activation::{
     Tanh,
 };
 use nabla_nn::{
-    AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, ConvOptions,
-    ConvTranspose2d, Dropout, Embedding, Forward, GroupNorm, LayerNorm, Linear, MaxPool1d,
-    MaxPool2d, Param, ParamKind, RMSNorm,
+    AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d, Bilinear, Conv1d, Conv2d,
+    ConvOptions, ConvTranspose2d, Dropout, Embedding, Forward, GRU, GroupNorm, LSTM, LayerNorm,
+    Linear, MaxPool1d, MaxPool2d, Module, MultiheadAttention, Param, ParamKind, RMSNorm, RNN,
+    TransformerDecoderLayer, TransformerEncoderLayer,
 };
 use nabla_tensor::Tensor;
 use pyo3::exceptions::PyValueError;
@@ -32,7 +34,63 @@ use serde_json::{Value as Json, json};
 use std::sync::Mutex;
 
 /// A layer of any kind, on backend `B`.
-type Boxed<B> = Box<dyn Forward<B> + Send + Sync>;
+type Boxed<B> = Box<dyn Layer<B>>;
+
+/// What the binding runs: tensors in, tensors out (`None` for an optional one left out), with the
+/// call's keyword flags (`need_weights`, `is_causal`, ...).
+pub(crate) trait Layer<B: Backend>: Module<B> + Send + Sync {
+    /// Runs the layer.
+    fn call(
+        &self,
+        inputs: &[Option<Tensor<B>>],
+        flags: &Args<'_>,
+    ) -> Result<Vec<Option<Tensor<B>>>>;
+}
+
+/// A layer of one input and one output (a [`Forward`]).
+pub(crate) struct Single<L>(pub L);
+
+impl<B: Backend, L: Module<B>> Module<B> for Single<L> {
+    fn visit(&self, prefix: &str, visitor: &mut dyn FnMut(&str, &Param<B>)) {
+        self.0.visit(prefix, visitor);
+    }
+
+    fn set_training(&mut self, training: bool) {
+        self.0.set_training(training);
+    }
+}
+
+impl<B: Backend, L: Forward<B> + Send + Sync> Layer<B> for Single<L> {
+    fn call(
+        &self,
+        inputs: &[Option<Tensor<B>>],
+        _flags: &Args<'_>,
+    ) -> Result<Vec<Option<Tensor<B>>>> {
+        Ok(vec![Some(self.0.forward(input(inputs, 0, "input")?)?)])
+    }
+}
+
+/// Input `i` (`what` in errors), which must be given.
+pub(crate) fn input<'t, B: Backend>(
+    inputs: &'t [Option<Tensor<B>>],
+    i: usize,
+    what: &str,
+) -> Result<&'t Tensor<B>> {
+    inputs
+        .get(i)
+        .and_then(Option::as_ref)
+        .ok_or_else(|| Error::invalid("nn", format!("the layer needs its {what}")))
+}
+
+/// Input `i` if given.
+pub(crate) fn optional<B: Backend>(inputs: &[Option<Tensor<B>>], i: usize) -> Option<&Tensor<B>> {
+    inputs.get(i).and_then(Option::as_ref)
+}
+
+/// A layer that implements [`Layer`] itself (several inputs or outputs).
+pub(crate) fn direct<T>(layer: T) -> T {
+    layer
+}
 
 /// `None` for a required argument, the default otherwise.
 macro_rules! default_of {
@@ -48,7 +106,7 @@ macro_rules! default_of {
 /// order and defaults; a bare name is required) and how nabla-nn builds it for any backend from
 /// `args` (an [`Args`]), `dtype`, `rng` and `backend`. One entry per layer.
 macro_rules! layer_table {
-    ($($name:literal [$($arg:literal $(= $default:tt)?),*] => |$a:ident, $d:ident, $r:ident, $b:ident| $build:expr;)*) => {
+    ($($name:literal [$($arg:literal $(= $default:tt)?),*] => $wrap:ident |$a:ident, $d:ident, $r:ident, $b:ident| $build:expr;)*) => {
         /// The class names of the table.
         const LAYERS: &[&str] = &[$($name),*];
 
@@ -72,7 +130,7 @@ macro_rules! layer_table {
                 $($name => {
                     #[allow(unused_variables)]
                     let ($a, $d, $r, $b) = (args, dtype, &mut *rng, backend);
-                    Ok(Box::new($build?))
+                    Ok(Box::new($wrap($build?)))
                 })*
                 other => Err(Error::invalid("nn", format!("unknown layer {other:?}"))),
             }
@@ -128,85 +186,108 @@ fn refuse(a: &Args<'_>, key: &str, when: bool, why: &str) -> Result<()> {
 
 layer_table! {
     "Linear" ["in_features", "out_features", "bias" = true] =>
-        |a, d, r, b| Linear::new(a.count("in_features")?, a.count("out_features")?, a.flag("bias")?, d, r, b);
+        Single |a, d, r, b| Linear::new(a.count("in_features")?, a.count("out_features")?, a.flag("bias")?, d, r, b);
     "Conv1d" ["in_channels", "out_channels", "kernel_size", "stride" = 1, "padding" = 0, "dilation" = 1,
               "groups" = 1, "bias" = true, "padding_mode" = "zeros"] =>
-        |a, d, r, b| Conv1d::new(a.count("in_channels")?, a.count("out_channels")?, a.count("kernel_size")?,
+        Single |a, d, r, b| Conv1d::new(a.count("in_channels")?, a.count("out_channels")?, a.count("kernel_size")?,
                                     conv_options(a, |k| a.count(k))?, d, r, b);
     "Conv2d" ["in_channels", "out_channels", "kernel_size", "stride" = 1, "padding" = 0, "dilation" = 1,
               "groups" = 1, "bias" = true, "padding_mode" = "zeros"] =>
-        |a, d, r, b| Conv2d::new(a.count("in_channels")?, a.count("out_channels")?, a.pair("kernel_size")?,
+        Single |a, d, r, b| Conv2d::new(a.count("in_channels")?, a.count("out_channels")?, a.pair("kernel_size")?,
                                     conv_options(a, |k| a.pair(k))?, d, r, b);
     "ConvTranspose2d" ["in_channels", "out_channels", "kernel_size", "stride" = 1, "padding" = 0,
                        "output_padding" = 0, "groups" = 1, "bias" = true, "dilation" = 1, "padding_mode" = "zeros"] =>
-        |a, d, r, b| ConvTranspose2d::new(a.count("in_channels")?, a.count("out_channels")?,
+        Single |a, d, r, b| ConvTranspose2d::new(a.count("in_channels")?, a.count("out_channels")?,
                                              a.pair("kernel_size")?, conv_options(a, |k| a.pair(k))?, d, r, b);
     "MaxPool1d" ["kernel_size", "stride" = null, "padding" = 0, "dilation" = 1, "return_indices" = false,
                  "ceil_mode" = false] =>
-        |a, d, r, b| {
+        Single |a, d, r, b| {
             refuse(a, "return_indices", a.flag("return_indices")?, "False (use F.max_pool2d's indices)")?;
             MaxPool1d::new(a.count("kernel_size")?, opt_count(a, "stride")?, a.count("padding")?,
                            a.count("dilation")?, a.flag("ceil_mode")?)
         };
     "MaxPool2d" ["kernel_size", "stride" = null, "padding" = 0, "dilation" = 1, "return_indices" = false,
                  "ceil_mode" = false] =>
-        |a, d, r, b| {
+        Single |a, d, r, b| {
             refuse(a, "return_indices", a.flag("return_indices")?, "False (use F.max_pool2d's indices)")?;
             MaxPool2d::new(a.pair("kernel_size")?, opt_pair(a, "stride")?, a.pair("padding")?,
                            a.pair("dilation")?, a.flag("ceil_mode")?)
         };
     "AvgPool1d" ["kernel_size", "stride" = null, "padding" = 0, "ceil_mode" = false, "count_include_pad" = true] =>
-        |a, d, r, b| AvgPool1d::new(a.count("kernel_size")?, opt_count(a, "stride")?,
+        Single |a, d, r, b| AvgPool1d::new(a.count("kernel_size")?, opt_count(a, "stride")?,
                                           a.count("padding")?, a.flag("ceil_mode")?, a.flag("count_include_pad")?);
     "AvgPool2d" ["kernel_size", "stride" = null, "padding" = 0, "ceil_mode" = false, "count_include_pad" = true,
                  "divisor_override" = null] =>
-        |a, d, r, b| AvgPool2d::new(a.pair("kernel_size")?, opt_pair(a, "stride")?,
+        Single |a, d, r, b| AvgPool2d::new(a.pair("kernel_size")?, opt_pair(a, "stride")?,
                                           a.pair("padding")?, a.flag("ceil_mode")?, a.flag("count_include_pad")?,
                                           opt_count(a, "divisor_override")?);
     "AdaptiveAvgPool2d" ["output_size"] =>
-        |a, d, r, b| AdaptiveAvgPool2d::new(a.pair("output_size")?);
+        Single |a, d, r, b| AdaptiveAvgPool2d::new(a.pair("output_size")?);
     "BatchNorm1d" ["num_features", "eps" = 1e-5, "momentum" = 0.1, "affine" = true, "track_running_stats" = true] =>
-        |a, d, r, b| BatchNorm1d::new(a.count("num_features")?, a.real("eps")?,
+        Single |a, d, r, b| BatchNorm1d::new(a.count("num_features")?, a.real("eps")?,
                                           a.opt_real("momentum")?, a.flag("affine")?, a.flag("track_running_stats")?, d, b);
     "BatchNorm2d" ["num_features", "eps" = 1e-5, "momentum" = 0.1, "affine" = true, "track_running_stats" = true] =>
-        |a, d, r, b| BatchNorm2d::new(a.count("num_features")?, a.real("eps")?,
+        Single |a, d, r, b| BatchNorm2d::new(a.count("num_features")?, a.real("eps")?,
                                           a.opt_real("momentum")?, a.flag("affine")?, a.flag("track_running_stats")?, d, b);
     "GroupNorm" ["num_groups", "num_channels", "eps" = 1e-5, "affine" = true] =>
-        |a, d, r, b| GroupNorm::new(a.count("num_groups")?, a.count("num_channels")?,
+        Single |a, d, r, b| GroupNorm::new(a.count("num_groups")?, a.count("num_channels")?,
                                         a.real("eps")?, a.flag("affine")?, d, b);
     "LayerNorm" ["normalized_shape", "eps" = 1e-5, "elementwise_affine" = true, "bias" = true] =>
-        |a, d, r, b| LayerNorm::new(a.counts("normalized_shape")?, a.real("eps")?,
+        Single |a, d, r, b| LayerNorm::new(a.counts("normalized_shape")?, a.real("eps")?,
                                         a.flag("elementwise_affine")?, a.flag("bias")?, d, b);
     "RMSNorm" ["normalized_shape", "eps" = null, "elementwise_affine" = true] =>
-        |a, d, r, b| RMSNorm::new(&a.counts("normalized_shape")?, a.opt_real("eps")?,
+        Single |a, d, r, b| RMSNorm::new(&a.counts("normalized_shape")?, a.opt_real("eps")?,
                                       a.flag("elementwise_affine")?, d, b);
-    "Dropout" ["p" = 0.5, "inplace" = false] => |a, d, r, b| Dropout::new(a.real("p")?, r);
+    "Dropout" ["p" = 0.5, "inplace" = false] => Single |a, d, r, b| Dropout::new(a.real("p")?, r);
     "Embedding" ["num_embeddings", "embedding_dim", "padding_idx" = null] =>
-        |a, d, r, b| Embedding::new(a.count("num_embeddings")?, a.count("embedding_dim")?,
+        Single |a, d, r, b| Embedding::new(a.count("num_embeddings")?, a.count("embedding_dim")?,
                                        if a.is_none("padding_idx") { None } else { Some(a.int("padding_idx")?) }, d, r, b);
-    "Identity" [] => |a, d, r, b| Ok::<_, Error>(Identity);
-    "ReLU" ["inplace" = false] => |a, d, r, b| Ok::<_, Error>(ReLU);
-    "Tanh" [] => |a, d, r, b| Ok::<_, Error>(Tanh);
-    "Sigmoid" [] => |a, d, r, b| Ok::<_, Error>(Sigmoid);
-    "SiLU" ["inplace" = false] => |a, d, r, b| Ok::<_, Error>(SiLU);
+    "RNN" ["input_size", "hidden_size", "num_layers" = 1, "nonlinearity" = "tanh", "bias" = true,
+           "batch_first" = false, "dropout" = 0.0, "bidirectional" = false] =>
+        direct |a, d, r, b| RNN::new(rnn_config(a)?, nonlinearity(a)?, d, r, b);
+    "LSTM" ["input_size", "hidden_size", "num_layers" = 1, "bias" = true, "batch_first" = false,
+            "dropout" = 0.0, "bidirectional" = false, "proj_size" = 0] =>
+        direct |a, d, r, b| LSTM::new(rnn_config(a)?, d, r, b);
+    "GRU" ["input_size", "hidden_size", "num_layers" = 1, "bias" = true, "batch_first" = false,
+           "dropout" = 0.0, "bidirectional" = false] =>
+        direct |a, d, r, b| GRU::new(rnn_config(a)?, d, r, b);
+    "MultiheadAttention" ["embed_dim", "num_heads", "dropout" = 0.0, "bias" = true, "add_bias_kv" = false,
+                          "add_zero_attn" = false, "kdim" = null, "vdim" = null, "batch_first" = false] =>
+        direct |a, d, r, b| MultiheadAttention::new(attention_config(a)?, d, r, b);
+    "TransformerEncoderLayer" ["d_model", "nhead", "dim_feedforward" = 2048, "dropout" = 0.1,
+                               "activation" = "relu", "layer_norm_eps" = 1e-5, "batch_first" = false,
+                               "norm_first" = false, "bias" = true] =>
+        direct |a, d, r, b| TransformerEncoderLayer::new(transformer_config(a)?, d, r, b);
+    "TransformerDecoderLayer" ["d_model", "nhead", "dim_feedforward" = 2048, "dropout" = 0.1,
+                               "activation" = "relu", "layer_norm_eps" = 1e-5, "batch_first" = false,
+                               "norm_first" = false, "bias" = true] =>
+        direct |a, d, r, b| TransformerDecoderLayer::new(transformer_config(a)?, d, r, b);
+    "Bilinear" ["in1_features", "in2_features", "out_features", "bias" = true] =>
+        direct |a, d, r, b| Bilinear::new(a.count("in1_features")?, a.count("in2_features")?,
+                                          a.count("out_features")?, a.flag("bias")?, d, r, b);
+    "Identity" [] => Single |a, d, r, b| Ok::<_, Error>(Identity);
+    "ReLU" ["inplace" = false] => Single |a, d, r, b| Ok::<_, Error>(ReLU);
+    "Tanh" [] => Single |a, d, r, b| Ok::<_, Error>(Tanh);
+    "Sigmoid" [] => Single |a, d, r, b| Ok::<_, Error>(Sigmoid);
+    "SiLU" ["inplace" = false] => Single |a, d, r, b| Ok::<_, Error>(SiLU);
     "GELU" ["approximate" = "none"] =>
-        |a, d, r, b| match a.text("approximate")? {
+        Single |a, d, r, b| match a.text("approximate")? {
             "none" => Ok(GELU { tanh_approximation: false }),
             "tanh" => Ok(GELU { tanh_approximation: true }),
             _ => Err(a.bad("approximate", "'none' or 'tanh'")),
         };
     "LeakyReLU" ["negative_slope" = 0.01, "inplace" = false] =>
-        |a, d, r, b| Ok::<_, Error>(LeakyReLU { negative_slope: a.real("negative_slope")? });
+        Single |a, d, r, b| Ok::<_, Error>(LeakyReLU { negative_slope: a.real("negative_slope")? });
     "ELU" ["alpha" = 1.0, "inplace" = false] =>
-        |a, d, r, b| Ok::<_, Error>(ELU { alpha: a.real("alpha")? });
+        Single |a, d, r, b| Ok::<_, Error>(ELU { alpha: a.real("alpha")? });
     "Softplus" ["beta" = 1.0, "threshold" = 20.0] =>
-        |a, d, r, b| Ok::<_, Error>(Softplus { beta: a.real("beta")?, threshold: a.real("threshold")? });
+        Single |a, d, r, b| Ok::<_, Error>(Softplus { beta: a.real("beta")?, threshold: a.real("threshold")? });
     "Softmax" ["dim" = null] =>
-        |a, d, r, b| Ok::<_, Error>(Softmax { dim: softmax_dim(a)? });
+        Single |a, d, r, b| Ok::<_, Error>(Softmax { dim: softmax_dim(a)? });
     "LogSoftmax" ["dim" = null] =>
-        |a, d, r, b| Ok::<_, Error>(LogSoftmax { dim: softmax_dim(a)? });
+        Single |a, d, r, b| Ok::<_, Error>(LogSoftmax { dim: softmax_dim(a)? });
     "Flatten" ["start_dim" = 1, "end_dim" = (-1)] =>
-        |a, d, r, b| Ok::<_, Error>(Flatten { start_dim: a.int("start_dim")? as isize,
+        Single |a, d, r, b| Ok::<_, Error>(Flatten { start_dim: a.int("start_dim")? as isize,
                                                                     end_dim: a.int("end_dim")? as isize });
 }
 
@@ -248,22 +329,23 @@ fn layer_arguments<'py>(py: Python<'py>, kind: &str) -> PyResult<Bound<'py, PyLi
 }
 
 /// The `Param`s of `layer`, in declaration order, with their names.
-fn params_of<B: Backend>(layer: &dyn Forward<B>) -> Vec<(String, Param<B>)> {
+fn params_of<B: Backend>(layer: &dyn Layer<B>) -> Vec<(String, Param<B>)> {
     let mut out = Vec::new();
     layer.visit("", &mut |name, p| out.push((name.to_string(), p.clone())));
     out
 }
 
 /// Binds `layer`'s parameters and buffers to `values` (given by `names`: those of the eager layer,
-/// which may have more, as a traced training-mode layer has no running statistics) and runs it on
-/// `x`; returns the output and the buffers' values afterwards.
+/// which may have more, as a traced training-mode layer has no running statistics) and calls it;
+/// returns the outputs and the buffers' values afterwards.
 fn run<B: Backend>(
-    layer: &mut dyn Forward<B>,
-    x: &Tensor<B>,
+    layer: &mut dyn Layer<B>,
+    inputs: &[Option<Tensor<B>>],
+    flags: &Args<'_>,
     names: &[String],
     values: &[Tensor<B>],
     training: bool,
-) -> Result<(Tensor<B>, Vec<Tensor<B>>)> {
+) -> Result<(Vec<Option<Tensor<B>>>, Vec<Tensor<B>>)> {
     if names.len() != values.len() {
         return Err(Error::invalid(
             "nn",
@@ -284,13 +366,22 @@ fn run<B: Backend>(
             .map_err(|e| Error::invalid("nn", format!("{name}: {e}")))?;
     }
     layer.set_training(training);
-    let y = layer.forward(x)?;
+    let outputs = layer.call(inputs, flags)?;
     let buffers = params
         .iter()
         .filter(|(_, p)| p.kind() == ParamKind::Buffer)
         .map(|(_, p)| p.data())
         .collect();
-    Ok((y, buffers))
+    Ok((outputs, buffers))
+}
+
+/// `present` values laid back out as `Option`s where `given` says an input was given.
+fn lay_out<T: Clone>(given: &[bool], present: &[T]) -> Vec<Option<T>> {
+    let mut next = present.iter();
+    given
+        .iter()
+        .map(|&g| if g { next.next().cloned() } else { None })
+        .collect()
 }
 
 /// A nabla-nn layer behind a `nabla_rs.nn` module.
@@ -374,41 +465,81 @@ impl PyLayer {
             .collect()
     }
 
-    /// Runs the layer on `x` with the module's `tensors` (parameters and buffers, in the order of
-    /// `named_tensors`); returns the output and the buffers' new values (none for a traced call).
+    /// Calls the layer on `inputs` (tensors, or `None` for optional ones left out) with the
+    /// module's `tensors` (parameters and buffers, in the order of `named_tensors`) and the call's
+    /// keyword `flags`; returns the outputs and the buffers' new values (none for a traced call).
+    #[pyo3(signature = (inputs, tensors, training, flags = None))]
     fn forward(
         &self,
         py: Python<'_>,
-        x: &Bound<'_, PyAny>,
+        inputs: Vec<Option<Bound<'_, PyAny>>>,
         tensors: Vec<PyRef<'_, PyTensor>>,
         training: bool,
-    ) -> PyResult<(PyTensor, Vec<PyTensor>)> {
-        let mut values = vec![to_value(x, None)?];
+        flags: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<(Vec<Option<PyTensor>>, Vec<PyTensor>)> {
+        let flags = Args {
+            op: "nn",
+            kind: &self.kind,
+            json: flags.map_or(Ok(Json::Null), |f| to_json(f, &self.kind))?,
+        };
+        let given: Vec<bool> = inputs.iter().map(Option::is_some).collect();
+        let mut values = inputs
+            .iter()
+            .flatten()
+            .map(|x| to_value(x, None))
+            .collect::<PyResult<Vec<_>>>()?;
+        let n = values.len();
         values.extend(tensors.iter().map(|t| t.value.clone()));
         drop(tensors);
         match unify(&values).py()? {
             Group::Eager(v) => {
-                let (y, buffers) = py
+                let (outputs, buffers) = py
                     .detach(|| {
                         let mut layer = self.eager.lock().unwrap_or_else(|e| e.into_inner());
-                        run(layer.as_mut(), &v[0], &self.names, &v[1..], training)
+                        let inputs = lay_out(&given, &v[..n]);
+                        run(
+                            layer.as_mut(),
+                            &inputs,
+                            &flags,
+                            &self.names,
+                            &v[n..],
+                            training,
+                        )
                     })
                     .py()?;
                 Ok((
-                    PyTensor::eager(y),
+                    outputs
+                        .into_iter()
+                        .map(|o| o.map(PyTensor::eager))
+                        .collect(),
                     buffers.into_iter().map(PyTensor::eager).collect(),
                 ))
             }
             Group::Traced(v) => {
-                let backend = v[0].backend().clone();
+                let Some(backend) = v.first().map(|t| t.backend().clone()) else {
+                    return Err(PyValueError::new_err("a traced call with no tensors"));
+                };
                 let mut rng = Generator::new(self.seed);
                 let args = self.traced_args(training);
                 let mut layer =
                     build_layer(&self.kind, &args, self.dtype, &mut rng, &backend).py()?;
+                let inputs = lay_out(&given, &v[..n]);
                 // A traced call leaves the module's buffers as they are (as `jax.jit` of a pure
                 // function would).
-                let (y, _) = run(layer.as_mut(), &v[0], &self.names, &v[1..], training).py()?;
-                Ok((PyTensor::new(Value::Traced(y)), Vec::new()))
+                let (outputs, _) = run(
+                    layer.as_mut(),
+                    &inputs,
+                    &flags,
+                    &self.names,
+                    &v[n..],
+                    training,
+                )
+                .py()?;
+                let wrap = |t| PyTensor::new(Value::Traced(t));
+                Ok((
+                    outputs.into_iter().map(|o| o.map(wrap)).collect(),
+                    Vec::new(),
+                ))
             }
         }
     }

@@ -18,6 +18,7 @@ mod error;
 mod grads;
 mod index;
 mod json;
+mod layer_calls;
 mod layers;
 mod linalg;
 mod methods;

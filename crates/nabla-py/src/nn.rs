@@ -373,21 +373,6 @@ fn binary_cross_entropy_with_logits(
     })
 }
 
-/// `_uniform(shape, low, high, dtype)`: samples for parameter initialisation (the global generator).
-#[pyfunction]
-fn _uniform(
-    py: Python<'_>,
-    shape: Vec<usize>,
-    low: f64,
-    high: f64,
-    dtype: crate::dtype::PyDType,
-) -> PyResult<PyTensor> {
-    compute(py, move || {
-        with_generator(|g| Tensor::uniform(shape, low, high, dtype.dtype, g, cpu()))
-            .map(Value::Eager)
-    })
-}
-
 /// `save_safetensors(tensors, path, metadata=None)`: a dict of tensors to a safetensors file,
 /// written atomically (readable by `safetensors.torch.load_file` as a PyTorch state dict).
 #[pyfunction]
@@ -426,55 +411,6 @@ fn load_safetensors<'py>(
     Ok(out)
 }
 
-/// `_adam_step(param, grad, moments, step, lr, betas, eps, weight_decay, decoupled, amsgrad)
-/// -> [exp_avg, exp_avg_sq(, max_exp_avg_sq), param]`: one Adam/AdamW update of one parameter as
-/// nabla's fused kernel (one pass over the parameter, gradient and moments, PyTorch's formulas).
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn _adam_step<'py>(
-    py: Python<'py>,
-    param: &Bound<'py, PyAny>,
-    grad: &Bound<'py, PyAny>,
-    moments: Vec<Bound<'py, PyAny>>,
-    step: u64,
-    lr: f64,
-    betas: (f64, f64),
-    eps: f64,
-    weight_decay: f64,
-    decoupled: bool,
-    amsgrad: bool,
-) -> PyResult<Bound<'py, pyo3::types::PyList>> {
-    let p = to_value(param, None)?.eager("adam").py()?.detach();
-    let mut inputs = vec![
-        p.clone(),
-        to_value(grad, Some(p.dtype()))?
-            .eager("adam")
-            .py()?
-            .detach(),
-    ];
-    for m in &moments {
-        inputs.push(to_value(m, Some(p.dtype()))?.eager("adam").py()?.detach());
-    }
-    let update = nabla_nn::optim::AdamStep {
-        lr,
-        beta1: betas.0,
-        beta2: betas.1,
-        eps,
-        weight_decay,
-        decoupled_weight_decay: decoupled,
-        amsgrad,
-        step,
-    };
-    let out = py
-        .detach(|| {
-            let kernel = update.kernel(p.dtype())?;
-            let donate = vec![None; kernel.outputs().len()];
-            Tensor::fused_many(&kernel, inputs, &donate)
-        })
-        .py()?;
-    crate::tensor::tensor_list(py, out.into_iter().map(Value::Eager).collect())
-}
-
 /// `load_digits() -> (images, labels)`: the 1,797 8x8 handwritten digits embedded in nabla
 /// (scikit-learn's set): images `[1797, 1, 8, 8]` float32 in [0, 1], labels int64.
 #[pyfunction]
@@ -506,11 +442,9 @@ pub fn nn_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
         wrap_pyfunction!(mse_loss, &m)?,
         wrap_pyfunction!(l1_loss, &m)?,
         wrap_pyfunction!(binary_cross_entropy_with_logits, &m)?,
-        wrap_pyfunction!(_uniform, &m)?,
         wrap_pyfunction!(save_safetensors, &m)?,
         wrap_pyfunction!(load_safetensors, &m)?,
         wrap_pyfunction!(load_digits, &m)?,
-        wrap_pyfunction!(_adam_step, &m)?,
     ] {
         m.add_function(f)?;
     }

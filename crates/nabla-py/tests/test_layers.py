@@ -15,8 +15,8 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "nabla-nn", "test
 with open(os.path.join(FIXTURES, "layers.json")) as fh:
     LAYERS = json.load(fh)["cases"]
 
-# Fixture layers Python does not bind yet (two inputs, or no PyTorch class): the closing note names them.
-NOT_BOUND = {"Bilinear", "SinusoidalPositionalEmbedding", "LearnedPositionalEmbedding"}
+# nabla's positional embeddings have no PyTorch class to bind them under.
+NOT_BOUND = {"SinusoidalPositionalEmbedding", "LearnedPositionalEmbedding"}
 BOUND = [c for c in LAYERS if c["layer"] not in NOT_BOUND]
 
 
@@ -42,14 +42,15 @@ def build(case):
 
 
 def check_step(m, step, name):
-    x = nb.tensor(arr(step["input"]))
-    if x.dtype == nb.float64:
-        x.requires_grad = True
-    y = m(x)
+    inputs = {k: nb.tensor(arr(step[k])) for k in ("input", "input2") if k in step}
+    for x in inputs.values():
+        if x.dtype == nb.float64:
+            x.requires_grad = True
+    y = m(*inputs.values())
     close(y, step["output"], f"{name}: output")
     (y * nb.tensor(arr(step["cotangent"]))).sum().backward()
     for key, want in step["grads"].items():
-        got = x.grad if key == "input" else getattr(m, key).grad
+        got = inputs[key].grad if key in inputs else getattr(m, key).grad
         close(got, want, f"{name}: gradient of {key}")
 
 
@@ -155,3 +156,71 @@ def test_bad_layer_arguments_raise():
     lin.weight = nn.Parameter(nb.zeros((5, 5)))
     with pytest.raises(ValueError, match="weight"):
         lin(nb.zeros((4, 3)))
+
+
+with open(os.path.join(FIXTURES, "sequence.json")) as fh:
+    SEQUENCE = json.load(fh)["cases"]
+
+
+def seq_tensor(v):
+    dtype = np.bool_ if v["dtype"] == "bool" else np.float64
+    return nb.tensor(np.array(v["data"], dtype=dtype).reshape(v["shape"]))
+
+
+def sequence_layer(name, cfg):
+    """The module of a sequence.json case (its config holds PyTorch's arguments and a few notes)."""
+    cfg = dict(cfg)
+    if name.startswith("layer_norm"):
+        return nn.LayerNorm(cfg["normalized_shape"], eps=cfg["eps"], bias=cfg["bias"], dtype=nb.float64)
+    if name.startswith("mha"):
+        return nn.MultiheadAttention(cfg["embed_dim"], cfg["num_heads"], batch_first=cfg["batch_first"], dtype=nb.float64)
+    if name.startswith(("encoder", "decoder")):
+        cls = nn.TransformerEncoderLayer if name.startswith("encoder") else nn.TransformerDecoderLayer
+        m = cls(**cfg, dtype=nb.float64)
+        m.eval()  # dropout off, as the fixture
+        return m
+    kind = cfg.pop("kind")
+    return {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}[kind](**cfg, dtype=nb.float64)
+
+
+def sequence_call(name, m, x, cfg):
+    if name.startswith("layer_norm"):
+        return [m(x["x"])]
+    if name.startswith("mha"):
+        q, k, v = (x["x"],) * 3 if "x" in x else (x["q"], x["k"], x["v"])
+        out, w = m(q, k, v, key_padding_mask=x["key_padding_mask"], attn_mask=x["attn_mask"],
+                   average_attn_weights=cfg["average_attn_weights"])
+        return [out, w]
+    if name.startswith("encoder"):
+        return [m(x["src"], src_mask=x["src_mask"], src_key_padding_mask=x["src_key_padding_mask"])]
+    if name.startswith("decoder"):
+        return [m(x["tgt"], x["memory"], x["tgt_mask"], x["memory_mask"], x["tgt_key_padding_mask"], x["memory_key_padding_mask"])]
+    if cfg["kind"] == "lstm":
+        out, (h, c) = m(x["x"], (x["h0"], x["c0"]) if "c0" in x else None)
+        return [out, h, c]
+    out, h = m(x["x"], x.get("h0"))
+    return [out, h]
+
+
+@pytest.mark.parametrize("name", list(SEQUENCE))
+def test_sequence_layers_follow_pytorch(name):
+    case = SEQUENCE[name]
+    m = sequence_layer(name, case["config"])
+    m.load_state_dict({k: seq_tensor(v) for k, v in case["params"].items()})
+    x = {k: seq_tensor(v) for k, v in case["inputs"].items()}
+    for k in case["input_grads"]:
+        x[k].requires_grad = True
+    outputs = sequence_call(name, m, x, case["config"])
+    assert len(outputs) == len(case["outputs"])
+    loss = None
+    for i, (o, want, w) in enumerate(zip(outputs, case["outputs"], case["loss_weights"])):
+        np.testing.assert_allclose(np.asarray(o), np.asarray(seq_tensor(want)), rtol=1e-10, atol=1e-10, err_msg=f"output {i}")
+        term = (o * seq_tensor(w)).sum()
+        loss = term if loss is None else loss + term
+    loss.backward()
+    for k, g in case["input_grads"].items():
+        np.testing.assert_allclose(np.asarray(x[k].grad), np.asarray(seq_tensor(g)), rtol=1e-10, atol=1e-10, err_msg=f"d/d{k}")
+    named = dict(m.named_parameters())
+    assert set(named) == set(case["param_grads"])
+    for k, g in case["param_grads"].items():
+        np.testing.assert_allclose(np.asarray(named[k].grad), np.asarray(seq_tensor(g)), rtol=1e-10, atol=1e-10, err_msg=f"d/d{k}")

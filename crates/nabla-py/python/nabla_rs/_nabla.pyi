@@ -954,16 +954,6 @@ The argument must be an iterable if specified."""
         """A nabla-nn layer behind a `nabla_rs.nn` module."""
         ...
 
-    def _adam_step(self, param, grad, moments, step, lr, betas, eps, weight_decay, decoupled, amsgrad) -> Any:
-        """`_adam_step(param, grad, moments, step, lr, betas, eps, weight_decay, decoupled, amsgrad)
--> [exp_avg, exp_avg_sq(, max_exp_avg_sq), param]`: one Adam/AdamW update of one parameter as
-nabla's fused kernel (one pass over the parameter, gradient and moments, PyTorch's formulas)."""
-        ...
-
-    def _uniform(self, shape, low, high, dtype) -> Any:
-        """`_uniform(shape, low, high, dtype)`: samples for parameter initialisation (the global generator)."""
-        ...
-
     def binary_cross_entropy_with_logits(self, input, target, reduction="mean") -> Any:
         """`binary_cross_entropy_with_logits(input, target, reduction='mean')`."""
         ...

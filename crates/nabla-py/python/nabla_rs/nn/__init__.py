@@ -30,10 +30,6 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
-def _uniform(shape, bound: float, dtype) -> Parameter:
-    return Parameter(_nabla.nn._uniform(list(shape), -bound, bound, dtype))
-
-
 class Module:
     """The base class of layers and models, as ``torch.nn.Module``."""
 
@@ -184,11 +180,13 @@ class _RustLayer(Module):
         tensors, buffer_names = [], []
         for name, is_buffer, t in self._layer.named_tensors():
             tensors.append(name)
+            *path, leaf = name.split(".")
+            owner = self._submodule(path)
             if is_buffer:
-                self.register_buffer(name, t)
+                owner.register_buffer(leaf, t)
                 buffer_names.append(name)
             else:
-                setattr(self, name, Parameter(t))
+                setattr(owner, leaf, Parameter(t))
         for name, value in values.items():
             if name not in tensors:
                 object.__setattr__(self, name, value)
@@ -198,15 +196,41 @@ class _RustLayer(Module):
         object.__setattr__(self, "_tensor_names", tensors)
         object.__setattr__(self, "_buffer_names", buffer_names)
 
-    def forward(self, x):
-        tensors = [getattr(self, name) for name in self._tensor_names]
-        y, buffers = self._layer.forward(x, tensors, self.training)
+    def _submodule(self, path) -> Module:
+        """The sub-module at ``path`` (``["self_attn", "out_proj"]``), made on first use, so that the
+        Rust layer's nested tensors have PyTorch's dotted names."""
+        owner = self
+        for part in path:
+            child = owner._modules.get(part)
+            if child is None:
+                child = _Submodule()
+                setattr(owner, part, child)
+            owner = child
+        return owner
+
+    def _tensor(self, name: str):
+        *path, leaf = name.split(".")
+        return getattr(self._submodule(path), leaf)
+
+    def _call(self, inputs, flags=None):
+        """Runs the Rust layer on ``inputs`` (``None`` for optional ones left out) with the current
+        parameters and buffers; stores the buffers' new values and returns the outputs."""
+        tensors = [self._tensor(name) for name in self._tensor_names]
+        outputs, buffers = self._layer.forward(list(inputs), tensors, self.training, flags)
         for name, value in zip(self._buffer_names, buffers):
-            self._buffers[name] = value
-        return y
+            *path, leaf = name.split(".")
+            self._submodule(path)._buffers[leaf] = value
+        return outputs
+
+    def forward(self, input):
+        return self._call([input])[0]
 
     def extra_repr(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self._arg_values.items())
+
+
+class _Submodule(Module):
+    """A part of a Rust layer that holds some of its tensors (``self_attn``, ``linear1``, ...)."""
 
 
 def _layer_class(kind: str) -> type:
@@ -227,6 +251,69 @@ def _layer_class(kind: str) -> type:
 for _kind in _nabla.nn.LAYERS:
     globals()[_kind] = _layer_class(_kind)
 del _kind
+
+
+# The layers of several inputs or outputs: PyTorch's call signatures over the Rust layers.
+
+
+class RNN(RNN):  # noqa: F811
+    __doc__ = RNN.__doc__
+
+    def forward(self, input, hx=None):
+        """``(output, h_n)``."""
+        return tuple(self._call([input, hx]))
+
+
+class GRU(GRU):  # noqa: F811
+    __doc__ = GRU.__doc__
+
+    def forward(self, input, hx=None):
+        """``(output, h_n)``."""
+        return tuple(self._call([input, hx]))
+
+
+class LSTM(LSTM):  # noqa: F811
+    __doc__ = LSTM.__doc__
+
+    def forward(self, input, hx=None):
+        """``(output, (h_n, c_n))``; ``hx`` is ``(h_0, c_0)``."""
+        h0, c0 = hx if hx is not None else (None, None)
+        out, h, c = self._call([input, h0, c0])
+        return out, (h, c)
+
+
+class MultiheadAttention(MultiheadAttention):  # noqa: F811
+    __doc__ = MultiheadAttention.__doc__
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False):
+        """``(attn_output, attn_weights)``, the weights ``None`` unless ``need_weights``."""
+        flags = dict(need_weights=need_weights, average_attn_weights=average_attn_weights, is_causal=is_causal)
+        out, weights = self._call([query, key, value, key_padding_mask, attn_mask], flags)
+        return out, weights
+
+
+class TransformerEncoderLayer(TransformerEncoderLayer):  # noqa: F811
+    __doc__ = TransformerEncoderLayer.__doc__
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        return self._call([src, src_mask, src_key_padding_mask], dict(is_causal=is_causal))[0]
+
+
+class TransformerDecoderLayer(TransformerDecoderLayer):  # noqa: F811
+    __doc__ = TransformerDecoderLayer.__doc__
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+        inputs = [tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask]
+        return self._call(inputs, dict(tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal))[0]
+
+
+class Bilinear(Bilinear):  # noqa: F811
+    __doc__ = Bilinear.__doc__
+
+    def forward(self, input1, input2):
+        return self._call([input1, input2])[0]
 
 
 class Sequential(Module):
@@ -283,4 +370,3 @@ class MSELoss(Module):
         return functional.mse_loss(input, target, self.reduction)
 
 
-from ._recurrent import GRU, LSTM, MultiheadAttention  # noqa: E402,F401
