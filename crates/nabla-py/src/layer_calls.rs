@@ -12,7 +12,7 @@ use nabla_nn::{
 };
 use nabla_tensor::Tensor;
 
-type Outputs<B> = Result<Vec<Option<Tensor<B>>>>;
+type Outputs<B> = Result<crate::layers::Outputs<B>>;
 
 /// A call flag (`need_weights`, ...): `default` when not given.
 fn flag(flags: &Args<'_>, key: &str, default: bool) -> Result<bool> {

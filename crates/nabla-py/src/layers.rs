@@ -33,6 +33,9 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use serde_json::{Value as Json, json};
 use std::sync::Mutex;
 
+/// A layer's outputs: `None` for an optional one it did not compute (attention weights).
+pub(crate) type Outputs<B> = Vec<Option<Tensor<B>>>;
+
 /// A layer of any kind, on backend `B`.
 type Boxed<B> = Box<dyn Layer<B>>;
 
@@ -61,11 +64,7 @@ impl<B: Backend, L: Module<B>> Module<B> for Single<L> {
 }
 
 impl<B: Backend, L: Forward<B> + Send + Sync> Layer<B> for Single<L> {
-    fn call(
-        &self,
-        inputs: &[Option<Tensor<B>>],
-        _flags: &Args<'_>,
-    ) -> Result<Vec<Option<Tensor<B>>>> {
+    fn call(&self, inputs: &[Option<Tensor<B>>], _flags: &Args<'_>) -> Result<Outputs<B>> {
         Ok(vec![Some(self.0.forward(input(inputs, 0, "input")?)?)])
     }
 }
@@ -345,7 +344,7 @@ fn run<B: Backend>(
     names: &[String],
     values: &[Tensor<B>],
     training: bool,
-) -> Result<(Vec<Option<Tensor<B>>>, Vec<Tensor<B>>)> {
+) -> Result<(Outputs<B>, Vec<Tensor<B>>)> {
     if names.len() != values.len() {
         return Err(Error::invalid(
             "nn",
