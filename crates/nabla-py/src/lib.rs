@@ -21,6 +21,7 @@ mod json;
 mod layer_calls;
 mod layers;
 mod linalg;
+mod losses;
 mod methods;
 mod nn;
 mod ops;

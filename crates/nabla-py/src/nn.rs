@@ -8,7 +8,6 @@ use crate::tensor::{PyTensor, compute};
 use crate::value::{Group, Value, unify};
 use crate::{map_value, on_group};
 use nabla_core::{Conv2dParams, Error, Pool2dParams, Result};
-use nabla_nn::loss::{BceWithLogitsOptions, CrossEntropyOptions, NllLossOptions, Reduction};
 use nabla_tensor::Tensor;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -21,27 +20,14 @@ fn pair_arg(obj: &Bound<'_, PyAny>) -> PyResult<(usize, usize)> {
     }
 }
 
-fn reduction(name: &str) -> PyResult<Reduction> {
-    match name {
-        "mean" => Ok(Reduction::Mean),
-        "sum" => Ok(Reduction::Sum),
-        "none" => Ok(Reduction::None),
-        other => Err(Error::invalid(
-            "loss",
-            format!("reduction {other:?}: use 'mean', 'sum' or 'none'"),
-        ))
-        .py(),
-    }
-}
-
 /// Values of one kind: `(input, rest...)`, optional entries dropped.
-fn group(values: Vec<Option<Value>>) -> Result<(Group, Vec<bool>)> {
+pub(crate) fn group(values: Vec<Option<Value>>) -> Result<(Group, Vec<bool>)> {
     let present: Vec<bool> = values.iter().map(Option::is_some).collect();
     let vs: Vec<Value> = values.into_iter().flatten().collect();
     Ok((unify(&vs)?, present))
 }
 
-fn opt_value(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Value>> {
+pub(crate) fn opt_value(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Value>> {
     match obj {
         Some(o) if !o.is_none() => to_value(o, None).map(Some),
         _ => Ok(None),
@@ -275,104 +261,6 @@ fn scaled_dot_product_attention(
     })
 }
 
-/// `cross_entropy(input, target, weight=None, ignore_index=-100, reduction='mean',
-/// label_smoothing=0.0)`: class-index or probability targets, as PyTorch's.
-#[pyfunction]
-#[pyo3(signature = (input, target, weight = None, ignore_index = -100, reduction = "mean", label_smoothing = 0.0))]
-fn cross_entropy(
-    py: Python<'_>,
-    input: &Bound<'_, PyAny>,
-    target: &Bound<'_, PyAny>,
-    weight: Option<&Bound<'_, PyAny>>,
-    ignore_index: i64,
-    reduction: &str,
-    label_smoothing: f64,
-) -> PyResult<PyTensor> {
-    let red = self::reduction(reduction)?;
-    let (g, present) = group(vec![
-        Some(to_value(input, None)?),
-        Some(to_value(target, None)?),
-        opt_value(weight)?,
-    ])
-    .py()?;
-    compute(py, move || {
-        on_group!(g, ts => {
-            let opts = CrossEntropyOptions { weight: present[2].then(|| ts[2].clone()), ignore_index, reduction: red, label_smoothing };
-            nabla_nn::loss::cross_entropy(&ts[0], &ts[1], &opts)
-        })
-    })
-}
-
-/// `nll_loss(input, target, weight=None, ignore_index=-100, reduction='mean')`.
-#[pyfunction]
-#[pyo3(signature = (input, target, weight = None, ignore_index = -100, reduction = "mean"))]
-fn nll_loss(
-    py: Python<'_>,
-    input: &Bound<'_, PyAny>,
-    target: &Bound<'_, PyAny>,
-    weight: Option<&Bound<'_, PyAny>>,
-    ignore_index: i64,
-    reduction: &str,
-) -> PyResult<PyTensor> {
-    let red = self::reduction(reduction)?;
-    let (g, present) = group(vec![
-        Some(to_value(input, None)?),
-        Some(to_value(target, None)?),
-        opt_value(weight)?,
-    ])
-    .py()?;
-    compute(py, move || {
-        on_group!(g, ts => {
-            let opts = NllLossOptions { weight: present[2].then(|| ts[2].clone()), ignore_index, reduction: red };
-            nabla_nn::loss::nll_loss(&ts[0], &ts[1], &opts)
-        })
-    })
-}
-
-/// A loss of `(input, target)` with a reduction.
-macro_rules! pointwise_loss {
-    ($($(#[$doc:meta])* $name:ident;)*) => {$(
-        $(#[$doc])*
-        #[pyfunction]
-        #[pyo3(signature = (input, target, reduction = "mean"))]
-        fn $name(py: Python<'_>, input: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>, reduction: &str) -> PyResult<PyTensor> {
-            let red = self::reduction(reduction)?;
-            let (g, _) = group(vec![Some(to_value(input, None)?), Some(to_value(target, None)?)]).py()?;
-            compute(py, move || on_group!(g, ts => nabla_nn::loss::$name(&ts[0], &ts[1], red)))
-        }
-    )*};
-}
-
-pointwise_loss! {
-    /// `mse_loss(input, target, reduction='mean')`.
-    mse_loss;
-    /// `l1_loss(input, target, reduction='mean')`.
-    l1_loss;
-}
-
-/// `binary_cross_entropy_with_logits(input, target, reduction='mean')`.
-#[pyfunction]
-#[pyo3(signature = (input, target, reduction = "mean"))]
-fn binary_cross_entropy_with_logits(
-    py: Python<'_>,
-    input: &Bound<'_, PyAny>,
-    target: &Bound<'_, PyAny>,
-    reduction: &str,
-) -> PyResult<PyTensor> {
-    let red = self::reduction(reduction)?;
-    let (g, _) = group(vec![
-        Some(to_value(input, None)?),
-        Some(to_value(target, None)?),
-    ])
-    .py()?;
-    compute(py, move || {
-        on_group!(g, ts => {
-            let opts = BceWithLogitsOptions { reduction: red, ..Default::default() };
-            nabla_nn::loss::binary_cross_entropy_with_logits(&ts[0], &ts[1], &opts)
-        })
-    })
-}
-
 /// `save_safetensors(tensors, path, metadata=None)`: a dict of tensors to a safetensors file,
 /// written atomically (readable by `safetensors.torch.load_file` as a PyTorch state dict).
 #[pyfunction]
@@ -437,11 +325,6 @@ pub fn nn_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
         wrap_pyfunction!(layer_norm, &m)?,
         wrap_pyfunction!(dropout, &m)?,
         wrap_pyfunction!(scaled_dot_product_attention, &m)?,
-        wrap_pyfunction!(cross_entropy, &m)?,
-        wrap_pyfunction!(nll_loss, &m)?,
-        wrap_pyfunction!(mse_loss, &m)?,
-        wrap_pyfunction!(l1_loss, &m)?,
-        wrap_pyfunction!(binary_cross_entropy_with_logits, &m)?,
         wrap_pyfunction!(save_safetensors, &m)?,
         wrap_pyfunction!(load_safetensors, &m)?,
         wrap_pyfunction!(load_digits, &m)?,
@@ -449,5 +332,6 @@ pub fn nn_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
         m.add_function(f)?;
     }
     crate::layers::add_layers(&m)?;
+    crate::losses::add_losses(&m)?;
     Ok(m)
 }

@@ -954,13 +954,22 @@ The argument must be an iterable if specified."""
         """A nabla-nn layer behind a `nabla_rs.nn` module."""
         ...
 
-    def binary_cross_entropy_with_logits(self, input, target, reduction="mean") -> Any:
-        """`binary_cross_entropy_with_logits(input, target, reduction='mean')`."""
+    def binary_cross_entropy(self, input, target, weight=None, reduction="mean") -> Any:
+        """`binary_cross_entropy(input, target, weight=None, reduction='mean')`: on probabilities."""
+        ...
+
+    def binary_cross_entropy_with_logits(self, input, target, weight=None, reduction="mean", pos_weight=None) -> Any:
+        """`binary_cross_entropy_with_logits(input, target, weight=None, reduction='mean',
+pos_weight=None)`."""
         ...
 
     def conv2d(self, input, weight, bias=None, stride=None, padding=None, dilation=None, groups=1) -> Any:
         """`conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)`, as PyTorch's
 (input `[N, C, H, W]`, weight `[O, C/groups, kH, kW]`)."""
+        ...
+
+    def cosine_embedding_loss(self, input1, input2, target, margin=0.0, reduction="mean") -> Any:
+        """`cosine_embedding_loss(input1, input2, target, margin=0.0, reduction='mean')`: targets ±1."""
         ...
 
     def cross_entropy(self, input, target, weight=None, ignore_index=..., reduction="mean", label_smoothing=0.0) -> Any:
@@ -979,6 +988,15 @@ by `1/(1-p)` (the identity when not training)."""
 
     def gelu(self, input, approximate=...) -> Any:
         """`gelu(x, approximate='none')`: the exact GELU, or the tanh approximation."""
+        ...
+
+    def huber_loss(self, input, target, reduction="mean", delta=...) -> Any:
+        """`huber_loss(input, target, reduction='mean', delta=1.0)`."""
+        ...
+
+    def kl_div(self, input, target, reduction="mean", log_target=False) -> Any:
+        """`kl_div(input, target, reduction='mean', log_target=False)`: `input` holds log-probabilities;
+`reduction='batchmean'` divides the sum by the batch size."""
         ...
 
     def l1_loss(self, input, target, reduction="mean") -> Any:
@@ -1015,6 +1033,10 @@ by `1/(1-p)` (the identity when not training)."""
         """`log_softmax(x, dim=-1)`."""
         ...
 
+    def margin_ranking_loss(self, input1, input2, target, margin=0.0, reduction="mean") -> Any:
+        """`margin_ranking_loss(input1, input2, target, margin=0.0, reduction='mean')`: targets ±1."""
+        ...
+
     def max_pool2d(self, input, kernel_size, stride=None, padding=None, dilation=None, ceil_mode=False) -> Any:
         """`max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False)` (the stride
 defaults to the kernel size)."""
@@ -1048,12 +1070,21 @@ On the CPU without a mask or dropout it is nabla's fused attention."""
         """`silu(x) = x sigmoid(x)`."""
         ...
 
+    def smooth_l1_loss(self, input, target, reduction="mean", beta=...) -> Any:
+        """`smooth_l1_loss(input, target, reduction='mean', beta=1.0)`."""
+        ...
+
     def softmax(self, input, dim=...) -> Any:
         """`softmax(x, dim=-1)`."""
         ...
 
     def softplus(self, input) -> Any:
         """`softplus(x) = log(1 + e^x)`."""
+        ...
+
+    def triplet_margin_loss(self, anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction="mean") -> Any:
+        """`triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False,
+reduction='mean')`."""
         ...
 
 

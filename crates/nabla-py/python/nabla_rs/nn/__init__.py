@@ -348,25 +348,59 @@ class Sequential(Module):
         return len(self._modules)
 
 
-class CrossEntropyLoss(Module):
-    """``functional.cross_entropy`` as a module."""
+class _Loss(Module):
+    """A loss as a module: PyTorch's loss class over the functional (nabla's Rust loss). Tensor
+    options (``weight``, ``pos_weight``) are buffers, as in PyTorch."""
 
-    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0):
+    _function = None
+    _options: Dict[str, object] = {}
+
+    def __init__(self, *args, **kwargs):
         super().__init__()
-        self.weight, self.ignore_index, self.reduction, self.label_smoothing = weight, ignore_index, reduction, label_smoothing
+        names = list(self._options)
+        if len(args) > len(names):
+            raise TypeError(f"{type(self).__name__} takes at most {len(names)} options, got {len(args)}")
+        given = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in self._options:
+                raise TypeError(f"{type(self).__name__} got an unexpected keyword argument {k!r}; its options are {', '.join(names)}")
+            if k in given:
+                raise TypeError(f"{type(self).__name__} got two values for {k!r}")
+            given[k] = v
+        object.__setattr__(self, "_given", {**self._options, **given})
+        for k, v in self._given.items():
+            if isinstance(v, _nabla.Tensor):
+                self.register_buffer(k, v)
+            else:
+                object.__setattr__(self, k, v)
 
-    def forward(self, input, target):
-        return functional.cross_entropy(input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing)
+    def forward(self, *inputs):
+        options = {k: (self._buffers[k] if k in self._buffers else v) for k, v in self._given.items()}
+        return type(self)._function(*inputs, **options)
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in self._given.items() if not isinstance(v, _nabla.Tensor))
 
 
-class MSELoss(Module):
-    """``functional.mse_loss`` as a module."""
-
-    def __init__(self, reduction: str = "mean"):
-        super().__init__()
-        self.reduction = reduction
-
-    def forward(self, input, target):
-        return functional.mse_loss(input, target, self.reduction)
+def _loss_class(name: str, function, doc: str, **options) -> type:
+    return type(name, (_Loss,), {"_function": function, "_options": options, "__doc__": doc, "__module__": __name__})
 
 
+F_ = functional
+L1Loss = _loss_class("L1Loss", F_.l1_loss, "Mean absolute error.", reduction="mean")
+MSELoss = _loss_class("MSELoss", F_.mse_loss, "Mean squared error.", reduction="mean")
+CrossEntropyLoss = _loss_class("CrossEntropyLoss", F_.cross_entropy, "Cross-entropy of logits against class indices or probabilities.",
+                               weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0)
+NLLLoss = _loss_class("NLLLoss", F_.nll_loss, "Negative log-likelihood of log-probabilities.", weight=None, ignore_index=-100, reduction="mean")
+BCELoss = _loss_class("BCELoss", F_.binary_cross_entropy, "Binary cross-entropy of probabilities.", weight=None, reduction="mean")
+BCEWithLogitsLoss = _loss_class("BCEWithLogitsLoss", F_.binary_cross_entropy_with_logits, "Binary cross-entropy of logits, computed stably.",
+                                weight=None, reduction="mean", pos_weight=None)
+KLDivLoss = _loss_class("KLDivLoss", F_.kl_div, "Kullback-Leibler divergence (input: log-probabilities).", reduction="mean", log_target=False)
+SmoothL1Loss = _loss_class("SmoothL1Loss", F_.smooth_l1_loss, "Quadratic below ``beta``, linear above.", reduction="mean", beta=1.0)
+HuberLoss = _loss_class("HuberLoss", F_.huber_loss, "Quadratic below ``delta``, linear above.", reduction="mean", delta=1.0)
+CosineEmbeddingLoss = _loss_class("CosineEmbeddingLoss", F_.cosine_embedding_loss, "Cosine similarity against targets of ±1.",
+                                  margin=0.0, reduction="mean")
+MarginRankingLoss = _loss_class("MarginRankingLoss", F_.margin_ranking_loss, "Ranking of two inputs by targets of ±1.", margin=0.0, reduction="mean")
+TripletMarginLoss = _loss_class("TripletMarginLoss", F_.triplet_margin_loss, "Anchor closer to the positive than to the negative by a margin.",
+                                margin=1.0, p=2.0, eps=1e-6, swap=False, reduction="mean")
+del F_

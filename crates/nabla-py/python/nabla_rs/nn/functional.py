@@ -24,6 +24,13 @@ nll_loss = _rust.nll_loss
 mse_loss = _rust.mse_loss
 l1_loss = _rust.l1_loss
 binary_cross_entropy_with_logits = _rust.binary_cross_entropy_with_logits
+binary_cross_entropy = _rust.binary_cross_entropy
+smooth_l1_loss = _rust.smooth_l1_loss
+huber_loss = _rust.huber_loss
+kl_div = _rust.kl_div
+cosine_embedding_loss = _rust.cosine_embedding_loss
+margin_ranking_loss = _rust.margin_ranking_loss
+triplet_margin_loss = _rust.triplet_margin_loss
 
 
 def sigmoid(x):
