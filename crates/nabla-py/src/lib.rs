@@ -17,6 +17,7 @@ mod dtype;
 mod error;
 mod grads;
 mod index;
+mod init_utils;
 mod json;
 mod layer_calls;
 mod layers;

@@ -333,5 +333,6 @@ pub fn nn_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     }
     crate::layers::add_layers(&m)?;
     crate::losses::add_losses(&m)?;
+    crate::init_utils::add_init_utils(&m)?;
     Ok(m)
 }

@@ -954,6 +954,12 @@ The argument must be an iterable if specified."""
         """A nabla-nn layer behind a `nabla_rs.nn` module."""
         ...
 
+    def _init(self, kind, shape, dtype, args) -> Any:
+        """`_init(kind, shape, dtype, args)`: values of initialiser `kind` (`uniform`, `normal`,
+`constant`, `xavier_uniform`, `xavier_normal`, `kaiming_uniform`, `kaiming_normal`,
+`trunc_normal`, `orthogonal`) with PyTorch's arguments, drawn from the global generator."""
+        ...
+
     def binary_cross_entropy(self, input, target, weight=None, reduction="mean") -> Any:
         """`binary_cross_entropy(input, target, weight=None, reduction='mean')`: on probabilities."""
         ...
@@ -961,6 +967,20 @@ The argument must be an iterable if specified."""
     def binary_cross_entropy_with_logits(self, input, target, weight=None, reduction="mean", pos_weight=None) -> Any:
         """`binary_cross_entropy_with_logits(input, target, weight=None, reduction='mean',
 pos_weight=None)`."""
+        ...
+
+    def calculate_gain(self, nonlinearity, param=None) -> Any:
+        """`calculate_gain(nonlinearity, param=None)`."""
+        ...
+
+    def clip_grad_norm_(self, parameters, max_norm, norm_type=2.0, error_if_nonfinite=False) -> Any:
+        """`clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False)`: scales the
+gradients so that their total norm is at most `max_norm`; returns the norm before clipping."""
+        ...
+
+    def clip_grad_value_(self, parameters, clip_value) -> Any:
+        """`clip_grad_value_(parameters, clip_value)`: clamps every gradient element to
+`[-clip_value, clip_value]`."""
         ...
 
     def conv2d(self, input, weight, bias=None, stride=None, padding=None, dilation=None, groups=1) -> Any:

@@ -12,7 +12,7 @@ from typing import Dict, Iterator, Tuple
 
 from .. import _nabla
 from . import functional as F  # noqa: F401
-from . import functional
+from . import functional, init, utils  # noqa: F401
 
 Tensor = _nabla.Tensor
 
@@ -346,6 +346,67 @@ class Sequential(Module):
 
     def __len__(self):
         return len(self._modules)
+
+
+class ModuleList(Module):
+    """A list of modules, registered as ``0``, ``1``, ... (PyTorch's ``nn.ModuleList``)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        for m in modules or ():
+            self.append(m)
+
+    def append(self, module: Module) -> "ModuleList":
+        setattr(self, str(len(self._modules)), module)
+        return self
+
+    def extend(self, modules) -> "ModuleList":
+        for m in modules:
+            self.append(m)
+        return self
+
+    def __getitem__(self, i):
+        items = list(self._modules.values())
+        return ModuleList(items[i]) if isinstance(i, slice) else items[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+class ModuleDict(Module):
+    """Modules by name (PyTorch's ``nn.ModuleDict``)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        for k, m in dict(modules or {}).items():
+            self[k] = m
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        setattr(self, key, module)
+
+    def __contains__(self, key) -> bool:
+        return key in self._modules
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
 
 
 class _Loss(Module):
