@@ -107,11 +107,12 @@ fn _init(
     Ok(PyTensor::eager(t))
 }
 
+/// The position of each gradient's tensor among the parameters, with the stand-in parameter that
+/// keys it in the `GradMap`.
+type Keys = Vec<(usize, Param<AnyBackend>)>;
+
 /// The `.grad` of each of `params` that has one, in a `GradMap` keyed by stand-in parameters.
-fn grads_of(
-    py: Python<'_>,
-    params: &[Py<PyTensor>],
-) -> PyResult<(GradMap<AnyBackend>, Vec<(usize, Param<AnyBackend>)>)> {
+fn grads_of(py: Python<'_>, params: &[Py<PyTensor>]) -> PyResult<(GradMap<AnyBackend>, Keys)> {
     let mut map = GradMap::new();
     let mut keys = Vec::new();
     for (i, p) in params.iter().enumerate() {
@@ -125,12 +126,7 @@ fn grads_of(
 }
 
 /// Writes the clipped gradients back into the tensors' `.grad`.
-fn write_back(
-    py: Python<'_>,
-    params: &[Py<PyTensor>],
-    map: &GradMap<AnyBackend>,
-    keys: &[(usize, Param<AnyBackend>)],
-) {
+fn write_back(py: Python<'_>, params: &[Py<PyTensor>], map: &GradMap<AnyBackend>, keys: &Keys) {
     for (i, key) in keys {
         if let Some(g) = map.get(key.id()) {
             params[*i].borrow(py).set_grad_value(Some(g.clone()));
