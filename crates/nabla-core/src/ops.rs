@@ -310,6 +310,23 @@ pub struct Conv2dParams {
     pub precision: Precision,
 }
 
+/// The settings in PyTorch's keyword spelling, for messages:
+/// `stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1`.
+///
+/// ```
+/// let p = nabla_core::Conv2dParams { padding: (1, 2), ..Default::default() };
+/// assert_eq!(p.to_string(), "stride=(1, 1), padding=(1, 2), dilation=(1, 1), groups=1");
+/// ```
+impl std::fmt::Display for Conv2dParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "stride={:?}, padding={:?}, dilation={:?}, groups={}",
+            self.stride, self.padding, self.dilation, self.groups
+        )
+    }
+}
+
 impl Default for Conv2dParams {
     fn default() -> Self {
         Conv2dParams {
@@ -447,6 +464,30 @@ pub struct Pool2dParams {
     /// Round the output size up instead of down (a last window may start in the right/bottom padding
     /// but never wholly outside the padded-left input).
     pub ceil_mode: bool,
+}
+
+/// The settings in PyTorch's keyword spelling, for messages:
+/// `kernel_size=(2, 2), stride=(2, 2), padding=(0, 0), dilation=(1, 1), ceil_mode=False`.
+///
+/// ```
+/// let p = nabla_core::Pool2dParams::square(2);
+/// assert_eq!(
+///     p.to_string(),
+///     "kernel_size=(2, 2), stride=(2, 2), padding=(0, 0), dilation=(1, 1), ceil_mode=False"
+/// );
+/// ```
+impl std::fmt::Display for Pool2dParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "kernel_size={:?}, stride={:?}, padding={:?}, dilation={:?}, ceil_mode={}",
+            self.kernel,
+            self.stride,
+            self.padding,
+            self.dilation,
+            if self.ceil_mode { "True" } else { "False" }
+        )
+    }
 }
 
 impl Pool2dParams {

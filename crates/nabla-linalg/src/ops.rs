@@ -79,7 +79,7 @@ pub(crate) fn float(op: &'static str, dtype: DType) -> Result<()> {
         other => Err(Error::UnsupportedDType {
             op,
             dtype: other,
-            hint: Some("linalg ops support f32, f64, complex64 and complex128".into()),
+            hint: Some("linalg ops support float32, float64, complex64 and complex128".into()),
         }),
     }
 }

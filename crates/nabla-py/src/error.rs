@@ -17,7 +17,7 @@ pub fn to_py_err(err: Error) -> PyErr {
     if let Some(py_err) = take_stashed(&err) {
         return py_err;
     }
-    let message = err.to_string();
+    let message = python_words(err.to_string());
     match err {
         Error::DTypeMismatch { .. } | Error::UnsupportedDType { .. } => {
             PyTypeError::new_err(message)
@@ -39,6 +39,28 @@ pub fn to_py_err(err: Error) -> PyErr {
         // `Error` is non-exhaustive: a kind added later is a RuntimeError until mapped here.
         _ => PyRuntimeError::new_err(message),
     }
+}
+
+/// Rust op names that Python spells otherwise, as the message's leading `op:`.
+const PYTHON_OP_NAMES: &[(&str, &str)] = &[
+    ("variance", "var"),
+    ("std_dev", "std"),
+    ("to_scalar", "item"),
+    ("sum_all", "sum"),
+    ("mean_all", "mean"),
+];
+
+/// `message` with the Rust name of its op replaced by the Python one.
+fn python_words(message: String) -> String {
+    for (rust, python) in PYTHON_OP_NAMES {
+        if let Some(rest) = message.strip_prefix(rust)
+            && rest.starts_with(':')
+        {
+            let rest = rest.replacen(&format!("{rust} needs"), &format!("{python} needs"), 1);
+            return format!("{python}{rest}");
+        }
+    }
+    message
 }
 
 /// `Result<T, nabla::Error>` to `PyResult<T>`.

@@ -1,6 +1,8 @@
 """Bad input gives Python exceptions with nabla's message, never a crash: a property test throws
 random shapes, dtypes and arguments at every op."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -62,3 +64,45 @@ def test_random_calls_raise_python_errors_or_succeed(op, dtype, shape_a, shape_b
             getattr(a, name)(*args)
     except ALLOWED:
         pass
+
+
+RUST_SPELLINGS = re.compile(r"::|DType|\.cast\(|BackwardOptions|Params \{|precision: |Tensor::var|\bf32\b|\bbf16\b")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: nb.nn.functional.softmax(nb.tensor([1, 2, 3]), -1),
+        lambda: nb.grad(lambda x: (x * x).sum())(nb.tensor([1, 2])),
+        lambda: (lambda y: (y.backward(), y.backward()))((nb.tensor([1.0], requires_grad=True) * 2).sum()),
+        lambda: nb.tensor([1.0]).sum().backward(),
+        lambda: nb.nn.functional.conv2d(nb.zeros((1, 1, 2, 2)), nb.zeros((1, 1, 3, 3))),
+        lambda: nb.nn.functional.conv2d(nb.zeros((1, 1, 4, 4)), nb.zeros((1, 1, 3, 3)), stride=0),
+        lambda: nb.nn.functional.max_pool2d(nb.zeros((1, 1, 2, 2)), 3),
+        lambda: nb.nn.functional.layer_norm(nb.tensor([[1, 2]]), [2]),
+        lambda: nb.tensor([1, 2]).var(),
+        lambda: nb.tensor([1, 2]).std(),
+        lambda: nb.linalg.inv(nb.tensor([[1, 2], [3, 4]])),
+        lambda: nb.autocast("cpu", dtype=nb.float64),
+        lambda: nb.zeros(3).item(),
+        lambda: nb.nn.functional.gelu(nb.tensor([1, 2])),
+    ],
+)
+def test_messages_speak_python(call):
+    """No message names a Rust API (`.cast(DType::F32)`, `Tensor::var`, `BackwardOptions {..}`, a
+    `Conv2dParams {..}` dump) or a Rust op name where Python has another (`variance`, `to_scalar`)."""
+    with pytest.raises(Exception) as info:
+        call()
+    message = str(info.value)
+    assert not RUST_SPELLINGS.search(message), message
+    assert not re.match(r"(variance|std_dev|to_scalar|sum_all)\b", message), message
+
+
+@pytest.mark.parametrize("transform", ["jacfwd", "jacrev", "hessian"])
+def test_jacobians_of_integer_inputs_raise(transform):
+    """As JAX: an integer input has no derivative, rather than a silent zero Jacobian."""
+    f = getattr(nb, transform)(lambda x: (x * x).sum())
+    with pytest.raises(TypeError, match="float or complex"):
+        f(nb.tensor([1, 2]))
+    with pytest.raises(TypeError, match="float or complex"):
+        nb.jvp(lambda x: x * x, (nb.tensor([1, 2]),), (nb.tensor([1, 1]),))

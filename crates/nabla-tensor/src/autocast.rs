@@ -53,7 +53,7 @@ pub fn check_autocast_dtype(dtype: DType) -> Result<()> {
     match dtype {
         DType::BF16 | DType::F16 => Ok(()),
         other => Err(Error::dtype("autocast", other)
-            .with_hint("autocast computes products in bf16 (DType::BF16) or f16 (DType::F16)")),
+            .with_hint("autocast computes products in bfloat16 or float16")),
     }
 }
 

@@ -266,7 +266,7 @@ impl<B: Backend> Tensor<B> {
             Error::invalid(
                 OP,
                 format!(
-                    "{params:?} gives no output for input shape {:?} (zero kernel, stride or \
+                    "{params} gives no output for input shape {:?} (zero kernel, stride or \
                      dilation, padding over half the kernel, or a window larger than the input)",
                     self.shape()
                 ),

@@ -278,7 +278,7 @@ fn conv_output_shape(
     {
         return Err(Error::invalid(
             op,
-            format!("groups, strides and dilations must be positive, got {p:?}"),
+            format!("groups, strides and dilations must be positive, got {p}"),
         ));
     }
     if w[1].checked_mul(p.groups) != Some(x[1]) || !w[0].is_multiple_of(p.groups) {
@@ -291,7 +291,7 @@ fn conv_output_shape(
         .checked_output_size(op, (x[2], x[3]), (w[2], w[3]))?
         .ok_or_else(|| {
             Error::shapes(op, x, w).with_hint(format!(
-                "the dilated kernel does not fit the padded input with {p:?}"
+                "the dilated kernel does not fit the padded input with {p}"
             ))
         })?;
     Ok((x[0], w[0], oh, ow))

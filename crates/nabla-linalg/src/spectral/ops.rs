@@ -59,7 +59,9 @@ fn matrices<'a>(
         return Err(Error::UnsupportedDType {
             op,
             dtype: *dtype,
-            hint: Some("spectral linalg ops support f32, f64, complex64 and complex128".into()),
+            hint: Some(
+                "spectral linalg ops support float32, float64, complex64 and complex128".into(),
+            ),
         });
     }
     if shape.len() < 2 {

@@ -144,9 +144,19 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
         state["out_def"], state["shapes"] = out_def, [tuple(o.shape) for o in outs]
         return _pack(outs)
 
+    _inexact(leaves, "jvp")
     y, t = _nabla._jvp(flat_f, leaves, [_as_tensor(x) for x in t_leaves])
     rebuild_out = lambda packed: tree_unflatten(state["out_def"], _unpack(packed, state["shapes"]))
     return rebuild_out(y), rebuild_out(t)
+
+
+def _inexact(leaves: list, what: str) -> None:
+    """JAX's rule: only float and complex inputs are differentiated (an integer input would give
+    a silent zero derivative)."""
+    for x in leaves:
+        dtype = _as_tensor(x).dtype
+        if not (dtype.is_floating_point or dtype.is_complex):
+            raise TypeError(f"{what} requires float or complex inputs, got {dtype}; cast with .astype() first")
 
 
 def _jacobian(f: Callable, argnums, forward: bool):
@@ -154,6 +164,7 @@ def _jacobian(f: Callable, argnums, forward: bool):
     def wrapped(*args):
         nums = _argnums(argnums, len(args))
         leaves, in_def, rebuild = _split_args(args, nums)
+        _inexact(leaves, "jacfwd" if forward else "jacrev")
         state = {}
 
         def flat_f(xs):

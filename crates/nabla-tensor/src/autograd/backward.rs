@@ -263,8 +263,8 @@ impl<B: Backend> Tensor<B> {
             return Err(Error::autodiff(
                 op,
                 format!(
-                    "the {} tensor of shape {:?} does not depend on any variable; make inputs with \
-                     Tensor::var (and compute outside no_grad) to differentiate",
+                    "the {} tensor of shape {:?} does not depend on any variable; make its inputs \
+                     variables (tensors that require gradients) and compute it outside no_grad",
                     self.dtype(),
                     self.shape()
                 ),
@@ -809,8 +809,7 @@ fn released(op: &'static str) -> Error {
         format!(
             "this graph was already differentiated once (by backward or grad), which freed the \
              values its ops saved for the reverse pass (first missing: `{op}`); to differentiate it \
-             again, pass BackwardOptions {{ retain_graph: true, .. }} to the first call, or recompute \
-             the output"
+             again, keep the graph in the first call (retain_graph), or recompute the output"
         ),
     )
 }

@@ -258,7 +258,7 @@ impl<B: Backend> Tensor<B> {
                 op,
                 format!(
                     "only float32 and float64 (or complex64 and complex128) tensors can be \
-                     differentiated, got {} (shape {:?}); cast with .cast(DType::F32) first if a \
+                     differentiated, got {} (shape {:?}); cast it to a float dtype first if a \
                      derivative is really meant",
                     self.dtype(),
                     self.shape()

@@ -29,7 +29,7 @@ impl<B: Backend> Tensor<B> {
             return Ok(());
         }
         Err(Error::dtype(op, dt).with_hint(format!(
-            "{op} needs a float32 or float64 tensor; cast with .cast(DType::F32) first"
+            "{op} needs a float32 or float64 tensor; cast it to one first"
         )))
     }
 
