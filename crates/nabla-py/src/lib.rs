@@ -71,6 +71,7 @@ fn _nabla(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ops::einsum, m)?)?;
     m.add_function(wrap_pyfunction!(ops::is_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(ops::_set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::_init_thread_pool, m)?)?;
     m.add_function(wrap_pyfunction!(ops::is_autocast_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(transforms::_vjp, m)?)?;
     m.add_function(wrap_pyfunction!(transforms::_jvp, m)?)?;

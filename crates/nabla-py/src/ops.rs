@@ -532,6 +532,16 @@ pub fn _set_grad_enabled(mode: bool) -> bool {
     nabla_tensor::set_grad_enabled(mode)
 }
 
+/// `_init_thread_pool(threads=None)`: sets up the CPU kernels' thread pool with the calling thread
+/// as one of its threads (see `nabla_cpu::init_thread_pool`), so that an op called from it starts
+/// its parallel work itself instead of handing it over and sleeping until it is done. The package
+/// calls it on import from the main thread; it fails once the pool exists.
+#[pyfunction]
+#[pyo3(signature = (threads = None))]
+pub fn _init_thread_pool(threads: Option<usize>) -> PyResult<()> {
+    nabla_cpu::init_thread_pool(threads).py()
+}
+
 /// `is_grad_enabled()`: `False` inside `no_grad`.
 #[pyfunction]
 pub fn is_grad_enabled() -> bool {

@@ -335,6 +335,25 @@ impl CompiledProgram {
         crate::tensor::tensor_list(py, out.into_iter().map(Value::Eager).collect())
     }
 
+    /// Runs the program and returns `(outputs, seconds)`: the wall time of each node in program
+    /// order (waiting for the device after every node), to find where a program spends its time.
+    fn run_profiled<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyAny>,
+    ) -> PyResult<(Bound<'py, PyList>, Vec<f64>)> {
+        let xs = read_values(inputs)?
+            .into_iter()
+            .map(|v| v.eager("jit").cloned())
+            .collect::<Result<Vec<_>>>()
+            .py()?;
+        let (out, times) = py
+            .detach(|| self.executor.run_profiled(&self.program, &xs))
+            .py()?;
+        let outputs = crate::tensor::tensor_list(py, out.into_iter().map(Value::Eager).collect())?;
+        Ok((outputs, times.iter().map(|t| t.as_secs_f64()).collect()))
+    }
+
     /// The compiled program as text.
     fn __str__(&self) -> String {
         format!("{}", self.program)

@@ -4,6 +4,7 @@ import sys
 import threading
 
 import numpy as np
+import pytest
 
 import nabla_rs as nb
 
@@ -50,3 +51,10 @@ def test_concurrent_ops_give_the_sequential_results():
     for t in threads:
         t.join()
     assert results == expected
+
+
+def test_the_main_thread_joined_the_kernel_thread_pool():
+    """`import nabla_rs` on the main thread set up the CPU pool with that thread in it, so a second
+    set-up is refused (the pool exists)."""
+    with pytest.raises(ValueError, match="thread pool"):
+        nb._nabla._init_thread_pool()

@@ -25,6 +25,10 @@ the shapes and dtypes it was traced with."""
     def run(self, inputs) -> Any:
         """Runs the program (the GIL is released while it runs)."""
         ...
+    def run_profiled(self, inputs) -> Any:
+        """Runs the program and returns `(outputs, seconds)`: the wall time of each node in program
+order (waiting for the device after every node), to find where a program spends its time."""
+        ...
 
 class GradMode:
     """`with GradMode(enabled):` records for autodiff inside the block when `enabled`, and nothing
@@ -606,6 +610,13 @@ def _custom_call(name, body, reverse, forward, inputs) -> Any:
 op whose reverse rule is `reverse(inputs, output, cotangent) -> [cotangent or None per input]`
 and forward rule `forward(inputs, output, tangents) -> tangent or None` (either may be `None`:
 that mode then differentiates `body`)."""
+    ...
+
+def _init_thread_pool(threads=None) -> Any:
+    """`_init_thread_pool(threads=None)`: sets up the CPU kernels' thread pool with the calling thread
+as one of its threads (see `nabla_cpu::init_thread_pool`), so that an op called from it starts
+its parallel work itself instead of handing it over and sleeping until it is done. The package
+calls it on import from the main thread; it fails once the pool exists."""
     ...
 
 def _jacobian(f, primals, forward) -> Any:
