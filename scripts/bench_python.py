@@ -9,6 +9,9 @@ Workloads:
   here: scripts/bench_training.py measures its jitted step against nabla's Rust step).
 - `cnn_step`: the same for conv3x3(1->32)-relu-maxpool2-conv3x3(32->64)-relu-maxpool2-
   linear(1600->128)-relu-linear(128->10) on a batch of 64 1x28x28 images.
+- `mlp_grad`: the gradient of the same MLP's cross-entropy with respect to its six parameter
+  tensors, written as a function of them (`nb.grad`, `torch.autograd.grad`), and `mlp_grad_jit` the
+  same compiled (`nb.jit(nb.grad(loss))` against `jax.jit(jax.grad(loss))`); identical weights.
 
 Run with the package installed (`bash scripts/test_python.sh` builds it into target/py-venv, or
 `maturin develop --release` in crates/nabla-py); PyTorch and JAX are compared when installed:
@@ -58,6 +61,26 @@ def _step(model, opt, loss_fn, x, y):
     return step
 
 
+def _mlp_weights():
+    """The MLP's weights and a batch, as NumPy arrays (the same for every framework)."""
+    import numpy as np
+
+    r = np.random.default_rng(1)
+    sizes = [784, 512, 512, 10]
+    params = []
+    for a, b in zip(sizes, sizes[1:]):
+        params += [(r.normal(size=(a, b)) / np.sqrt(a)).astype(np.float32), np.zeros(b, np.float32)]
+    (x, y), _ = _batches()
+    return params, x, y
+
+
+def _mlp_loss(params, x, y, relu, cross_entropy):
+    h = x
+    for i in range(0, len(params) - 2, 2):
+        h = relu(h @ params[i] + params[i + 1])
+    return cross_entropy(h @ params[-2] + params[-1], y)
+
+
 def nabla_measure(repeats: int) -> dict:
     import nabla_rs as nb
 
@@ -81,11 +104,17 @@ def nabla_measure(repeats: int) -> dict:
         for _ in range(N_PAIRS):
             y = y * a + b
 
+    weights, x, y = _mlp_weights()
+    params, xt, yt = [nb.tensor(w) for w in weights], nb.tensor(x), nb.tensor(y)
+    loss = lambda p, x, y: _mlp_loss(p, x, y, nb.nn.functional.relu, ce)
+    grad, grad_jit = nb.grad(loss), nb.jit(nb.grad(loss))
     return {
         "chain_10k_s": median_time(chain_grad, repeats, warmup=1),
         "chain_10k_fwd_s": median_time(chain_fwd, repeats, warmup=1),
         "mlp_step_s": median_time(mlp_step, 4 * repeats),
         "cnn_step_s": median_time(cnn_step, 4 * repeats),
+        "mlp_grad_s": median_time(lambda: grad(params, xt, yt), 4 * repeats),
+        "mlp_grad_jit_s": median_time(lambda: grad_jit(params, xt, yt), 4 * repeats),
     }
 
 
@@ -114,12 +143,21 @@ def torch_setup():
     mlp_step = _step(mlp, torch.optim.Adam(mlp.parameters()), ce, torch.from_numpy(xm), torch.from_numpy(ym))
     cnn_step = _step(cnn, torch.optim.Adam(cnn.parameters()), ce, torch.from_numpy(xc), torch.from_numpy(yc))
 
+    weights, x, y = _mlp_weights()
+    params = [torch.from_numpy(w).requires_grad_() for w in weights]
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+
+    def mlp_grad():
+        loss = _mlp_loss(params, xt, yt, torch.relu, ce)
+        return torch.autograd.grad(loss, params)
+
     def measure(repeats):
         return {
             "chain_10k_s": median_time(chain_grad, repeats, warmup=1),
             "chain_10k_fwd_s": median_time(chain_fwd, repeats, warmup=1),
             "mlp_step_s": median_time(mlp_step, 4 * repeats),
             "cnn_step_s": median_time(cnn_step, 4 * repeats),
+            "mlp_grad_s": median_time(mlp_grad, 4 * repeats),
         }
 
     return torch.__version__, measure
@@ -140,9 +178,17 @@ def jax_measure(repeats: int) -> dict:
 
     g = jax.grad(f)
     x0 = jnp.full((16,), 0.5)
+
+    def cross_entropy(logits, y):
+        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], 1))
+
+    weights, x, y = _mlp_weights()
+    params, xj, yj = [jnp.asarray(w) for w in weights], jnp.asarray(x), jnp.asarray(y)
+    mlp_grad = jax.jit(jax.grad(lambda p, x, y: _mlp_loss(p, x, y, jax.nn.relu, cross_entropy)))
     return {
         "chain_10k_s": median_time(lambda: g(x0).block_until_ready(), repeats, warmup=1),
         "chain_10k_fwd_s": median_time(lambda: f(x0).block_until_ready(), repeats, warmup=1),
+        "mlp_grad_jit_s": median_time(lambda: jax.block_until_ready(mlp_grad(params, xj, yj)), 4 * repeats),
     }
 
 
