@@ -374,6 +374,28 @@ fn run<B: Backend>(
     Ok((outputs, buffers))
 }
 
+/// The call's operands as they arrive: the given inputs, then the module's tensors.
+struct Operands<'a, B: Backend> {
+    /// Which inputs were given (the others are `None`).
+    given: &'a [bool],
+    /// The given inputs, then the parameters and buffers.
+    values: &'a [Tensor<B>],
+    /// Number of given inputs.
+    n: usize,
+}
+
+/// [`run`] on operands as they arrive.
+fn call<B: Backend>(
+    layer: &mut dyn Layer<B>,
+    ops: Operands<'_, B>,
+    flags: &Args<'_>,
+    names: &[String],
+    training: bool,
+) -> Result<(Outputs<B>, Vec<Tensor<B>>)> {
+    let inputs = lay_out(ops.given, &ops.values[..ops.n]);
+    run(layer, &inputs, flags, names, &ops.values[ops.n..], training)
+}
+
 /// `present` values laid back out as `Option`s where `given` says an input was given.
 fn lay_out<T: Clone>(given: &[bool], present: &[T]) -> Vec<Option<T>> {
     let mut next = present.iter();
@@ -495,15 +517,12 @@ impl PyLayer {
                 let (outputs, buffers) = py
                     .detach(|| {
                         let mut layer = self.eager.lock().unwrap_or_else(|e| e.into_inner());
-                        let inputs = lay_out(&given, &v[..n]);
-                        run(
-                            layer.as_mut(),
-                            &inputs,
-                            &flags,
-                            &self.names,
-                            &v[n..],
-                            training,
-                        )
+                        let ops = Operands {
+                            given: &given,
+                            values: &v,
+                            n,
+                        };
+                        call(layer.as_mut(), ops, &flags, &self.names, training)
                     })
                     .py()?;
                 Ok((
@@ -522,18 +541,14 @@ impl PyLayer {
                 let args = self.traced_args(training);
                 let mut layer =
                     build_layer(&self.kind, &args, self.dtype, &mut rng, &backend).py()?;
-                let inputs = lay_out(&given, &v[..n]);
+                let ops = Operands {
+                    given: &given,
+                    values: &v,
+                    n,
+                };
                 // A traced call leaves the module's buffers as they are (as `jax.jit` of a pure
                 // function would).
-                let (outputs, _) = run(
-                    layer.as_mut(),
-                    &inputs,
-                    &flags,
-                    &self.names,
-                    &v[n..],
-                    training,
-                )
-                .py()?;
+                let (outputs, _) = call(layer.as_mut(), ops, &flags, &self.names, training).py()?;
                 let wrap = |t| PyTensor::new(Value::Traced(t));
                 Ok((
                     outputs.into_iter().map(|o| o.map(wrap)).collect(),

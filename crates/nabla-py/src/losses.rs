@@ -6,12 +6,29 @@ use crate::error::IntoPyResult;
 use crate::nn::{group, opt_value};
 use crate::on_group;
 use crate::tensor::{PyTensor, compute};
+use crate::value::Group;
 use nabla_core::Error;
 use nabla_nn::loss::{
     BceWithLogitsOptions, CrossEntropyOptions, KlDivReduction, NllLossOptions, Reduction,
     TripletMarginOptions,
 };
 use pyo3::prelude::*;
+
+/// The loss's tensors as one kind: the `required` ones, then the `optional` ones that are given
+/// (`present` says which of all were).
+fn operands(
+    required: &[&Bound<'_, PyAny>],
+    optional: &[Option<&Bound<'_, PyAny>>],
+) -> PyResult<(Group, Vec<bool>)> {
+    let mut values = required
+        .iter()
+        .map(|x| to_value(x, None).map(Some))
+        .collect::<PyResult<Vec<_>>>()?;
+    for x in optional {
+        values.push(opt_value(*x)?);
+    }
+    group(values).py()
+}
 
 fn reduction(name: &str) -> PyResult<Reduction> {
     match name {
@@ -40,12 +57,7 @@ fn cross_entropy(
     label_smoothing: f64,
 ) -> PyResult<PyTensor> {
     let red = self::reduction(reduction)?;
-    let (g, present) = group(vec![
-        Some(to_value(input, None)?),
-        Some(to_value(target, None)?),
-        opt_value(weight)?,
-    ])
-    .py()?;
+    let (g, present) = operands(&[input, target], &[weight])?;
     compute(py, move || {
         on_group!(g, ts => {
             let opts = CrossEntropyOptions { weight: present[2].then(|| ts[2].clone()), ignore_index, reduction: red, label_smoothing };
@@ -66,12 +78,7 @@ fn nll_loss(
     reduction: &str,
 ) -> PyResult<PyTensor> {
     let red = self::reduction(reduction)?;
-    let (g, present) = group(vec![
-        Some(to_value(input, None)?),
-        Some(to_value(target, None)?),
-        opt_value(weight)?,
-    ])
-    .py()?;
+    let (g, present) = operands(&[input, target], &[weight])?;
     compute(py, move || {
         on_group!(g, ts => {
             let opts = NllLossOptions { weight: present[2].then(|| ts[2].clone()), ignore_index, reduction: red };
@@ -88,7 +95,7 @@ macro_rules! pointwise_loss {
         #[pyo3(signature = (input, target, reduction = "mean"))]
         fn $name(py: Python<'_>, input: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>, reduction: &str) -> PyResult<PyTensor> {
             let red = self::reduction(reduction)?;
-            let (g, _) = group(vec![Some(to_value(input, None)?), Some(to_value(target, None)?)]).py()?;
+            let (g, _) = operands(&[input, target], &[])?;
             compute(py, move || on_group!(g, ts => nabla_nn::loss::$name(&ts[0], &ts[1], red)))
         }
     )*};
@@ -109,7 +116,7 @@ macro_rules! pointwise_loss_with {
         #[pyo3(signature = (input, target, reduction = "mean", $opt = $default))]
         fn $name(py: Python<'_>, input: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>, reduction: &str, $opt: f64) -> PyResult<PyTensor> {
             let red = self::reduction(reduction)?;
-            let (g, _) = group(vec![Some(to_value(input, None)?), Some(to_value(target, None)?)]).py()?;
+            let (g, _) = operands(&[input, target], &[])?;
             compute(py, move || on_group!(g, ts => nabla_nn::loss::$name(&ts[0], &ts[1], red, $opt)))
         }
     )*};
@@ -133,12 +140,7 @@ fn binary_cross_entropy(
     reduction: &str,
 ) -> PyResult<PyTensor> {
     let red = self::reduction(reduction)?;
-    let (g, present) = group(vec![
-        Some(to_value(input, None)?),
-        Some(to_value(target, None)?),
-        opt_value(weight)?,
-    ])
-    .py()?;
+    let (g, present) = operands(&[input, target], &[weight])?;
     compute(
         py,
         move || on_group!(g, ts => nabla_nn::loss::binary_cross_entropy(&ts[0], &ts[1], present[2].then(|| &ts[2]), red)),
@@ -158,13 +160,7 @@ fn binary_cross_entropy_with_logits(
     pos_weight: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
     let red = self::reduction(reduction)?;
-    let (g, present) = group(vec![
-        Some(to_value(input, None)?),
-        Some(to_value(target, None)?),
-        opt_value(weight)?,
-        opt_value(pos_weight)?,
-    ])
-    .py()?;
+    let (g, present) = operands(&[input, target], &[weight, pos_weight])?;
     compute(py, move || {
         on_group!(g, ts => {
             // The optional tensors follow input and target, in order, where given.
@@ -192,11 +188,7 @@ fn kl_div(
         "batchmean" => KlDivReduction::BatchMean,
         other => KlDivReduction::from(self::reduction(other)?),
     };
-    let (g, _) = group(vec![
-        Some(to_value(input, None)?),
-        Some(to_value(target, None)?),
-    ])
-    .py()?;
+    let (g, _) = operands(&[input, target], &[])?;
     compute(
         py,
         move || on_group!(g, ts => nabla_nn::loss::kl_div(&ts[0], &ts[1], red, log_target)),
@@ -211,7 +203,7 @@ macro_rules! pair_loss {
         #[pyo3(signature = (input1, input2, target, margin = 0.0, reduction = "mean"))]
         fn $name(py: Python<'_>, input1: &Bound<'_, PyAny>, input2: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>, margin: f64, reduction: &str) -> PyResult<PyTensor> {
             let red = self::reduction(reduction)?;
-            let (g, _) = group(vec![Some(to_value(input1, None)?), Some(to_value(input2, None)?), Some(to_value(target, None)?)]).py()?;
+            let (g, _) = operands(&[input1, input2, target], &[])?;
             compute(py, move || on_group!(g, ts => nabla_nn::loss::$name(&ts[0], &ts[1], &ts[2], margin, red)))
         }
     )*};
@@ -247,12 +239,7 @@ fn triplet_margin_loss(
         swap,
         reduction: self::reduction(reduction)?,
     };
-    let (g, _) = group(vec![
-        Some(to_value(anchor, None)?),
-        Some(to_value(positive, None)?),
-        Some(to_value(negative, None)?),
-    ])
-    .py()?;
+    let (g, _) = operands(&[anchor, positive, negative], &[])?;
     compute(
         py,
         move || on_group!(g, ts => nabla_nn::loss::triplet_margin_loss(&ts[0], &ts[1], &ts[2], &opts)),

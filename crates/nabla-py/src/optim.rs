@@ -178,31 +178,35 @@ fn trainable_leaf(kind: &str, t: &PyTensor) -> PyResult<Eager> {
     Ok(e.clone())
 }
 
-impl PyOptimizer {
-    /// Adds `tensors` as a group with `options`, making a `Param` of each.
-    fn params_of(&self, py: Python<'_>, tensors: &[Py<PyTensor>]) -> PyResult<Vec<Param<B>>> {
-        if tensors.is_empty() {
-            return Err(PyValueError::new_err(format!(
-                "{} got an empty parameter list",
-                self.kind
-            )));
-        }
-        let mut out = Vec::with_capacity(tensors.len());
-        for (i, t) in tensors.iter().enumerate() {
-            let seen = self.tensors.iter().chain(&tensors[..i]);
-            if seen.clone().any(|o| o.is(t)) {
-                return Err(PyValueError::new_err(
-                    "some parameters appear in more than one parameter group",
-                ));
-            }
-            let leaf = trainable_leaf(&self.kind, &t.borrow(py))?;
-            let param = Param::new(leaf.detach()).py()?;
-            t.borrow_mut(py).adopt(param.value());
-            out.push(param);
-        }
-        Ok(out)
+/// A `Param` for each of `tensors` (trainable leaves, none already among `existing`), each tensor
+/// taking its `Param`'s leaf as its value.
+fn params_of(
+    py: Python<'_>,
+    kind: &str,
+    existing: &[Py<PyTensor>],
+    tensors: &[Py<PyTensor>],
+) -> PyResult<Vec<Param<B>>> {
+    if tensors.is_empty() {
+        return Err(PyValueError::new_err(format!(
+            "{kind} got an empty parameter list"
+        )));
     }
+    let mut out = Vec::with_capacity(tensors.len());
+    for (i, t) in tensors.iter().enumerate() {
+        if existing.iter().chain(&tensors[..i]).any(|o| o.is(t)) {
+            return Err(PyValueError::new_err(
+                "some parameters appear in more than one parameter group",
+            ));
+        }
+        let leaf = trainable_leaf(kind, &t.borrow(py))?;
+        let param = Param::new(leaf.detach()).py()?;
+        t.borrow_mut(py).adopt(param.value());
+        out.push(param);
+    }
+    Ok(out)
+}
 
+impl PyOptimizer {
     /// Takes values the user gave a tensor since the last step (`p.data = ...`) into its `Param`.
     fn sync_in(&self, py: Python<'_>) -> PyResult<()> {
         for (t, p) in self.tensors.iter().zip(&self.params) {
@@ -229,7 +233,8 @@ impl PyOptimizer {
         Ok(())
     }
 
-    fn first_order(&mut self) -> PyResult<&mut (dyn Optimizer<B> + Send + Sync)> {
+    /// The first-order optimizer (what schedulers drive); an error for L-BFGS.
+    pub(crate) fn first_order(&mut self) -> PyResult<&mut (dyn Optimizer<B> + Send + Sync)> {
         match &mut self.engine {
             Engine::FirstOrder(opt) => Ok(opt.as_mut()),
             Engine::Lbfgs(_) => Err(PyTypeError::new_err(
@@ -251,13 +256,6 @@ impl PyOptimizer {
     }
 }
 
-/// The optimizer an `Engine` drives, for the schedulers.
-pub(crate) fn optimizer_of(
-    opt: &mut PyOptimizer,
-) -> PyResult<&mut (dyn Optimizer<B> + Send + Sync)> {
-    opt.first_order()
-}
-
 #[pymethods]
 impl PyOptimizer {
     /// `Engine(kind, params, options)`: optimizer `kind` (PyTorch's class name) over one group.
@@ -269,21 +267,15 @@ impl PyOptimizer {
         options: &Bound<'_, PyDict>,
     ) -> PyResult<Self> {
         let options = options_from(&kind, options)?;
-        let mut me = PyOptimizer {
+        let made = params_of(py, &kind, &[], &params)?;
+        let engine = build(vec![(made.clone(), options)]).py()?;
+        Ok(PyOptimizer {
             kind,
-            engine: Engine::FirstOrder(Box::new(
-                Optim::<B, SgdConfig>::new(Vec::new(), SgdConfig::default()).py()?,
-            )),
-            tensors: Vec::new(),
-            params: Vec::new(),
-            group_sizes: Vec::new(),
-        };
-        let made = me.params_of(py, &params)?;
-        me.engine = build(vec![(made.clone(), options)]).py()?;
-        me.tensors = params;
-        me.params = made;
-        me.group_sizes = vec![me.params.len()];
-        Ok(me)
+            engine,
+            tensors: params,
+            group_sizes: vec![made.len()],
+            params: made,
+        })
     }
 
     /// Adds a parameter group with its own hyper-parameters (the rest as the optimizer's defaults).
@@ -294,7 +286,7 @@ impl PyOptimizer {
         options: &Bound<'_, PyDict>,
     ) -> PyResult<()> {
         let options = options_from(&self.kind, options)?;
-        let made = self.params_of(py, &params)?;
+        let made = params_of(py, &self.kind, &self.tensors, &params)?;
         let Engine::FirstOrder(_) = &self.engine else {
             return Err(PyValueError::new_err(
                 "LBFGS doesn't support per-parameter options (parameter groups)",

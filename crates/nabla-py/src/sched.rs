@@ -3,7 +3,7 @@
 
 use crate::error::{IntoPyResult, stash};
 use crate::json::{Args, to_json, to_py};
-use crate::optim::{PyOptimizer, optimizer_of};
+use crate::optim::PyOptimizer;
 use nabla_any::AnyBackend;
 use nabla_core::{Error, Result};
 use nabla_nn::optim::Optimizer;
@@ -198,7 +198,7 @@ impl PyScheduler {
             json: to_json(args, &kind)?,
         };
         let mut engine = optimizer.try_borrow_mut()?;
-        let opt: &mut dyn Optimizer<B> = optimizer_of(&mut engine)?;
+        let opt: &mut dyn Optimizer<B> = engine.first_order()?;
         let inner = match kind.as_str() {
             "ReduceLROnPlateau" => {
                 Inner::Plateau(ReduceLROnPlateau::new(opt, plateau_config(&a).py()?).py()?)
@@ -228,7 +228,7 @@ impl PyScheduler {
     #[pyo3(signature = (optimizer, value = None))]
     fn step(&mut self, optimizer: &Bound<'_, PyOptimizer>, value: Option<f64>) -> PyResult<()> {
         let mut engine = optimizer.try_borrow_mut()?;
-        let opt: &mut dyn Optimizer<B> = optimizer_of(&mut engine)?;
+        let opt: &mut dyn Optimizer<B> = engine.first_order()?;
         match (&mut self.inner, value) {
             (Inner::Plateau(s), Some(metric)) => {
                 s.step(opt, metric);

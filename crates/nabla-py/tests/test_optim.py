@@ -242,6 +242,10 @@ def test_bad_arguments_raise():
         optim.SGD([nb.zeros(2)], lr=0.1)
     with pytest.raises(ValueError, match="non-leaf"):
         optim.SGD([w * 2], lr=0.1)
+    with pytest.raises(TypeError, match="iterable"):
+        optim.SGD(w, lr=0.1)
+    single = optim.SGD([{"params": w, "lr": 0.5}])  # a group's params may be one tensor
+    assert single.param_groups[0]["params"][0] is w
     with pytest.raises(ValueError, match="more than one parameter group"):
         optim.SGD([{"params": [w]}, {"params": [w]}], lr=0.1)
     with pytest.raises(ValueError, match="learning rate|lr"):

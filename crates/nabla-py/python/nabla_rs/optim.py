@@ -33,7 +33,7 @@ class Optimizer:
             self.add_param_group(g)
 
     def add_param_group(self, param_group: Dict[str, Any]) -> None:
-        group = {**self.defaults, **param_group, "params": list(param_group["params"])}
+        group = {**self.defaults, **param_group, "params": _group_params(param_group["params"])}
         for p in group["params"]:
             if not p.requires_grad:
                 raise ValueError("an optimizer can only update tensors that require grad")
@@ -74,11 +74,20 @@ class Optimizer:
         raise NotImplementedError(f"{type(self).__name__} has no step()")
 
 
+def _group_params(params) -> list:
+    """A group's ``params``: one tensor, or an iterable of them."""
+    return [params] if isinstance(params, _nabla.Tensor) else list(params)
+
+
 def _groups(params) -> List[Dict[str, Any]]:
+    if isinstance(params, _nabla.Tensor):
+        raise TypeError("params should be an iterable of tensors or dicts (as model.parameters()), got one tensor")
     params = list(params)
     if not params:
         raise ValueError("optimizer got an empty parameter list")
-    return [dict(g) for g in params] if isinstance(params[0], dict) else [{"params": params}]
+    if not isinstance(params[0], dict):
+        return [{"params": params}]
+    return [{**g, "params": _group_params(g["params"])} for g in params]
 
 
 class _ParamGroup(MutableMapping):
@@ -143,8 +152,7 @@ class _RustOptimizer(Optimizer):
     def add_param_group(self, param_group: Dict[str, Any]) -> None:
         """Adds a group of parameters with its own hyper-parameters (the rest as ``defaults``)."""
         group = dict(param_group)
-        params = group.pop("params")
-        params = [params] if isinstance(params, _nabla.Tensor) else list(params)
+        params = _group_params(group.pop("params"))
         given = {k: v for k, v in self.defaults.items()}
         given.update(group)
         self._engine.add_param_group(params, given)
