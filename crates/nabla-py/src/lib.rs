@@ -23,6 +23,7 @@ mod layer_calls;
 mod layers;
 mod linalg;
 mod losses;
+mod matrices;
 mod methods;
 mod nn;
 mod ops;

@@ -56,3 +56,45 @@ def test_isclose_and_allclose_match_numpy(rtol, atol, equal_nan):
         assert nb.allclose(a[i:], b[i:], rtol, atol, equal_nan) == np.allclose(a[i:], b[i:], rtol, atol, equal_nan)
     with pytest.raises(ValueError, match="negative"):
         nb.isclose(a, b, rtol=-1.0)
+
+
+def _numeric_grad(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
+    return g
+
+
+@pytest.mark.parametrize(
+    "name, call, reference",
+    [
+        ("tril", lambda t: nb.tril(t, -1), lambda a: np.tril(a, -1)),
+        ("triu", lambda t: t.triu(1), lambda a: np.triu(a, 1)),
+        ("diagonal", lambda t: t.diagonal(1, 1, 2), lambda a: np.diagonal(a, 1, 1, 2)),
+        ("trace", lambda t: nb.trace(t), lambda a: np.trace(a, axis1=-2, axis2=-1)),
+        ("diag_embed", lambda t: t[:, 0].diag_embed(1), lambda a: np.stack([np.diag(r, 1) for r in a[:, 0]])),
+        ("index_select", lambda t: nb.index_select(t, 2, nb.tensor([3, 0, 3])), lambda a: np.take(a, [3, 0, 3], axis=2)),
+    ],
+)
+def test_matrix_selections_match_numpy_with_gradients(name, call, reference):
+    a = np.random.default_rng(0).normal(size=(2, 3, 4))
+    out = call(nb.tensor(a))
+    np.testing.assert_array_equal(np.asarray(out), reference(a))
+    w = np.random.default_rng(1).normal(size=reference(a).shape)
+    got = nb.grad(lambda x: (call(x) * nb.tensor(w)).sum())(nb.tensor(a))
+    np.testing.assert_allclose(np.asarray(got), _numeric_grad(lambda x: (reference(x) * w).sum(), a), atol=1e-8)
+    np.testing.assert_array_equal(np.asarray(nb.jit(call)(nb.tensor(a))), reference(a))
+
+
+def test_stop_gradient_and_full_like():
+    x = nb.tensor(np.array([1.0, 2.0]))
+    g = nb.grad(lambda x: (x * nb.stop_gradient(x)).sum())(x)
+    np.testing.assert_array_equal(np.asarray(g), [1.0, 2.0])  # only the first factor is differentiated
+    f = nb.full_like(nb.zeros((2, 3), dtype=nb.float64), 7)
+    assert f.dtype == nb.float64 and np.all(np.asarray(f) == 7) and tuple(f.shape) == (2, 3)
+    with pytest.raises(ValueError, match="tril|matri"):
+        nb.tril(nb.zeros(3))
+    with pytest.raises(IndexError):
+        nb.index_select(nb.zeros((2, 3)), 1, nb.tensor([5]))

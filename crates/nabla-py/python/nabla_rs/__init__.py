@@ -149,6 +149,33 @@ negative, absolute, reciprocal = _nabla.neg, _nabla.abs, _nabla.recip
 asarray = tensor
 
 
+def _method_function(name: str, doc: str):
+    def function(input, *args, **kwargs):
+        return getattr(tensor(input) if not isinstance(input, Tensor) else input, name)(*args, **kwargs)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+    return function
+
+
+tril = _method_function("tril", "``torch.tril(input, diagonal=0)``: the lower triangle of each matrix.")
+triu = _method_function("triu", "``torch.triu(input, diagonal=0)``: the upper triangle of each matrix.")
+diagonal = _method_function("diagonal", "``torch.diagonal(input, offset=0, dim1=0, dim2=1)``.")
+trace = _method_function("trace", "``torch.trace(input)``: the sum of each matrix's main diagonal.")
+diag_embed = _method_function("diag_embed", "``torch.diag_embed(input, offset=0)``.")
+index_select = _method_function("index_select", "``torch.index_select(input, dim, index)``.")
+
+
+def stop_gradient(x):
+    """``jax.lax.stop_gradient``: the same values, with no derivative (``x.detach()``)."""
+    return tensor(x).detach() if not isinstance(x, Tensor) else x.detach()
+
+
+def full_like(x, fill_value, dtype=None):
+    """A tensor of ``x``'s shape (and dtype, unless given) filled with ``fill_value``."""
+    return full(tuple(x.shape), fill_value, dtype=dtype if dtype is not None else x.dtype)
+
+
 class _Scope:
     """A block, entered by ``with`` or by decorating a function, over one of the extension's guard
     classes (built from ``self._args`` anew for each decorated call, so that calls can nest)."""

@@ -242,6 +242,13 @@ and adds them to the `.grad` of every leaf that requires them, as PyTorch's `bac
     def device(self) -> Any:
         """The device: `"cpu"`, `"wgpu"`, or `"traced"` inside `jit` and `vmap`."""
         ...
+    def diag_embed(self, offset=0) -> Any:
+        """Matrices with the last axis on diagonal `offset` and zeros elsewhere (`torch.diag_embed`)."""
+        ...
+    def diagonal(self, offset=0, dim1=0, dim2=1) -> Any:
+        """Diagonal `offset` of the matrices spanned by axes `dim1` and `dim2`, appended as the last axis
+(`torch.diagonal`)."""
+        ...
     def dim(self, *args: Any, **kwargs: Any) -> Any:
         """The number of axes (PyTorch's ``dim()``; also ``ndim``)."""
         ...
@@ -304,6 +311,9 @@ and adds them to the `.grad` of every leaf that requires them, as PyTorch's `bac
     def index_add(self, axis, index, source) -> Any:
         """`self` with `source`'s slices added at positions `index` (1-D) along `axis`, as
 `torch.index_add` (repeated indices accumulate)."""
+        ...
+    def index_select(self, dim, index) -> Any:
+        """The entries of axis `dim` at the 1-D integer `index` (`torch.index_select`)."""
         ...
     def int(self, *args: Any, **kwargs: Any) -> Any:
         """``self.astype(int32)``, as PyTorch's ``int()``."""
@@ -510,8 +520,19 @@ converted to a dtype; moves between devices are differentiable."""
     def topk(self, k, axis=..., largest=True) -> Any:
         """`(values, indices)` of the `k` largest (or smallest) entries along `axis`, as `torch.topk`."""
         ...
+    def trace(self) -> Any:
+        """The sum of the main diagonal of each matrix `[..., m, n]` (`torch.trace` for 2-D input)."""
+        ...
     def transpose(self, *axes) -> Any:
         """The axes reordered (reversed when none are given), as `np.transpose`."""
+        ...
+    def tril(self, diagonal=0) -> Any:
+        """The lower triangle of each matrix `[..., m, n]`: entries on and below diagonal `diagonal`,
+zeros elsewhere (`torch.tril`)."""
+        ...
+    def triu(self, diagonal=0) -> Any:
+        """The upper triangle of each matrix `[..., m, n]`: entries on and above diagonal `diagonal`,
+zeros elsewhere (`torch.triu`)."""
         ...
     def trunc(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
