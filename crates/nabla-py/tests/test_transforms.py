@@ -234,3 +234,30 @@ def test_checkpoint_gives_the_same_gradients(data):
     loss_plain(nb.tensor(w)).backward()
     for a, p in zip(ckpt_grads, layer.parameters()):
         close(a, p.grad, tol=0)
+
+
+def test_jit_static_arguments_and_keywords_as_jax():
+    traces = []
+
+    def f(x, n, *, mode="sum", scale=1.0):
+        traces.append((n, mode))
+        y = x * scale
+        for _ in range(n):
+            y = nb.tanh(y) * 2.0 if isinstance(y, nb.Tensor) else jnp.tanh(y) * 2.0
+        return y.sum() if mode == "sum" else y.mean()
+
+    x = np.linspace(-1.0, 1.0, 5)
+    g = nb.jit(f, static_argnums=1, static_argnames="mode")
+    jg = jax.jit(f, static_argnums=1, static_argnames="mode")
+    for n, mode, scale in [(2, "sum", 1.0), (2, "sum", 1.0), (3, "sum", 0.5), (2, "mean", 2.0)]:
+        got = g(nb.tensor(x), n, mode=mode, scale=nb.tensor(scale))
+        close(got, jg(jnp.asarray(x), n, mode=mode, scale=scale))
+    nabla_traces = [t for t in traces if isinstance(t, tuple)]
+    assert len(nabla_traces) >= 3  # one trace per static signature, shared by the repeated call
+    before = len(traces)
+    g(nb.tensor(x), 2, mode="sum", scale=nb.tensor(3.0))  # same signature: no new trace
+    assert len(traces) == before
+    with pytest.raises(ValueError, match="hashable"):
+        g(nb.tensor(x), [2])
+    with pytest.raises(ValueError, match="static_argnums"):
+        nb.jit(f, static_argnums=5)(nb.tensor(x), 2)

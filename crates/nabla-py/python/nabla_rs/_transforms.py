@@ -262,41 +262,75 @@ def vmap(f: Callable, in_axes: Any = 0, out_axes: Any = 0):
 
 
 class jit:
-    """``f`` traced once per argument signature (pytree structure, shapes, dtypes) into a compiled
-    program that later calls run without Python, as ``jax.jit``. Tensors ``f`` closes over are
-    baked in as constants. When an argument requires gradients or is itself being traced, ``f``
-    runs as it is, so gradients flow through and outer transforms see it."""
+    """``f`` traced once per argument signature (pytree structure, shapes, dtypes, and the values
+    of the static arguments) into a compiled program that later calls run without Python, as
+    ``jax.jit``. Arguments may be positional or keywords, tensors or pytrees of them;
+    ``static_argnums``/``static_argnames`` name arguments passed to ``f`` as they are (hashable
+    Python values: sizes, flags, modes), each new value compiling anew. Tensors ``f`` closes over are
+    baked in as constants. When an argument requires gradients or is itself being traced, ``f`` runs
+    as it is, so gradients flow through and outer transforms see it."""
 
-    def __init__(self, f: Callable):
+    def __init__(self, f: Callable, static_argnums: Union[int, Sequence[int]] = (), static_argnames: Union[str, Sequence[str]] = ()):
         functools.update_wrapper(self, f)
         self._f = f
+        self._static_nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        self._static_names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
         self._cache = {}
 
-    def __call__(self, *args):
-        leaves, in_def = tree_flatten(args)
+    def _split(self, args: tuple, kwargs: dict):
+        """The static arguments (hashable, part of the cache key) and the pytree of the others."""
+        nums = set()
+        for i in self._static_nums:
+            j = i + len(args) if i < 0 else i
+            if not 0 <= j < len(args):
+                raise ValueError(f"jit: static_argnums {i} is out of range for {len(args)} positional arguments")
+            nums.add(j)
+        static = tuple((i, args[i]) for i in sorted(nums))
+        static += tuple(sorted((k, v) for k, v in kwargs.items() if k in self._static_names))
+        try:
+            hash(static)
+        except TypeError:
+            raise ValueError(f"jit: static arguments must be hashable, got {static!r}") from None
+        dynamic = ([a for i, a in enumerate(args) if i not in nums], {k: v for k, v in kwargs.items() if k not in self._static_names})
+        return static, nums, dynamic
+
+    def _entry(self, args: tuple, kwargs: dict):
+        static, nums, dynamic = self._split(args, kwargs)
+        leaves, in_def = tree_flatten(dynamic)
         tensors = [_as_tensor(x) for x in leaves]
         if any(t.requires_grad or t.device == "traced" for t in tensors):
-            return self._f(*args)
-        key = (in_def, tuple((tuple(t.shape), t.dtype) for t in tensors))
+            return None, tensors
+        key = (static, in_def, tuple((tuple(t.shape), t.dtype) for t in tensors))
         entry = self._cache.get(key)
         if entry is None:
             state = {}
+            n = len(args)
 
             def flat_f(xs):
-                outs, state["out_def"] = tree_flatten(self._f(*tree_unflatten(in_def, list(xs))))
+                dyn_args, dyn_kwargs = tree_unflatten(in_def, list(xs))
+                it = iter(dyn_args)
+                full = [args[i] if i in nums else next(it) for i in range(n)]
+                named = {**dyn_kwargs, **{k: v for k, v in static if isinstance(k, str)}}
+                outs, state["out_def"] = tree_flatten(self._f(*full, **named))
                 return [_as_tensor(o) for o in outs]
 
             program = _nabla._compile(flat_f, [(tuple(t.shape), t.dtype) for t in tensors])
             entry = self._cache[key] = (program, state["out_def"])
+        return entry, tensors
+
+    def __call__(self, *args, **kwargs):
+        entry, tensors = self._entry(args, kwargs)
+        if entry is None:
+            return self._f(*args, **kwargs)
         program, out_def = entry
         return tree_unflatten(out_def, list(program.run(tensors)))
 
-    def lower(self, *args):
+    def lower(self, *args, **kwargs):
         """The compiled program for these arguments' signature (its text with ``str``)."""
-        self(*args)
-        leaves, in_def = tree_flatten(args)
-        tensors = [_as_tensor(x) for x in leaves]
-        return self._cache[(in_def, tuple((tuple(t.shape), t.dtype) for t in tensors))][0]
+        entry, _ = self._entry(args, kwargs)
+        if entry is None:
+            raise ValueError("jit.lower: an argument requires gradients or is being traced, so nothing is compiled")
+        return entry[0]
 
 
 class custom_vjp:
