@@ -282,9 +282,8 @@ def _functions(lr_lambda) -> list:
 
 
 class _LrScheduler:
-    """``optim.lr_scheduler``: PyTorch's schedulers with their arguments and defaults."""
-
-    LRScheduler = _Scheduler
+    """``optim.lr_scheduler``: PyTorch's schedulers with their arguments and defaults (nabla's Rust
+    ones; a scheduler written in Python sets ``group["lr"]`` itself)."""
 
     class StepLR(_Scheduler):
         """Multiplies the learning rate by ``gamma`` every ``step_size`` epochs."""
