@@ -113,3 +113,24 @@ def test_module_list_and_dict():
     for layer in layers:
         x = layer(x)
     assert tuple(x.shape) == (5, 1)
+
+
+def test_forward_hooks_as_pytorch():
+    nb.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    seen = {}
+    handle = model[0].register_forward_hook(lambda m, args, out: seen.setdefault("features", out))
+    pre = model[2].register_forward_pre_hook(lambda m, args: (args[0] * 0.0,))
+    x = nb.ones((5, 4))
+    y = model(x)
+    assert tuple(seen["features"].shape) == (5, 3)
+    np.testing.assert_allclose(np.asarray(y), np.broadcast_to(np.asarray(model[2].bias), (5, 2)))
+    pre.remove()
+    handle.remove()
+    seen.clear()
+    y2 = model(x)
+    assert not seen
+    assert not np.allclose(np.asarray(y2), np.asarray(y))
+    with model.register_forward_hook(lambda m, args, out: out * 2.0):
+        np.testing.assert_allclose(np.asarray(model(x)), 2 * np.asarray(y2), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(model(x)), np.asarray(y2), rtol=1e-6)

@@ -30,6 +30,29 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
+class RemovableHandle:
+    """What ``register_forward_hook`` returns: ``remove()`` takes the hook off (also as a ``with``
+    block's end)."""
+
+    _next_id = 0
+
+    def __init__(self, hooks: "OrderedDict", hook):
+        RemovableHandle._next_id += 1
+        self.id = RemovableHandle._next_id
+        self._hooks = hooks
+        hooks[self.id] = hook
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+
 class Module:
     """The base class of layers and models, as ``torch.nn.Module``."""
 
@@ -38,6 +61,8 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
 
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
@@ -66,7 +91,26 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward()")
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        for hook in list(self.__dict__.get("_forward_pre_hooks", {}).values()):
+            changed = hook(self, args)
+            if changed is not None:
+                args = changed if isinstance(changed, tuple) else (changed,)
+        output = self.forward(*args, **kwargs)
+        for hook in list(self.__dict__.get("_forward_hooks", {}).values()):
+            changed = hook(self, args, output)
+            if changed is not None:
+                output = changed
+        return output
+
+    def register_forward_pre_hook(self, hook) -> "RemovableHandle":
+        """``hook(module, args)`` runs before each call; a value it returns replaces the positional
+        arguments (a tuple, or one argument). Returns a handle whose ``remove()`` takes it off."""
+        return RemovableHandle(self._forward_pre_hooks, hook)
+
+    def register_forward_hook(self, hook) -> "RemovableHandle":
+        """``hook(module, args, output)`` runs after each call; a value it returns replaces the
+        output. Returns a handle whose ``remove()`` takes it off."""
+        return RemovableHandle(self._forward_hooks, hook)
 
     def named_modules(self, prefix: str = "") -> Iterator[Tuple[str, "Module"]]:
         yield prefix, self
