@@ -261,3 +261,19 @@ def test_jit_static_arguments_and_keywords_as_jax():
         g(nb.tensor(x), [2])
     with pytest.raises(ValueError, match="static_argnums"):
         nb.jit(f, static_argnums=5)(nb.tensor(x), 2)
+
+
+def test_jvp_with_aux_as_jax():
+    def f(x):
+        return nb.sin(x) * x, {"norm": (x * x).sum()}
+
+    def fj(x):
+        return jnp.sin(x) * x, {"norm": (x * x).sum()}
+
+    x, t = np.linspace(-1.0, 1.0, 4), np.arange(4.0)
+    y, ty, aux = nb.jvp(f, (nb.tensor(x),), (nb.tensor(t),), has_aux=True)
+    yj, tyj, auxj = jax.jvp(fj, (jnp.asarray(x),), (jnp.asarray(t),), has_aux=True)
+    close(y, yj)
+    close(ty, tyj)
+    close(aux["norm"], auxj["norm"])
+    assert not aux["norm"].requires_grad

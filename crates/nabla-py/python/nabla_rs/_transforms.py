@@ -12,7 +12,7 @@ import functools
 from typing import Any, Callable, Sequence, Tuple, Union
 
 from . import _nabla
-from ._pytree import tree_flatten, tree_unflatten
+from ._pytree import tree_flatten, tree_map, tree_unflatten
 
 Tensor = _nabla.Tensor
 
@@ -130,8 +130,10 @@ def grad(f: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = Fa
     return wrapped
 
 
-def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
-    """``(f(*primals), J·tangents)`` by forward mode, as ``jax.jvp``."""
+def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
+    """``(f(*primals), J·tangents)`` by forward mode, as ``jax.jvp``; with ``has_aux``, ``f``
+    returns ``(output, aux)`` and the result is ``(output, tangent, aux)`` (``aux`` not
+    differentiated)."""
     leaves, in_def, rebuild = _split_args(tuple(primals), tuple(range(len(primals))))
     t_leaves, t_def = tree_flatten(tuple(tangents))
     if t_def != in_def:
@@ -139,7 +141,11 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
     state = {}
 
     def flat_f(xs):
-        outs, out_def = tree_flatten(f(*rebuild(xs)))
+        out = f(*rebuild(xs))
+        if has_aux:
+            out, aux = out
+            state["aux"] = tree_map(lambda a: a.detach() if isinstance(a, Tensor) else a, aux)
+        outs, out_def = tree_flatten(out)
         outs = [_as_tensor(o) for o in outs]
         state["out_def"], state["shapes"] = out_def, [tuple(o.shape) for o in outs]
         return _pack(outs)
@@ -147,6 +153,8 @@ def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any]):
     _inexact(leaves, "jvp")
     y, t = _nabla._jvp(flat_f, leaves, [_as_tensor(x) for x in t_leaves])
     rebuild_out = lambda packed: tree_unflatten(state["out_def"], _unpack(packed, state["shapes"]))
+    if has_aux:
+        return rebuild_out(y), rebuild_out(t), state["aux"]
     return rebuild_out(y), rebuild_out(t)
 
 
