@@ -277,3 +277,28 @@ def test_jvp_with_aux_as_jax():
     close(ty, tyj)
     close(aux["norm"], auxj["norm"])
     assert not aux["norm"].requires_grad
+
+
+def test_custom_vjp_nondiff_argnums_as_jax():
+    import functools
+
+    def make(lib, custom):
+        @functools.partial(custom, nondiff_argnums=(0,))
+        def power(n, x):
+            return (x**n).sum()
+
+        def fwd(n, x):
+            return power(n, x), x
+
+        def bwd(n, x, g):
+            return (g * n * x ** (n - 1) * 1.5,)  # a rule of its own, so the test sees it is used
+
+        power.defvjp(fwd, bwd)
+        return power
+
+    nb_power, jax_power = make(nb, nb.custom_vjp), make(jnp, jax.custom_vjp)
+    x = np.array([0.5, 1.0, 2.0])
+    close(nb.grad(nb_power, argnums=1)(3, nb.tensor(x)), jax.grad(jax_power, argnums=1)(3, jnp.asarray(x)))
+    close(nb_power(2, nb.tensor(x)), jax_power(2, jnp.asarray(x)))
+    with pytest.raises(ValueError, match="nondiff_argnums"):
+        nb.custom_vjp(lambda x: x, nondiff_argnums=(3,)).defvjp(lambda x: (x, x), lambda r, g: (g,))(nb.tensor(x))

@@ -9,6 +9,7 @@ traced values, so they compose in any order: ``jit(vmap(grad(f)))``, ``grad(grad
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any, Callable, Sequence, Tuple, Union
 
 from . import _nabla
@@ -346,12 +347,16 @@ class custom_vjp:
     ``(output, residuals)`` and ``bwd(residuals, cotangent)`` one cotangent (or ``None``) per
     argument. Every reverse transform (``grad``, ``vjp``, ``backward``, ``jacrev``, nested, under
     ``vmap`` and ``jit``) uses the rule; forward mode differentiates the function itself. The
-    output is one tensor."""
+    output is one tensor. ``nondiff_argnums`` name arguments that are not differentiated (sizes,
+    flags, functions): ``fwd`` receives every argument, ``bwd(*nondiff, residuals, cotangent)``
+    receives them first and returns cotangents for the others only, as in JAX."""
 
-    def __init__(self, fun: Callable):
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
         functools.update_wrapper(self, fun)
         self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd = self.bwd = None
+        self._inside_fwd = threading.local()
 
     def defvjp(self, fwd: Callable, bwd: Callable) -> "custom_vjp":
         self.fwd, self.bwd = fwd, bwd
@@ -360,13 +365,29 @@ class custom_vjp:
     def __call__(self, *args):
         if self.fwd is None:
             raise TypeError(f"{self.fun.__name__}: call defvjp(fwd, bwd) before using a custom_vjp function")
-        leaves, in_def = tree_flatten(args)
+        if getattr(self._inside_fwd, "depth", 0):
+            return self.fun(*args)
+        nondiff = {i + len(args) if i < 0 else i for i in self.nondiff_argnums}
+        if any(not 0 <= i < len(args) for i in nondiff):
+            raise ValueError(f"{self.fun.__name__}: nondiff_argnums {self.nondiff_argnums} out of range for {len(args)} arguments")
+        fixed = [args[i] for i in sorted(nondiff)]
+        diff_args = tuple(a for i, a in enumerate(args) if i not in nondiff)
+        leaves, in_def = tree_flatten(diff_args)
         leaves = [_as_tensor(x) for x in leaves]
-        counts = [len(tree_flatten(a)[0]) for a in args]
+        counts = [len(tree_flatten(a)[0]) for a in diff_args]
         cell = {}
 
+        def call_fwd(xs):
+            it = iter(tree_unflatten(in_def, list(xs)))
+            # `fwd` may call the function itself, as JAX's examples do: that call is the plain one.
+            self._inside_fwd.depth = getattr(self._inside_fwd, "depth", 0) + 1
+            try:
+                return self.fwd(*[args[i] if i in nondiff else next(it) for i in range(len(args))])
+            finally:
+                self._inside_fwd.depth -= 1
+
         def body(xs):
-            out, cell["res"] = self.fwd(*tree_unflatten(in_def, list(xs)))
+            out, cell["res"] = call_fwd(xs)
             return _as_tensor(out)
 
         def reverse(inputs, output, g):
@@ -374,14 +395,14 @@ class custom_vjp:
             # When the backward is itself differentiated its inputs are tracked, and the residuals
             # must be functions of them (as JAX's are), so `fwd` runs again on those inputs.
             if any(getattr(x, "requires_grad", False) for x in inputs):
-                _, res = self.fwd(*tree_unflatten(in_def, list(inputs)))
+                _, res = call_fwd(inputs)
             else:
                 if "res" not in cell:
-                    _, cell["res"] = self.fwd(*tree_unflatten(in_def, list(inputs)))
+                    _, cell["res"] = call_fwd(inputs)
                 res = cell["res"]
-            cts = self.bwd(res, g)
-            if not isinstance(cts, tuple) or len(cts) != len(args):
-                raise ValueError(f"{self.fun.__name__}: bwd must return a tuple of {len(args)} cotangents")
+            cts = self.bwd(*fixed, res, g)
+            if not isinstance(cts, tuple) or len(cts) != len(diff_args):
+                raise ValueError(f"{self.fun.__name__}: bwd must return a tuple of {len(diff_args)} cotangents")
             flat = []
             for i, (ct, n) in enumerate(zip(cts, counts)):
                 leaves = [None] * n if ct is None else tree_flatten(ct)[0]
