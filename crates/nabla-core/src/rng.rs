@@ -50,6 +50,20 @@ impl Generator {
         Generator { seed, counter }
     }
 
+    /// A new generator seeded by one draw from this one: an independent stream that a module owning
+    /// its randomness (dropout, a layer rebuilt for a traced program) starts from.
+    ///
+    /// ```
+    /// use nabla_core::Generator;
+    /// let (mut a, mut b) = (Generator::new(7), Generator::new(7));
+    /// assert_eq!(a.fork().next_key(1), b.fork().next_key(1));
+    /// assert_eq!(a.counter(), 1);
+    /// ```
+    pub fn fork(&mut self) -> Generator {
+        let bits = self.next_key(1).bits(0);
+        Generator::new(u64::from(bits[0]) | (u64::from(bits[1]) << 32))
+    }
+
     /// Reserves `n` draws and returns the key that identifies them.
     pub fn next_key(&mut self, n: usize) -> RngKey {
         let key = RngKey {

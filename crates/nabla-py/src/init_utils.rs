@@ -5,11 +5,11 @@ use crate::error::IntoPyResult;
 use crate::json::{Args, to_json};
 use crate::ops::with_generator;
 use crate::tensor::PyTensor;
+use crate::value::Eager;
 use nabla_any::AnyBackend;
 use nabla_core::{DType, Error, Result};
-use nabla_nn::Param;
 use nabla_nn::init::{self, FanMode, Nonlinearity};
-use nabla_nn::optim::{GradMap, clip_grad_norm_opts, clip_grad_value};
+use nabla_nn::optim::{clip_grad_norm_tensors, clip_grad_value_tensors};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -107,30 +107,19 @@ fn _init(
     Ok(PyTensor::eager(t))
 }
 
-/// The position of each gradient's tensor among the parameters, with the stand-in parameter that
-/// keys it in the `GradMap`.
-type Keys = Vec<(usize, Param<AnyBackend>)>;
-
-/// The `.grad` of each of `params` that has one, in a `GradMap` keyed by stand-in parameters.
-fn grads_of(py: Python<'_>, params: &[Py<PyTensor>]) -> PyResult<(GradMap<AnyBackend>, Keys)> {
-    let mut map = GradMap::new();
-    let mut keys = Vec::new();
-    for (i, p) in params.iter().enumerate() {
-        if let Some(g) = p.borrow(py).grad_value() {
-            let key = Param::buffer(g.zeros_like().py()?);
-            map.insert(key.id(), g.detach());
-            keys.push((i, key));
-        }
-    }
-    Ok((map, keys))
+/// The `.grad` of each of `params` that has one, with the tensor it belongs to.
+fn grads_of(py: Python<'_>, params: &[Py<PyTensor>]) -> (Vec<usize>, Vec<Eager>) {
+    params
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.borrow(py).grad_value().map(|g| (i, g.detach())))
+        .unzip()
 }
 
-/// Writes the clipped gradients back into the tensors' `.grad`.
-fn write_back(py: Python<'_>, params: &[Py<PyTensor>], map: &GradMap<AnyBackend>, keys: &Keys) {
-    for (i, key) in keys {
-        if let Some(g) = map.get(key.id()) {
-            params[*i].borrow(py).set_grad_value(Some(g.clone()));
-        }
+/// Writes the clipped gradients back into their tensors' `.grad`.
+fn write_back(py: Python<'_>, params: &[Py<PyTensor>], owners: &[usize], grads: Vec<Eager>) {
+    for (&i, g) in owners.iter().zip(grads) {
+        params[i].borrow(py).set_grad_value(Some(g));
     }
 }
 
@@ -145,9 +134,9 @@ fn clip_grad_norm_(
     norm_type: f64,
     error_if_nonfinite: bool,
 ) -> PyResult<f64> {
-    let (mut map, keys) = grads_of(py, &parameters)?;
-    let norm = clip_grad_norm_opts(&mut map, max_norm, norm_type, error_if_nonfinite).py()?;
-    write_back(py, &parameters, &map, &keys);
+    let (owners, mut grads) = grads_of(py, &parameters);
+    let norm = clip_grad_norm_tensors(&mut grads, max_norm, norm_type, error_if_nonfinite).py()?;
+    write_back(py, &parameters, &owners, grads);
     Ok(norm)
 }
 
@@ -159,9 +148,9 @@ fn clip_grad_value_(
     parameters: Vec<Py<PyTensor>>,
     clip_value: f64,
 ) -> PyResult<()> {
-    let (mut map, keys) = grads_of(py, &parameters)?;
-    clip_grad_value(&mut map, clip_value).py()?;
-    write_back(py, &parameters, &map, &keys);
+    let (owners, mut grads) = grads_of(py, &parameters);
+    clip_grad_value_tensors(&mut grads, clip_value).py()?;
+    write_back(py, &parameters, &owners, grads);
     Ok(())
 }
 

@@ -334,34 +334,28 @@ fn params_of<B: Backend>(layer: &dyn Layer<B>) -> Vec<(String, Param<B>)> {
     out
 }
 
-/// Binds `layer`'s parameters and buffers to `values` (given by `names`: those of the eager layer,
-/// which may have more, as a traced training-mode layer has no running statistics) and calls it;
-/// returns the outputs and the buffers' values afterwards.
+/// Binds `layer`'s parameters and buffers to `values` (in declaration order, as `named_tensors`
+/// gave them) and calls it; returns the outputs and the buffers' values afterwards.
 fn run<B: Backend>(
     layer: &mut dyn Layer<B>,
     inputs: &[Option<Tensor<B>>],
     flags: &Args<'_>,
-    names: &[String],
     values: &[Tensor<B>],
     training: bool,
 ) -> Result<(Outputs<B>, Vec<Tensor<B>>)> {
-    if names.len() != values.len() {
+    let params = params_of(layer);
+    if params.len() != values.len() {
         return Err(Error::invalid(
             "nn",
             format!(
                 "the layer has {} parameters and buffers, the module gave {}",
-                names.len(),
+                params.len(),
                 values.len()
             ),
         ));
     }
-    let params = params_of(layer);
-    for (name, p) in &params {
-        let i = names
-            .iter()
-            .position(|n| n == name)
-            .ok_or_else(|| Error::invalid("nn", format!("the module has no tensor {name:?}")))?;
-        p.bind(values[i].clone())
+    for ((name, p), v) in params.iter().zip(values) {
+        p.bind(v.clone())
             .map_err(|e| Error::invalid("nn", format!("{name}: {e}")))?;
     }
     layer.set_training(training);
@@ -389,11 +383,10 @@ fn call<B: Backend>(
     layer: &mut dyn Layer<B>,
     ops: Operands<'_, B>,
     flags: &Args<'_>,
-    names: &[String],
     training: bool,
 ) -> Result<(Outputs<B>, Vec<Tensor<B>>)> {
     let inputs = lay_out(ops.given, &ops.values[..ops.n]);
-    run(layer, &inputs, flags, names, &ops.values[ops.n..], training)
+    run(layer, &inputs, flags, &ops.values[ops.n..], training)
 }
 
 /// `present` values laid back out as `Option`s where `given` says an input was given.
@@ -411,26 +404,17 @@ pub struct PyLayer {
     kind: String,
     args: Json,
     dtype: DType,
-    /// Seeds the layer's random stream when it is built again for a traced program.
-    seed: u64,
+    /// The random stream a layer built again for a traced program starts from (a copy each time).
+    traced_rng: Generator,
     eager: Mutex<Boxed<AnyBackend>>,
-    /// The names of the eager layer's parameters and buffers, in declaration order.
-    names: Vec<String>,
 }
 
 impl PyLayer {
-    /// The arguments of the layer built for a traced program: in training, without running
-    /// statistics, whose update reads values a trace does not have (the traced call leaves the
-    /// module's buffers alone anyway; the output, from the batch's statistics, is the same).
-    fn traced_args(&self, training: bool) -> Args<'_> {
-        let mut json = self.args.clone();
-        if training && json["track_running_stats"] == Json::Bool(true) {
-            json["track_running_stats"] = Json::Bool(false);
-        }
+    fn args(&self) -> Args<'_> {
         Args {
             op: "nn",
             kind: &self.kind,
-            json,
+            json: self.args.clone(),
         }
     }
 }
@@ -448,23 +432,17 @@ impl PyLayer {
             kind: &kind,
             json: args.clone(),
         };
-        let (seed, eager) = with_generator(|rng| {
-            let seed = rng.next_key(1).bits(0);
-            let seed = u64::from(seed[0]) | (u64::from(seed[1]) << 32);
-            build_layer(&kind, &a, dtype, rng, &AnyBackend::cpu()).map(|l| (seed, l))
+        let (traced_rng, eager) = with_generator(|rng| {
+            let traced_rng = rng.fork();
+            build_layer(&kind, &a, dtype, rng, &AnyBackend::cpu()).map(|l| (traced_rng, l))
         })
         .py()?;
-        let names = params_of(eager.as_ref())
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect();
         Ok(PyLayer {
             kind,
             args,
             dtype,
-            seed,
+            traced_rng,
             eager: Mutex::new(eager),
-            names,
         })
     }
 
@@ -522,7 +500,7 @@ impl PyLayer {
                             values: &v,
                             n,
                         };
-                        call(layer.as_mut(), ops, &flags, &self.names, training)
+                        call(layer.as_mut(), ops, &flags, training)
                     })
                     .py()?;
                 Ok((
@@ -537,8 +515,8 @@ impl PyLayer {
                 let Some(backend) = v.first().map(|t| t.backend().clone()) else {
                     return Err(PyValueError::new_err("a traced call with no tensors"));
                 };
-                let mut rng = Generator::new(self.seed);
-                let args = self.traced_args(training);
+                let mut rng = self.traced_rng.clone();
+                let args = self.args();
                 let mut layer =
                     build_layer(&self.kind, &args, self.dtype, &mut rng, &backend).py()?;
                 let ops = Operands {
@@ -548,7 +526,7 @@ impl PyLayer {
                 };
                 // A traced call leaves the module's buffers as they are (as `jax.jit` of a pure
                 // function would).
-                let (outputs, _) = call(layer.as_mut(), ops, &flags, &self.names, training).py()?;
+                let (outputs, _) = call(layer.as_mut(), ops, &flags, training).py()?;
                 let wrap = |t| PyTensor::new(Value::Traced(t));
                 Ok((
                     outputs.into_iter().map(|o| o.map(wrap)).collect(),

@@ -18,12 +18,6 @@ fn check_probability(op: &'static str, p: f64) -> Result<()> {
     }
 }
 
-/// A new generator seeded by one draw from `rng`: an independent stream a module can own.
-fn fork_generator(rng: &mut Generator) -> Generator {
-    let bits = rng.next_key(1).bits(0);
-    Generator::new(u64::from(bits[0]) | (u64::from(bits[1]) << 32))
-}
-
 /// Functional dropout (`torch.nn.functional.dropout`): in training, each element is zeroed with
 /// probability `p` and the kept ones are scaled by `1 / (1 - p)`, so the expected value is unchanged.
 /// The identity when not `training` or when `p = 0`; all zeros (`x * 0`) when `p = 1`. Random numbers
@@ -77,7 +71,7 @@ impl Dropout {
         Ok(Dropout {
             p,
             training: true,
-            rng: Mutex::new(fork_generator(rng)),
+            rng: Mutex::new(rng.fork()),
         })
     }
 

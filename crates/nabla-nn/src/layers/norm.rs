@@ -209,18 +209,33 @@ impl<B: Backend, const D: usize> BatchNorm<B, D> {
         ) else {
             return Ok(());
         };
-        let count = nbt.data().item::<i64>()? + 1;
-        let old = nbt.data();
-        nbt.set(Tensor::scalar(count, DType::I64, old.backend())?)?;
-        let f = self.momentum.unwrap_or(1.0 / count as f64);
+        // Tensor ops only, no read of the count on the host, so that the update also runs inside
+        // a traced program.
+        let count = nbt.data().add(1i64)?;
+        nbt.set(count.clone())?;
         let c = [self.num_features];
         let unbiased = var.detach().reshape(c)?.mul(n as f64 / (n - 1) as f64)?;
-        rm.set(
-            rm.data()
-                .mul(1.0 - f)?
-                .add(mean.detach().reshape(c)?.mul(f)?)?,
-        )?;
-        rv.set(rv.data().mul(1.0 - f)?.add(unbiased.mul(f)?)?)
+        let mean = mean.detach().reshape(c)?;
+        match self.momentum {
+            Some(f) => {
+                rm.set(rm.data().mul(1.0 - f)?.add(mean.mul(f)?)?)?;
+                rv.set(rv.data().mul(1.0 - f)?.add(unbiased.mul(f)?)?)
+            }
+            // The cumulative average: `f = 1 / count`, computed in f64 as the scalar form was.
+            None => {
+                let f = count.cast(DType::F64)?.recip()?;
+                let keep = f.neg()?.add(1.0)?;
+                let dtype = rm.dtype();
+                let fold = |old: Tensor<B>, new: &Tensor<B>| -> Result<Tensor<B>> {
+                    old.cast(DType::F64)?
+                        .mul(&keep)?
+                        .add(new.cast(DType::F64)?.mul(&f)?)?
+                        .cast(dtype)
+                };
+                rm.set(fold(rm.data(), &mean)?)?;
+                rv.set(fold(rv.data(), &unbiased)?)
+            }
+        }
     }
 }
 

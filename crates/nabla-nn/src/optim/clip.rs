@@ -80,6 +80,40 @@ pub fn clip_grad_norm_opts<B: Backend>(
     norm_type: f64,
     error_if_nonfinite: bool,
 ) -> Result<f64> {
+    let grads = grads.iter_mut().map(|(_, g)| g).collect();
+    clip_norm(grads, max_norm, norm_type, error_if_nonfinite)
+}
+
+/// [`clip_grad_norm_opts`] over plain gradient tensors (what a binding whose parameters keep their
+/// own `.grad` holds): rescales them in place and returns their total norm before clipping.
+///
+/// ```
+/// # use nabla_nn::optim::clip_grad_norm_tensors; use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// let mut g = [Tensor::from_vec(vec![3.0f64, 4.0], [2], &CpuBackend::new())?];
+/// assert_eq!(clip_grad_norm_tensors(&mut g, 1.0, 2.0, false)?, 5.0);
+/// assert!((g[0].to_vec::<f64>()?[0] - 0.6).abs() < 1e-6);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn clip_grad_norm_tensors<B: Backend>(
+    grads: &mut [Tensor<B>],
+    max_norm: f64,
+    norm_type: f64,
+    error_if_nonfinite: bool,
+) -> Result<f64> {
+    clip_norm(
+        grads.iter_mut().collect(),
+        max_norm,
+        norm_type,
+        error_if_nonfinite,
+    )
+}
+
+fn clip_norm<B: Backend>(
+    mut grads: Vec<&mut Tensor<B>>,
+    max_norm: f64,
+    norm_type: f64,
+    error_if_nonfinite: bool,
+) -> Result<f64> {
     const OP: &str = "clip_grad_norm";
     if norm_type.is_nan() || norm_type <= 0.0 {
         return Err(Error::invalid(
@@ -92,7 +126,7 @@ pub fn clip_grad_norm_opts<B: Backend>(
     }
     let norms = grads
         .iter()
-        .map(|(_, g)| norm(g, norm_type))
+        .map(|g| norm(g, norm_type))
         .collect::<Result<Vec<_>>>()?;
     let total = combine(&norms, norm_type);
     if error_if_nonfinite && !total.is_finite() {
@@ -107,21 +141,33 @@ pub fn clip_grad_norm_opts<B: Backend>(
     // `f64::min` would turn a NaN coefficient into 1; PyTorch's clamp keeps it.
     let coef = max_norm / (total + 1e-6);
     let coef = if coef.is_nan() { coef } else { coef.min(1.0) };
-    for (_, g) in grads.iter_mut() {
-        *g = g.mul(coef)?;
+    for g in grads.iter_mut() {
+        **g = g.mul(coef)?;
     }
     Ok(total)
 }
 
 /// Clamps every gradient element to `[-clip, clip]` (PyTorch's `clip_grad_value_`).
 pub fn clip_grad_value<B: Backend>(grads: &mut GradMap<B>, clip: f64) -> Result<()> {
+    clip_value(grads.iter_mut().map(|(_, g)| g), clip)
+}
+
+/// [`clip_grad_value`] over plain gradient tensors, in place.
+pub fn clip_grad_value_tensors<B: Backend>(grads: &mut [Tensor<B>], clip: f64) -> Result<()> {
+    clip_value(grads.iter_mut(), clip)
+}
+
+fn clip_value<'a, B: Backend>(
+    grads: impl Iterator<Item = &'a mut Tensor<B>>,
+    clip: f64,
+) -> Result<()> {
     if clip.is_nan() || clip < 0.0 {
         return Err(Error::invalid(
             "clip_grad_value",
             format!("clip_value must be non-negative, got {clip}"),
         ));
     }
-    for (_, g) in grads.iter_mut() {
+    for g in grads {
         *g = g.clamp(-clip, clip)?;
     }
     Ok(())

@@ -37,7 +37,10 @@ pub use adam::{
     Adam, AdamConfig, AdamW, Adamax, AdamaxConfig, NAdam, NAdamConfig, RAdam, RAdamConfig,
 };
 pub use adam_step::{AdamCoefficients, AdamStep};
-pub use clip::{clip_grad_norm, clip_grad_norm_opts, clip_grad_value};
+pub use clip::{
+    clip_grad_norm, clip_grad_norm_opts, clip_grad_norm_tensors, clip_grad_value,
+    clip_grad_value_tensors,
+};
 pub use config::OptimOptions;
 pub use grad_scaler::{GradScaler, GradScalerConfig, GradScalerState};
 pub use lbfgs::{Lbfgs, LbfgsConfig, LineSearch, LossAndGrads};

@@ -58,6 +58,7 @@ def _join_the_thread_pool() -> None:
 _join_the_thread_pool()
 from . import amp, data, nn, optim  # noqa: F401
 from ._pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten  # noqa: F401
+from ._transforms import _as_tensor  # noqa: E402
 from ._transforms import (  # noqa: F401
     checkpoint,
     custom_vjp,
@@ -151,7 +152,7 @@ asarray = tensor
 
 def _method_function(name: str, doc: str):
     def function(input, *args, **kwargs):
-        return getattr(tensor(input) if not isinstance(input, Tensor) else input, name)(*args, **kwargs)
+        return getattr(_as_tensor(input), name)(*args, **kwargs)
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = doc
@@ -168,7 +169,7 @@ index_select = _method_function("index_select", "``torch.index_select(input, dim
 
 def stop_gradient(x):
     """``jax.lax.stop_gradient``: the same values, with no derivative (``x.detach()``)."""
-    return tensor(x).detach() if not isinstance(x, Tensor) else x.detach()
+    return _as_tensor(x).detach()
 
 
 def full_like(x, fill_value, dtype=None):

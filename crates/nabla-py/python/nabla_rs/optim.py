@@ -10,11 +10,10 @@ next step. ``Optimizer`` is also the base class for optimizers written in Python
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import MutableMapping
 from typing import Any, Dict, Iterable, List
 
-from . import _nabla
+from . import _arguments, _nabla
 
 _engine = _nabla.optim
 
@@ -126,26 +125,15 @@ class _RustOptimizer(Optimizer):
     _kind = ""
 
     def __init__(self, params, *args, **kwargs):
-        names, values = _engine.signature(self._kind)
-        options = dict(zip(names, values))
-        if len(args) > len(names):
-            raise TypeError(f"{self._kind} takes at most {len(names)} hyper-parameters, got {len(args)}")
-        for name, value in zip(names, args):
-            if name in kwargs:
-                raise TypeError(f"{self._kind} got two values for {name!r}")
-            kwargs[name] = value
         for name in _IGNORED:
             kwargs.pop(name, None)
         if kwargs.pop("differentiable", False):
             raise NotImplementedError(f"{self._kind}(differentiable=True): nabla's update is not differentiable")
-        unknown = [k for k in kwargs if k not in options]
-        if unknown:
-            raise TypeError(f"{self._kind} got an unexpected keyword argument {unknown[0]!r}; its arguments are {', '.join(names)}")
-        self.defaults = {**options, **kwargs}
+        self.defaults = _arguments.bind(self._kind, _rows(self._kind), args, kwargs)
         groups = _groups(params)
         first = groups[0]
         self._param_list = list(first.pop("params"))
-        self._engine = _engine.Engine(self._kind, self._param_list, {**kwargs, **first})
+        self._engine = _engine.Engine(self._kind, self._param_list, {**self.defaults, **first})
         for g in groups[1:]:
             self.add_param_group(g)
 
@@ -204,12 +192,15 @@ class _RustOptimizer(Optimizer):
 _IGNORED = ("foreach", "fused", "capturable")
 
 
-def _optimizer_class(kind: str, doc: str) -> type:
+def _rows(kind: str) -> list:
+    """``(name, required, default)`` of optimizer ``kind``'s hyper-parameters, from the Rust config."""
     names, values = _engine.signature(kind)
-    params = [inspect.Parameter("params", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    params += [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=v) for n, v in zip(names, values)]
+    return [(n, False, v) for n, v in zip(names, values)]
+
+
+def _optimizer_class(kind: str, doc: str) -> type:
     cls = type(kind, (_RustOptimizer,), {"_kind": kind, "__doc__": doc, "__module__": __name__})
-    cls.__signature__ = inspect.Signature(params)
+    cls.__signature__ = _arguments.signature(_rows(kind), leading=("params",))
     return cls
 
 
@@ -242,7 +233,7 @@ class LBFGS(_RustOptimizer):
         return self._engine.step_closure(evaluate)
 
 
-LBFGS.__signature__ = _optimizer_class("LBFGS", "").__signature__
+LBFGS.__signature__ = _arguments.signature(_rows("LBFGS"), leading=("params",))
 
 
 class _Scheduler:

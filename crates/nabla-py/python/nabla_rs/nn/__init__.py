@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Dict, Iterator, Tuple
 
-from .. import _nabla
+from .. import _arguments, _nabla
 from . import functional as F  # noqa: F401
 from . import functional, init, utils  # noqa: F401
 
@@ -202,23 +202,7 @@ class _RustLayer(Module):
         super().__init__()
         if device not in (None, "cpu"):
             raise ValueError(f"{self._kind}: nabla's modules are built on the CPU (device={device!r})")
-        names = [name for name, _, _ in self._arguments]
-        if len(args) > len(names):
-            raise TypeError(f"{self._kind} takes {len(names)} arguments, got {len(args)}")
-        values = {}
-        for name, value in zip(names, args):
-            if name in kwargs:
-                raise TypeError(f"{self._kind} got two values for {name!r}")
-            values[name] = value
-        for name, value in kwargs.items():
-            if name not in names:
-                raise TypeError(f"{self._kind} got an unexpected keyword argument {name!r}; its arguments are {', '.join(names)}")
-            values[name] = value
-        for name, required, default in self._arguments:
-            if name not in values:
-                if required:
-                    raise TypeError(f"{self._kind} is missing the argument {name!r}")
-                values[name] = default
+        values = _arguments.bind(self._kind, self._arguments, args, kwargs)
         object.__setattr__(self, "_layer", _nabla.nn.Layer(self._kind, values, dtype or _nabla.float32))
         object.__setattr__(self, "_arg_values", values)
         tensors, buffer_names = [], []
@@ -278,17 +262,10 @@ class _Submodule(Module):
 
 
 def _layer_class(kind: str) -> type:
-    import inspect
-
     arguments = tuple(_nabla.nn.layer_arguments(kind))
-    params = [
-        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, **({} if required else {"default": default}))
-        for name, required, default in arguments
-    ]
-    params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in ("device", "dtype")]
     doc = f"PyTorch's ``nn.{kind}``, computed by nabla's Rust layer ``nabla::nn::{kind}``."
     cls = type(kind, (_RustLayer,), {"_kind": kind, "_arguments": arguments, "__doc__": doc, "__module__": __name__})
-    cls.__signature__ = inspect.Signature(params)
+    cls.__signature__ = _arguments.signature(arguments, keyword_only=("device", "dtype"))
     return cls
 
 
@@ -462,17 +439,9 @@ class _Loss(Module):
 
     def __init__(self, *args, **kwargs):
         super().__init__()
-        names = list(self._options)
-        if len(args) > len(names):
-            raise TypeError(f"{type(self).__name__} takes at most {len(names)} options, got {len(args)}")
-        given = dict(zip(names, args))
-        for k, v in kwargs.items():
-            if k not in self._options:
-                raise TypeError(f"{type(self).__name__} got an unexpected keyword argument {k!r}; its options are {', '.join(names)}")
-            if k in given:
-                raise TypeError(f"{type(self).__name__} got two values for {k!r}")
-            given[k] = v
-        object.__setattr__(self, "_given", {**self._options, **given})
+        rows = [(k, False, v) for k, v in self._options.items()]
+        given = _arguments.bind(type(self).__name__, rows, args, kwargs)
+        object.__setattr__(self, "_given", given)
         for k, v in self._given.items():
             if isinstance(v, _nabla.Tensor):
                 self.register_buffer(k, v)
