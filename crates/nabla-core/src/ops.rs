@@ -102,6 +102,11 @@ op_catalogue! {
         IsNan => "isnan",
         /// `true` where the value is finite (bool output).
         IsFinite => "isfinite",
+        /// `true` where the sign bit is set: negative numbers, `-0.0` and NaNs with the bit set (bool
+        /// output; for integers, `x < 0`).
+        SignBit => "signbit",
+        /// Bitwise not of an integer (`!x`, two's complement); logical not of a bool.
+        BitNot => "bitwise_invert",
     }
 }
 
@@ -126,6 +131,8 @@ impl UnaryOp {
         }
         match self {
             IsNan | IsFinite => (!dtype.is_bool()).then_some(DType::Bool),
+            SignBit => (dtype.is_float() || dtype.is_int()).then_some(DType::Bool),
+            BitNot => (dtype.is_int() || dtype.is_bool()).then_some(dtype),
             Not => dtype.is_bool().then_some(DType::Bool),
             Real | Imag => (!dtype.is_bool()).then_some(dtype.real()),
             Abs if dtype.is_complex() => Some(dtype.real()),
@@ -168,6 +175,20 @@ op_catalogue! {
         Or => "logical_or",
         /// Logical exclusive or (bool only).
         Xor => "logical_xor",
+        /// Bitwise and of integers (logical and of bools).
+        BitAnd => "bitwise_and",
+        /// Bitwise or of integers (logical or of bools).
+        BitOr => "bitwise_or",
+        /// Bitwise exclusive or of integers (logical exclusive or of bools).
+        BitXor => "bitwise_xor",
+        /// `a << b` for integers; a shift by the width or more (or by a negative count) gives 0.
+        ShiftLeft => "bitwise_left_shift",
+        /// `a >> b` for integers, arithmetic for signed ones; a shift by the width or more (or by a
+        /// negative count) gives 0, or -1 for a negative `a`.
+        ShiftRight => "bitwise_right_shift",
+        /// The next representable float after `a` toward `b` (`b` when they are equal; NaN when
+        /// either is).
+        NextAfter => "nextafter",
     }
 }
 
@@ -180,6 +201,9 @@ impl BinaryOp {
         }
         match self {
             And | Or | Xor => dtype.is_bool(),
+            BitAnd | BitOr | BitXor => dtype.is_int() || dtype.is_bool(),
+            ShiftLeft | ShiftRight => dtype.is_int(),
+            NextAfter => dtype.is_float(),
             Add | Mul | Maximum | Minimum => true,
             Sub | Div | Pow => !dtype.is_bool(),
             Rem | Atan2 if dtype.is_complex() => false,

@@ -152,27 +152,49 @@ impl PyTensor {
     }
 
     fn __and__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, &self.value, BinaryOp::And, operand(other)?, false)
+        binary(py, &self.value, BinaryOp::BitAnd, operand(other)?, false)
     }
 
     fn __rand__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, &self.value, BinaryOp::And, operand(other)?, true)
+        binary(py, &self.value, BinaryOp::BitAnd, operand(other)?, true)
     }
 
     fn __or__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, &self.value, BinaryOp::Or, operand(other)?, false)
+        binary(py, &self.value, BinaryOp::BitOr, operand(other)?, false)
     }
 
     fn __ror__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, &self.value, BinaryOp::Or, operand(other)?, true)
+        binary(py, &self.value, BinaryOp::BitOr, operand(other)?, true)
     }
 
     fn __xor__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, &self.value, BinaryOp::Xor, operand(other)?, false)
+        binary(py, &self.value, BinaryOp::BitXor, operand(other)?, false)
     }
 
     fn __rxor__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        binary(py, &self.value, BinaryOp::Xor, operand(other)?, true)
+        binary(py, &self.value, BinaryOp::BitXor, operand(other)?, true)
+    }
+
+    fn __lshift__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(py, &self.value, BinaryOp::ShiftLeft, operand(other)?, false)
+    }
+
+    fn __rlshift__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(py, &self.value, BinaryOp::ShiftLeft, operand(other)?, true)
+    }
+
+    fn __rshift__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(
+            py,
+            &self.value,
+            BinaryOp::ShiftRight,
+            operand(other)?,
+            false,
+        )
+    }
+
+    fn __rrshift__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        binary(py, &self.value, BinaryOp::ShiftRight, operand(other)?, true)
     }
 }
 
@@ -210,7 +232,7 @@ impl PyTensor {
     }
 
     fn __invert__(&self, py: Python<'_>) -> PyResult<PyTensor> {
-        self.unary(py, UnaryOp::Not)
+        self.unary(py, UnaryOp::BitNot)
     }
 
     fn __pow__(

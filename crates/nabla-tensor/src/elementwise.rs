@@ -82,6 +82,10 @@ unary_methods! {
     isnan => IsNan,
     /// `true` where finite.
     isfinite => IsFinite,
+    /// `true` where the sign bit is set (`-0.0` and negative NaNs included; `x < 0` for integers).
+    signbit => SignBit,
+    /// Bitwise not of integers (logical not of bools).
+    bitwise_invert => BitNot,
 }
 
 macro_rules! binary_methods {
@@ -122,6 +126,18 @@ binary_methods! {
     logical_or => Or,
     /// Logical exclusive or of bool tensors.
     logical_xor => Xor,
+    /// Bitwise and of integer tensors (logical and of bools).
+    bitwise_and => BitAnd,
+    /// Bitwise or of integer tensors (logical or of bools).
+    bitwise_or => BitOr,
+    /// Bitwise exclusive or of integer tensors (logical exclusive or of bools).
+    bitwise_xor => BitXor,
+    /// `self << rhs` for integer tensors (0 past the width).
+    bitwise_left_shift => ShiftLeft,
+    /// `self >> rhs` for integer tensors, arithmetic for signed ones.
+    bitwise_right_shift => ShiftRight,
+    /// The next representable float after `self` toward `rhs`.
+    nextafter => NextAfter,
 }
 
 macro_rules! compare_methods {

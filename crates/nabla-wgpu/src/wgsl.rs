@@ -89,6 +89,28 @@ fn min_f(a: f32, b: f32) -> f32 { if (a <= b || isnan_f(a)) { return a; } return
 fn gt_f(a: f32, b: f32) -> bool { return (isnan_f(a) && !isnan_f(b)) || (!isnan_f(b) && a > b); }
 fn lt_f(a: f32, b: f32) -> bool { return (isnan_f(a) && !isnan_f(b)) || (!isnan_f(b) && a < b); }
 fn sortlt_f(a: f32, b: f32) -> bool { return !isnan_f(a) && (isnan_f(b) || a < b); }
+fn nextafter_f(a: f32, b: f32) -> f32 {
+    if (isnan_f(a) || isnan_f(b)) { return bitcast<f32>(0x7fc00000u); }
+    if (a == b) { return b; }
+    if (a == 0.0) { return select(bitcast<f32>(1u), bitcast<f32>(0x80000001u), b < 0.0); }
+    let bits = bitcast<u32>(a);
+    return bitcast<f32>(select(bits - 1u, bits + 1u, (a < b) == (a > 0.0)));
+}
+fn shl_i(a: i32, b: i32) -> i32 { return select(0i, a << u32(b & 31i), b >= 0i && b < 32i); }
+fn shr_i(a: i32, b: i32) -> i32 { return select(select(0i, -1i, a < 0i), a >> u32(b & 31i), b >= 0i && b < 32i); }
+fn i64_shl(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    if (b.y != 0u || b.x >= 64u) { return vec2<u32>(0u, 0u); }
+    if (b.x >= 32u) { return vec2<u32>(0u, a.x << (b.x - 32u)); }
+    if (b.x == 0u) { return a; }
+    return vec2<u32>(a.x << b.x, (a.y << b.x) | (a.x >> (32u - b.x)));
+}
+fn i64_shr(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    let fill = select(0u, 0xffffffffu, bitcast<i32>(a.y) < 0i);
+    if (b.y != 0u || b.x >= 64u) { return vec2<u32>(fill, fill); }
+    if (b.x >= 32u) { return vec2<u32>(bitcast<u32>(bitcast<i32>(a.y) >> (b.x - 32u)), fill); }
+    if (b.x == 0u) { return a; }
+    return vec2<u32>((a.x >> b.x) | (a.y << (32u - b.x)), bitcast<u32>(bitcast<i32>(a.y) >> b.x));
+}
 fn i64_from_i32(v: i32) -> vec2<u32> { return vec2<u32>(bitcast<u32>(v), select(0u, 0xffffffffu, v < 0i)); }
 fn i64_add(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     let lo = a.x + b.x;
@@ -447,7 +469,7 @@ pub(crate) fn header(n_in: usize, n_out: usize) -> String {
 pub(crate) fn unary_expr(op: UnaryOp, dtype: DType, x: &str) -> Result<String> {
     use UnaryOp as U;
     let e = match (dtype, op) {
-        (DType::Bool, U::Not) => format!("!{x}"),
+        (DType::Bool, U::Not | U::BitNot) => format!("!{x}"),
         (DType::F32, _) => match op {
             U::Neg => format!("-{x}"),
             U::Abs => format!("abs({x})"),
@@ -481,7 +503,8 @@ pub(crate) fn unary_expr(op: UnaryOp, dtype: DType, x: &str) -> Result<String> {
             U::Imag => "0.0".into(),
             U::IsNan => format!("isnan_f({x})"),
             U::IsFinite => format!("isfinite_f({x})"),
-            U::Not => return Err(unsupported_op(op.name(), dtype)),
+            U::SignBit => format!("(bitcast<u32>({x}) >> 31u) == 1u"),
+            U::Not | U::BitNot => return Err(unsupported_op(op.name(), dtype)),
         },
         (DType::I32 | DType::U8 | DType::I64, _) => {
             let (neg, abs, sign, sq) = match dtype {
@@ -513,6 +536,12 @@ pub(crate) fn unary_expr(op: UnaryOp, dtype: DType, x: &str) -> Result<String> {
                 U::Imag => zero(dtype).to_string(),
                 U::IsNan => "false".into(),
                 U::IsFinite => "true".into(),
+                U::SignBit => match dtype {
+                    DType::I32 => format!("{x} < 0i"),
+                    DType::U8 => "false".into(),
+                    _ => format!("i64_neg_p({x})"),
+                },
+                U::BitNot => format!("~{x}"),
                 _ => return Err(unsupported_op(op.name(), dtype)),
             }
         }
@@ -544,6 +573,7 @@ pub(crate) fn binary_expr(op: BinaryOp, dtype: DType, a: &str, b: &str) -> Resul
             B::Maximum => format!("max_f({a}, {b})"),
             B::Minimum => format!("min_f({a}, {b})"),
             B::Atan2 => format!("atan2_f({a}, {b})"),
+            B::NextAfter => format!("nextafter_f({a}, {b})"),
             _ => return Err(unsupported_op(op.name(), dtype)),
         },
         DType::I32 => match op {
@@ -555,6 +585,11 @@ pub(crate) fn binary_expr(op: BinaryOp, dtype: DType, a: &str, b: &str) -> Resul
             B::Pow => format!("pow_i({a}, {b})"),
             B::Maximum => format!("max({a}, {b})"),
             B::Minimum => format!("min({a}, {b})"),
+            B::BitAnd => format!("{a} & {b}"),
+            B::BitOr => format!("{a} | {b}"),
+            B::BitXor => format!("{a} ^ {b}"),
+            B::ShiftLeft => format!("shl_i({a}, {b})"),
+            B::ShiftRight => format!("shr_i({a}, {b})"),
             _ => return Err(unsupported_op(op.name(), dtype)),
         },
         DType::U8 => match op {
@@ -566,6 +601,11 @@ pub(crate) fn binary_expr(op: BinaryOp, dtype: DType, a: &str, b: &str) -> Resul
             B::Pow => format!("pow_u({a}, {b})"),
             B::Maximum => format!("max({a}, {b})"),
             B::Minimum => format!("min({a}, {b})"),
+            B::BitAnd => format!("{a} & {b}"),
+            B::BitOr => format!("{a} | {b}"),
+            B::BitXor => format!("{a} ^ {b}"),
+            B::ShiftLeft => format!("select(0u, {a} << ({b} & 7u), {b} < 8u)"),
+            B::ShiftRight => format!("select(0u, {a} >> ({b} & 7u), {b} < 8u)"),
             _ => return Err(unsupported_op(op.name(), dtype)),
         },
         DType::I64 => match op {
@@ -577,12 +617,17 @@ pub(crate) fn binary_expr(op: BinaryOp, dtype: DType, a: &str, b: &str) -> Resul
             B::Div => format!("i64_divmod_floor({a}, {b}).xy"),
             B::Rem => format!("i64_divmod_floor({a}, {b}).zw"),
             B::Pow => format!("pow_l({a}, {b})"),
+            B::BitAnd => format!("{a} & {b}"),
+            B::BitOr => format!("{a} | {b}"),
+            B::BitXor => format!("{a} ^ {b}"),
+            B::ShiftLeft => format!("i64_shl({a}, {b})"),
+            B::ShiftRight => format!("i64_shr({a}, {b})"),
             _ => return Err(unsupported_op(op.name(), dtype)),
         },
         DType::Bool => match op {
-            B::Add | B::Maximum | B::Or => format!("{a} || {b}"),
-            B::Mul | B::Minimum | B::And => format!("{a} && {b}"),
-            B::Xor => format!("{a} != {b}"),
+            B::Add | B::Maximum | B::Or | B::BitOr => format!("{a} || {b}"),
+            B::Mul | B::Minimum | B::And | B::BitAnd => format!("{a} && {b}"),
+            B::Xor | B::BitXor => format!("{a} != {b}"),
             _ => return Err(unsupported_op(op.name(), dtype)),
         },
         _ => return Err(unsupported_op(op.name(), dtype)),

@@ -33,8 +33,8 @@ fn erf(x: f64) -> f64 {
     sum * 2.0 / std::f64::consts::PI.sqrt()
 }
 
-/// Reference value of a real unary op (bool results as 0/1).
-fn unary_ref(op: UnaryOp, x: f64) -> f64 {
+/// Reference value of a real unary op on a value of `dtype` (bool results as 0/1).
+fn unary_ref(op: UnaryOp, x: f64, dtype: DType) -> f64 {
     use UnaryOp::*;
     match op {
         Neg => -x,
@@ -74,6 +74,10 @@ fn unary_ref(op: UnaryOp, x: f64) -> f64 {
         IsNan => x.is_nan() as u8 as f64,
         IsFinite => x.is_finite() as u8 as f64,
         Not => (x == 0.0) as u8 as f64,
+        SignBit => x.is_sign_negative() as u8 as f64,
+        BitNot if dtype.is_bool() => (x == 0.0) as u8 as f64,
+        // Two's complement: !x = -x - 1 (wrapped to the dtype by `round_to`).
+        BitNot => -x - 1.0,
     }
 }
 
@@ -98,7 +102,7 @@ fn check_unary<B: Backend>(cx: &Suite<B>, x: &Input, dtype: DType, rtol: f64, at
         let want: Vec<f64> = xi
             .values_as(dtype)
             .iter()
-            .map(|&v| round_to(out_dtype, unary_ref(op, v)))
+            .map(|&v| round_to(out_dtype, unary_ref(op, v, dtype)))
             .collect();
         let what = format!("{} {dtype} {:?}", op.name(), xi.kind);
         assert_close(&read(&got), &want, rtol, atol, &what);
@@ -155,6 +159,49 @@ fn binary_ref(op: BinaryOp, a: f64, b: f64, dtype: DType) -> f64 {
         And => ((a != 0.0) && (b != 0.0)) as u8 as f64,
         Or => ((a != 0.0) || (b != 0.0)) as u8 as f64,
         Xor => ((a != 0.0) != (b != 0.0)) as u8 as f64,
+        BitAnd if dtype.is_bool() => binary_ref(And, a, b, dtype),
+        BitOr if dtype.is_bool() => binary_ref(Or, a, b, dtype),
+        BitXor if dtype.is_bool() => binary_ref(Xor, a, b, dtype),
+        BitAnd => (a as i64 & b as i64) as f64,
+        BitOr => (a as i64 | b as i64) as f64,
+        BitXor => (a as i64 ^ b as i64) as f64,
+        ShiftLeft if b < 0.0 || b >= bits(dtype) => 0.0,
+        ShiftLeft => ((a as i64) << (b as i64)) as f64,
+        ShiftRight if b < 0.0 || b >= bits(dtype) => {
+            if a < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }
+        }
+        ShiftRight => ((a as i64) >> (b as i64)) as f64,
+        NextAfter => next_after(a, b, dtype),
+    }
+}
+
+/// The width of an integer dtype in bits.
+fn bits(dtype: DType) -> f64 {
+    (dtype.size_in_bytes() * 8) as f64
+}
+
+/// The next float of `dtype` after `a` toward `b`.
+fn next_after(a: f64, b: f64, dtype: DType) -> f64 {
+    fn step<T: PartialOrd + Copy>(a: T, b: T, up: fn(T) -> T, down: fn(T) -> T) -> T {
+        if a == b {
+            b
+        } else if a < b {
+            up(a)
+        } else {
+            down(a)
+        }
+    }
+    if a.is_nan() || b.is_nan() {
+        return f64::NAN;
+    }
+    if dtype == DType::F32 {
+        step(a as f32, b as f32, f32::next_up, f32::next_down) as f64
+    } else {
+        step(a, b, f64::next_up, f64::next_down)
     }
 }
 

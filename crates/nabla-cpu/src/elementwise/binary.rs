@@ -119,7 +119,15 @@ macro_rules! real_binary_fn {
                 y
             }),
             B::Atan2 => real_binary_fn!(@arm $T, $f, $body, |x, y| x.atan2(y)),
-            B::And | B::Or | B::Xor => None,
+            B::NextAfter => real_binary_fn!(@arm $T, $f, $body, |x, y| x.next_after(y)),
+            B::And
+            | B::Or
+            | B::Xor
+            | B::BitAnd
+            | B::BitOr
+            | B::BitXor
+            | B::ShiftLeft
+            | B::ShiftRight => None,
         }
     }};
 }
@@ -148,7 +156,12 @@ pub(super) fn int<T: Int>(op: B, a: &[T], la: &Layout, b: &[T], lb: &Layout) -> 
         B::Pow => zip!(a, la, b, lb, |x: T, y| pow_int(x, y)),
         B::Maximum => zip!(a, la, b, lb, |x: T, y| x.max(y)),
         B::Minimum => zip!(a, la, b, lb, |x: T, y| x.min(y)),
-        B::Atan2 | B::And | B::Or | B::Xor => return unsupported::<T>(op),
+        B::BitAnd => zip!(a, la, b, lb, |x: T, y| x & y),
+        B::BitOr => zip!(a, la, b, lb, |x: T, y| x | y),
+        B::BitXor => zip!(a, la, b, lb, |x: T, y| x ^ y),
+        B::ShiftLeft => zip!(a, la, b, lb, |x: T, y| x.shift_left(y)),
+        B::ShiftRight => zip!(a, la, b, lb, |x: T, y| x.shift_right(y)),
+        B::Atan2 | B::And | B::Or | B::Xor | B::NextAfter => return unsupported::<T>(op),
     })
 }
 
@@ -163,10 +176,21 @@ macro_rules! bool_binary_fn {
     ($op:expr, |$f:ident| $body:expr) => {{
         use nabla_core::BinaryOp as B;
         match $op {
-            B::Add | B::Maximum | B::Or => bool_binary_fn!(@arm $f, $body, |x, y| x | y),
-            B::Mul | B::Minimum | B::And => bool_binary_fn!(@arm $f, $body, |x, y| x & y),
-            B::Xor => bool_binary_fn!(@arm $f, $body, |x, y| x ^ y),
-            B::Sub | B::Div | B::Rem | B::Pow | B::Atan2 => None,
+            B::Add | B::Maximum | B::Or | B::BitOr => {
+                bool_binary_fn!(@arm $f, $body, |x, y| x | y)
+            }
+            B::Mul | B::Minimum | B::And | B::BitAnd => {
+                bool_binary_fn!(@arm $f, $body, |x, y| x & y)
+            }
+            B::Xor | B::BitXor => bool_binary_fn!(@arm $f, $body, |x, y| x ^ y),
+            B::Sub
+            | B::Div
+            | B::Rem
+            | B::Pow
+            | B::Atan2
+            | B::ShiftLeft
+            | B::ShiftRight
+            | B::NextAfter => None,
         }
     }};
 }
@@ -200,7 +224,17 @@ pub(super) fn complex<C: Cplx>(
         B::Pow => zip!(a, la, b, lb, |x: C, y| complex::pow(x, y)),
         B::Maximum => zip!(a, la, b, lb, |x: C, y| complex::maximum(x, y)),
         B::Minimum => zip!(a, la, b, lb, |x: C, y| complex::minimum(x, y)),
-        B::Rem | B::Atan2 | B::And | B::Or | B::Xor => return unsupported::<C>(op),
+        B::Rem
+        | B::Atan2
+        | B::And
+        | B::Or
+        | B::Xor
+        | B::BitAnd
+        | B::BitOr
+        | B::BitXor
+        | B::ShiftLeft
+        | B::ShiftRight
+        | B::NextAfter => return unsupported::<C>(op),
     })
 }
 

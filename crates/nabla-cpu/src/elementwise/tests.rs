@@ -231,7 +231,8 @@ fn ref_real(op: UnaryOp, x: f64) -> f64 {
         U::Imag => 0.0,
         U::IsNan => x.is_nan() as u8 as f64,
         U::IsFinite => x.is_finite() as u8 as f64,
-        U::Not => f64::NAN,
+        U::SignBit => x.is_sign_negative() as u8 as f64,
+        U::Not | U::BitNot => f64::NAN,
     }
 }
 
@@ -289,6 +290,8 @@ fn ref_int(op: UnaryOp, x: i128) -> i128 {
         U::Square => x * x,
         U::Imag | U::IsNan => 0,
         U::IsFinite => 1,
+        U::SignBit => (x < 0) as i128,
+        U::BitNot => !x,
         _ => x,
     }
 }
@@ -420,13 +423,25 @@ fn ref_real_binary(op: BinaryOp, a: f64, b: f64) -> f64 {
         BinaryOp::Maximum => a.max(b),
         BinaryOp::Minimum => a.min(b),
         BinaryOp::Atan2 => a.atan2(b),
+        BinaryOp::NextAfter if a.is_nan() || b.is_nan() => f64::NAN,
+        BinaryOp::NextAfter if a == b => b,
+        BinaryOp::NextAfter if a < b => a.next_up(),
+        BinaryOp::NextAfter => a.next_down(),
         _ => f64::NAN,
     }
 }
 
 /// The plain reference of an integer binary op (exact; the caller wraps).
-fn ref_int_binary(op: BinaryOp, a: i128, b: i128) -> i128 {
+fn ref_int_binary(op: BinaryOp, a: i128, b: i128, dtype: DType) -> i128 {
+    let width = (dtype.size_in_bytes() * 8) as i128;
     match op {
+        BinaryOp::BitAnd => a & b,
+        BinaryOp::BitOr => a | b,
+        BinaryOp::BitXor => a ^ b,
+        BinaryOp::ShiftLeft if b < 0 || b >= width => 0,
+        BinaryOp::ShiftLeft => a << b,
+        BinaryOp::ShiftRight if b < 0 || b >= width => -((a < 0) as i128),
+        BinaryOp::ShiftRight => a >> b,
         BinaryOp::Add => a + b,
         BinaryOp::Sub => a - b,
         BinaryOp::Mul => a.wrapping_mul(b),
@@ -518,7 +533,22 @@ fn check_binary(
                 0
             };
             for ((g, x), y) in got.to_f64_vec().iter().zip(&ca).zip(&cb) {
-                let want = ref_real_binary(op, x.re, y.re);
+                let want = match op {
+                    // The neighbour of an f32 is an f32 step away, not an f64 one.
+                    BinaryOp::NextAfter if dtype == DType::F32 => {
+                        let (a, b) = (x.re as f32, y.re as f32);
+                        (if a.is_nan() || b.is_nan() {
+                            f32::NAN
+                        } else if a == b {
+                            b
+                        } else if a < b {
+                            a.next_up()
+                        } else {
+                            a.next_down()
+                        }) as f64
+                    }
+                    _ => ref_real_binary(op, x.re, y.re),
+                };
                 prop_assert!(
                     close(*g, want, tol, dtype),
                     "{:?}({}, {}) = {} want {} ({})",
@@ -550,12 +580,14 @@ fn check_binary(
             for ((g, x), y) in as_i128(&got).iter().zip(&ia).zip(&ib) {
                 let want = if dtype.is_bool() {
                     match op {
-                        BinaryOp::Add | BinaryOp::Maximum | BinaryOp::Or => x | y,
-                        BinaryOp::Mul | BinaryOp::Minimum | BinaryOp::And => x & y,
+                        BinaryOp::Add | BinaryOp::Maximum | BinaryOp::Or | BinaryOp::BitOr => x | y,
+                        BinaryOp::Mul | BinaryOp::Minimum | BinaryOp::And | BinaryOp::BitAnd => {
+                            x & y
+                        }
                         _ => x ^ y,
                     }
                 } else {
-                    wrap(ref_int_binary(op, *x, *y), dtype)
+                    wrap(ref_int_binary(op, *x, *y, dtype), dtype)
                 };
                 prop_assert_eq!(*g, want, "{:?}({}, {}) on {}", op, x, y, dtype);
             }

@@ -94,6 +94,11 @@ pub(crate) trait Real:
     fn copysign(self, s: Self) -> Self;
     /// `sqrt(self^2 + o^2)` without undue overflow.
     fn hypot(self, o: Self) -> Self;
+    /// `true` when the sign bit is set (`-0.0` and negative NaNs included).
+    fn is_sign_negative(self) -> bool;
+    /// The next representable value after `self` toward `toward` (`toward` when equal, NaN when
+    /// either is NaN).
+    fn next_after(self, toward: Self) -> Self;
     /// The vectorised slice kernel for `op`, where there is one (`Exp`, `Sigmoid`, `Tanh`, `Erf`).
     fn slice_kernel(op: UnaryOp) -> Option<SliceKernel<Self>>;
 }
@@ -162,6 +167,22 @@ macro_rules! impl_real {
             #[inline(always)]
             fn hypot(self, o: Self) -> Self {
                 <$t>::hypot(self, o)
+            }
+            #[inline(always)]
+            fn is_sign_negative(self) -> bool {
+                <$t>::is_sign_negative(self)
+            }
+            #[inline(always)]
+            fn next_after(self, toward: Self) -> Self {
+                if self.is_nan() || toward.is_nan() {
+                    <$t>::NAN
+                } else if self == toward {
+                    toward
+                } else if self < toward {
+                    self.next_up()
+                } else {
+                    self.next_down()
+                }
             }
             fn slice_kernel(op: UnaryOp) -> Option<SliceKernel<Self>> {
                 match op {
@@ -276,7 +297,14 @@ impl_cplx!(Complex32, f32);
 impl_cplx!(Complex64, f64);
 
 /// `i32`, `i64` and `u8`, with wrapping arithmetic.
-pub(crate) trait Int: Element + Ord {
+pub(crate) trait Int:
+    Element
+    + Ord
+    + std::ops::BitAnd<Output = Self>
+    + std::ops::BitOr<Output = Self>
+    + std::ops::BitXor<Output = Self>
+    + std::ops::Not<Output = Self>
+{
     /// 0.
     const ZERO: Self;
     /// 1.
@@ -303,6 +331,11 @@ pub(crate) trait Int: Element + Ord {
     fn is_odd(self) -> bool;
     /// The value as a 64-bit exponent (only called on non-negative values).
     fn as_u64(self) -> u64;
+    /// `self << by`; 0 when `by` is negative or at least the width.
+    fn shift_left(self, by: Self) -> Self;
+    /// `self >> by` (arithmetic for signed types); when `by` is negative or at least the width, 0,
+    /// or -1 for a negative `self`.
+    fn shift_right(self, by: Self) -> Self;
 }
 
 macro_rules! impl_int {
@@ -353,6 +386,20 @@ macro_rules! impl_int {
             #[inline(always)]
             fn as_u64(self) -> u64 {
                 self as u64
+            }
+            #[inline(always)]
+            #[allow(unused_comparisons)]
+            fn shift_left(self, by: Self) -> Self {
+                if by < 0 || by as u64 >= <$t>::BITS as u64 { 0 } else { self << by }
+            }
+            #[inline(always)]
+            #[allow(unused_comparisons)]
+            fn shift_right(self, by: Self) -> Self {
+                if by < 0 || by as u64 >= <$t>::BITS as u64 {
+                    if self < 0 { !0 } else { 0 }
+                } else {
+                    self >> by
+                }
             }
         }
     )*};

@@ -68,14 +68,14 @@ macro_rules! real_unary_fn {
             U::Trunc => real_unary_fn!(@arm $T, $f, $body, |v| v.trunc()),
             U::Conj | U::Real => real_unary_fn!(@arm $T, $f, $body, |v| v),
             U::Imag => real_unary_fn!(@arm $T, $f, $body, |_v| zero),
-            U::IsNan | U::IsFinite | U::Not => None,
+            U::IsNan | U::IsFinite | U::SignBit | U::Not | U::BitNot => None,
         }
     }};
 }
 pub(super) use real_unary_fn;
 
 /// `Some($body)` with `$f` bound to the element predicate `T -> bool` of the real unary op `$op`
-/// (`IsNan`, `IsFinite`), or `None` for the other ops.
+/// (`IsNan`, `IsFinite`, `SignBit`), or `None` for the other ops.
 macro_rules! real_predicate_fn {
     ($op:expr, $T:ty, |$f:ident| $body:expr) => {{
         use nabla_core::UnaryOp as U;
@@ -86,6 +86,10 @@ macro_rules! real_predicate_fn {
             }
             U::IsFinite => {
                 let $f = |v: $T| -> bool { v.is_finite() };
+                Some($body)
+            }
+            U::SignBit => {
+                let $f = |v: $T| -> bool { v.is_sign_negative() };
                 Some($body)
             }
             _ => None,
@@ -124,14 +128,16 @@ pub(super) fn int<T: Int>(op: U, x: &[T], l: &Layout) -> Result<CpuStorage> {
         U::Imag => CpuStorage::from_vec(vec![T::ZERO; l.numel()]),
         U::IsNan => CpuStorage::from_vec(vec![false; l.numel()]),
         U::IsFinite => CpuStorage::from_vec(vec![true; l.numel()]),
+        U::SignBit => map!(x, l, |v: T| v.is_negative()),
+        U::BitNot => map!(x, l, |v: T| !v),
         _ => return unsupported::<T>(op),
     })
 }
 
-/// Unary ops on `bool` (only logical not).
+/// Unary ops on `bool` (only logical not, under both its names).
 pub(super) fn boolean(op: U, x: &[bool], l: &Layout) -> Result<CpuStorage> {
     match op {
-        U::Not => Ok(map!(x, l, |v: bool| !v)),
+        U::Not | U::BitNot => Ok(map!(x, l, |v: bool| !v)),
         _ => unsupported::<bool>(op),
     }
 }
@@ -170,6 +176,8 @@ pub(super) fn complex<C: Cplx>(op: U, x: &[C], l: &Layout) -> Result<CpuStorage>
         | U::Ceil
         | U::Round
         | U::Trunc
-        | U::Not => return unsupported::<C>(op),
+        | U::Not
+        | U::SignBit
+        | U::BitNot => return unsupported::<C>(op),
     })
 }

@@ -134,20 +134,9 @@ del _name
 # gradients flow through mixed expressions (as for PyTorch's and JAX's arrays).
 Tensor.__array_priority__ = 1000
 
-# NumPy's names for the same functions.
-where = getattr(_nabla, "where")
+# PyTorch's and NumPy's names for functions the Array API namespace below also has.
 cat = concatenate
-equal, not_equal, less, less_equal, greater, greater_equal = (
-    _nabla.eq,
-    _nabla.ne,
-    _nabla.lt,
-    _nabla.le,
-    _nabla.gt,
-    _nabla.ge,
-)
-add, subtract, multiply, divide, power = _nabla.add, _nabla.sub, _nabla.mul, _nabla.div, _nabla.pow
-negative, absolute, reciprocal = _nabla.neg, _nabla.abs, _nabla.recip
-asarray = tensor
+power, absolute = _nabla.pow, _nabla.abs
 
 
 def _method_function(name: str, doc: str):
@@ -159,8 +148,6 @@ def _method_function(name: str, doc: str):
     return function
 
 
-tril = _method_function("tril", "``torch.tril(input, diagonal=0)``: the lower triangle of each matrix.")
-triu = _method_function("triu", "``torch.triu(input, diagonal=0)``: the upper triangle of each matrix.")
 diagonal = _method_function("diagonal", "``torch.diagonal(input, offset=0, dim1=0, dim2=1)``.")
 trace = _method_function("trace", "``torch.trace(input)``: the sum of each matrix's main diagonal.")
 diag_embed = _method_function("diag_embed", "``torch.diag_embed(input, offset=0)``.")
@@ -170,11 +157,6 @@ index_select = _method_function("index_select", "``torch.index_select(input, dim
 def stop_gradient(x):
     """``jax.lax.stop_gradient``: the same values, with no derivative (``x.detach()``)."""
     return _as_tensor(x).detach()
-
-
-def full_like(x, fill_value, dtype=None):
-    """A tensor of ``x``'s shape (and dtype, unless given) filled with ``fill_value``."""
-    return full(tuple(x.shape), fill_value, dtype=dtype if dtype is not None else x.dtype)
 
 
 class _Scope:
@@ -224,7 +206,7 @@ class set_grad_enabled:
     this thread until changed again; as a ``with`` block or a decorator, only inside it."""
 
     def __init__(self, mode: bool):
-        self.mode = bool(mode)
+        self.mode = mode is True or (mode is not False and not not mode)
         self._previous = _nabla._set_grad_enabled(self.mode)
 
     def __enter__(self):
@@ -263,11 +245,6 @@ class autocast(_Scope):
 
     def _guard(self):
         return _nabla.Autocast(*self._args[1:])
-
-
-def mean(x, axis=None, keepdims=False):
-    """Mean over ``axis`` (every axis when ``None``)."""
-    return tensor(x).mean(axis, keepdims)
 
 
 def _setitem(self, key, value):
@@ -309,3 +286,45 @@ from ._torch_surface import allclose, isclose, isinf  # noqa: E402, F401
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
 del _name, _fn
+
+# The Array API namespace (2025.12): the standard's functions, with its signatures, replace the
+# catalogue's plain ones at module level (the tensor methods keep PyTorch's spellings).
+from . import _array_api, _array_api_elementwise, _array_api_extensions, _array_api_shapes  # noqa: E402
+from ._array_api_dtypes import (  # noqa: E402, F401
+    __array_namespace_info__,
+    can_cast,
+    finfo,
+    iinfo,
+    isdtype,
+    result_type,
+)
+
+for _module in (_array_api_elementwise, _array_api_shapes, _array_api):
+    for _name in _module.__all__:
+        globals()[_name] = getattr(_module, _name)
+del _module, _name
+from ._array_api import e, inf, nan, newaxis, pi  # noqa: E402, F401
+
+__array_api_version__ = "2025.12"
+globals()["bool"] = bool_
+
+
+def _array_namespace(self, /, *, api_version=None):
+    """This tensor's Array API namespace: ``nabla_rs`` (for versions 2021.12 to 2025.12)."""
+    if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12"):
+        raise ValueError(f"__array_namespace__: unsupported api_version {api_version!r}")
+    return _sys.modules[__name__]
+
+
+Tensor.__array_namespace__ = _array_namespace
+_array_api_extensions.install()
+
+
+def _to_device(self, device, /, *, stream=None):
+    """This tensor on ``device`` (``"cpu"``: itself), as the Array API's ``to_device``."""
+    if stream is not None:
+        raise ValueError("to_device: nabla has no streams; pass stream=None")
+    return self if device == self.device else self.to(device)
+
+
+Tensor.to_device = _to_device

@@ -63,6 +63,8 @@ requires them."""
         ...
     def __array_function__(self, *args: Any, **kwargs: Any) -> Tensor:
         ...
+    def __array_namespace__(self, *args: Any, **kwargs: Any) -> Tensor:
+        ...
     def __array_ufunc__(self, *args: Any, **kwargs: Any) -> Tensor:
         ...
     def __bool__(self, /) -> Any:
@@ -97,6 +99,8 @@ requires them."""
         ...
     def __len__(self, /) -> Any:
         ...
+    def __lshift__(self, value, /) -> Tensor:
+        ...
     def __lt__(self, value, /) -> Tensor:
         ...
     def __matmul__(self, value, /) -> Tensor:
@@ -123,6 +127,8 @@ requires them."""
         ...
     def __rfloordiv__(self, value, /) -> Tensor:
         ...
+    def __rlshift__(self, value, /) -> Tensor:
+        ...
     def __rmatmul__(self, value, /) -> Tensor:
         ...
     def __rmod__(self, value, /) -> Tensor:
@@ -132,6 +138,10 @@ requires them."""
     def __ror__(self, value, /) -> Tensor:
         ...
     def __rpow__(self, value, mod=None, /) -> Tensor:
+        ...
+    def __rrshift__(self, value, /) -> Tensor:
+        ...
+    def __rshift__(self, value, /) -> Tensor:
         ...
     def __rsub__(self, value, /) -> Tensor:
         ...
@@ -193,6 +203,24 @@ and adds them to the `.grad` of every leaf that requires them, as PyTorch's `bac
         ...
     def bfloat16(self, *args: Any, **kwargs: Any) -> Any:
         """``self.astype(bfloat16)``, as PyTorch's ``bfloat16()``."""
+        ...
+    def bitwise_and(self, *args: Any, **kwargs: Any) -> Any:
+        """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
+        ...
+    def bitwise_invert(self, *args: Any, **kwargs: Any) -> Any:
+        """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
+        ...
+    def bitwise_left_shift(self, *args: Any, **kwargs: Any) -> Any:
+        """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
+        ...
+    def bitwise_or(self, *args: Any, **kwargs: Any) -> Any:
+        """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
+        ...
+    def bitwise_right_shift(self, *args: Any, **kwargs: Any) -> Any:
+        """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
+        ...
+    def bitwise_xor(self, *args: Any, **kwargs: Any) -> Any:
+        """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
         ...
     def bool(self, *args: Any, **kwargs: Any) -> Any:
         """``self.astype(bool)``, as PyTorch's ``bool()``."""
@@ -408,6 +436,9 @@ infinities are close, NaNs only with ``equal_nan``."""
     def neg(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
+    def nextafter(self, *args: Any, **kwargs: Any) -> Any:
+        """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
+        ...
     def numel(self) -> Any:
         """The number of elements (PyTorch's spelling)."""
         ...
@@ -464,6 +495,9 @@ infinities are close, NaNs only with ``equal_nan``."""
     def sign(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
+    def signbit(self, *args: Any, **kwargs: Any) -> Any:
+        """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
+        ...
     def sin(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
@@ -513,6 +547,9 @@ infinities are close, NaNs only with ``equal_nan``."""
     def to(self, target) -> Any:
         """The tensor on `device` (`"cpu"`, or `"wgpu"` in a build with the `wgpu` feature), or
 converted to a dtype; moves between devices are differentiable."""
+        ...
+    def to_device(self, *args: Any, **kwargs: Any) -> Any:
+        """This tensor on ``device`` (``"cpu"``: itself), as the Array API's ``to_device``."""
         ...
     def tolist(self) -> Any:
         """The values as nested Python lists (a number for a 0-d tensor)."""
@@ -685,6 +722,18 @@ def atan2(a: ArrayLike, b: ArrayLike) -> Tensor: ...
 
 bfloat16: dtype
 
+def bitwise_and(a: ArrayLike, b: ArrayLike) -> Tensor: ...
+
+def bitwise_invert(x: ArrayLike) -> Tensor: ...
+
+def bitwise_left_shift(a: ArrayLike, b: ArrayLike) -> Tensor: ...
+
+def bitwise_or(a: ArrayLike, b: ArrayLike) -> Tensor: ...
+
+def bitwise_right_shift(a: ArrayLike, b: ArrayLike) -> Tensor: ...
+
+def bitwise_xor(a: ArrayLike, b: ArrayLike) -> Tensor: ...
+
 bool: dtype
 
 def ceil(x: ArrayLike) -> Tensor: ...
@@ -732,8 +781,8 @@ class _fft_module:
         """The 2-D fft over ``axes`` (the last two), as ``np.fft.fft2``."""
         ...
 
-    def fftfreq(self, n, d=1.0) -> Any:
-        """`fftfreq(n, d=1.0)`: the sample frequencies of `fft`."""
+    def fftfreq(self, *args: Any, **kwargs: Any) -> Any:
+        """The sample frequencies of an ``n``-point FFT with sample spacing ``d``."""
         ...
 
     def fftn(self, a, s=None, axes=None, norm=None) -> Any:
@@ -742,6 +791,11 @@ class _fft_module:
 
     def fftshift(self, x, axes=None) -> Any:
         """`fftshift(x, axes=None)`: the zero frequency moved to the centre."""
+        ...
+
+    def hfft(self, *args: Any, **kwargs: Any) -> Any:
+        """The FFT of a signal with Hermitian symmetry, given by its first half (real output of
+length ``n``, default ``2 * (m - 1)``)."""
         ...
 
     def ifft(self, a, n=None, axis=..., norm=None) -> Any:
@@ -758,6 +812,10 @@ class _fft_module:
 
     def ifftshift(self, x, axes=None) -> Any:
         """`ifftshift(x, axes=None)`: the inverse of `fftshift`."""
+        ...
+
+    def ihfft(self, *args: Any, **kwargs: Any) -> Any:
+        """The inverse of :func:`hfft`: the first half of the Hermitian spectrum of a real signal."""
         ...
 
     def irfft(self, a, n=None, axis=..., norm=None) -> Any:
@@ -780,8 +838,8 @@ class _fft_module:
         """The 2-D rfft over ``axes`` (the last two), as ``np.fft.rfft2``."""
         ...
 
-    def rfftfreq(self, n, d=1.0) -> Any:
-        """`rfftfreq(n, d=1.0)`: the sample frequencies of `rfft`."""
+    def rfftfreq(self, *args: Any, **kwargs: Any) -> Any:
+        """The sample frequencies of an ``n``-point real FFT with sample spacing ``d``."""
         ...
 
     def rfftn(self, a, s=None, axes=None, norm=None) -> Any:
@@ -837,40 +895,45 @@ def le(a: ArrayLike, b: ArrayLike) -> Tensor: ...
 
 class _linalg_module:
 
-    def cholesky(self, a) -> Any:
-        """`cholesky(a)`: the lower Cholesky factor of Hermitian positive-definite matrices."""
+    def cholesky(self, *args: Any, **kwargs: Any) -> Any:
+        """The Cholesky factor of each Hermitian positive-definite matrix (lower, or upper with
+``upper=True``)."""
         ...
 
     def cond(self, a, p=None) -> Any:
         """`cond(a, p=None)`: the condition number (2-norm by default)."""
         ...
 
-    def cross(self, a, b) -> Any:
-        """`cross(a, b)` along the last axis."""
+    def cross(self, *args: Any, **kwargs: Any) -> Any:
+        """The cross product of 3-vectors along ``axis``."""
         ...
 
-    def det(self, a) -> Any:
-        """`det(a)`."""
+    def det(self, *args: Any, **kwargs: Any) -> Any:
+        """The determinant of each matrix."""
         ...
 
-    def eig(self, a) -> Any:
-        """`eig(a) -> (eigenvalues, eigenvectors)` of general square matrices (complex)."""
+    def diagonal(self, *args: Any, **kwargs: Any) -> Any:
+        """Diagonal ``offset`` of each matrix (over the last two axes)."""
         ...
 
-    def eigh(self, a) -> Any:
-        """`eigh(a) -> (eigenvalues, eigenvectors)` of Hermitian matrices (the input is symmetrised)."""
+    def eig(self, *args: Any, **kwargs: Any) -> Any:
+        """Eigenvalues and eigenvectors of each square matrix (complex)."""
         ...
 
-    def eigvals(self, a) -> Any:
-        """`eigvals(a)`: eigenvalues of general square matrices (complex)."""
+    def eigh(self, *args: Any, **kwargs: Any) -> Any:
+        """Eigenvalues (ascending) and eigenvectors of each Hermitian matrix."""
         ...
 
-    def eigvalsh(self, a) -> Any:
-        """`eigvalsh(a)`: eigenvalues of Hermitian matrices, ascending."""
+    def eigvals(self, *args: Any, **kwargs: Any) -> Any:
+        """Eigenvalues of each square matrix (complex)."""
         ...
 
-    def inv(self, a) -> Any:
-        """`inv(a)`: the inverse of square matrices `[..., n, n]`."""
+    def eigvalsh(self, *args: Any, **kwargs: Any) -> Any:
+        """Eigenvalues (ascending) of each Hermitian matrix."""
+        ...
+
+    def inv(self, *args: Any, **kwargs: Any) -> Any:
+        """The inverse of each square matrix."""
         ...
 
     def lstsq(self, a, b) -> Any:
@@ -881,12 +944,29 @@ class _linalg_module:
         """`lu(a) -> (P, L, U)` with `A = P L U`."""
         ...
 
+    def matmul(self, *args: Any, **kwargs: Any) -> Any:
+        """The matrix product ``x1 @ x2`` (batched and broadcast; 1-D operands as vectors)."""
+        ...
+
     def matrix_exp(self, a) -> Any:
         """`matrix_exp(a)`: the matrix exponential."""
         ...
 
-    def matrix_power(self, a, n) -> Any:
-        """`matrix_power(a, n)` (negative `n` inverts)."""
+    def matrix_norm(self, *args: Any, **kwargs: Any) -> Any:
+        """The ``ord``-norm of each matrix: ``"fro"``, ``"nuc"``, ``1``, ``-1``, ``2``, ``-2``,
+``inf`` or ``-inf``."""
+        ...
+
+    def matrix_power(self, *args: Any, **kwargs: Any) -> Any:
+        """Each square matrix to the integer power ``n`` (negative powers invert)."""
+        ...
+
+    def matrix_rank(self, *args: Any, **kwargs: Any) -> Any:
+        """The number of singular values above ``rtol`` times the largest, for each matrix."""
+        ...
+
+    def matrix_transpose(self, *args: Any, **kwargs: Any) -> Any:
+        """Each matrix of ``x`` transposed (the last two axes swapped)."""
         ...
 
     def multi_dot(self, arrays) -> Any:
@@ -898,32 +978,50 @@ class _linalg_module:
 axis (or the whole flattened tensor), a matrix norm over two."""
         ...
 
-    def pinv(self, a, rcond=None) -> Any:
-        """`pinv(a, rcond=None)`: the Moore-Penrose pseudo-inverse."""
+    def outer(self, *args: Any, **kwargs: Any) -> Any:
+        """The outer product of two vectors."""
         ...
 
-    def qr(self, a, mode="reduced") -> Any:
-        """`qr(a, mode="reduced") -> (Q, R)`; `mode="complete"` gives the square `Q`."""
+    def pinv(self, *args: Any, **kwargs: Any) -> Any:
+        """The Moore-Penrose pseudo-inverse of each matrix; singular values below ``rtol`` times the
+largest are treated as zero (default: machine epsilon times the larger dimension)."""
         ...
 
-    def slogdet(self, a) -> Any:
-        """`slogdet(a) -> (sign, logabsdet)`."""
+    def qr(self, *args: Any, **kwargs: Any) -> Any:
+        """The QR factorisation of each matrix (``mode`` ``"reduced"`` or ``"complete"``)."""
         ...
 
-    def solve(self, a, b) -> Any:
-        """`solve(a, b)`: `A⁻¹ b` (vector or matrix `b`, batch dimensions broadcast)."""
+    def slogdet(self, *args: Any, **kwargs: Any) -> Any:
+        """The sign and the log of the absolute value of each matrix's determinant."""
         ...
 
-    def svd(self, a, full_matrices=True) -> Any:
-        """`svd(a, full_matrices=True) -> (U, S, Vh)` with `A = U diag(S) Vh`."""
+    def solve(self, *args: Any, **kwargs: Any) -> Any:
+        """The solution of ``x1 @ y = x2`` (``x2`` a batch of vectors or matrices)."""
         ...
 
-    def svdvals(self, a) -> Any:
-        """`svdvals(a)`: singular values, descending."""
+    def svd(self, *args: Any, **kwargs: Any) -> Any:
+        """``U, S, Vh`` with ``x = U @ diag(S) @ Vh``, singular values descending."""
         ...
 
-    def vecdot(self, a, b) -> Any:
-        """`vecdot(a, b)` along the last axis (conjugating `a`)."""
+    def svdvals(self, *args: Any, **kwargs: Any) -> Any:
+        """The singular values of each matrix, descending."""
+        ...
+
+    def tensordot(self, *args: Any, **kwargs: Any) -> Any:
+        """Sums products over ``axes`` (a count of trailing and leading axes, or two axis lists)."""
+        ...
+
+    def trace(self, *args: Any, **kwargs: Any) -> Any:
+        """The sum of diagonal ``offset`` of each matrix."""
+        ...
+
+    def vecdot(self, *args: Any, **kwargs: Any) -> Any:
+        """``sum(conj(x1) * x2)`` along ``axis`` (broadcast)."""
+        ...
+
+    def vector_norm(self, *args: Any, **kwargs: Any) -> Any:
+        """The ``ord``-norm of the vectors along ``axis`` (all elements when ``None``); ``ord`` may be
+any real number or ``±inf``."""
         ...
 
 
@@ -972,6 +1070,8 @@ def mul(a: ArrayLike, b: ArrayLike) -> Tensor: ...
 def ne(a: ArrayLike, b: ArrayLike) -> Tensor: ...
 
 def neg(x: ArrayLike) -> Tensor: ...
+
+def nextafter(a: ArrayLike, b: ArrayLike) -> Tensor: ...
 
 class _nn_module:
 
@@ -1208,6 +1308,8 @@ def rsqrt(x: ArrayLike) -> Tensor: ...
 def sigmoid(x: ArrayLike) -> Tensor: ...
 
 def sign(x: ArrayLike) -> Tensor: ...
+
+def signbit(x: ArrayLike) -> Tensor: ...
 
 def sin(x: ArrayLike) -> Tensor: ...
 

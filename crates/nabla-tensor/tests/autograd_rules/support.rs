@@ -184,7 +184,7 @@ pub fn unary_domain(op: nabla_core::UnaryOp) -> Option<Dom> {
         U::Floor | U::Ceil | U::Round | U::Trunc => Dom::OffInteger,
         // On real inputs: the identity, the identity and zero.
         U::Conj | U::Real | U::Imag => STD,
-        U::Not | U::IsNan | U::IsFinite => return None,
+        U::Not | U::IsNan | U::IsFinite | U::SignBit | U::BitNot => return None,
     })
 }
 
@@ -239,7 +239,15 @@ pub fn binary_cases() -> Vec<(nabla_core::BinaryOp, Dom, Dom)> {
             O::Rem => (Dom::In(-3.0, 3.0), Dom::Away(0.7, 2.0)),
             O::Pow => (Dom::In(0.5, 2.0), Dom::In(-2.0, 2.0)),
             O::Atan2 => (Dom::Away(0.3, 2.0), Dom::Away(0.3, 2.0)),
-            O::And | O::Or | O::Xor => return None,
+            O::And
+            | O::Or
+            | O::Xor
+            | O::BitAnd
+            | O::BitOr
+            | O::BitXor
+            | O::ShiftLeft
+            | O::ShiftRight
+            | O::NextAfter => return None,
         })
     };
     O::ALL

@@ -65,7 +65,7 @@ pub(super) fn unary<B: Backend>(
         }
         U::Imag => g.zeros_like(),
         // Bool results are never tracked; a node of these ops cannot be reached by a cotangent.
-        U::Not | U::IsNan | U::IsFinite => Err(Error::autodiff(
+        U::Not | U::IsNan | U::IsFinite | U::SignBit | U::BitNot => Err(Error::autodiff(
             op.name(),
             format!(
                 "has no derivative for {} values (it works on bool values or has none)",
@@ -182,10 +182,23 @@ pub(super) fn binary<B: Backend>(
                 need_b.then(|| g.mul(a)?.div(&denom)?.neg()).transpose()?,
             )
         }
-        O::And | O::Or | O::Xor => {
+        O::And
+        | O::Or
+        | O::Xor
+        | O::BitAnd
+        | O::BitOr
+        | O::BitXor
+        | O::ShiftLeft
+        | O::ShiftRight => {
             return Err(Error::autodiff(
                 op.name(),
-                "logical ops on bool tensors have no derivative",
+                "logical and bitwise ops on bool and integer tensors have no derivative",
+            ));
+        }
+        O::NextAfter => {
+            return Err(Error::autodiff(
+                op.name(),
+                "has no derivative (it steps to a neighbouring float); detach its operands",
             ));
         }
     };
@@ -229,7 +242,9 @@ pub(super) fn unary_saves(op: UnaryOp) -> Saves {
         | U::Real
         | U::Imag
         | U::IsNan
-        | U::IsFinite => Saves::inputs(0b1),
+        | U::IsFinite
+        | U::SignBit
+        | U::BitNot => Saves::inputs(0b1),
     }
 }
 
@@ -240,7 +255,19 @@ pub(super) fn binary_saves(op: BinaryOp) -> Saves {
     match op {
         O::Add | O::Sub => Saves::NOTHING,
         O::Pow | O::Maximum | O::Minimum => Saves::inputs(0b11).and_output(),
-        O::Mul | O::Div | O::Rem | O::Atan2 | O::And | O::Or | O::Xor => Saves::inputs(0b11),
+        O::Mul
+        | O::Div
+        | O::Rem
+        | O::Atan2
+        | O::And
+        | O::Or
+        | O::Xor
+        | O::BitAnd
+        | O::BitOr
+        | O::BitXor
+        | O::ShiftLeft
+        | O::ShiftRight
+        | O::NextAfter => Saves::inputs(0b11),
     }
 }
 
