@@ -54,16 +54,16 @@ def _torch_keywords(name: str, axis, keepdims, kwargs):
     return axis, keepdims
 
 
-def _reduction(name: str, method):
+def _reduction(name: str, method, over_nothing=lambda x: x):
     """A reduction with the standard's signature over ``method(x, axes, keepdims)``; an empty
-    tuple of axes reduces nothing."""
+    tuple of axes reduces nothing (``over_nothing(x)``)."""
 
     def reduce(x, /, axis=None, keepdims=False, **kwargs):
         axis, keepdims = _torch_keywords(name, axis, keepdims, kwargs)
         x = _as_tensor(x)
         axes = _axes(axis, x.ndim)
         if axes == ():
-            return x
+            return over_nothing(x)
         return method(x, axes, keepdims)
 
     reduce.__name__ = reduce.__qualname__ = name
@@ -96,8 +96,8 @@ prod = _summing("prod", lambda x, a, k: _nabla.prod(x, a, k))
 max = _reduction("max", lambda x, a, k: _nabla.max(x, a, k))
 min = _reduction("min", lambda x, a, k: _nabla.min(x, a, k))
 mean = _reduction("mean", lambda x, a, k: x.mean(a, k))
-all = _reduction("all", lambda x, a, k: x.all(a, k))
-any = _reduction("any", lambda x, a, k: x.any(a, k))
+all = _reduction("all", lambda x, a, k: x.all(a, k), lambda x: x != 0)
+any = _reduction("any", lambda x, a, k: x.any(a, k), lambda x: x != 0)
 
 
 def _moments(name: str, method: str):
@@ -128,14 +128,22 @@ std = _moments("std", "std")
 var = _moments("var", "var")
 
 
+def _arg_reduction(x, axis, keepdims, method):
+    x = _as_tensor(x)
+    out = getattr(x, method)(axis, keepdims)
+    if axis is None and keepdims:
+        return out.reshape(*([1] * x.ndim))
+    return out
+
+
 def argmax(x, /, *, axis=None, keepdims=False):
     """Index of the first maximum (over the flattened array when ``axis`` is ``None``)."""
-    return _as_tensor(x).argmax(axis, keepdims)
+    return _arg_reduction(x, axis, keepdims, "argmax")
 
 
 def argmin(x, /, *, axis=None, keepdims=False):
     """Index of the first minimum (over the flattened array when ``axis`` is ``None``)."""
-    return _as_tensor(x).argmin(axis, keepdims)
+    return _arg_reduction(x, axis, keepdims, "argmin")
 
 
 def count_nonzero(x, /, *, axis=None, keepdims=False):
@@ -242,12 +250,20 @@ class UniqueInverseResult(NamedTuple):
     inverse_indices: Any
 
 
+def _lexicographic_order(flat):
+    """The stable order of a 1-D array; complex numbers by real part, then imaginary part."""
+    if not flat.dtype.is_complex:
+        return flat.argsort(0)
+    by_imag = _nabla.imag(flat).argsort(0)
+    return by_imag[_nabla.real(flat)[by_imag].argsort(0)]
+
+
 def _unique_parts(x):
     """Sorted distinct values of ``x``, where each run starts in the sorted order, the sort order
     and the run number of every sorted element. NaNs are each distinct, as the standard asks."""
     x = _as_tensor(x)
     flat = x.reshape(-1)
-    order = flat.argsort(0) if flat.size else _nabla.zeros(0, dtype=_int64)
+    order = _lexicographic_order(flat) if flat.size else _nabla.zeros(0, dtype=_int64)
     ordered = flat[order]
     if flat.size == 0:
         return ordered, _nabla.zeros(0, dtype=_bool), order, order

@@ -44,7 +44,7 @@ def _binary(name: str, kernel, doc: str):
 
 
 for _name in _nabla._unary_ops:
-    if _name not in ("neg", "recip", "rsqrt", "sigmoid", "erf"):
+    if _name not in ("neg", "recip", "rsqrt", "sigmoid", "erf", "round"):
         globals()[_name] = _unary(_name, getattr(_nabla, _name), getattr(_nabla, _name).__doc__)
 for _name in _nabla._binary_ops:
     if _name in ("add", "sub", "mul", "div", "rem", "pow"):
@@ -69,6 +69,15 @@ less_equal = _binary("less_equal", operator.le, "``x1 <= x2``.")
 greater = _binary("greater", operator.gt, "``x1 > x2``.")
 greater_equal = _binary("greater_equal", operator.ge, "``x1 >= x2``.")
 
+
+
+@_export
+def round(x, /):
+    """Rounds half to even; complex numbers part by part."""
+    x = _as_tensor(x)
+    if x.dtype.is_complex:
+        return _nabla.round(_nabla.real(x)).astype(x.dtype) + _nabla.round(_nabla.imag(x)).astype(x.dtype) * 1j
+    return _nabla.round(x)
 
 
 @_export
@@ -136,8 +145,9 @@ def _full_like(x, value):
 def copysign(x1, x2, /):
     """``|x1|`` with the sign of ``x2`` (``-0.0`` counts as negative)."""
     x1, x2 = _pair(x1, x2)
-    magnitude = abs(x1)
-    return _nabla.where(signbit(x2), -magnitude, magnitude)
+    dtype = result_type(x1, x2)
+    magnitude = abs(x1.astype(dtype))
+    return _nabla.where(_nabla.signbit(x2), -magnitude, magnitude)
 
 
 @_export

@@ -122,19 +122,40 @@ def slogdet(x, /):
     return SlogdetResult(*_rust_linalg["slogdet"](_as_tensor(x)))
 
 
+def _unit_scaled(x):
+    """``x`` divided by each matrix's largest magnitude (when finite and non-zero) and that scale
+    (shape ``[..., 1, 1]``), so that an SVD's iteration sees entries near 1 and converges whatever
+    the matrix's range."""
+    if x.size == 0:
+        return x, None
+    scale = _nabla.max(abs(x), (x.ndim - 2, x.ndim - 1), False)
+    scale = _nabla.where(_nabla.isfinite(scale) & (scale > 0), scale, _nabla.ones_like(scale))
+    scale = scale.reshape(*scale.shape, 1, 1)
+    return x / scale.astype(x.dtype), scale
+
+
 def svd(x, /, *, full_matrices=True):
     """``U, S, Vh`` with ``x = U @ diag(S) @ Vh``, singular values descending."""
-    return SVDResult(*_rust_linalg["svd"](_as_tensor(x), full_matrices))
+    unit, scale = _unit_scaled(_as_tensor(x))
+    u, s, vh = _rust_linalg["svd"](unit, full_matrices)
+    return SVDResult(u, s if scale is None else s * scale.reshape(*scale.shape[:-1]), vh)
 
 
 def svdvals(x, /):
     """The singular values of each matrix, descending."""
-    return _rust_linalg["svdvals"](_as_tensor(x))
+    unit, scale = _unit_scaled(_as_tensor(x))
+    s = _rust_linalg["svdvals"](unit)
+    return s if scale is None else s * scale.reshape(*scale.shape[:-1])
 
 
 def _default_rtol(x, singular):
     m, n = x.shape[-2], x.shape[-1]
     return finfo(singular.dtype).eps * max(m, n)
+
+
+def _per_matrix(rtol):
+    """A tolerance per matrix (an array over the batch) made to broadcast against singular values."""
+    return rtol.reshape(*rtol.shape, 1) if isinstance(rtol, _nabla.Tensor) else rtol
 
 
 def pinv(x, /, *, rtol=None):
@@ -143,17 +164,14 @@ def pinv(x, /, *, rtol=None):
     x = _as_tensor(x)
     if x.size == 0:
         return _nabla.zeros(*x.shape[:-2], x.shape[-1], x.shape[-2], dtype=x.dtype)
-    # Scaled by the largest magnitude first, so that the SVD's iteration sees entries near 1 (and
-    # converges) whatever the matrix's range; pinv(x) = pinv(x / c) / c.
-    scale = _nabla.max(abs(x), (x.ndim - 2, x.ndim - 1), False)
-    scale = _nabla.where(_nabla.isfinite(scale) & (scale > 0), scale, _nabla.ones_like(scale))
-    scale = scale.reshape(*scale.shape, 1, 1)
-    return _pinv_unit(x / scale.astype(x.dtype), rtol) / scale.astype(x.dtype)
+    # pinv(x) = pinv(x / c) / c, with the SVD on the unit-scaled matrix.
+    unit, scale = _unit_scaled(x)
+    return _pinv_unit(unit, rtol) / scale.astype(x.dtype)
 
 
 def _pinv_unit(x, rtol):
     u, s, vh = _rust_linalg["svd"](x, False)
-    cutoff = (rtol if rtol is not None else _default_rtol(x, s)) * _nabla.max(s, (s.ndim - 1,), True)
+    cutoff = _per_matrix(rtol if rtol is not None else _default_rtol(x, s)) * _nabla.max(s, (s.ndim - 1,), True)
     keep = s > cutoff
     inverse = _nabla.where(keep, 1 / _nabla.where(keep, s, _nabla.ones_like(s)), _nabla.zeros_like(s))
     vecs = _nabla.conj(vh).mT * inverse.reshape(*inverse.shape[:-1], 1, inverse.shape[-1]).astype(x.dtype)
@@ -163,12 +181,10 @@ def _pinv_unit(x, rtol):
 def matrix_rank(x, /, *, rtol=None):
     """The number of singular values above ``rtol`` times the largest, for each matrix."""
     x = _float(x)
-    s = _rust_linalg["svdvals"](x)
+    s = svdvals(x)
     if s.shape[-1] == 0:
         return _nabla.zeros(*s.shape[:-1], dtype=_DTYPES["int64"])
-    tol = rtol if rtol is not None else _default_rtol(x, s)
-    if isinstance(tol, _nabla.Tensor):
-        tol = tol.reshape(*tol.shape, 1)
+    tol = _per_matrix(rtol if rtol is not None else _default_rtol(x, s))
     cutoff = tol * _nabla.max(s, (s.ndim - 1,), True)
     return _nabla.sum((s > cutoff).astype(_DTYPES["int64"]), (s.ndim - 1,), False)
 

@@ -116,6 +116,8 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
     """A ``n_rows`` by ``n_cols`` matrix with ones on diagonal ``k``."""
     _check_device(device)
     n_cols = n_rows if n_cols is None else n_cols
+    if not -n_rows < k < n_cols:
+        return _nabla.zeros(n_rows, n_cols, dtype=dtype if dtype is not None else _DTYPES["float32"])
     rows = _nabla.arange(n_rows, dtype=_int64).reshape(n_rows, 1)
     cols = _nabla.arange(n_cols, dtype=_int64).reshape(1, n_cols)
     return (cols - rows == k).astype(dtype if dtype is not None else _DTYPES["float32"])
@@ -411,10 +413,12 @@ def tensordot(x1, x2, /, *, axes=2):
 def vecdot(x1, x2, /, *, axis=-1):
     """``sum(conj(x1) * x2)`` along ``axis`` (broadcast)."""
     a, b = _promoted(_as_tensor(x1), _as_tensor(x2))
-    shape = broadcast_shapes(tuple(a.shape), tuple(b.shape))
+    ndim = builtins.max(a.ndim, b.ndim)
+    sa, sb = (1,) * (ndim - a.ndim) + tuple(a.shape), (1,) * (ndim - b.ndim) + tuple(b.shape)
+    if sa[axis] != sb[axis]:
+        raise ValueError(f"vecdot: axis {axis} has size {sa[axis]} in x1 and {sb[axis]} in x2 (it is not broadcast)")
+    shape = broadcast_shapes(sa, sb)
     a, b = a.broadcast_to(*shape), b.broadcast_to(*shape)
-    if a.shape[axis] != b.shape[axis]:
-        raise ValueError("vecdot: the two arrays' axes differ in size")
     return _nabla.sum(_nabla.conj(a) * b, (_axes(axis, len(shape))[0],), False)
 
 
