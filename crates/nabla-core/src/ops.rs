@@ -78,6 +78,12 @@ op_catalogue! {
         Cosh => "cosh",
         /// Hyperbolic tangent.
         Tanh => "tanh",
+        /// Inverse hyperbolic sine.
+        Asinh => "asinh",
+        /// Inverse hyperbolic cosine.
+        Acosh => "acosh",
+        /// Inverse hyperbolic tangent.
+        Atanh => "atanh",
         /// Logistic function `1 / (1 + e^-x)`, stable for large `|x|`.
         Sigmoid => "sigmoid",
         /// Error function.
@@ -114,9 +120,10 @@ impl UnaryOp {
     /// The dtype of the result for an input of `dtype`, or `None` if the op does not apply to it.
     ///
     /// Rules: half types support nothing (cast first); bool supports only `Not`; integers support the
-    /// exact ops (`Neg`, `Abs`, `Sign`, `Square`, rounding, `Conj`, `Real`, `Imag`, `IsNan`, `IsFinite`);
-    /// complex types support the analytic functions but not `Erf`, the inverse trigonometric functions or
-    /// rounding; `Abs`, `Real` and `Imag` of a complex input are real.
+    /// exact ops (`Neg`, `Abs`, `Sign`, `Square`, rounding, `Conj`, `Real`, `Imag`, `IsNan`, `IsFinite`,
+    /// `SignBit`) and `BitNot`; complex types support the analytic functions (the inverse trigonometric
+    /// and hyperbolic ones on their principal branches) but not `Erf` or rounding; `Abs`, `Real` and
+    /// `Imag` of a complex input are real.
     ///
     /// ```
     /// use nabla_core::{UnaryOp, DType};
@@ -139,9 +146,11 @@ impl UnaryOp {
             Neg | Abs | Square | Conj => (!dtype.is_bool()).then_some(dtype),
             Sign => (!dtype.is_bool()).then_some(dtype),
             Floor | Ceil | Round | Trunc => (dtype.is_float() || dtype.is_int()).then_some(dtype),
-            Erf | Asin | Acos | Atan => dtype.is_float().then_some(dtype),
-            Recip | Sqrt | Rsqrt | Exp | Expm1 | Log | Log1p | Sin | Cos | Tan | Sinh | Cosh
-            | Tanh | Sigmoid => (dtype.is_float() || dtype.is_complex()).then_some(dtype),
+            Erf => dtype.is_float().then_some(dtype),
+            Recip | Sqrt | Rsqrt | Exp | Expm1 | Log | Log1p | Sin | Cos | Tan | Asin | Acos
+            | Atan | Sinh | Cosh | Tanh | Asinh | Acosh | Atanh | Sigmoid => {
+                (dtype.is_float() || dtype.is_complex()).then_some(dtype)
+            }
         }
     }
 }

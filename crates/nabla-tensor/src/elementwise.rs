@@ -54,6 +54,12 @@ unary_methods! {
     atan => Atan,
     /// Hyperbolic sine.
     sinh => Sinh,
+    /// Inverse hyperbolic sine.
+    asinh => Asinh,
+    /// Inverse hyperbolic cosine.
+    acosh => Acosh,
+    /// Inverse hyperbolic tangent.
+    atanh => Atanh,
     /// Hyperbolic cosine.
     cosh => Cosh,
     /// Hyperbolic tangent.

@@ -89,6 +89,20 @@ fn min_f(a: f32, b: f32) -> f32 { if (a <= b || isnan_f(a)) { return a; } return
 fn gt_f(a: f32, b: f32) -> bool { return (isnan_f(a) && !isnan_f(b)) || (!isnan_f(b) && a > b); }
 fn lt_f(a: f32, b: f32) -> bool { return (isnan_f(a) && !isnan_f(b)) || (!isnan_f(b) && a < b); }
 fn sortlt_f(a: f32, b: f32) -> bool { return !isnan_f(a) && (isnan_f(b) || a < b); }
+fn asinh_f(x: f32) -> f32 {
+    let a = abs(x);
+    let r = select(log(a) + 0.6931471805599453, log(a + sqrt(a * a + 1.0)), a < 1e18);
+    return select(-r, r, x >= 0.0 || isnan_f(x));
+}
+fn acosh_f(x: f32) -> f32 {
+    if (isnan_f(x) || x < 1.0) { return bitcast<f32>(0x7fc00000u); }
+    return select(log(x) + 0.6931471805599453, log(x + sqrt(x - 1.0) * sqrt(x + 1.0)), x < 1e18);
+}
+fn atanh_f(x: f32) -> f32 {
+    if (isnan_f(x) || abs(x) > 1.0) { return bitcast<f32>(0x7fc00000u); }
+    if (abs(x) == 1.0) { return x / 0.0; }
+    return 0.5 * log((1.0 + x) / (1.0 - x));
+}
 fn nextafter_f(a: f32, b: f32) -> f32 {
     if (isnan_f(a) || isnan_f(b)) { return bitcast<f32>(0x7fc00000u); }
     if (a == b) { return b; }
@@ -493,6 +507,9 @@ pub(crate) fn unary_expr(op: UnaryOp, dtype: DType, x: &str) -> Result<String> {
             U::Sinh => format!("sinh({x})"),
             U::Cosh => format!("cosh({x})"),
             U::Tanh => format!("tanh_f({x})"),
+            U::Asinh => format!("asinh_f({x})"),
+            U::Acosh => format!("acosh_f({x})"),
+            U::Atanh => format!("atanh_f({x})"),
             U::Sigmoid => format!("sigmoid_f({x})"),
             U::Erf => format!("erf_f({x})"),
             U::Floor => format!("floor({x})"),

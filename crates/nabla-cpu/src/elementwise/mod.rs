@@ -8,6 +8,7 @@
 mod binary;
 mod cast;
 mod complex;
+mod complex_inverse;
 mod erf;
 mod fused;
 mod fused_step;

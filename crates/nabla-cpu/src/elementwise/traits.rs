@@ -64,6 +64,12 @@ pub(crate) trait Real:
     fn acos(self) -> Self;
     /// Arctangent.
     fn atan(self) -> Self;
+    /// Inverse hyperbolic sine.
+    fn asinh(self) -> Self;
+    /// Inverse hyperbolic cosine.
+    fn acosh(self) -> Self;
+    /// Inverse hyperbolic tangent.
+    fn atanh(self) -> Self;
     /// Hyperbolic sine.
     fn sinh(self) -> Self;
     /// Hyperbolic cosine.
@@ -127,6 +133,19 @@ macro_rules! impl_real {
                 host_loop.$run_loop(results, reads)
             }
             forward!($t: abs, sqrt, exp_m1, ln, ln_1p, sin, cos, tan, asin, acos, atan, sinh, cosh);
+            // Through f64, so that f32 keeps full accuracy (std's f32 atanh is 12 ulps off near ±1).
+            #[inline(always)]
+            fn asinh(self) -> Self {
+                (self as f64).asinh() as $t
+            }
+            #[inline(always)]
+            fn acosh(self) -> Self {
+                (self as f64).acosh() as $t
+            }
+            #[inline(always)]
+            fn atanh(self) -> Self {
+                (self as f64).atanh() as $t
+            }
             forward!($t: floor, ceil, round_ties_even, trunc);
             #[inline(always)]
             fn exp(self) -> Self {
@@ -262,6 +281,10 @@ pub(crate) trait Cplx:
     fn tanh(self) -> Self;
     /// `self ^ e` through `exp(e ln self)`.
     fn powc(self, e: Self) -> Self;
+    /// The value as a `Complex64` (exact).
+    fn to_c64(self) -> num_complex::Complex64;
+    /// The `Complex64` rounded to this type.
+    fn from_c64(z: num_complex::Complex64) -> Self;
 }
 
 macro_rules! impl_cplx {
@@ -288,6 +311,14 @@ macro_rules! impl_cplx {
             #[inline(always)]
             fn powc(self, e: Self) -> Self {
                 <$t>::powc(self, e)
+            }
+            #[inline(always)]
+            fn to_c64(self) -> num_complex::Complex64 {
+                num_complex::Complex64::new(self.re as f64, self.im as f64)
+            }
+            #[inline(always)]
+            fn from_c64(z: num_complex::Complex64) -> Self {
+                Complex::new(z.re as $r, z.im as $r)
             }
         }
     };

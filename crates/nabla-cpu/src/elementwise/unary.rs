@@ -1,8 +1,8 @@
 //! Unary kernels, one generic function per element family.
 
-use super::complex;
 use super::traits::{Cplx, Int, Real};
 use super::vector::map_slices;
+use super::{complex, complex_inverse};
 use crate::CpuStorage;
 use crate::strided::{gather_view, map1};
 use nabla_core::{Element, Error, Layout, Result, UnaryOp as U};
@@ -60,6 +60,9 @@ macro_rules! real_unary_fn {
             U::Sinh => real_unary_fn!(@arm $T, $f, $body, |v| v.sinh()),
             U::Cosh => real_unary_fn!(@arm $T, $f, $body, |v| v.cosh()),
             U::Tanh => real_unary_fn!(@arm $T, $f, $body, |v| v.tanh()),
+            U::Asinh => real_unary_fn!(@arm $T, $f, $body, |v| v.asinh()),
+            U::Acosh => real_unary_fn!(@arm $T, $f, $body, |v| v.acosh()),
+            U::Atanh => real_unary_fn!(@arm $T, $f, $body, |v| v.atanh()),
             U::Sigmoid => real_unary_fn!(@arm $T, $f, $body, |v| v.sigmoid()),
             U::Erf => real_unary_fn!(@arm $T, $f, $body, |v| v.erf()),
             U::Floor => real_unary_fn!(@arm $T, $f, $body, |v| v.floor()),
@@ -162,22 +165,20 @@ pub(super) fn complex<C: Cplx>(op: U, x: &[C], l: &Layout) -> Result<CpuStorage>
         U::Sinh => map!(x, l, |z: C| z.sinh()),
         U::Cosh => map!(x, l, |z: C| z.cosh()),
         U::Tanh => map!(x, l, |z: C| z.tanh()),
+        U::Asin => map!(x, l, |z: C| complex_inverse::asin(z)),
+        U::Acos => map!(x, l, |z: C| complex_inverse::acos(z)),
+        U::Atan => map!(x, l, |z: C| complex_inverse::atan(z)),
+        U::Asinh => map!(x, l, |z: C| complex_inverse::asinh(z)),
+        U::Acosh => map!(x, l, |z: C| complex_inverse::acosh(z)),
+        U::Atanh => map!(x, l, |z: C| complex_inverse::atanh(z)),
         U::Sigmoid => map!(x, l, |z: C| complex::sigmoid(z)),
         U::Conj => map!(x, l, |z: C| z.conj()),
         U::Real => map!(x, l, |z: C| z.re()),
         U::Imag => map!(x, l, |z: C| z.im()),
         U::IsNan => map!(x, l, |z: C| complex::is_nan(z)),
         U::IsFinite => map!(x, l, |z: C| z.re().is_finite() && z.im().is_finite()),
-        U::Erf
-        | U::Asin
-        | U::Acos
-        | U::Atan
-        | U::Floor
-        | U::Ceil
-        | U::Round
-        | U::Trunc
-        | U::Not
-        | U::SignBit
-        | U::BitNot => return unsupported::<C>(op),
+        U::Erf | U::Floor | U::Ceil | U::Round | U::Trunc | U::Not | U::SignBit | U::BitNot => {
+            return unsupported::<C>(op);
+        }
     })
 }

@@ -94,38 +94,6 @@ def log10(x, /):
     return _nabla.log(x) / math.log(10.0)
 
 
-@_export
-def acosh(x, /):
-    """Inverse hyperbolic cosine, ``log(x + sqrt(x - 1) sqrt(x + 1))`` (no overflow before ``x``
-    itself is near the largest float)."""
-    x = _as_tensor(x)
-    return _nabla.log(x + _nabla.sqrt(x - 1) * _nabla.sqrt(x + 1))
-
-
-@_export
-def asinh(x, /):
-    """Inverse hyperbolic sine, odd by construction (``asinh(-0) = -0``), accurate near 0 and
-    without overflow for large ``|x|``."""
-    x = _as_tensor(x)
-    if x.dtype.is_complex:
-        return _nabla.log(x + _nabla.sqrt(x * x + 1))
-    a = abs(x)
-    big = a > 2.0**28
-    safe = _nabla.where(big, _nabla.zeros_like(a), a)
-    small = _nabla.log1p(safe + safe * safe / (1 + _nabla.sqrt(1 + safe * safe)))
-    large = _nabla.log(_nabla.where(big, a, _nabla.ones_like(a))) + math.log(2.0)
-    return copysign(_nabla.where(big, large, small), x)
-
-
-@_export
-def atanh(x, /):
-    """Inverse hyperbolic tangent, ``log1p(2x / (1 - x)) / 2`` (accurate near 0)."""
-    x = _as_tensor(x)
-    if x.dtype.is_complex:
-        return (_nabla.log1p(x) - _nabla.log1p(-x)) / 2
-    return _nabla.log1p(2 * x / (1 - x)) / 2
-
-
 def _pair(x1, x2):
     """Both operands as tensors; a Python scalar takes the dtype the standard gives it beside the
     other operand."""

@@ -294,7 +294,8 @@ def roll(x, /, shift, *, axis=None):
     if axis is None:
         return roll(x.reshape(-1), shift, axis=0).reshape(*x.shape)
     shifts = (shift,) * (1 if isinstance(axis, int) else len(axis)) if isinstance(shift, int) else tuple(shift)
-    axes = _axes(axis, x.ndim)
+    # One axis may appear more than once (its shifts add up, as in NumPy), so each is checked alone.
+    axes = tuple(_axes(a, x.ndim)[0] for a in ((axis,) if isinstance(axis, int) else axis))
     if len(shifts) != len(axes):
         raise ValueError("roll: shift and axis must have the same length")
     for s, a in zip(shifts, axes):

@@ -177,7 +177,9 @@ pub fn unary_domain(op: nabla_core::UnaryOp) -> Option<Dom> {
         U::Log1p => Dom::In(-0.5, 2.0),
         U::Sin | U::Cos | U::Atan => Dom::In(-3.0, 3.0),
         U::Tan => Dom::In(-1.2, 1.2),
-        U::Asin | U::Acos => Dom::In(-0.8, 0.8),
+        U::Asin | U::Acos | U::Atanh => Dom::In(-0.8, 0.8),
+        U::Asinh => Dom::In(-3.0, 3.0),
+        U::Acosh => Dom::In(1.2, 3.0),
         U::Sigmoid => Dom::In(-4.0, 4.0),
         // Piecewise constant: zero derivative away from the jumps.
         U::Sign => Dom::Away(0.2, 2.0),

@@ -48,6 +48,13 @@ pub(super) fn unary<B: Backend>(
         U::Sinh => g.mul(x()?.cosh()?),
         U::Cosh => g.mul(x()?.sinh()?),
         U::Tanh => g.mul(one_minus_square(y()?)?),
+        U::Asinh => g.mul(x()?.square()?.add(1.0)?.rsqrt()?),
+        // 1 / (sqrt(x - 1) sqrt(x + 1)): the principal derivative off the real line too.
+        U::Acosh => {
+            let x = x()?;
+            g.div(&x.sub(1.0)?.sqrt()?.mul(&x.add(1.0)?.sqrt()?)?)
+        }
+        U::Atanh => g.div(&one_minus_square(x()?)?),
         U::Sigmoid => {
             let y = y()?;
             g.mul(y.mul(y.neg()?.add(1.0)?)?)
@@ -237,6 +244,9 @@ pub(super) fn unary_saves(op: UnaryOp) -> Saves {
         | U::Atan
         | U::Sinh
         | U::Cosh
+        | U::Asinh
+        | U::Acosh
+        | U::Atanh
         | U::Erf
         | U::Not
         | U::Real
