@@ -5,7 +5,6 @@
 //! of zero picks the side of each branch cut. `Complex32` inputs are computed in `f64`, so that their
 //! intermediate squares cannot overflow.
 
-use super::traits::Cplx;
 use num_complex::Complex64;
 
 /// `1 - z` with the imaginary part negated, not subtracted from +0, so that its sign of zero is the
@@ -49,16 +48,6 @@ fn acosh64(z: Complex64) -> Complex64 {
     )
 }
 
-/// `i z`, exactly (the parts swapped, one negated; no multiplication to turn infinities into NaNs).
-fn times_i(z: Complex64) -> Complex64 {
-    Complex64::new(-z.im, z.re)
-}
-
-/// `-i z`, exactly.
-fn times_minus_i(z: Complex64) -> Complex64 {
-    Complex64::new(z.im, -z.re)
-}
-
 /// `atanh z = (log1p(z) - log1p(-z)) / 2`, accurate near 0 and, through the signed zero of the
 /// negated imaginary part, on the correct side of the cuts.
 fn atanh64(z: Complex64) -> Complex64 {
@@ -78,40 +67,24 @@ fn log1p64(z: Complex64) -> Complex64 {
     Complex64::new(re, w.im.atan2(w.re))
 }
 
-/// The inverse function `f` of a complex number of either width, computed in `f64`.
-#[inline]
-fn in_f64<C: Cplx>(z: C, f: fn(Complex64) -> Complex64) -> C {
-    C::from_c64(f(z.to_c64()))
+/// Principal `asin z` (finite `z`; [`super::complex_edge`] handles the rest).
+pub(super) fn asin(z: Complex64) -> Complex64 {
+    asin64(z)
 }
 
-/// Principal `asin z`.
-pub(super) fn asin<C: Cplx>(z: C) -> C {
-    in_f64(z, asin64)
+/// Principal `acos z` (finite `z`).
+pub(super) fn acos(z: Complex64) -> Complex64 {
+    acos64(z)
 }
 
-/// Principal `acos z`.
-pub(super) fn acos<C: Cplx>(z: C) -> C {
-    in_f64(z, acos64)
+/// Principal `acosh z` (finite `z`).
+pub(super) fn acosh(z: Complex64) -> Complex64 {
+    acosh64(z)
 }
 
-/// Principal `atan z = -i atanh(i z)`.
-pub(super) fn atan<C: Cplx>(z: C) -> C {
-    in_f64(z, |z| times_minus_i(atanh64(times_i(z))))
-}
-
-/// Principal `asinh z = -i asin(i z)`.
-pub(super) fn asinh<C: Cplx>(z: C) -> C {
-    in_f64(z, |z| times_minus_i(asin64(times_i(z))))
-}
-
-/// Principal `acosh z`.
-pub(super) fn acosh<C: Cplx>(z: C) -> C {
-    in_f64(z, acosh64)
-}
-
-/// Principal `atanh z`.
-pub(super) fn atanh<C: Cplx>(z: C) -> C {
-    in_f64(z, atanh64)
+/// Principal `atanh z` (finite `z`).
+pub(super) fn atanh(z: Complex64) -> Complex64 {
+    atanh64(z)
 }
 
 #[cfg(test)]
@@ -149,7 +122,9 @@ mod tests {
             if z.norm() < 1e-6 {
                 assert!((atanh64(z) - z).norm() <= 1e-15 * z.norm(), "atanh {z} ~ z");
             }
-            let asinh = times_minus_i(asin64(times_i(z)));
+            let iz = Complex64::new(-z.im, z.re);
+            let w = asin64(iz);
+            let asinh = Complex64::new(w.im, -w.re);
             assert!(close(asinh.sinh(), z), "asinh {z}");
         }
     }

@@ -8,6 +8,7 @@
 mod binary;
 mod cast;
 mod complex;
+mod complex_edge;
 mod complex_inverse;
 mod erf;
 mod fused;

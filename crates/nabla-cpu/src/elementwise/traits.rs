@@ -265,20 +265,6 @@ pub(crate) trait Cplx:
     fn exp(self) -> Self;
     /// Principal natural logarithm.
     fn ln(self) -> Self;
-    /// Principal square root.
-    fn sqrt(self) -> Self;
-    /// Sine.
-    fn sin(self) -> Self;
-    /// Cosine.
-    fn cos(self) -> Self;
-    /// Tangent.
-    fn tan(self) -> Self;
-    /// Hyperbolic sine.
-    fn sinh(self) -> Self;
-    /// Hyperbolic cosine.
-    fn cosh(self) -> Self;
-    /// Hyperbolic tangent (vectorisable).
-    fn tanh(self) -> Self;
     /// `self ^ e` through `exp(e ln self)`.
     fn powc(self, e: Self) -> Self;
     /// The value as a `Complex64` (exact).
@@ -303,7 +289,7 @@ macro_rules! impl_cplx {
             fn im(self) -> $r {
                 self.im
             }
-            forward!($t: exp, ln, sqrt, sin, cos, tan, sinh, cosh, tanh);
+            forward!($t: exp, ln);
             #[inline(always)]
             fn conj(self) -> Self {
                 Complex::new(self.re, -self.im)

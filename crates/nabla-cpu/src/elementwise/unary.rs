@@ -2,7 +2,7 @@
 
 use super::traits::{Cplx, Int, Real};
 use super::vector::map_slices;
-use super::{complex, complex_inverse};
+use super::{complex, complex_edge};
 use crate::CpuStorage;
 use crate::strided::{gather_view, map1};
 use nabla_core::{Element, Error, Layout, Result, UnaryOp as U};
@@ -153,24 +153,24 @@ pub(super) fn complex<C: Cplx>(op: U, x: &[C], l: &Layout) -> Result<CpuStorage>
         U::Sign => map!(x, l, |z: C| complex::sign(z)),
         U::Recip => map!(x, l, |z: C| complex::recip(z)),
         U::Square => map!(x, l, |z: C| z * z),
-        U::Sqrt => map!(x, l, |z: C| z.sqrt()),
-        U::Rsqrt => map!(x, l, |z: C| complex::recip(z.sqrt())),
+        U::Sqrt => map!(x, l, |z: C| complex_edge::sqrt(z)),
+        U::Rsqrt => map!(x, l, |z: C| complex::recip(complex_edge::sqrt(z))),
         U::Exp => map!(x, l, |z: C| z.exp()),
-        U::Expm1 => map!(x, l, |z: C| complex::expm1(z)),
+        U::Expm1 => map!(x, l, |z: C| complex_edge::expm1(z)),
         U::Log => map!(x, l, |z: C| z.ln()),
         U::Log1p => map!(x, l, |z: C| complex::log1p(z)),
-        U::Sin => map!(x, l, |z: C| z.sin()),
-        U::Cos => map!(x, l, |z: C| z.cos()),
-        U::Tan => map!(x, l, |z: C| z.tan()),
-        U::Sinh => map!(x, l, |z: C| z.sinh()),
-        U::Cosh => map!(x, l, |z: C| z.cosh()),
-        U::Tanh => map!(x, l, |z: C| z.tanh()),
-        U::Asin => map!(x, l, |z: C| complex_inverse::asin(z)),
-        U::Acos => map!(x, l, |z: C| complex_inverse::acos(z)),
-        U::Atan => map!(x, l, |z: C| complex_inverse::atan(z)),
-        U::Asinh => map!(x, l, |z: C| complex_inverse::asinh(z)),
-        U::Acosh => map!(x, l, |z: C| complex_inverse::acosh(z)),
-        U::Atanh => map!(x, l, |z: C| complex_inverse::atanh(z)),
+        U::Sin => map!(x, l, |z: C| complex_edge::sin(z)),
+        U::Cos => map!(x, l, |z: C| complex_edge::cos(z)),
+        U::Tan => map!(x, l, |z: C| complex_edge::tan(z)),
+        U::Sinh => map!(x, l, |z: C| complex_edge::sinh(z)),
+        U::Cosh => map!(x, l, |z: C| complex_edge::cosh(z)),
+        U::Tanh => map!(x, l, |z: C| complex_edge::tanh(z)),
+        U::Asin => map!(x, l, |z: C| complex_edge::asin(z)),
+        U::Acos => map!(x, l, |z: C| complex_edge::acos(z)),
+        U::Atan => map!(x, l, |z: C| complex_edge::atan(z)),
+        U::Asinh => map!(x, l, |z: C| complex_edge::asinh(z)),
+        U::Acosh => map!(x, l, |z: C| complex_edge::acosh(z)),
+        U::Atanh => map!(x, l, |z: C| complex_edge::atanh(z)),
         U::Sigmoid => map!(x, l, |z: C| complex::sigmoid(z)),
         U::Conj => map!(x, l, |z: C| z.conj()),
         U::Real => map!(x, l, |z: C| z.re()),
