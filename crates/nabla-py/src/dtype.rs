@@ -54,9 +54,11 @@ impl PyDType {
     }
 
     /// Equal to the same dtype in any spelling [`parse_dtype`] reads (`"float32"`,
-    /// `np.dtype("float32")`, `np.float32`), as NumPy's dtypes are; anything else is unequal.
+    /// `np.dtype("float32")`, `np.float32`), as NumPy's dtypes are; anything else (`None` included)
+    /// is unequal.
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        parse_dtype(other).is_ok_and(|d| d == self.dtype)
+        // `None` is no dtype here, although NumPy reads it as float64.
+        !other.is_none() && parse_dtype(other).is_ok_and(|d| d == self.dtype)
     }
 
     fn __ne__(&self, other: &Bound<'_, PyAny>) -> bool {

@@ -115,8 +115,9 @@ fn source_axis(items: &[Item]) -> usize {
         .count()
 }
 
-/// A boolean mask must have the shape of the axes it indexes, from `axis` on (NumPy's rule); a
-/// shorter or longer mask is an error rather than a partial selection. A 0-d mask (a Python
+/// A boolean mask must have the shape of the axes it indexes, from `axis` on (NumPy's rule, which
+/// lets a mask axis of size 0 stand for any axis: it selects nothing); a shorter or longer mask is
+/// an error rather than a partial selection. A 0-d mask (a Python
 /// `bool`) is only taken as the whole index (see `__getitem__`).
 fn check_mask(mask: &Value, shape: &[usize], axis: usize) -> PyResult<()> {
     let dims = mask.shape();
@@ -127,7 +128,8 @@ fn check_mask(mask: &Value, shape: &[usize], axis: usize) -> PyResult<()> {
     }
     for (k, &d) in dims.iter().enumerate() {
         let n = shape.get(axis + k).copied().unwrap_or(0);
-        if d != n {
+        // An empty mask axis selects nothing whatever the axis' size, as NumPy allows.
+        if d != n && d != 0 {
             return Err(PyIndexError::new_err(format!(
                 "boolean index did not match the indexed tensor along axis {}: the axis has size \
                  {n}, the mask {d}",

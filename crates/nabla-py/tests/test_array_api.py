@@ -726,3 +726,19 @@ def test_sklearn_array_api_dispatch():
     assert np.all(signs != 0)
     close(np.asarray(pca.components_) * signs[:, None], pca_np.components_)
     close(np.asarray(pca_z) * signs, pca_np.transform(X))
+
+
+def test_dtype_is_never_equal_to_none():
+    # NumPy reads None as float64; a dtype compared with None (a missing entry of a table) is not.
+    assert nb.float64 != None  # noqa: E711
+    assert not (nb.float64 == None)  # noqa: E711
+    assert nb.can_cast(nb.bool, nb.bool) and not nb.can_cast(nb.float64, nb.int64)
+
+
+def test_empty_mask_axis_selects_nothing_as_numpy():
+    for shape, mask_shape in [((0, 1), (0, 0)), ((2, 3), (2, 0))]:
+        x = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+        mask = np.zeros(mask_shape, dtype=bool)
+        assert nb.asarray(x)[nb.asarray(mask)].shape == x[mask].shape
+    with pytest.raises(IndexError, match="did not match"):
+        nb.zeros((0, 1))[nb.zeros((1, 0), dtype=nb.bool)]
