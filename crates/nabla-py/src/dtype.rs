@@ -45,6 +45,14 @@ impl PyDType {
         self.dtype.is_complex()
     }
 
+    /// The dtype this and `other` promote to, by nabla's rule (PyTorch's: bool, then integers,
+    /// floats and complex numbers, then the width), the one every op with two operands applies.
+    fn promote(&self, other: &Bound<'_, PyAny>) -> PyResult<PyDType> {
+        Ok(PyDType {
+            dtype: self.dtype.promote(parse_dtype(other)?),
+        })
+    }
+
     fn __repr__(&self) -> String {
         format!("nabla_rs.{}", self.dtype.name())
     }

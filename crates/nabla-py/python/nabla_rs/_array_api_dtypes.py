@@ -1,10 +1,10 @@
 """The Array API standard's data type functions and inspection namespace over nabla's dtypes:
 ``finfo``, ``iinfo``, ``isdtype``, ``can_cast``, ``result_type`` and ``__array_namespace_info__``.
 
-Promotion follows the standard's lattice (within a kind only: booleans with booleans, integers with
-integers, floats and complex numbers together); Python scalars take the dtype of the array they
-meet. Mixing kinds the standard leaves undefined (an integer array with a float array) gives
-nabla's own answer, the float (as NumPy and PyTorch do)."""
+Promotion is nabla's (``nabla_rs.dtype.promote``, the rule its ops apply), which is the standard's
+table within each kind; mixing kinds, which the standard leaves undefined, gives the higher kind (an
+integer array with a float array gives the float, as NumPy and PyTorch do). Python scalars take the
+dtype of the array they meet unless they are of a higher kind."""
 
 from __future__ import annotations
 
@@ -113,37 +113,10 @@ def _category(name: str) -> str:
 
 
 def _promote(a: str, b: str) -> str:
-    """The standard's promotion of two dtype names (``TypeError`` across kinds it leaves undefined
-    that nabla does not join either: booleans with numbers)."""
-    if a == b:
-        return a
-    ca, cb = _category(a), _category(b)
-    if ca != cb:
-        if "bool" in (ca, cb):
-            raise TypeError(f"result_type: {a} and {b} do not promote (booleans mix only with booleans)")
-        return a if ca == "inexact" else b
-    if ca == "int":
-        return _promote_ints(a, b)
-    bits = max(_FLOAT_BITS.get(a, 0) or _COMPLEX_BITS[a], _FLOAT_BITS.get(b, 0) or _COMPLEX_BITS[b])
-    if a in _COMPLEX_BITS or b in _COMPLEX_BITS:
-        return "complex64" if bits <= 32 else "complex128"
-    if {a, b} == {"float16", "bfloat16"}:
-        return "float32"
-    return {16: a if a in ("float16", "bfloat16") else b, 32: "float32", 64: "float64"}[bits]
-
-
-def _promote_ints(a: str, b: str) -> str:
-    signed = {n: bits for n, bits in _INT_BITS.items()}
-    if a in signed and b in signed:
-        return a if signed[a] >= signed[b] else b
-    if a in _UINT_BITS and b in _UINT_BITS:
-        return a if _UINT_BITS[a] >= _UINT_BITS[b] else b
-    s, u = (a, b) if a in signed else (b, a)
-    need = _UINT_BITS[u] * 2
-    for name, bits in sorted(signed.items(), key=lambda kv: kv[1]):
-        if bits >= max(need, signed[s]):
-            return name
-    raise TypeError(f"result_type: {a} and {b} have no common integer dtype")
+    """The promotion of two dtype names: nabla's rule, which every op with two operands applies
+    (the standard's table within a kind; across kinds, which the standard leaves open, the higher
+    kind, as NumPy and PyTorch)."""
+    return _DTYPES[a].promote(_DTYPES[b]).name
 
 
 def result_type(*arrays_and_dtypes):
@@ -191,12 +164,10 @@ def _scalar_widens(name: str, s) -> bool:
 
 
 def can_cast(from_, to, /) -> bool:
-    """Whether ``from_`` (a dtype or an array) promotes to ``to`` under the standard's rules."""
+    """Whether ``from_`` (a dtype or an array) promotes to ``to``: casting keeps every value's
+    kind and loses no range."""
     a, b = _dtype_of(from_).name, _dtype_of(to).name
-    try:
-        return _promote(a, b) == b and not (_category(a) == "inexact" and _category(b) == "int")
-    except TypeError:
-        return False
+    return _promote(a, b) == b
 
 
 class _Info:

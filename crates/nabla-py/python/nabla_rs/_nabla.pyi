@@ -656,6 +656,10 @@ class dtype:
     def name(self) -> Any:
         """NumPy's name: `float32`, `complex64`, `bool`, ..."""
         ...
+    def promote(self, other) -> Any:
+        """The dtype this and `other` promote to, by nabla's rule (PyTorch's: bool, then integers,
+floats and complex numbers, then the width), the one every op with two operands applies."""
+        ...
 
 _binary_ops: list[str]
 
