@@ -98,3 +98,54 @@ def test_stop_gradient_and_full_like():
         nb.tril(nb.zeros(3))
     with pytest.raises(IndexError):
         nb.index_select(nb.zeros((2, 3)), 1, nb.tensor([5]))
+
+
+@pytest.mark.parametrize(
+    "dtype", ["bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128"]
+)
+def test_tensors_pickle_and_deepcopy_as_pytorch(dtype):
+    import copy
+    import pickle
+
+    values = np.array([[0, 1, 2], [3, 4, 5]]) % (2 if dtype == "bool" else 7)
+    x = nb.tensor(values).astype(getattr(nb, dtype))
+    for y in (pickle.loads(pickle.dumps(x)), copy.deepcopy(x)):
+        assert y.dtype == x.dtype and tuple(y.shape) == tuple(x.shape)
+        np.testing.assert_array_equal(np.asarray(y.astype(nb.float64)), np.asarray(x.astype(nb.float64)))
+        assert not y.requires_grad
+
+
+def test_pickled_leaf_keeps_requires_grad_grad_and_class():
+    import copy
+    import pickle
+
+    w = nb.nn.Parameter(nb.tensor([1.0, -2.0], dtype=nb.float64))
+    (w * w).sum().backward()
+    for c in (pickle.loads(pickle.dumps(w)), copy.deepcopy(w)):
+        assert type(c) is nb.nn.Parameter and c.requires_grad and c.is_leaf and c is not w
+        np.testing.assert_array_equal(c.grad.numpy(), [2.0, -4.0])
+    # A copy is independent: assigning into it leaves the original as it was.
+    c = copy.deepcopy(nb.tensor([1.0, 2.0]))
+    c[0] = 5.0
+    shared = [w, w]
+    a, b = copy.deepcopy(shared)
+    assert a is b  # deepcopy's memo keeps shared tensors shared (tied weights stay tied)
+
+
+def test_traced_tensors_refuse_pickling():
+    import pickle
+
+    def f(x):
+        with pytest.raises(TypeError, match="traced"):
+            pickle.dumps(x)
+        return x * 2
+
+    nb.jit(f)(nb.tensor([1.0]))
+
+
+def test_exp2_matches_numpy_with_gradient():
+    x = np.array([-3.0, 0.5, 10.0, 1023.0, -1074.0])
+    np.testing.assert_array_equal(nb.exp2(nb.tensor(x)).numpy(), np.exp2(x))
+    assert nb.exp2(nb.tensor([3])).dtype == nb.float32  # integers give the default float, as PyTorch
+    g = nb.grad(lambda t: nb.exp2(t).sum())(nb.tensor(x[:3]))
+    np.testing.assert_allclose(g.numpy(), np.exp2(x[:3]) * np.log(2.0), rtol=1e-15)

@@ -63,6 +63,18 @@ fn times_minus_i(z: Complex64) -> Complex64 {
     c(z.im, -z.re)
 }
 
+/// `+∞ cis(y)`, the value of `e^z`, `sinh`, `cosh` and `expm1` at `x = +∞` (`y ≥ 0`): `+∞ + i0` on
+/// the axis, `+∞ + iNaN` where `y` is infinite or NaN.
+fn infinite_cis(y: f64) -> Complex64 {
+    if y == 0.0 {
+        c(INF, y)
+    } else if y.is_finite() {
+        c(INF * y.cos(), INF * y.sin())
+    } else {
+        c(INF, NAN)
+    }
+}
+
 /// `sinh` for `x ≥ 0, y ≥ 0`.
 fn sinh_q(x: f64, y: f64) -> Complex64 {
     if x.is_finite() && y.is_finite() {
@@ -72,13 +84,7 @@ fn sinh_q(x: f64, y: f64) -> Complex64 {
         return c(x, NAN); // +0 + i∞ and +0 + iNaN: ±0 + iNaN
     }
     if x.is_infinite() {
-        if y == 0.0 {
-            return c(INF, y);
-        }
-        if y.is_finite() {
-            return c(INF * y.cos(), INF * y.sin());
-        }
-        return c(INF, NAN);
+        return infinite_cis(y);
     }
     if x.is_nan() && y == 0.0 {
         return c(NAN, y);
@@ -95,13 +101,7 @@ fn cosh_q(x: f64, y: f64) -> Complex64 {
         return c(NAN, 0.0);
     }
     if x.is_infinite() {
-        if y == 0.0 {
-            return c(INF, y);
-        }
-        if y.is_finite() {
-            return c(INF * y.cos(), INF * y.sin());
-        }
-        return c(INF, NAN);
+        return infinite_cis(y);
     }
     if x.is_nan() && y == 0.0 {
         return c(NAN, 0.0);
@@ -184,13 +184,7 @@ fn expm1_q(x: f64, y: f64) -> Complex64 {
         return c(-1.0, im);
     }
     if x == INF {
-        if y == 0.0 {
-            return c(INF, y);
-        }
-        if y.is_finite() {
-            return c(INF * y.cos(), INF * y.sin());
-        }
-        return c(INF, NAN);
+        return infinite_cis(y);
     }
     if x.is_nan() && y == 0.0 {
         return c(NAN, y);

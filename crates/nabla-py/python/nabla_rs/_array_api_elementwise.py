@@ -81,6 +81,15 @@ def round(x, /):
 
 
 @_export
+def exp2(x, /):
+    """``2 ** x`` (NumPy's and PyTorch's ``exp2``; exact at integers; integers give floats)."""
+    x = _as_tensor(x)
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        x = x.astype(_DTYPES["float32"])
+    return 2.0**x
+
+
+@_export
 def log2(x, /):
     """Base-2 logarithm."""
     x = _as_tensor(x)

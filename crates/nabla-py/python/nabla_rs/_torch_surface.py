@@ -26,6 +26,39 @@ def _conversion(dtype, name):
     return convert
 
 
+def _rebuild(cls, values, dtype_name, requires_grad, grad=None):
+    """A tensor (or a subclass such as ``nn.Parameter``) from what :func:`reduce` saved."""
+    dtype = getattr(_nabla, dtype_name)
+    data = _nabla.tensor(values).astype(dtype)
+    out = _nabla.tensor(data, requires_grad=requires_grad) if cls is _nabla.Tensor else cls(data, requires_grad)
+    if grad is not None:
+        out.grad = _nabla.tensor(grad).astype(dtype)
+    return out
+
+
+def _host_copy(t):
+    """The values of ``t`` as a NumPy array of their own (halves as float32, which holds them
+    exactly, since NumPy has no bfloat16)."""
+    import numpy as np
+
+    if t.dtype in (_nabla.float16, _nabla.bfloat16):
+        t = t.astype(_nabla.float32)
+    return np.array(t.detach().numpy())
+
+
+def reduce(self):
+    """Pickling and ``copy.deepcopy``, as PyTorch's: the values, dtype, ``requires_grad``, the
+    ``.grad`` of a leaf and the class (``nn.Parameter`` stays one). A copy is a new leaf; tensors
+    inside ``jit`` or ``vmap`` cannot be pickled."""
+    if self.device == "traced":
+        raise TypeError("cannot pickle a traced tensor (inside jit or vmap); pickle the result instead")
+    grad = self.grad
+    return (
+        _rebuild,
+        (type(self), _host_copy(self), self.dtype.name, self.requires_grad, None if grad is None else _host_copy(grad)),
+    )
+
+
 def isinf(x):
     """``True`` where ``x`` is plus or minus infinity (never for integers)."""
     x = _as_tensor(x)
@@ -61,6 +94,7 @@ METHODS = {
     "int": _conversion(_nabla.int32, "int"),
     "bool": _conversion(getattr(_nabla, "bool"), "bool"),
     "isinf": isinf,
+    "__reduce__": reduce,
     "isclose": isclose,
     "allclose": allclose,
 }
