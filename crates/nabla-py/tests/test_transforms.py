@@ -302,3 +302,50 @@ def test_custom_vjp_nondiff_argnums_as_jax():
     close(nb_power(2, nb.tensor(x)), jax_power(2, jnp.asarray(x)))
     with pytest.raises(ValueError, match="nondiff_argnums"):
         nb.custom_vjp(lambda x: x, nondiff_argnums=(3,)).defvjp(lambda x: (x, x), lambda r, g: (g,))(nb.tensor(x))
+
+
+def test_grad_holomorphic_matches_jax_to_second_order():
+    zs = np.array([1 + 2j, 0.5 - 1j, -0.3 + 0.1j])
+
+    def f_nb(z):
+        return (nb.sin(z) * z + nb.exp(z) / (z + 3.0)).sum()
+
+    def f_jax(z):
+        return (jnp.sin(z) * z + jnp.exp(z) / (z + 3.0)).sum()
+
+    got = nb.grad(f_nb, holomorphic=True)(nb.tensor(zs))
+    np.testing.assert_allclose(got.numpy(), jax.grad(f_jax, holomorphic=True)(jnp.array(zs)), rtol=1e-13)
+    second = nb.grad(lambda z: nb.grad(f_nb, holomorphic=True)(z).sum(), holomorphic=True)(nb.tensor(zs))
+    want = jax.grad(lambda z: jax.grad(f_jax, holomorphic=True)(z).sum(), holomorphic=True)(jnp.array(zs))
+    np.testing.assert_allclose(second.numpy(), want, rtol=1e-12)
+    value, g = nb.value_and_grad(f_nb, holomorphic=True)(nb.tensor(zs))
+    np.testing.assert_allclose(value.item(), complex(f_jax(jnp.array(zs))), rtol=1e-14)
+    with pytest.raises(TypeError, match="complex inputs"):
+        nb.grad(f_nb, holomorphic=True)(nb.tensor([1.0, 2.0]))
+    with pytest.raises(TypeError, match="complex output"):
+        nb.grad(lambda z: nb.real(z).sum(), holomorphic=True)(nb.tensor(zs))
+
+
+def test_linearize_matches_jax():
+    x = np.array([0.3, 1.2, -2.0])
+
+    def f_nb(x, y):
+        return nb.sin(x) * y, (x * y).sum()
+
+    def f_jax(x, y):
+        return jnp.sin(x) * y, (x * y).sum()
+
+    out, f_jvp = nb.linearize(f_nb, nb.tensor(x), nb.tensor(x[::-1].copy()))
+    jout, jf_jvp = jax.linearize(f_jax, jnp.array(x), jnp.array(x[::-1].copy()))
+    for a, b in zip(out, jout):
+        np.testing.assert_allclose(np.asarray(a), b, rtol=1e-15)
+    tangents = (np.array([1.0, 0.5, -1.0]), np.array([0.0, 2.0, 1.0]))
+    for a, b in zip(f_jvp(*map(nb.tensor, tangents)), jf_jvp(*map(jnp.array, tangents))):
+        np.testing.assert_allclose(np.asarray(a), b, rtol=1e-14)
+    # The saved primals do not move when the caller's tensor is reassigned later.
+    t = nb.tensor(x)
+    _, g = nb.linearize(lambda v: v * v, t)
+    t[0] = 100.0
+    np.testing.assert_allclose(g(nb.tensor(np.ones(3))).numpy(), 2 * x)
+    with pytest.raises(TypeError, match="tangents"):
+        f_jvp(nb.tensor(x))

@@ -69,6 +69,7 @@ from ._transforms import (  # noqa: F401
     jacrev,
     jit,
     jvp,
+    linearize,
     value_and_grad,
     vjp,
     vmap,

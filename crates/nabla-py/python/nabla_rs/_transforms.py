@@ -94,14 +94,20 @@ def vjp(f: Callable, *primals: Any, has_aux: bool = False):
     return (out, vjp_fn, state["aux"]) if has_aux else (out, vjp_fn)
 
 
-def value_and_grad(f: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
+def value_and_grad(
+    f: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False, holomorphic: bool = False
+):
     """The function returning ``(f(*args), gradient)`` (``((value, aux), gradient)`` with
-    ``has_aux``), as ``jax.value_and_grad``; ``f`` must return a one-element tensor."""
+    ``has_aux``), as ``jax.value_and_grad``; ``f`` must return a one-element tensor. With
+    ``holomorphic=True`` the inputs and the output are complex and the gradient is the complex
+    derivative ``f'(z)`` (JAX's convention)."""
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
         nums = _argnums(argnums, len(args))
         leaves, in_def, rebuild = _split_args(args, nums)
+        if holomorphic:
+            _check_complex("inputs", leaves)
         state = {}
 
         def flat_f(xs):
@@ -111,17 +117,26 @@ def value_and_grad(f: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux:
             return _as_tensor(out)
 
         value, pullback = _nabla._vjp(flat_f, leaves)
-        grads = tree_unflatten(in_def, pullback(None))
+        if holomorphic:
+            _check_complex("output", [value])
+        grads = tree_unflatten(in_def, pullback(_nabla.ones_like(value) if holomorphic else None))
         g = grads[0] if isinstance(argnums, int) else tuple(grads)
         return ((value, state["aux"]) if has_aux else value), g
 
     return wrapped
 
 
-def grad(f: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False):
+def _check_complex(what: str, tensors) -> None:
+    for t in tensors:
+        if not t.dtype.is_complex:
+            raise TypeError(f"grad(holomorphic=True) needs complex {what}, got {t.dtype}")
+
+
+def grad(f: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = False, holomorphic: bool = False):
     """The gradient function of a scalar function, as ``jax.grad``: nests to any order
-    (``grad(grad(f))``) and composes with ``vmap``, ``jvp`` and ``jit``."""
-    vg = value_and_grad(f, argnums, has_aux)
+    (``grad(grad(f))``) and composes with ``vmap``, ``jvp`` and ``jit``; ``holomorphic=True``
+    differentiates a complex function of complex inputs."""
+    vg = value_and_grad(f, argnums, has_aux, holomorphic)
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
@@ -129,6 +144,26 @@ def grad(f: Callable, argnums: Union[int, Sequence[int]] = 0, has_aux: bool = Fa
         return (g, value[1]) if has_aux else g
 
     return wrapped
+
+
+def linearize(f: Callable, *primals: Any, has_aux: bool = False):
+    """``(f(*primals), f_jvp)`` as ``jax.linearize``, where ``f_jvp(*tangents)`` is the Jacobian of
+    ``f`` at ``primals`` applied to ``tangents`` (with ``has_aux``, ``(out, f_jvp, aux)``). Each
+    ``f_jvp`` call runs forward mode at the saved primals (JAX keeps the partially evaluated
+    linear program instead); wrap it in ``jit`` to compile it once."""
+    primals = tuple(primals)
+    saved = tree_map(lambda x: _as_tensor(x).detach() if isinstance(x, (Tensor, int, float, complex)) else x, primals)
+    if has_aux:
+        out, aux = f(*saved)
+    else:
+        out = f(*saved)
+
+    def f_jvp(*tangents):
+        if len(tangents) != len(saved):
+            raise TypeError(f"linearize: f_jvp takes {len(saved)} tangents (one per primal), got {len(tangents)}")
+        return jvp(f, saved, tangents, has_aux=has_aux)[1]
+
+    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
 def jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
