@@ -372,8 +372,15 @@ mod tests {
 
     #[test]
     fn annex_g_special_values() {
-        type F = fn(Complex64) -> Complex64;
-        let cases: [(&str, F, (f64, f64), (f64, f64), bool); 19] = [
+        /// A function, its input, the value it must give, and whether zeros' signs are free.
+        type Case = (
+            &'static str,
+            fn(Complex64) -> Complex64,
+            (f64, f64),
+            (f64, f64),
+            bool,
+        );
+        let cases: [Case; 19] = [
             ("sqrt(+inf + iNaN)", sqrt, (INF, NAN), (INF, NAN), false),
             ("sqrt(-inf + i1)", sqrt, (-INF, 1.0), (0.0, INF), false),
             ("sqrt(-4 - i0)", sqrt, (-4.0, -0.0), (0.0, -2.0), false),
