@@ -1,3 +1,9 @@
+import os
+
+# SciPy reads this once, when it is first imported (JAX imports it too): set before any test module
+# is collected, so that scikit-learn's Array API dispatch (test_array_api.py) finds it on.
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
 import numpy as np
 import pytest
 
