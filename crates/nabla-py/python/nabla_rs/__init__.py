@@ -14,28 +14,18 @@ import functools as _functools
 import sys as _sys
 
 from . import _nabla
+# The creation functions (arange, zeros, ...) come from the Array API namespace at the end.
 from ._nabla import (  # noqa: F401
     Tensor,
-    arange,
     concatenate,
     einsum,
-    eye,
-    from_dlpack,
     from_numpy,
-    full,
     is_autocast_enabled,
     is_grad_enabled,
-    linspace,
     manual_seed,
-    matmul,
-    ones,
-    ones_like,
     rand,
     randn,
-    stack,
     tensor,
-    zeros,
-    zeros_like,
 )
 from ._nabla import dtype, fft, linalg  # noqa: F401
 
@@ -267,9 +257,9 @@ def _setitem(self, key, value):
     value = value.broadcast_to(*target.shape).reshape(-1)
     # The written elements are selected, not adjusted by a difference, so inf and NaN in the old
     # values do not leak into the new ones and no precision is lost.
-    written = zeros(count, dtype=int64).index_add(0, positions, ones(positions.size, dtype=int64)) > 0
-    scattered = zeros_like(flat).index_add(0, positions, value)
-    updated = where(written, scattered, flat).reshape(shape)
+    written = _nabla.zeros(count, dtype=int64).index_add(0, positions, _nabla.ones(positions.size, dtype=int64)) > 0
+    scattered = _nabla.zeros_like(flat).index_add(0, positions, value)
+    updated = _nabla.where(written, scattered, flat).reshape(shape)
     self._rebind(updated if dtype != bool_ else updated.astype(bool_))
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import Any, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, NamedTuple, Optional, Tuple
 
 from . import _nabla
-from ._array_api_dtypes import _DTYPES, _check_device, isdtype, result_type
+from ._array_api_dtypes import _DTYPES, result_type
 from ._transforms import _as_tensor
 
 Tensor = _nabla.Tensor

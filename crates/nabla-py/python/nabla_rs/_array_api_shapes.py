@@ -4,7 +4,7 @@ names and signatures, over nabla's ops (every one differentiable where its value
 from __future__ import annotations
 
 import builtins
-from typing import Optional, Sequence, Tuple
+from typing import Tuple
 
 from . import _nabla
 from ._array_api import _axes
