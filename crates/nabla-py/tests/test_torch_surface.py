@@ -149,3 +149,26 @@ def test_exp2_matches_numpy_with_gradient():
     assert nb.exp2(nb.tensor([3])).dtype == nb.float32  # integers give the default float, as PyTorch
     g = nb.grad(lambda t: nb.exp2(t).sum())(nb.tensor(x[:3]))
     np.testing.assert_allclose(g.numpy(), np.exp2(x[:3]) * np.log(2.0), rtol=1e-15)
+
+
+def test_bincount_unique_and_masked_fill_match_numpy():
+    x = np.array([3, 1, 3, 2, 1, 7])
+    w = np.array([0.5, 1.0, 2.0, 3.0, 4.0, 5.0])
+    np.testing.assert_array_equal(nb.bincount(nb.tensor(x)).numpy(), np.bincount(x))
+    np.testing.assert_array_equal(nb.bincount(nb.tensor(x), nb.tensor(w), minlength=10).numpy(), np.bincount(x, w, 10))
+    assert nb.bincount(nb.tensor(np.zeros(0, np.int64)), minlength=3).tolist() == [0, 0, 0]
+    for bad in (nb.tensor([1.0]), nb.tensor([[1]]), nb.tensor([-1, 2])):
+        with pytest.raises(ValueError, match="bincount"):
+            nb.bincount(bad)
+    values, inverse, counts = nb.unique(nb.tensor(x), return_inverse=True, return_counts=True)
+    want = np.unique(x, return_inverse=True, return_counts=True)
+    for got, expected in zip((values, inverse, counts), want):
+        np.testing.assert_array_equal(got.numpy(), expected)
+    np.testing.assert_array_equal(nb.unique(nb.tensor(x)).numpy(), np.unique(x))
+    t = nb.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=nb.float64)
+    mask = nb.tensor([True, False])  # broadcast over rows
+    np.testing.assert_array_equal(t.masked_fill(mask, -1.0).numpy(), np.where([True, False], -1.0, t.numpy()))
+    g = nb.grad(lambda t: (t.masked_fill(mask, 0.0) ** 2).sum())(t)
+    np.testing.assert_array_equal(g.numpy(), np.where([True, False], 0.0, 2 * t.numpy()))
+    with pytest.raises(TypeError, match="bool"):
+        t.masked_fill(nb.tensor([1, 0]), 0.0)

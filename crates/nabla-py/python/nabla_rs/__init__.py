@@ -272,7 +272,7 @@ Tensor.__array_ufunc__ = _array_ufunc
 Tensor.__array_function__ = _array_function
 
 from ._torch_surface import METHODS as _METHODS  # noqa: E402
-from ._torch_surface import allclose, isclose, isinf  # noqa: E402, F401
+from ._torch_surface import allclose, bincount, isclose, isinf, masked_fill, unique  # noqa: E402, F401
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)

@@ -419,6 +419,10 @@ infinities are close, NaNs only with ``equal_nan``."""
     def mT(self) -> Any:
         """The last two axes swapped (a batch of transposed matrices)."""
         ...
+    def masked_fill(self, *args: Any, **kwargs: Any) -> Any:
+        """``self`` with ``value`` where ``mask`` (broadcast) is true, as PyTorch's ``masked_fill``;
+the gradient flows to the kept elements (and to ``value`` when it is a tensor)."""
+        ...
     def max(self, *args: Any, **kwargs: Any) -> Any:
         """A reduction from the op catalogue (`nabla_rs.sum`, ...): over `axis` (every axis when `None`)."""
         ...

@@ -59,6 +59,51 @@ def reduce(self):
     )
 
 
+def masked_fill(self, mask, value):
+    """``self`` with ``value`` where ``mask`` (broadcast) is true, as PyTorch's ``masked_fill``;
+    the gradient flows to the kept elements (and to ``value`` when it is a tensor)."""
+    mask = _as_tensor(mask)
+    if mask.dtype != _nabla.bool:
+        raise TypeError(f"masked_fill: the mask must be bool, got {mask.dtype}")
+    if not isinstance(value, _nabla.Tensor):
+        value = _nabla.tensor(value, dtype=self.dtype)
+    elif value.ndim != 0:
+        raise ValueError(f"masked_fill: value must be a number or a 0-d tensor, got shape {tuple(value.shape)}")
+    return _nabla.where(mask, value.astype(self.dtype), self)
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """``torch.unique`` over the flattened tensor: the sorted distinct values, with the inverse
+    indices (``input``'s shape) and the counts when asked."""
+    from ._array_api import unique_all
+
+    if dim is not None:
+        raise ValueError("unique: dim= is not supported; nabla finds the distinct elements of the flattened tensor")
+    values, _, inverse, counts = unique_all(input)
+    extra = ([inverse] if return_inverse else []) + ([counts] if return_counts else [])
+    return (values, *extra) if extra else values
+
+
+def bincount(input, weights=None, minlength=0):
+    """``torch.bincount``: how often each non-negative integer of the 1-D ``input`` occurs (the sum
+    of its ``weights`` when given), over ``max(input) + 1`` bins, at least ``minlength``."""
+    x = _as_tensor(input)
+    if x.ndim != 1 or x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == _nabla.bool:
+        raise ValueError(f"bincount: expects a 1-D tensor of integers, got {x.dtype} of shape {tuple(x.shape)}")
+    if x.size and int(_nabla.min(x, (0,), False)) < 0:
+        raise ValueError("bincount: the input must not hold negative values")
+    bins = max(int(_nabla.max(x, (0,), False)) + 1 if x.size else 0, int(minlength))
+    if weights is None:
+        ones = _nabla.ones(x.shape[0], dtype=_nabla.int64)
+        return _nabla.zeros(bins, dtype=_nabla.int64).index_add(0, x.astype(_nabla.int64), ones)
+    w = _as_tensor(weights)
+    if tuple(w.shape) != tuple(x.shape):
+        raise ValueError(f"bincount: weights of shape {tuple(w.shape)} for an input of shape {tuple(x.shape)}")
+    if not (w.dtype.is_floating_point or w.dtype.is_complex):
+        w = w.astype(_nabla.float64)
+    return _nabla.zeros(bins, dtype=w.dtype).index_add(0, x.astype(_nabla.int64), w)
+
+
 def isinf(x):
     """``True`` where ``x`` is plus or minus infinity (never for integers)."""
     x = _as_tensor(x)
@@ -95,6 +140,7 @@ METHODS = {
     "bool": _conversion(getattr(_nabla, "bool"), "bool"),
     "isinf": isinf,
     "__reduce__": reduce,
+    "masked_fill": masked_fill,
     "isclose": isclose,
     "allclose": allclose,
 }
