@@ -233,6 +233,8 @@ pub(super) fn unary_saves(op: UnaryOp) -> Saves {
             Saves::OUTPUT
         }
         U::Neg | U::Sign | U::Floor | U::Ceil | U::Round | U::Trunc | U::Conj => Saves::NOTHING,
+        // No derivative: their rules only refuse, so keeping the operand alive would waste memory.
+        U::Not | U::IsNan | U::IsFinite | U::SignBit | U::BitNot => Saves::NOTHING,
         U::Abs
         | U::Square
         | U::Log
@@ -248,28 +250,18 @@ pub(super) fn unary_saves(op: UnaryOp) -> Saves {
         | U::Acosh
         | U::Atanh
         | U::Erf
-        | U::Not
         | U::Real
-        | U::Imag
-        | U::IsNan
-        | U::IsFinite
-        | U::SignBit
-        | U::BitNot => Saves::inputs(0b1),
+        | U::Imag => Saves::inputs(0b1),
     }
 }
 
 /// What the rules of binary `op` read: both operands (and the output for `pow`, `maximum`, `minimum`),
-/// or nothing for the linear ones.
+/// or nothing for the linear ones and for those without a derivative.
 pub(super) fn binary_saves(op: BinaryOp) -> Saves {
     use BinaryOp as O;
     match op {
         O::Add | O::Sub => Saves::NOTHING,
-        O::Pow | O::Maximum | O::Minimum => Saves::inputs(0b11).and_output(),
-        O::Mul
-        | O::Div
-        | O::Rem
-        | O::Atan2
-        | O::And
+        O::And
         | O::Or
         | O::Xor
         | O::BitAnd
@@ -277,7 +269,9 @@ pub(super) fn binary_saves(op: BinaryOp) -> Saves {
         | O::BitXor
         | O::ShiftLeft
         | O::ShiftRight
-        | O::NextAfter => Saves::inputs(0b11),
+        | O::NextAfter => Saves::NOTHING,
+        O::Pow | O::Maximum | O::Minimum => Saves::inputs(0b11).and_output(),
+        O::Mul | O::Div | O::Rem | O::Atan2 => Saves::inputs(0b11),
     }
 }
 
