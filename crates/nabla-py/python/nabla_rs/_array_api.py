@@ -188,22 +188,8 @@ def _scan_product(x, axis: int):
         pad[axis] = (shift, 0)
         index = [slice(None)] * x.ndim
         index[axis] = slice(0, n)
-        shifted = _pad_with(x, pad, 1)[tuple(index)]
-        x = x * shifted
+        x = x * x.pad(pad, 1.0)[tuple(index)]
         shift *= 2
-    return x
-
-
-def _pad_with(x, pad, value):
-    shape = list(x.shape)
-    parts = []
-    for axis, (before, _after) in enumerate(pad):
-        if before:
-            shape_before = shape.copy()
-            shape_before[axis] = before
-            parts.append((axis, _nabla.full(tuple(shape_before), value, dtype=x.dtype)))
-    for axis, block in parts:
-        x = _nabla.concatenate([block, x], axis)
     return x
 
 
@@ -369,9 +355,7 @@ def where(condition, x1, x2, /):
     from ._array_api_elementwise import _pair
 
     condition = _as_tensor(condition)
-    x1, x2 = _pair(x1, x2)
-    dtype = result_type(x1, x2)
-    return _nabla.where(condition, x1.astype(dtype) if x1.dtype != dtype else x1, x2.astype(dtype) if x2.dtype != dtype else x2)
+    return _nabla.where(condition, *_pair(x1, x2))
 
 
 def isin(x1, x2, /, *, invert=False):

@@ -122,8 +122,8 @@ def _full_like(x, value):
 def copysign(x1, x2, /):
     """``|x1|`` with the sign of ``x2`` (``-0.0`` counts as negative)."""
     x1, x2 = _pair(x1, x2)
-    dtype = result_type(x1, x2)
-    magnitude = abs(x1.astype(dtype))
+    # x2 only decides the sign, so the result's dtype (both promoted) comes from casting x1.
+    magnitude = abs(x1.astype(result_type(x1, x2)))
     return _nabla.where(_nabla.signbit(x2), -magnitude, magnitude)
 
 

@@ -43,24 +43,14 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
 
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
-    """Evenly spaced values in ``[start, stop)`` (``[0, start)`` without ``stop``)."""
+    """Evenly spaced values in ``[start, stop)`` (``[0, start)`` without ``stop``); the dtype follows
+    the numbers unless given (any float among them gives the default float)."""
     _check_device(device)
     if stop is None:
         start, stop = 0, start
-    if step == 0:
-        raise ValueError("arange: step must not be zero")
-    import math
-
-    count = builtins.max(math.ceil((stop - start) / step), 0)
     if dtype is None:
-        dtype = result_type(*(v for v in (start, stop, step)))
-        if any(isinstance(v, float) for v in (start, stop, step)):
-            dtype = _DTYPES["float32"] if dtype != _DTYPES["float64"] else dtype
-    if count == 0:
-        return _nabla.zeros(0, dtype=dtype)
-    wide = _DTYPES["float64"] if dtype.is_floating_point or dtype.is_complex else _int64
-    index = _nabla.arange(count, dtype=_int64).astype(wide)
-    return (index * step + start).astype(dtype)
+        dtype = result_type(start, stop, step)
+    return _nabla.arange(start, stop, step, dtype=dtype)
 
 
 def empty(shape, *more, dtype=None, device=None):
@@ -413,7 +403,7 @@ def tensordot(x1, x2, /, *, axes=2):
 
 def vecdot(x1, x2, /, *, axis=-1):
     """``sum(conj(x1) * x2)`` along ``axis`` (broadcast)."""
-    a, b = _promoted(_as_tensor(x1), _as_tensor(x2))
+    a, b = _as_tensor(x1), _as_tensor(x2)
     ndim = builtins.max(a.ndim, b.ndim)
     sa, sb = (1,) * (ndim - a.ndim) + tuple(a.shape), (1,) * (ndim - b.ndim) + tuple(b.shape)
     if sa[axis] != sb[axis]:
@@ -430,8 +420,7 @@ def _promoted(a, b):
 
 def matmul(x1, x2, /):
     """The matrix product ``x1 @ x2`` (batched and broadcast; 1-D operands as vectors)."""
-    a, b = _promoted(_as_tensor(x1), _as_tensor(x2))
-    return a @ b
+    return _as_tensor(x1) @ _as_tensor(x2)
 
 
 __all__ = [n for n, f in list(globals().items()) if not n.startswith("_") and getattr(f, "__module__", None) == __name__]
