@@ -45,19 +45,21 @@ pub fn python_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
     Ok(None)
 }
 
-/// PyTorch's default dtype for a Python number: bool, int64, float32 or complex64.
+/// PyTorch's default dtype for a Python number: bool, int64, the default float (float32 unless
+/// `set_default_dtype` changed it) or its complex dtype.
 pub fn default_dtype(s: Scalar) -> DType {
     match s {
         Scalar::Bool(_) => DType::Bool,
         Scalar::I64(_) => DType::I64,
-        Scalar::F64(_) => DType::F32,
-        Scalar::C128(_) => DType::C64,
+        Scalar::F64(_) => crate::dtype::default_float(),
+        Scalar::C128(_) => crate::dtype::default_complex(),
     }
 }
 
 /// Any Python value as a tensor value: a `Tensor` as it is, a NumPy array copied unless it is
 /// read-only (then shared), and numbers and nested sequences as `torch.tensor` reads them (Python
-/// floats become float32 and complex numbers complex64 unless `dtype` says otherwise).
+/// floats become the default float, float32, and complex numbers its complex dtype, unless `dtype`
+/// says otherwise).
 pub fn to_value(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Value> {
     if let Ok(t) = obj.cast::<PyTensor>() {
         let v = t.borrow().value.clone();
@@ -98,8 +100,8 @@ pub fn to_value(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Value>
     let mut t = from_numpy(&array)?;
     let target = match dtype {
         Some(d) => Some(d),
-        None if !from_array && t.dtype() == DType::F64 => Some(DType::F32),
-        None if !from_array && t.dtype() == DType::C128 => Some(DType::C64),
+        None if !from_array && t.dtype() == DType::F64 => Some(crate::dtype::default_float()),
+        None if !from_array && t.dtype() == DType::C128 => Some(crate::dtype::default_complex()),
         None => None,
     };
     if let Some(d) = target.filter(|d| *d != t.dtype()) {
@@ -143,7 +145,8 @@ pub fn from_numpy(array: &Bound<'_, PyUntypedArray>) -> PyResult<Eager> {
         || dtype == DType::Bool;
     let array = if needs_copy {
         let fixed = if dtype == DType::Bool {
-            np.call_method1("not_equal", (array, false))?
+            // `asarray`: `not_equal` of a 0-d array is a NumPy scalar, not an array.
+            np.call_method1("asarray", (np.call_method1("not_equal", (array, false))?,))?
         } else {
             let native = descr.call_method1("newbyteorder", ("=",))?;
             np.call_method1("ascontiguousarray", (array, native))?

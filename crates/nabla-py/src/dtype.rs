@@ -5,6 +5,49 @@ use nabla_core::{DType, Error};
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyType};
 
+/// The floating-point dtype Python floats and the creation functions default to
+/// (`set_default_dtype`; float32 at start), as a `DType::F32`/`F64`/`F16`/`BF16` code.
+static DEFAULT_FLOAT: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+const DEFAULT_FLOATS: [DType; 4] = [DType::F32, DType::F64, DType::F16, DType::BF16];
+
+/// The default floating-point dtype (PyTorch's `get_default_dtype()`).
+pub fn default_float() -> DType {
+    DEFAULT_FLOATS[usize::from(DEFAULT_FLOAT.load(std::sync::atomic::Ordering::Relaxed)) % 4]
+}
+
+/// The default complex dtype: complex128 when the default float is float64, else complex64.
+pub fn default_complex() -> DType {
+    if default_float() == DType::F64 {
+        DType::C128
+    } else {
+        DType::C64
+    }
+}
+
+/// `_set_default_dtype(dtype)`: makes `dtype` (a floating-point dtype) the default of Python
+/// floats and of the creation functions, as `torch.set_default_dtype`.
+#[pyfunction]
+pub fn _set_default_dtype(dtype: &Bound<'_, PyAny>) -> PyResult<()> {
+    let d = parse_dtype(dtype)?;
+    let Some(code) = DEFAULT_FLOATS.iter().position(|f| *f == d) else {
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "set_default_dtype: only floating-point dtypes can be the default, got {}",
+            d.name()
+        )));
+    };
+    DEFAULT_FLOAT.store(code as u8, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
+/// `_default_dtype()`: the default floating-point dtype.
+#[pyfunction]
+pub fn _default_dtype() -> PyDType {
+    PyDType {
+        dtype: default_float(),
+    }
+}
+
 /// A dtype as Python sees it: `nabla_rs.float32`, ... Equal to its name and to NumPy's dtype.
 #[pyclass(name = "dtype", module = "nabla_rs", frozen, from_py_object)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]

@@ -2,18 +2,23 @@
 //!
 //! Several Python objects can wrap one leaf (a parameter returned by a module, say), so the slot
 //! belongs to the leaf's graph node: a registry maps each live leaf to its slot, and every wrapper
-//! of the leaf holds the slot alive.
+//! of the leaf holds the slot alive. A slot also holds the leaf's gradient hooks
+//! (`register_hook`), which see each gradient before it is added.
 
+use crate::error::IntoPyResult;
+use crate::tensor::PyTensor;
 use crate::value::Eager;
-use nabla_core::Result;
 use nabla_tensor::{Gradients, VarId};
+use pyo3::prelude::*;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 /// Where a leaf's gradient accumulates.
-#[derive(Default, Debug)]
+#[derive(Default)]
 pub struct GradSlot {
     grad: Mutex<Option<Eager>>,
+    /// `hook(grad) -> grad or None`, by handle, in the order registered.
+    hooks: Mutex<Vec<(u64, Py<PyAny>)>>,
 }
 
 impl GradSlot {
@@ -25,6 +30,47 @@ impl GradSlot {
     /// Replaces the accumulated gradient (`None` clears it).
     pub fn set(&self, grad: Option<Eager>) {
         *lock(&self.grad) = grad;
+    }
+
+    /// Adds a gradient hook; returns its handle for [`GradSlot::remove_hook`].
+    pub fn add_hook(&self, hook: Py<PyAny>) -> u64 {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.hooks).push((id, hook));
+        id
+    }
+
+    /// Removes the hook with this handle (a removed or unknown handle is ignored, as PyTorch's).
+    pub fn remove_hook(&self, id: u64) {
+        lock(&self.hooks).retain(|(h, _)| *h != id);
+    }
+
+    /// `grad` after every hook: each gets the previous one's result and may return a replacement
+    /// of the same shape (converted to the gradient's dtype) or `None` to keep it.
+    fn run_hooks(&self, py: Python<'_>, mut grad: Eager) -> PyResult<Eager> {
+        let hooks: Vec<Py<PyAny>> = lock(&self.hooks)
+            .iter()
+            .map(|(_, h)| h.clone_ref(py))
+            .collect();
+        for hook in hooks {
+            let out = hook.bind(py).call1((PyTensor::eager(grad.clone()),))?;
+            if out.is_none() {
+                continue;
+            }
+            let fresh = crate::convert::to_value(&out, Some(grad.dtype()))?
+                .eager("register_hook")
+                .py()?
+                .clone();
+            if fresh.shape() != grad.shape() {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                    "register_hook: the hook returned a gradient of shape {:?} for one of shape {:?}",
+                    fresh.shape(),
+                    grad.shape()
+                )));
+            }
+            grad = fresh;
+        }
+        Ok(grad)
     }
 }
 
@@ -56,19 +102,24 @@ pub fn rebind(t: &Eager, slot: &Arc<GradSlot>) {
     }
 }
 
-/// Adds each gradient of `grads` to its leaf's slot (leaves no Python object holds are skipped),
-/// and forgets slots whose leaves are gone.
-pub fn accumulate(grads: &Gradients<nabla_any::AnyBackend>) -> Result<()> {
-    let mut slots = lock(&SLOTS);
-    slots.retain(|_, slot| slot.strong_count() > 0);
-    for (id, g) in grads.iter() {
-        let Some(slot) = slots.get(&id).and_then(Weak::upgrade) else {
-            continue;
-        };
+/// Adds each gradient of `grads`, after its leaf's hooks, to its leaf's slot (leaves no Python
+/// object holds are skipped), and forgets slots whose leaves are gone.
+pub fn accumulate(py: Python<'_>, grads: &Gradients<nabla_any::AnyBackend>) -> PyResult<()> {
+    let reached: Vec<(Arc<GradSlot>, Eager)> = {
+        let mut slots = lock(&SLOTS);
+        slots.retain(|_, slot| slot.strong_count() > 0);
+        grads
+            .iter()
+            .filter_map(|(id, g)| Some((slots.get(&id)?.upgrade()?, g.clone())))
+            .collect()
+    };
+    // The registry is not held while hooks run: a hook may make tensors of its own.
+    for (slot, g) in reached {
+        let g = slot.run_hooks(py, g)?;
         let mut held = lock(&slot.grad);
         let sum = match held.take() {
-            Some(old) => old.add(g)?,
-            None => g.clone(),
+            Some(old) => old.add(&g).py()?,
+            None => g,
         };
         *held = Some(sum);
     }

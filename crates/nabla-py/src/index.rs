@@ -401,14 +401,30 @@ impl PyTensor {
         })
     }
 
-    /// Makes this Python object stand for `other`'s value (the last step of `t[key] = value`, which
-    /// builds the updated tensor functionally). A leaf that requires gradients cannot be assigned.
+    /// Makes this Python object stand for `other`'s value (the last step of `t[key] = value` and of
+    /// the in-place methods, which build the updated tensor functionally). A leaf that requires
+    /// gradients can only be written with gradient recording off (`no_grad`), as in PyTorch; it
+    /// then stays a leaf and keeps its `.grad`.
     fn _rebind(&mut self, other: PyRef<'_, PyTensor>) -> PyResult<()> {
         if self.value.requires_grad() && self.is_leaf_var() {
-            return Err(pyo3::exceptions::PyRuntimeError::new_err(
-                "a leaf tensor that requires grad cannot be assigned in place; assign to \
-                 `t.data[...]` under no_grad, or index a copy",
-            ));
+            if nabla_tensor::is_grad_enabled() {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "a leaf tensor that requires grad cannot be written in place while gradients \
+                     are recorded; write it inside `with nabla_rs.no_grad():`, or write a copy",
+                ));
+            }
+            let fresh = other.value.eager("in-place write").py()?.detach();
+            if fresh.shape() != self.value.shape() || fresh.dtype() != self.value.dtype() {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "an in-place write of shape {:?} and dtype {} into a leaf of shape {:?} and dtype {}",
+                    fresh.shape(),
+                    fresh.dtype(),
+                    self.value.shape(),
+                    self.value.dtype()
+                )));
+            }
+            self.adopt(fresh.leaf().py()?);
+            return Ok(());
         }
         *self = PyTensor::new(other.value.clone());
         Ok(())

@@ -31,6 +31,7 @@ mod optim;
 mod optim_state;
 mod sched;
 mod select;
+mod special;
 mod tensor;
 mod transforms;
 mod value;
@@ -63,6 +64,8 @@ fn _nabla(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ops::linspace, m)?)?;
     m.add_function(wrap_pyfunction!(ops::eye, m)?)?;
     m.add_function(wrap_pyfunction!(ops::manual_seed, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::get_rng_state, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::set_rng_state, m)?)?;
     m.add_function(wrap_pyfunction!(ops::rand, m)?)?;
     m.add_function(wrap_pyfunction!(ops::randn, m)?)?;
     m.add_function(wrap_pyfunction!(ops::concatenate, m)?)?;
@@ -72,6 +75,8 @@ fn _nabla(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ops::einsum, m)?)?;
     m.add_function(wrap_pyfunction!(ops::is_grad_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(ops::_set_grad_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(dtype::_set_default_dtype, m)?)?;
+    m.add_function(wrap_pyfunction!(dtype::_default_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(ops::_init_thread_pool, m)?)?;
     m.add_function(wrap_pyfunction!(ops::is_autocast_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(transforms::_vjp, m)?)?;
@@ -83,6 +88,7 @@ fn _nabla(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(custom::_checkpoint, m)?)?;
     m.add_submodule(&linalg::linalg_module(m.py())?)?;
     m.add_submodule(&linalg::fft_module(m.py())?)?;
+    m.add_submodule(&special::special_module(m.py())?)?;
     m.add_submodule(&nn::nn_module(m.py())?)?;
     m.add_submodule(&optim::optim_module(m.py())?)?;
     Ok(())

@@ -4,25 +4,13 @@
 use crate::convert::to_value;
 use crate::error::IntoPyResult;
 use crate::tensor::{PyTensor, compute};
-use crate::value::{Value, pair, unify};
-use crate::{map_pair, map_value, on_group};
+use crate::value::{Value, unify};
+use crate::{map_value, on_group, one_to_one, two_to_one};
 use nabla_core::{Error, Result};
 use nabla_fft::Norm;
 use nabla_linalg::NormOrd;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-
-/// A function of one tensor giving one tensor.
-macro_rules! one_to_one {
-    ($($(#[$doc:meta])* $name:ident, $x:ident => $body:expr;)*) => {$(
-        $(#[$doc])*
-        #[pyfunction]
-        fn $name(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-            let v = to_value(a, None)?;
-            compute(py, move || map_value!(&v, $x => $body))
-        }
-    )*};
-}
 
 /// A function of one tensor giving a tuple of tensors.
 macro_rules! one_to_many {
@@ -38,18 +26,6 @@ macro_rules! one_to_many {
                 })
             }).py()?;
             PyTuple::new(py, parts.into_iter().map(PyTensor::new))
-        }
-    )*};
-}
-
-/// A function of two tensors giving one tensor.
-macro_rules! two_to_one {
-    ($($(#[$doc:meta])* $name:ident, $x:ident, $y:ident => $body:expr;)*) => {$(
-        $(#[$doc])*
-        #[pyfunction]
-        fn $name(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-            let (l, r) = (to_value(a, None)?, to_value(b, None)?);
-            compute(py, move || map_pair!(pair(&l, &r)?, $x, $y => $body))
         }
     )*};
 }

@@ -227,7 +227,10 @@ fn filled(
     dtype: Option<&Bound<'_, PyAny>>,
     value: f64,
 ) -> PyResult<PyTensor> {
-    let (d, dt) = (dims(shape)?, dtype_or(dtype, DType::F32)?);
+    let (d, dt) = (
+        dims(shape)?,
+        dtype_or(dtype, crate::dtype::default_float())?,
+    );
     compute(py, move || {
         Tensor::full(d, value, dt, cpu()).map(Value::Eager)
     })
@@ -312,7 +315,14 @@ pub fn arange(
         _ => Scalar::I64(1),
     };
     let all_int = [lo, hi, st].iter().all(|s| matches!(s, Scalar::I64(_)));
-    let dt = dtype_or(dtype, if all_int { DType::I64 } else { DType::F32 })?;
+    let dt = dtype_or(
+        dtype,
+        if all_int {
+            DType::I64
+        } else {
+            crate::dtype::default_float()
+        },
+    )?;
     compute(py, move || {
         Tensor::arange(lo, hi, st, dt, cpu()).map(Value::Eager)
     })
@@ -328,7 +338,7 @@ pub fn linspace(
     num: usize,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let dt = dtype_or(dtype, DType::F32)?;
+    let dt = dtype_or(dtype, crate::dtype::default_float())?;
     compute(py, move || {
         Tensor::linspace(start, stop, num, dt, cpu()).map(Value::Eager)
     })
@@ -338,7 +348,7 @@ pub fn linspace(
 #[pyfunction]
 #[pyo3(signature = (n, dtype = None))]
 pub fn eye(py: Python<'_>, n: usize, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
-    let dt = dtype_or(dtype, DType::F32)?;
+    let dt = dtype_or(dtype, crate::dtype::default_float())?;
     compute(py, move || Tensor::eye(n, dt, cpu()).map(Value::Eager))
 }
 
@@ -355,6 +365,40 @@ pub fn manual_seed(seed: u64) {
     with_generator(|g| *g = Generator::new(seed));
 }
 
+/// `get_rng_state()`: the global generator's state as 16 bytes (its seed and its counter, little
+/// endian), a uint8 tensor as `torch.get_rng_state()` gives; `set_rng_state` restores it.
+#[pyfunction]
+pub fn get_rng_state(py: Python<'_>) -> PyResult<PyTensor> {
+    let (seed, counter) = with_generator(|g| (g.seed(), g.counter()));
+    let bytes: Vec<u8> = seed
+        .to_le_bytes()
+        .into_iter()
+        .chain(counter.to_le_bytes())
+        .collect();
+    compute(py, move || {
+        Tensor::from_host(nabla_core::HostData::U8(bytes), vec![16], cpu()).map(Value::Eager)
+    })
+}
+
+/// `set_rng_state(state)`: makes the global generator continue from a state `get_rng_state` gave.
+#[pyfunction]
+pub fn set_rng_state(state: &Bound<'_, PyAny>) -> PyResult<()> {
+    let value = crate::convert::to_value(state, None)?;
+    let t = value.eager("set_rng_state").py()?;
+    let bytes: Vec<u8> = match (t.dtype(), t.shape()) {
+        (DType::U8, [16]) => t.to_vec::<u8>().py()?,
+        (dtype, shape) => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "set_rng_state: expects the 16-byte uint8 tensor get_rng_state gives, got {} of shape {shape:?}",
+                dtype.name()
+            )));
+        }
+    };
+    let word = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+    with_generator(|g| *g = Generator::from_state(word(0), word(8)));
+    Ok(())
+}
+
 /// `rand(*shape, dtype=float32)`: uniform samples on [0, 1).
 #[pyfunction]
 #[pyo3(signature = (*shape, dtype = None))]
@@ -363,7 +407,10 @@ pub fn rand(
     shape: &Bound<'_, PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let (d, dt) = (dims(shape)?, dtype_or(dtype, DType::F32)?);
+    let (d, dt) = (
+        dims(shape)?,
+        dtype_or(dtype, crate::dtype::default_float())?,
+    );
     compute(py, move || {
         with_generator(|g| Tensor::rand(d, dt, g, cpu())).map(Value::Eager)
     })
@@ -377,7 +424,10 @@ pub fn randn(
     shape: &Bound<'_, PyTuple>,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let (d, dt) = (dims(shape)?, dtype_or(dtype, DType::F32)?);
+    let (d, dt) = (
+        dims(shape)?,
+        dtype_or(dtype, crate::dtype::default_float())?,
+    );
     compute(py, move || {
         with_generator(|g| Tensor::randn(d, dt, g, cpu())).map(Value::Eager)
     })

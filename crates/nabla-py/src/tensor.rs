@@ -218,6 +218,24 @@ impl PyTensor {
         Ok(())
     }
 
+    /// `_add_grad_hook(hook) -> handle`: runs `hook(grad)` on each gradient of this leaf before
+    /// it is added to `.grad` (PyTorch's `register_hook` on a leaf).
+    fn _add_grad_hook(&self, hook: Py<PyAny>) -> PyResult<u64> {
+        match &self.slot {
+            Some(slot) => Ok(slot.add_hook(hook)),
+            None => Err(PyRuntimeError::new_err(
+                "register_hook: only a leaf tensor that requires grad takes a leaf hook",
+            )),
+        }
+    }
+
+    /// `_remove_grad_hook(handle)`: removes a hook `_add_grad_hook` added.
+    fn _remove_grad_hook(&self, handle: u64) {
+        if let Some(slot) = &self.slot {
+            slot.remove_hook(handle);
+        }
+    }
+
     /// The values without gradient tracking (PyTorch's `.data`).
     #[getter]
     fn data(&self) -> PyResult<PyTensor> {
@@ -274,7 +292,7 @@ impl PyTensor {
             ..Default::default()
         };
         let grads = py.detach(|| y.backward_opts(seed.as_ref(), opts)).py()?;
-        grads::accumulate(&grads).py()
+        grads::accumulate(py, &grads)
     }
 
     /// The same values, cut from the graph.

@@ -156,3 +156,40 @@ impl Value {
         }
     }
 }
+
+/// Python functions of one tensor giving one tensor, from `name, x => body;` rows (`body` is
+/// generic over the eager and traced tensor kinds).
+#[macro_export]
+macro_rules! one_to_one {
+    ($($(#[$doc:meta])* $name:ident, $x:ident => $body:expr;)*) => {$(
+        $(#[$doc])*
+        #[pyo3::pyfunction]
+        fn $name(
+            py: pyo3::Python<'_>,
+            a: &pyo3::Bound<'_, pyo3::PyAny>,
+        ) -> pyo3::PyResult<$crate::tensor::PyTensor> {
+            let v = $crate::convert::to_value(a, None)?;
+            $crate::tensor::compute(py, move || $crate::map_value!(&v, $x => $body))
+        }
+    )*};
+}
+
+/// Python functions of two tensors giving one tensor, from `name, x, y => body;` rows.
+#[macro_export]
+macro_rules! two_to_one {
+    ($($(#[$doc:meta])* $name:ident, $x:ident, $y:ident => $body:expr;)*) => {$(
+        $(#[$doc])*
+        #[pyo3::pyfunction]
+        fn $name(
+            py: pyo3::Python<'_>,
+            a: &pyo3::Bound<'_, pyo3::PyAny>,
+            b: &pyo3::Bound<'_, pyo3::PyAny>,
+        ) -> pyo3::PyResult<$crate::tensor::PyTensor> {
+            let (l, r) = ($crate::convert::to_value(a, None)?, $crate::convert::to_value(b, None)?);
+            $crate::tensor::compute(
+                py,
+                move || $crate::map_pair!($crate::value::pair(&l, &r)?, $x, $y => $body),
+            )
+        }
+    )*};
+}

@@ -46,7 +46,7 @@ def test_broadcast_binary_ops_match_numpy(pair, op, dtype):
 def test_reductions_of_strided_views_match_numpy(a, name, keepdims):
     view = a[..., ::-1]
     axis = a.ndim - 1
-    ours = getattr(nb.tensor(a)[..., ::-1], name)(axis, keepdims)
+    ours = getattr(nb.tensor(a)[..., ::-1], name)(axis=axis, keepdims=keepdims)
     np.testing.assert_allclose(ours.numpy(), getattr(np, name)(view, axis=axis, keepdims=keepdims), rtol=1e-10, atol=1e-12)
 
 

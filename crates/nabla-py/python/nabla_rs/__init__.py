@@ -20,11 +20,13 @@ from ._nabla import (  # noqa: F401
     concatenate,
     einsum,
     from_numpy,
+    get_rng_state,
     is_autocast_enabled,
     is_grad_enabled,
     manual_seed,
     rand,
     randn,
+    set_rng_state,
     tensor,
 )
 from ._nabla import dtype, fft, linalg  # noqa: F401
@@ -47,6 +49,8 @@ def _join_the_thread_pool() -> None:
 
 _join_the_thread_pool()
 from . import amp, data, nn, optim  # noqa: F401
+from ._custom_jvp import custom_jvp  # noqa: F401
+from ._serialization import load, save  # noqa: F401
 from ._pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten  # noqa: F401
 from ._transforms import _as_tensor  # noqa: E402
 from ._transforms import (  # noqa: F401
@@ -274,9 +278,14 @@ Tensor.__array_function__ = _array_function
 from ._torch_surface import METHODS as _METHODS  # noqa: E402
 from ._torch_surface import allclose, bincount, isclose, isinf, masked_fill, unique  # noqa: E402, F401
 
-for _name, _fn in _METHODS.items():
-    setattr(Tensor, _name, _fn)
-del _name, _fn
+from . import _inplace, _torch_functions, _torch_methods  # noqa: E402
+from ._torch_functions import *  # noqa: E402, F401, F403
+from ._torch_methods import values_indices  # noqa: E402, F401
+
+for _methods in (_METHODS, _torch_methods.METHODS, _torch_functions.METHODS, _inplace.METHODS):
+    for _name, _fn in _methods.items():
+        setattr(Tensor, _name, _fn)
+del _methods, _name, _fn
 
 # The Array API namespace (2025.12): the standard's functions, with its signatures, replace the
 # catalogue's plain ones at module level (the tensor methods keep PyTorch's spellings).
@@ -295,6 +304,9 @@ for _module in (_array_api_elementwise, _array_api_shapes, _array_api):
         globals()[_name] = getattr(_module, _name)
 del _module, _name
 from ._array_api import e, inf, nan, newaxis, pi  # noqa: E402, F401
+
+max = _torch_methods.top_level_extremum("max", _array_api.max)
+min = _torch_methods.top_level_extremum("min", _array_api.min)
 
 __array_api_version__ = "2025.12"
 globals()["bool"] = bool_
@@ -319,3 +331,13 @@ def _to_device(self, device, /, *, stream=None):
 
 
 Tensor.to_device = _to_device
+
+from . import special  # noqa: E402, F401
+
+# PyTorch's top-level spelling of every remaining tensor method: nb.softmax(x, 1), nb.gather(...).
+_NOT_FUNCTIONS = {"backward", "numpy", "tolist", "item", "cpu", "to", "to_device", "register_hook", "retain_grad", "size"}
+for _name in dir(Tensor):
+    if not (_name.startswith("_") or _name.endswith("_") or _name in globals() or _name in _NOT_FUNCTIONS):
+        if callable(getattr(Tensor, _name)) and not isinstance(Tensor.__dict__.get(_name), property):
+            globals()[_name] = _method_function(_name, f"``{_name}(input, ...)``: ``input.{_name}(...)``.")
+del _name

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple, Optional, Tuple
 
 from . import _nabla
 from ._array_api_dtypes import _DTYPES, result_type
+from ._torch_methods import _RUST as _RUST_METHODS
 from ._transforms import _as_tensor
 
 Tensor = _nabla.Tensor
@@ -112,11 +113,11 @@ def _moments(name: str, method: str):
             spread = (x - x) / builtins.max(1.0 - correction, 0.0)
             return spread.astype(x.dtype)
         if float(correction).is_integer():
-            return getattr(x, method)(axes, keepdims, int(correction))
+            return _RUST_METHODS[method](x, axes, keepdims, int(correction))
         # A fractional correction rescales the population moment: n / (n - correction).
         count = math.prod(x.shape[a] for a in (axes if axes is not None else range(x.ndim)))
         scale = count / (count - correction) if count != correction else math.inf
-        population = x.var(axes, keepdims, 0) * scale
+        population = _RUST_METHODS["var"](x, axes, keepdims, 0) * scale
         return population if method == "var" else _nabla.sqrt(population)
 
     moment.__name__ = moment.__qualname__ = name
@@ -347,7 +348,7 @@ def sort(x, /, *, axis=-1, descending=False, stable=True):
     x = _as_tensor(x)
     if x.ndim == 0:
         return x
-    return x.sort(axis, descending)
+    return _RUST_METHODS["sort"](x, axis, descending)
 
 
 def where(condition, x1, x2, /):

@@ -140,14 +140,24 @@ def result_type(*arrays_and_dtypes):
     return _DTYPES[out]
 
 
+def default_float():
+    """The default floating-point dtype (float32 unless ``set_default_dtype`` changed it)."""
+    return _nabla._default_dtype()
+
+
+def default_complex():
+    """The default complex dtype: complex128 under a float64 default, complex64 otherwise."""
+    return _DTYPES["complex128"] if default_float() == _DTYPES["float64"] else _DTYPES["complex64"]
+
+
 def _scalar_dtype(s) -> str:
     if isinstance(s, bool):
         return "bool"
     if isinstance(s, int):
         return "int64"
     if isinstance(s, float):
-        return "float32"
-    return "complex64"
+        return default_float().name
+    return default_complex().name
 
 
 def _scalar_widens(name: str, s) -> bool:
@@ -187,8 +197,8 @@ class _Info:
     def default_dtypes(self, *, device=None) -> dict:
         _check_device(device)
         return {
-            "real floating": _DTYPES["float32"],
-            "complex floating": _DTYPES["complex64"],
+            "real floating": default_float(),
+            "complex floating": default_complex(),
             "integral": _DTYPES["int64"],
             "indexing": _DTYPES["int64"],
         }

@@ -8,7 +8,7 @@ import math
 import operator
 
 from . import _nabla
-from ._array_api_dtypes import _DTYPES, result_type
+from ._array_api_dtypes import _DTYPES, default_float, result_type
 from ._transforms import _as_tensor
 
 _bool = _DTYPES["bool"]
@@ -85,7 +85,7 @@ def exp2(x, /):
     """``2 ** x`` (NumPy's and PyTorch's ``exp2``; exact at integers; integers give floats)."""
     x = _as_tensor(x)
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
-        x = x.astype(_DTYPES["float32"])
+        x = x.astype(default_float())
     return 2.0**x
 
 

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from . import _array_api_shapes as _shapes
 from . import _nabla
 from ._array_api import _axes
-from ._array_api_dtypes import _DTYPES, _check_device, finfo
+from ._array_api_dtypes import _DTYPES, _check_device, default_float, finfo
 from ._transforms import _as_tensor
 
 _rust_linalg = {n: getattr(_nabla.linalg, n) for n in dir(_nabla.linalg) if not n.startswith("_")}
@@ -47,7 +47,7 @@ class SVDResult(NamedTuple):
 def _float(x):
     """``x`` as a floating tensor (integers become the default float)."""
     x = _as_tensor(x)
-    return x if x.dtype.is_floating_point or x.dtype.is_complex else x.astype(_DTYPES["float32"])
+    return x if x.dtype.is_floating_point or x.dtype.is_complex else x.astype(default_float())
 
 
 def cholesky(x, /, *, upper=False):
@@ -283,13 +283,13 @@ def ihfft(x, /, *, n=None, axis=-1, norm="backward"):
 def fftfreq(n, /, d=1.0, *, dtype=None, device=None):
     """The sample frequencies of an ``n``-point FFT with sample spacing ``d``."""
     _check_device(device)
-    return _rust_fft["fftfreq"](n, d).astype(dtype if dtype is not None else _DTYPES["float32"])
+    return _rust_fft["fftfreq"](n, d).astype(dtype if dtype is not None else default_float())
 
 
 def rfftfreq(n, /, d=1.0, *, dtype=None, device=None):
     """The sample frequencies of an ``n``-point real FFT with sample spacing ``d``."""
     _check_device(device)
-    return _rust_fft["rfftfreq"](n, d).astype(dtype if dtype is not None else _DTYPES["float32"])
+    return _rust_fft["rfftfreq"](n, d).astype(dtype if dtype is not None else default_float())
 
 
 FFT = {f.__name__: f for f in (hfft, ihfft, fftfreq, rfftfreq)}

@@ -8,7 +8,7 @@ from typing import Tuple
 
 from . import _nabla
 from ._array_api import _axes
-from ._array_api_dtypes import _DTYPES, _check_device, result_type
+from ._array_api_dtypes import _DTYPES, _check_device, default_complex, default_float, result_type
 from ._transforms import _as_tensor
 
 _int64 = _DTYPES["int64"]
@@ -107,10 +107,10 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
     _check_device(device)
     n_cols = n_rows if n_cols is None else n_cols
     if not -n_rows < k < n_cols:
-        return _nabla.zeros(n_rows, n_cols, dtype=dtype if dtype is not None else _DTYPES["float32"])
+        return _nabla.zeros(n_rows, n_cols, dtype=dtype if dtype is not None else default_float())
     rows = _nabla.arange(n_rows, dtype=_int64).reshape(n_rows, 1)
     cols = _nabla.arange(n_cols, dtype=_int64).reshape(1, n_cols)
-    return (cols - rows == k).astype(dtype if dtype is not None else _DTYPES["float32"])
+    return (cols - rows == k).astype(dtype if dtype is not None else default_float())
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
@@ -119,7 +119,7 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     if num < 0:
         raise ValueError(f"linspace: num must not be negative, got {num}")
     if dtype is None:
-        dtype = _DTYPES["complex64"] if isinstance(start, complex) or isinstance(stop, complex) else _DTYPES["float32"]
+        dtype = default_complex() if isinstance(start, complex) or isinstance(stop, complex) else default_float()
     if num == 0:
         return _nabla.zeros(0, dtype=dtype)
     divisions = (num - 1) if endpoint else num

@@ -87,13 +87,39 @@ requires them."""
         ...
     def __gt__(self, value, /) -> Tensor:
         ...
+    def __iadd__(self, *args: Any, **kwargs: Any) -> Tensor:
+        ...
+    def __iand__(self, *args: Any, **kwargs: Any) -> Tensor:
+        ...
+    def __ifloordiv__(self, *args: Any, **kwargs: Any) -> Tensor:
+        ...
+    def __ilshift__(self, *args: Any, **kwargs: Any) -> Tensor:
+        ...
+    def __imatmul__(self, *args: Any, **kwargs: Any) -> Tensor:
+        ...
+    def __imod__(self, *args: Any, **kwargs: Any) -> Tensor:
+        ...
+    def __imul__(self, *args: Any, **kwargs: Any) -> Tensor:
+        ...
     def __index__(self, /) -> Any:
         ...
     def __int__(self, /) -> Any:
         ...
     def __invert__(self, /) -> Tensor:
         ...
+    def __ior__(self, *args: Any, **kwargs: Any) -> Tensor:
+        ...
+    def __ipow__(self, *args: Any, **kwargs: Any) -> Tensor:
+        ...
+    def __irshift__(self, *args: Any, **kwargs: Any) -> Tensor:
+        ...
+    def __isub__(self, *args: Any, **kwargs: Any) -> Tensor:
+        ...
     def __iter__(self, /) -> Any:
+        ...
+    def __itruediv__(self, *args: Any, **kwargs: Any) -> Tensor:
+        ...
+    def __ixor__(self, *args: Any, **kwargs: Any) -> Tensor:
         ...
     def __le__(self, value, /) -> Tensor:
         ...
@@ -162,38 +188,72 @@ requires them."""
     def abs(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
+    def abs_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.abs(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def acos(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
+        ...
+    def acos_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.acos(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def acosh(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
+    def acosh_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.acosh(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def add(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
         ...
-    def all(self, axis=None, keepdims=False) -> Any:
-        """`True` where every element along `axis` is true."""
+    def add_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.add(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def addcdiv_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.addcdiv(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def addcmul_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.addcmul(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def all(self, *args: Any, **kwargs: Any) -> Any:
+        """`True` where every element along `axis` is true.
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
     def allclose(self, *args: Any, **kwargs: Any) -> Any:
         """Whether every pair is :func:`isclose` (after broadcasting)."""
         ...
-    def any(self, axis=None, keepdims=False) -> Any:
-        """`True` where any element along `axis` is true."""
+    def any(self, *args: Any, **kwargs: Any) -> Any:
+        """`True` where any element along `axis` is true.
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
-    def argmax(self, axis=None, keepdims=False) -> Any:
-        """Index of the maximum along `axis` (of the flattened tensor when `None`)."""
+    def argmax(self, *args: Any, **kwargs: Any) -> Any:
+        """Index of the maximum along `axis` (of the flattened tensor when `None`).
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
-    def argmin(self, axis=None, keepdims=False) -> Any:
-        """Index of the minimum along `axis` (of the flattened tensor when `None`)."""
+    def argmin(self, *args: Any, **kwargs: Any) -> Any:
+        """Index of the minimum along `axis` (of the flattened tensor when `None`).
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
-    def argsort(self, axis=..., descending=False) -> Any:
-        """The indices that sort the values along `axis`."""
+    def argsort(self, *args: Any, **kwargs: Any) -> Any:
+        """The indices that sort the values along `axis`.
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
     def asin(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
+    def asin_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.asin(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def asinh(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
+        ...
+    def asinh_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.asinh(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def astype(self, dtype) -> Any:
         """The tensor converted to `dtype`."""
@@ -204,8 +264,17 @@ requires them."""
     def atan2(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
         ...
+    def atan2_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.atan2(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def atan_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.atan(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def atanh(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
+        ...
+    def atanh_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.atanh(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def backward(self, gradient=None, retain_graph=None, create_graph=False) -> Any:
         """Computes the gradients of this tensor (a scalar, or any shape with `gradient` as the seed)
@@ -218,20 +287,38 @@ and adds them to the `.grad` of every leaf that requires them, as PyTorch's `bac
     def bitwise_and(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
         ...
+    def bitwise_and_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.bitwise_and(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def bitwise_invert(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
+        ...
+    def bitwise_invert_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.bitwise_invert(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def bitwise_left_shift(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
         ...
+    def bitwise_left_shift_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.bitwise_left_shift(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def bitwise_or(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
+        ...
+    def bitwise_or_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.bitwise_or(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def bitwise_right_shift(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
         ...
+    def bitwise_right_shift_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.bitwise_right_shift(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def bitwise_xor(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
+        ...
+    def bitwise_xor_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.bitwise_xor(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def bool(self, *args: Any, **kwargs: Any) -> Any:
         """``self.astype(bool)``, as PyTorch's ``bool()``."""
@@ -242,11 +329,22 @@ and adds them to the `.grad` of every leaf that requires them, as PyTorch's `bac
     def ceil(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
-    def chunk(self, chunks, axis=0) -> Any:
-        """`chunks` pieces of (nearly) equal size along `axis`."""
+    def ceil_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.ceil(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def chunk(self, *args: Any, **kwargs: Any) -> Any:
+        """`chunks` pieces of (nearly) equal size along `axis`.
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
+        ...
+    def clamp_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.clamp(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def clip(self, min=None, max=None) -> Any:
         """Values clamped to `[min, max]` (either may be `None`)."""
+        ...
+    def clip_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.clip(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def clone(self, *args: Any, **kwargs: Any) -> Any:
         """A new tensor with the same values; gradients flow through it unchanged (as PyTorch's
@@ -258,17 +356,31 @@ and adds them to the `.grad` of every leaf that requires them, as PyTorch's `bac
     def contiguous(self) -> Any:
         """A contiguous copy when the tensor is a strided view; the tensor itself otherwise."""
         ...
+    def copy_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.copy(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def cos(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
+        ...
+    def cos_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.cos(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def cosh(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
+    def cosh_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.cosh(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def cpu(self) -> Any:
         """The tensor on the CPU."""
         ...
-    def cumsum(self, axis) -> Any:
-        """Cumulative sum along `axis`."""
+    def cumprod(self, *args: Any, **kwargs: Any) -> Any:
+        """The cumulative product along ``dim`` (``axis``), as ``torch.cumprod``."""
+        ...
+    def cumsum(self, *args: Any, **kwargs: Any) -> Any:
+        """Cumulative sum along `axis`.
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
     @property
     def data(self) -> Any:
@@ -281,18 +393,30 @@ and adds them to the `.grad` of every leaf that requires them, as PyTorch's `bac
     def device(self) -> Any:
         """The device: `"cpu"`, `"wgpu"`, or `"traced"` inside `jit` and `vmap`."""
         ...
+    def diag(self, *args: Any, **kwargs: Any) -> Any:
+        """A vector's square matrix with it on the ``diagonal``-th diagonal, or a matrix's
+``diagonal``-th diagonal as a vector, as ``torch.diag``."""
+        ...
     def diag_embed(self, offset=0) -> Any:
         """Matrices with the last axis on diagonal `offset` and zeros elsewhere (`torch.diag_embed`)."""
         ...
-    def diagonal(self, offset=0, dim1=0, dim2=1) -> Any:
+    def diagonal(self, *args: Any, **kwargs: Any) -> Any:
         """Diagonal `offset` of the matrices spanned by axes `dim1` and `dim2`, appended as the last axis
-(`torch.diagonal`)."""
+(`torch.diagonal`).
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
     def dim(self, *args: Any, **kwargs: Any) -> Any:
         """The number of axes (PyTorch's ``dim()``; also ``ndim``)."""
         ...
     def div(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
+        ...
+    def div_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.div(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def dot(self, *args: Any, **kwargs: Any) -> Any:
+        """The dot product of two vectors of the same length (no conjugation), as ``torch.dot``."""
         ...
     def double(self, *args: Any, **kwargs: Any) -> Any:
         """``self.astype(float64)``, as PyTorch's ``double()``."""
@@ -307,20 +431,37 @@ and adds them to the `.grad` of every leaf that requires them, as PyTorch's `bac
     def erf(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
+    def erf_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.erf(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def exp(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
+        ...
+    def exp_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.exp(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def expand(self, *shape) -> Any:
         """PyTorch's name for `broadcast_to`."""
         ...
+    def expand_as(self, *args: Any, **kwargs: Any) -> Any:
+        """This tensor broadcast to ``other``'s shape."""
+        ...
     def expm1(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
+        ...
+    def expm1_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.expm1(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def fill_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.fill(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def flatten(self, start=0, end=...) -> Any:
         """Axes `start..=end` merged into one."""
         ...
-    def flip(self, axis=None) -> Any:
-        """The elements reversed along `axis` (every axis when `None`)."""
+    def flip(self, *args: Any, **kwargs: Any) -> Any:
+        """The elements reversed along `axis` (every axis when `None`).
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
     def float(self, *args: Any, **kwargs: Any) -> Any:
         """``self.astype(float32)``, as PyTorch's ``float()``."""
@@ -328,8 +469,13 @@ and adds them to the `.grad` of every leaf that requires them, as PyTorch's `bac
     def floor(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
-    def gather(self, axis, index) -> Any:
-        """Entries picked along `axis` by an index tensor of the same rank, as `torch.gather`."""
+    def floor_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.floor(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def gather(self, *args: Any, **kwargs: Any) -> Any:
+        """Entries picked along `axis` by an index tensor of the same rank, as `torch.gather`.
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
     def ge(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise comparison from the op catalogue (`nabla_rs.lt`, ...)."""
@@ -347,12 +493,19 @@ and adds them to the `.grad` of every leaf that requires them, as PyTorch's `bac
     def imag(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
-    def index_add(self, axis, index, source) -> Any:
+    def index_add(self, *args: Any, **kwargs: Any) -> Any:
         """`self` with `source`'s slices added at positions `index` (1-D) along `axis`, as
-`torch.index_add` (repeated indices accumulate)."""
+`torch.index_add` (repeated indices accumulate).
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
-    def index_select(self, dim, index) -> Any:
-        """The entries of axis `dim` at the 1-D integer `index` (`torch.index_select`)."""
+    def index_add_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.index_add(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def index_select(self, *args: Any, **kwargs: Any) -> Any:
+        """The entries of axis `dim` at the 1-D integer `index` (`torch.index_select`).
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
     def int(self, *args: Any, **kwargs: Any) -> Any:
         """``self.astype(int32)``, as PyTorch's ``int()``."""
@@ -382,8 +535,15 @@ infinities are close, NaNs only with ``equal_nan``."""
     def itemsize(self) -> Any:
         """Bytes per element."""
         ...
+    def kron(self, *args: Any, **kwargs: Any) -> Any:
+        """The Kronecker product, as ``torch.kron``: the shapes multiply axis by axis (the shorter
+shape padded with leading ones)."""
+        ...
     def le(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise comparison from the op catalogue (`nabla_rs.lt`, ...)."""
+        ...
+    def lerp_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.lerp(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def log(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
@@ -391,23 +551,45 @@ infinities are close, NaNs only with ``equal_nan``."""
     def log1p(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
-    def log_softmax(self, axis=...) -> Any:
-        """Log-softmax along `axis`."""
+    def log1p_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.log1p(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def log_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.log(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def log_softmax(self, *args: Any, **kwargs: Any) -> Any:
+        """Log-softmax along `axis`.
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
     def logical_and(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
         ...
+    def logical_and_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.logical_and(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def logical_not(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
+        ...
+    def logical_not_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.logical_not(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def logical_or(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
         ...
+    def logical_or_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.logical_or(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def logical_xor(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
         ...
-    def logsumexp(self, axis=None, keepdims=False) -> Any:
-        """`log(sum(exp(x)))` over `axis`, computed stably."""
+    def logical_xor_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.logical_xor(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def logsumexp(self, *args: Any, **kwargs: Any) -> Any:
+        """`log(sum(exp(x)))` over `axis`, computed stably.
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
     def long(self, *args: Any, **kwargs: Any) -> Any:
         """``self.astype(int64)``, as PyTorch's ``long()``."""
@@ -423,23 +605,48 @@ infinities are close, NaNs only with ``equal_nan``."""
         """``self`` with ``value`` where ``mask`` (broadcast) is true, as PyTorch's ``masked_fill``;
 the gradient flows to the kept elements (and to ``value`` when it is a tensor)."""
         ...
+    def masked_fill_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.masked_fill(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def max(self, *args: Any, **kwargs: Any) -> Any:
-        """A reduction from the op catalogue (`nabla_rs.sum`, ...): over `axis` (every axis when `None`)."""
+        """The maximum: of every element (``t.max()``), over ``axis=`` (an int or a tuple, a tensor), or, as PyTorch's ``t.max(dim, keepdim=False)`` with an int ``dim``, the pair ``(values, indices)``; ``t.max(other)`` is the elementwise maximum."""
         ...
     def maximum(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
         ...
-    def mean(self, axis=None, keepdims=False) -> Any:
-        """Mean over `axis`."""
+    def maximum_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.maximum(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def mean(self, *args: Any, **kwargs: Any) -> Any:
+        """Mean over `axis`.
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
     def min(self, *args: Any, **kwargs: Any) -> Any:
-        """A reduction from the op catalogue (`nabla_rs.sum`, ...): over `axis` (every axis when `None`)."""
+        """The minimum: of every element (``t.min()``), over ``axis=`` (an int or a tuple, a tensor), or, as PyTorch's ``t.min(dim, keepdim=False)`` with an int ``dim``, the pair ``(values, indices)``; ``t.min(other)`` is the elementwise minimum."""
         ...
     def minimum(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
         ...
+    def minimum_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.minimum(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def mul(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
+        ...
+    def mul_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.mul(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def nan_to_num(self, *args: Any, **kwargs: Any) -> Any:
+        """NaN replaced by ``nan`` and the infinities by ``posinf``/``neginf`` (the dtype's largest
+and lowest finite values by default), as ``torch.nan_to_num``; for complex input the real and
+imaginary parts separately. Integers and bools are returned as they are."""
+        ...
+    def nan_to_num_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.nan_to_num(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def narrow(self, *args: Any, **kwargs: Any) -> Any:
+        """The slice ``start:start+length`` along ``dim``, as ``torch.narrow``."""
         ...
     @property
     def ndim(self) -> Any:
@@ -451,8 +658,35 @@ the gradient flows to the kept elements (and to ``value`` when it is a tensor)."
     def neg(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
+    def neg_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.neg(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def negative_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.negative(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def new_empty(self, *args: Any, **kwargs: Any) -> Any:
+        """``new_empty(*size, dtype=None)``: a tensor of ``size`` with this tensor's dtype, as PyTorch's."""
+        ...
+    def new_full(self, *args: Any, **kwargs: Any) -> Any:
+        """A tensor of ``size`` filled with ``fill_value``, with this tensor's dtype by default."""
+        ...
+    def new_ones(self, *args: Any, **kwargs: Any) -> Any:
+        """``new_ones(*size, dtype=None)``: a tensor of ``size`` with this tensor's dtype, as PyTorch's."""
+        ...
+    def new_tensor(self, *args: Any, **kwargs: Any) -> Any:
+        """A new tensor of ``data`` with this tensor's dtype unless ``dtype`` is given."""
+        ...
+    def new_zeros(self, *args: Any, **kwargs: Any) -> Any:
+        """``new_zeros(*size, dtype=None)``: a tensor of ``size`` with this tensor's dtype, as PyTorch's."""
+        ...
     def nextafter(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
+        ...
+    def nextafter_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.nextafter(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def normal_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.normal(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def numel(self) -> Any:
         """The number of elements (PyTorch's spelling)."""
@@ -463,6 +697,9 @@ the gradient flows to the kept elements (and to ``value`` when it is a tensor)."
     def one_hot(self, num_classes, dtype=None) -> Any:
         """One-hot vectors of `num_classes` for an integer tensor (int64, or `dtype`)."""
         ...
+    def outer(self, *args: Any, **kwargs: Any) -> Any:
+        """The outer product ``input[i] * vec2[j]`` of two vectors, as ``torch.outer``."""
+        ...
     def pad(self, pad_width, value=0.0) -> Any:
         """Padded with `value`: `pad_width` gives `(before, after)` per axis, as `np.pad`'s constant mode."""
         ...
@@ -472,8 +709,13 @@ the gradient flows to the kept elements (and to ``value`` when it is a tensor)."
     def pow(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
         ...
+    def pow_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.pow(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def prod(self, *args: Any, **kwargs: Any) -> Any:
-        """A reduction from the op catalogue (`nabla_rs.sum`, ...): over `axis` (every axis when `None`)."""
+        """A reduction from the op catalogue (`nabla_rs.sum`, ...): over `axis` (every axis when `None`).
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
     def real(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
@@ -481,8 +723,31 @@ the gradient flows to the kept elements (and to ``value`` when it is a tensor)."
     def recip(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
+    def recip_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.recip(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def reciprocal_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.reciprocal(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def register_hook(self, *args: Any, **kwargs: Any) -> Any:
+        """Runs ``hook(grad)`` on this tensor's gradient in every backward pass, as PyTorch's: the hook
+may return a replacement (same shape) or ``None``; hooks run in the order registered. On a
+leaf, the hook sees each gradient before it is added to ``.grad``. On a computed tensor, it
+sees the gradient flowing through the uses of the tensor made after its first hook (the tensor
+then stands for an identity op carrying its hooks), in ``backward``, ``grad``, ``vjp`` and the
+other reverse transforms."""
+        ...
+    def relu_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.relu(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def rem(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
+        ...
+    def rem_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.rem(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def remainder_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.remainder(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     @property
     def requires_grad(self) -> Any:
@@ -494,11 +759,45 @@ the gradient flows to the kept elements (and to ``value`` when it is a tensor)."
     def reshape(self, *shape) -> Any:
         """The same elements in a new shape (`-1` infers one dimension); a view when possible."""
         ...
+    def reshape_as(self, *args: Any, **kwargs: Any) -> Any:
+        """This tensor reshaped to ``other``'s shape."""
+        ...
+    def retain_grad(self, *args: Any, **kwargs: Any) -> Any:
+        """Keeps this computed tensor's gradient in ``.grad`` after ``backward`` (accumulating over
+calls, as a leaf's), as PyTorch's ``retain_grad``: the gradient after the tensor's hooks. A
+leaf keeps its gradient anyway."""
+        ...
+    @property
+    def retains_grad(self) -> Any:
+        """Whether ``retain_grad`` was called on this computed tensor."""
+        ...
     def round(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
+    def round_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.round(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def rsqrt(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
+        ...
+    def rsqrt_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.rsqrt(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def scatter(self, *args: Any, **kwargs: Any) -> Any:
+        """``input`` with ``src[i]`` (or ``value``) written at the position ``index[i]`` names along
+``dim``, as ``torch.scatter``. Where an index repeats a position, the last element (in
+row-major order) wins, so the result is deterministic. ``reduce="add"`` is
+:func:`scatter_add`; ``"multiply"`` is not supported."""
+        ...
+    def scatter_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.scatter(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def scatter_add(self, *args: Any, **kwargs: Any) -> Any:
+        """``input`` with ``src[i]`` added at the position ``index[i]`` names along ``dim`` (repeated
+positions add up), as ``torch.scatter_add``; differentiable in ``input`` and ``src``."""
+        ...
+    def scatter_add_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.scatter_add(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     @property
     def shape(self) -> Any:
@@ -507,8 +806,14 @@ the gradient flows to the kept elements (and to ``value`` when it is a tensor)."
     def sigmoid(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
+    def sigmoid_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.sigmoid(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def sign(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
+        ...
+    def sign_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.sign(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def signbit(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
@@ -516,48 +821,82 @@ the gradient flows to the kept elements (and to ``value`` when it is a tensor)."
     def sin(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
+    def sin_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.sin(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def sinh(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
+        ...
+    def sinh_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.sinh(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     @property
     def size(self) -> Any:
         """The number of elements."""
         ...
-    def softmax(self, axis=...) -> Any:
-        """Softmax along `axis`."""
+    def softmax(self, *args: Any, **kwargs: Any) -> Any:
+        """Softmax along `axis`.
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
-    def sort(self, axis=..., descending=False) -> Any:
-        """The values sorted along `axis` (stable; NaN last)."""
+    def sort(self, *args: Any, **kwargs: Any) -> Any:
+        """``(values, indices)`` of the values sorted along ``dim`` (``axis``), as ``torch.sort``; the
+sort is always stable and puts NaN last. The values are gathered by the indices, so gradients
+flow to the elements they came from."""
         ...
-    def split(self, size, axis=0) -> Any:
-        """Pieces of `size` entries along `axis` (the last may be shorter)."""
+    def split(self, *args: Any, **kwargs: Any) -> Any:
+        """Pieces of `size` entries along `axis` (the last may be shorter).
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
     def sqrt(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
+    def sqrt_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.sqrt(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def square(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
-    def squeeze(self, axis=None) -> Any:
-        """Size-1 axes removed (only `axis` when given)."""
+    def square_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.square(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
-    def std(self, axis=None, keepdims=False, ddof=0) -> Any:
-        """Standard deviation over `axis` with `ddof`."""
+    def squeeze(self, *args: Any, **kwargs: Any) -> Any:
+        """Size-1 axes removed (only `axis` when given).
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
+        ...
+    def std(self, *args: Any, **kwargs: Any) -> Any:
+        """The standard deviation over ``axis``/``dim``, with NumPy's ``ddof``, the Array API's ``correction`` or PyTorch's ``unbiased``. The default correction is 0, as NumPy's and JAX's (PyTorch's is 1: pass ``unbiased=True``)."""
         ...
     def sub(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of two operands from the op catalogue (`nabla_rs.maximum`, ...)."""
         ...
+    def sub_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.sub(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def sum(self, *args: Any, **kwargs: Any) -> Any:
-        """A reduction from the op catalogue (`nabla_rs.sum`, ...): over `axis` (every axis when `None`)."""
+        """A reduction from the op catalogue (`nabla_rs.sum`, ...): over `axis` (every axis when `None`).
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         ...
     def swapaxes(self, a, b) -> Any:
         """Axes `a` and `b` swapped."""
         ...
+    def t(self, *args: Any, **kwargs: Any) -> Any:
+        """PyTorch's ``t()``: a matrix transposed (a vector or scalar as it is)."""
+        ...
     def tan(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
+    def tan_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.tan(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
     def tanh(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
+        ...
+    def tanh_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.tanh(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def to(self, target) -> Any:
         """The tensor on `device` (`"cpu"`, or `"wgpu"` in a build with the `wgpu` feature), or
@@ -569,8 +908,9 @@ converted to a dtype; moves between devices are differentiable."""
     def tolist(self) -> Any:
         """The values as nested Python lists (a number for a 0-d tensor)."""
         ...
-    def topk(self, k, axis=..., largest=True) -> Any:
-        """`(values, indices)` of the `k` largest (or smallest) entries along `axis`, as `torch.topk`."""
+    def topk(self, *args: Any, **kwargs: Any) -> Any:
+        """``(values, indices)`` of the ``k`` largest (smallest with ``largest=False``) entries along
+``dim``, as ``torch.topk``; always sorted."""
         ...
     def trace(self) -> Any:
         """The sum of the main diagonal of each matrix `[..., m, n]` (`torch.trace` for 2-D input)."""
@@ -589,14 +929,31 @@ zeros elsewhere (`torch.triu`)."""
     def trunc(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
-    def unsqueeze(self, axis) -> Any:
-        """A size-1 axis inserted at `axis`."""
+    def trunc_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.trunc(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
-    def var(self, axis=None, keepdims=False, ddof=0) -> Any:
-        """Variance over `axis` with `ddof` (NumPy's default 0)."""
+    def type_as(self, *args: Any, **kwargs: Any) -> Any:
+        """This tensor converted to ``other``'s dtype."""
+        ...
+    def uniform_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.uniform(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def unsqueeze(self, *args: Any, **kwargs: Any) -> Any:
+        """A size-1 axis inserted at `axis`.
+
+PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
+        ...
+    def var(self, *args: Any, **kwargs: Any) -> Any:
+        """The variance over ``axis``/``dim``, with NumPy's ``ddof``, the Array API's ``correction`` or PyTorch's ``unbiased``. The default correction is 0, as NumPy's and JAX's (PyTorch's is 1: pass ``unbiased=True``)."""
         ...
     def view(self, *shape) -> Any:
         """PyTorch's name for `reshape`."""
+        ...
+    def view_as(self, *args: Any, **kwargs: Any) -> Any:
+        """This tensor reshaped to ``other``'s shape."""
+        ...
+    def zero_(self, *args: Any, **kwargs: Any) -> Any:
+        """In place: ``self`` becomes ``self.zero(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def __init__(self, data: ArrayLike, dtype: Any = None, requires_grad: builtins.bool = False) -> None: ...
 
@@ -689,6 +1046,10 @@ and forward rule `forward(inputs, output, tangents) -> tangent or None` (either 
 that mode then differentiates `body`)."""
     ...
 
+def _default_dtype() -> Any:
+    """`_default_dtype()`: the default floating-point dtype."""
+    ...
+
 def _init_thread_pool(threads=None) -> Any:
     """`_init_thread_pool(threads=None)`: sets up the CPU kernels' thread pool with the calling thread
 as one of its threads (see `nabla_cpu::init_thread_pool`), so that an op called from it starts
@@ -706,6 +1067,11 @@ def _jvp(f, primals, tangents) -> Any:
     ...
 
 _reduce_ops: list[str]
+
+def _set_default_dtype(dtype) -> Any:
+    """`_set_default_dtype(dtype)`: makes `dtype` (a floating-point dtype) the default of Python
+floats and of the creation functions, as `torch.set_default_dtype`."""
+    ...
 
 def _set_grad_enabled(mode) -> Any:
     """`_set_grad_enabled(mode) -> previous`: sets recording on this thread until set again
@@ -895,6 +1261,11 @@ def full(shape, value, dtype=None) -> Any:
     ...
 
 def ge(a: ArrayLike, b: ArrayLike) -> Tensor: ...
+
+def get_rng_state() -> Any:
+    """`get_rng_state()`: the global generator's state as 16 bytes (its seed and its counter, little
+endian), a uint8 tensor as `torch.get_rng_state()` gives; `set_rng_state` restores it."""
+    ...
 
 def gt(a: ArrayLike, b: ArrayLike) -> Tensor: ...
 
@@ -1330,6 +1701,10 @@ def round(x: ArrayLike) -> Tensor: ...
 
 def rsqrt(x: ArrayLike) -> Tensor: ...
 
+def set_rng_state(state) -> Any:
+    """`set_rng_state(state)`: makes the global generator continue from a state `get_rng_state` gave."""
+    ...
+
 def sigmoid(x: ArrayLike) -> Tensor: ...
 
 def sign(x: ArrayLike) -> Tensor: ...
@@ -1339,6 +1714,59 @@ def signbit(x: ArrayLike) -> Tensor: ...
 def sin(x: ArrayLike) -> Tensor: ...
 
 def sinh(x: ArrayLike) -> Tensor: ...
+
+class _special_module:
+
+    def betaln(self, a, b) -> Any:
+        """`betaln(a, b)`: `ln |B(a, b)|`, accurate for large arguments."""
+        ...
+
+    def digamma(self, a) -> Any:
+        """`digamma(x)`: `ψ(x)`, the derivative of `ln Γ` (`psi`)."""
+        ...
+
+    def erfinv(self, a) -> Any:
+        """`erfinv(x)`: the inverse of `erf` on (-1, 1)."""
+        ...
+
+    def gammaln(self, a) -> Any:
+        """`gammaln(x)`: `ln |Γ(x)|` (`torch.special.gammaln`, `torch.lgamma`)."""
+        ...
+
+    def i0(self, a) -> Any:
+        """`i0(x)`: the modified Bessel function of the first kind of order 0."""
+        ...
+
+    def i0e(self, a) -> Any:
+        """`i0e(x)`: `exp(-|x|) i0(x)`."""
+        ...
+
+    def i1(self, a) -> Any:
+        """`i1(x)`: the modified Bessel function of the first kind of order 1."""
+        ...
+
+    def i1e(self, a) -> Any:
+        """`i1e(x)`: `exp(-|x|) i1(x)`."""
+        ...
+
+    def log_sigmoid(self, a) -> Any:
+        """`log_sigmoid(x)`: `ln σ(x)`, stable for large `|x|` (`torch.nn.functional.logsigmoid`)."""
+        ...
+
+    def logit(self, p, eps=None) -> Any:
+        """`logit(p, eps=None)`: `ln(p / (1 - p))`, with `p` clamped to `[eps, 1 - eps]` when given."""
+        ...
+
+    def polygamma(self, n, x) -> Any:
+        """`polygamma(n, x)`: `ψ⁽ⁿ⁾(x)`, the `n`-th derivative of `digamma` (`n = 0` is digamma)."""
+        ...
+
+    def xlogy(self, a, b) -> Any:
+        """`xlogy(x, y)`: `x ln y`, 0 where `x` is 0."""
+        ...
+
+
+special: _special_module
 
 def sqrt(x: ArrayLike) -> Tensor: ...
 

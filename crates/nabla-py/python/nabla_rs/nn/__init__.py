@@ -189,11 +189,46 @@ class Module:
         return head + ")" if not lines else head + "\n  " + "\n  ".join(lines) + "\n)"
 
 
+class _RustKernel:
+    """The Rust layer (``_nabla.nn.Layer``) behind a :class:`_RustLayer`, with the arguments it was
+    built from. It keeps no parameters between calls (each call binds the module's), only its
+    configuration and its dropout stream, so:
+
+    * ``copy.deepcopy`` of a module shares it (the copy gets its own parameters and buffers, and
+      building a new Rust layer would draw initial weights from the global generator);
+    * pickling saves its arguments and unpickling builds it again, leaving the global generator
+      (``manual_seed``'s stream) where it was: the initial weights that build draws are replaced by
+      the pickled ones anyway.
+    """
+
+    def __init__(self, kind: str, values: dict, dtype):
+        # A nabla dtype is kept by name (it does not pickle); names, NumPy and Python types as given.
+        self.kind, self.values = kind, values
+        self.dtype = dtype.name if isinstance(dtype, _nabla.dtype) else dtype
+        self.layer = _nabla.nn.Layer(kind, values, self.dtype)
+
+    @classmethod
+    def _unpickled(cls, kind: str, values: dict, dtype) -> "_RustKernel":
+        state = _nabla.get_rng_state()
+        try:
+            return cls(kind, values, dtype)
+        finally:
+            _nabla.set_rng_state(state)
+
+    def __deepcopy__(self, memo) -> "_RustKernel":
+        return self
+
+    def __reduce__(self):
+        return (_RustKernel._unpickled, (self.kind, self.values, self.dtype))
+
+
 class _RustLayer(Module):
     """A module computed by nabla's Rust layer of the same name (``nabla::nn``): its
     initialisation, checks and forward pass are the Rust ones. The module owns the parameters and
     buffers; each call binds the Rust layer to them, so gradients, optimizers, ``load_state_dict``
-    and weight tying (``a.weight = b.weight``) work as in PyTorch."""
+    and weight tying (``a.weight = b.weight``) work as in PyTorch. ``copy.deepcopy`` and pickling
+    copy the parameters and buffers (tied ones stay tied); see :class:`_RustKernel` for the Rust
+    layer itself."""
 
     _kind = ""
     _arguments = ()
@@ -203,10 +238,11 @@ class _RustLayer(Module):
         if device not in (None, "cpu"):
             raise ValueError(f"{self._kind}: nabla's modules are built on the CPU (device={device!r})")
         values = _arguments.bind(self._kind, self._arguments, args, kwargs)
-        object.__setattr__(self, "_layer", _nabla.nn.Layer(self._kind, values, dtype or _nabla.float32))
+        kernel = _RustKernel(self._kind, values, dtype or _nabla._default_dtype())
+        object.__setattr__(self, "_layer", kernel)
         object.__setattr__(self, "_arg_values", values)
         tensors, buffer_names = [], []
-        for name, is_buffer, t in self._layer.named_tensors():
+        for name, is_buffer, t in kernel.layer.named_tensors():
             tensors.append(name)
             *path, leaf = name.split(".")
             owner = self._submodule(path)
@@ -244,7 +280,7 @@ class _RustLayer(Module):
         """Runs the Rust layer on ``inputs`` (``None`` for optional ones left out) with the current
         parameters and buffers; stores the buffers' new values and returns the outputs."""
         tensors = [self._tensor(name) for name in self._tensor_names]
-        outputs, buffers = self._layer.forward(list(inputs), tensors, self.training, flags)
+        outputs, buffers = self._layer.layer.forward(list(inputs), tensors, self.training, flags)
         for name, value in zip(self._buffer_names, buffers):
             *path, leaf = name.split(".")
             self._submodule(path)._buffers[leaf] = value
