@@ -65,6 +65,7 @@ fn _nabla(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ops::eye, m)?)?;
     m.add_function(wrap_pyfunction!(ops::manual_seed, m)?)?;
     m.add_function(wrap_pyfunction!(ops::get_rng_state, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::_keyed_draw, m)?)?;
     m.add_function(wrap_pyfunction!(ops::set_rng_state, m)?)?;
     m.add_function(wrap_pyfunction!(ops::rand, m)?)?;
     m.add_function(wrap_pyfunction!(ops::randn, m)?)?;

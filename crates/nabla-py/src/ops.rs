@@ -399,6 +399,38 @@ pub fn set_rng_state(state: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
+/// `_keyed_draw(kind, n, seed, offset)`: `n` float64 draws (`"uniform"` on [0, 1) or standard
+/// `"normal"`) whose element `i` is the generator stream `(seed, offset + i)`'s: the concrete-key
+/// path of `nabla_rs.random`, which computes the same stream with tensor ops for traced keys.
+#[pyfunction]
+pub fn _keyed_draw(
+    py: Python<'_>,
+    kind: &str,
+    n: usize,
+    seed: u64,
+    offset: u64,
+) -> PyResult<PyTensor> {
+    let dist = match kind {
+        "uniform" => nabla_core::Distribution::Uniform {
+            low: 0.0,
+            high: 1.0,
+        },
+        "normal" => nabla_core::Distribution::Normal {
+            mean: 0.0,
+            std: 1.0,
+        },
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "_keyed_draw: unknown kind {other:?} (uniform or normal)"
+            )));
+        }
+    };
+    compute(py, move || {
+        let mut g = Generator::from_state(seed, offset);
+        Tensor::random([n], dist, DType::F64, &mut g, cpu()).map(Value::Eager)
+    })
+}
+
 /// `rand(*shape, dtype=float32)`: uniform samples on [0, 1).
 #[pyfunction]
 #[pyo3(signature = (*shape, dtype = None))]

@@ -1066,6 +1066,12 @@ def _jvp(f, primals, tangents) -> Any:
     """`_jvp(f, primals, tangents) -> (output, tangent_out)`: forward mode, `f` gives one tensor."""
     ...
 
+def _keyed_draw(kind, n, seed, offset) -> Any:
+    """`_keyed_draw(kind, n, seed, offset)`: `n` float64 draws (`"uniform"` on [0, 1) or standard
+`"normal"`) whose element `i` is the generator stream `(seed, offset + i)`'s: the concrete-key
+path of `nabla_rs.random`, which computes the same stream with tensor ops for traced keys."""
+    ...
+
 _reduce_ops: list[str]
 
 def _set_default_dtype(dtype) -> Any:
