@@ -15,9 +15,9 @@ use std::fmt;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
-    /// IEEE half precision (storage and casting only).
+    /// IEEE half precision (the backends store and cast it; tensor ops compute it in float32).
     F16,
-    /// bfloat16 (storage and casting only).
+    /// bfloat16 (the backends store and cast it; tensor ops compute it in float32).
     BF16,
     /// 32-bit float.
     F32,
@@ -117,7 +117,8 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
 
-    /// `true` for the half-precision storage types.
+    /// `true` for the half-precision types (float16, bfloat16), which backend kernels store and
+    /// cast but do not compute in.
     pub fn is_half(self) -> bool {
         matches!(self, DType::F16 | DType::BF16)
     }
@@ -142,7 +143,8 @@ impl DType {
         self.is_float() || self.is_complex()
     }
 
-    /// `true` for dtypes with full arithmetic support (everything but the half-precision storage types).
+    /// `true` for dtypes the backends' kernels compute in (everything but the half-precision types,
+    /// which tensor ops compute in float32).
     pub fn is_computable(self) -> bool {
         !self.is_half()
     }

@@ -191,6 +191,9 @@ impl<B: Backend> Tensor<B> {
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub fn sort(&self, axis: isize, descending: bool) -> Result<(Self, Self)> {
+        if let Some(out) = self.half_pair_in_f32(|x| x.sort(axis, descending)) {
+            return out;
+        }
         let a = normalize_axis("sort", axis, self.rank())?;
         if self.dtype().is_complex() || self.dtype().is_half() {
             return Err(Error::dtype("sort", self.dtype()));
@@ -211,6 +214,9 @@ impl<B: Backend> Tensor<B> {
 
     /// The `k` largest (or smallest) entries along `axis`, sorted, with their indices (`I64`).
     pub fn topk(&self, k: usize, axis: isize, largest: bool) -> Result<(Self, Self)> {
+        if let Some(out) = self.half_pair_in_f32(|x| x.topk(k, axis, largest)) {
+            return out;
+        }
         let a = normalize_axis("topk", axis, self.rank())?;
         if self.dtype().is_complex() || self.dtype().is_half() {
             return Err(Error::dtype("topk", self.dtype()));
@@ -246,6 +252,9 @@ impl<B: Backend> Tensor<B> {
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub fn max_pool2d(&self, params: &Pool2dParams) -> Result<(Self, Self)> {
+        if let Some(out) = self.half_pair_in_f32(|x| x.max_pool2d(params)) {
+            return out;
+        }
         const OP: &str = "max_pool2d";
         let rank = self.rank();
         if rank < 2 {

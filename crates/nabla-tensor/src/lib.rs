@@ -158,6 +158,7 @@ mod elementwise;
 mod fused_call;
 mod fused_relu;
 mod fused_rows;
+mod half;
 mod index;
 mod indexing;
 mod linalg;

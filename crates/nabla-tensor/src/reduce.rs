@@ -10,6 +10,9 @@ impl<B: Backend> Tensor<B> {
     /// Reduces over `axes` (negative allowed; empty means all axes), keeping reduced axes as size 1 when
     /// `keepdims`.
     pub fn reduce(&self, op: ReduceOp, axes: &[isize], keepdims: bool) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.reduce(op, axes, keepdims)) {
+            return out;
+        }
         let axes = if axes.is_empty() {
             (0..self.rank()).collect()
         } else {
@@ -120,9 +123,8 @@ impl<B: Backend> Tensor<B> {
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub fn mean(&self, axes: &[isize], keepdims: bool) -> Result<Self> {
-        if self.dtype().is_half() {
-            // The generic hint: half precision is for storage, cast to float32 first.
-            return Err(Error::dtype("mean", self.dtype()));
+        if let Some(out) = self.half_in_f32(|x| x.mean(axes, keepdims)) {
+            return out;
         }
         if !(self.dtype().is_float() || self.dtype().is_complex()) {
             return Err(Error::dtype("mean", self.dtype())
@@ -138,6 +140,9 @@ impl<B: Backend> Tensor<B> {
     }
 
     fn arg_reduce(&self, op: ArgReduceOp, axis: isize, keepdims: bool) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.arg_reduce(op, axis, keepdims)) {
+            return out;
+        }
         let a = normalize_axis(op.name(), axis, self.rank().max(1))?;
         let x = if self.rank() == 0 {
             self.reshape([1])?
@@ -176,6 +181,9 @@ impl<B: Backend> Tensor<B> {
 
     /// Inclusive cumulative sum along `axis`.
     pub fn cumsum(&self, axis: isize) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.cumsum(axis)) {
+            return out;
+        }
         let a = normalize_axis("cumsum", axis, self.rank())?;
         let x = if self.dtype().is_bool() {
             self.cast(DType::I64)?

@@ -22,6 +22,7 @@ mod extension_ops;
 mod forward_mode;
 mod fused_kernels;
 mod fused_rows;
+mod half_arithmetic;
 mod jacobians;
 mod jax_fixtures;
 mod misuse;

@@ -21,6 +21,9 @@ impl<B: Backend> Tensor<B> {
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub fn relu(&self) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.relu()) {
+            return out;
+        }
         self.check_real_float("relu")?;
         // One pass each way on the CPU backend (same values and derivatives, see `fused_relu`).
         if crate::fused_rows::applies(self, 0) {
@@ -32,6 +35,9 @@ impl<B: Backend> Tensor<B> {
     /// Leaky ReLU: `x` for `x >= 0`, `negative_slope * x` below (as `jax.nn.leaky_relu`; the derivative
     /// at 0 is 1).
     pub fn leaky_relu(&self, negative_slope: f64) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.leaky_relu(negative_slope)) {
+            return out;
+        }
         self.check_real_float("leaky_relu")?;
         self.ge(0.0)?.where_(self, self.mul(negative_slope)?)
     }
@@ -43,6 +49,9 @@ impl<B: Backend> Tensor<B> {
     /// (below about -5, where the result is under 1e-6 in magnitude); there the two differ in the last
     /// digits only relative to the result, not to the input.
     pub fn gelu(&self) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.gelu()) {
+            return out;
+        }
         self.check_real_float("gelu")?;
         let cdf = self
             .mul(std::f64::consts::FRAC_1_SQRT_2)?
@@ -58,6 +67,9 @@ impl<B: Backend> Tensor<B> {
     /// It is evaluated as `x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3))`, the same function, because
     /// `(1 + tanh z) / 2` cancels catastrophically for very negative `z` while the sigmoid does not.
     pub fn gelu_tanh(&self) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.gelu_tanh()) {
+            return out;
+        }
         self.check_real_float("gelu_tanh")?;
         let inner = self
             .square()?
@@ -70,6 +82,9 @@ impl<B: Backend> Tensor<B> {
 
     /// SiLU (swish), `x * sigmoid(x)` (`jax.nn.silu`).
     pub fn silu(&self) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.silu()) {
+            return out;
+        }
         self.check_real_float("silu")?;
         self.mul(self.sigmoid()?)
     }
@@ -93,6 +108,9 @@ impl<B: Backend> Tensor<B> {
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub fn softplus(&self) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.softplus()) {
+            return out;
+        }
         self.check_real_float("softplus")?;
         let positive = self.gt(0.0)?;
         let xp = positive.where_(self, 0.0)?;
@@ -105,6 +123,9 @@ impl<B: Backend> Tensor<B> {
     /// ELU: `x` for `x > 0`, `alpha * (e^x - 1)` otherwise (`jax.nn.elu`; the derivative at 0 is
     /// `alpha`). The exponential only ever sees non-positive inputs, so large inputs cannot overflow.
     pub fn elu(&self, alpha: f64) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.elu(alpha)) {
+            return out;
+        }
         self.check_real_float("elu")?;
         let positive = self.gt(0.0)?;
         let safe = positive.where_(0.0, self)?;

@@ -22,7 +22,8 @@ use crate::Tensor;
 use nabla_core::{Backend, Error, Result, checked_numel, normalize_axes};
 
 impl<B: Backend> Tensor<B> {
-    /// Fails unless `self` holds float32 or float64 values (the dtypes composites compute in).
+    /// Fails unless `self` holds float32 or float64 values (the dtypes composites compute in; a
+    /// half-precision input runs a composite in float32 first, [`Tensor::half_in_f32`]).
     pub(crate) fn check_real_float(&self, op: &'static str) -> Result<()> {
         let dt = self.dtype();
         if dt.is_float() && !dt.is_half() {

@@ -24,6 +24,9 @@ impl<B: Backend> Tensor<B> {
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub fn variance(&self, axes: &[isize], keepdims: bool, correction: usize) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.variance(axes, keepdims, correction)) {
+            return out;
+        }
         self.check_real_float("variance")?;
         let n = self.reduced_count("variance", axes)?;
         let centered = self.sub(self.mean(axes, true)?)?;
@@ -38,6 +41,9 @@ impl<B: Backend> Tensor<B> {
     /// is NaN: the derivative of `sqrt` at 0 is infinite and meets a zero derivative of the variance.
     /// Add a small constant under the root (`variance(..)?.add(eps)?.sqrt()`) when that can happen.
     pub fn std_dev(&self, axes: &[isize], keepdims: bool, correction: usize) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.std_dev(axes, keepdims, correction)) {
+            return out;
+        }
         self.check_real_float("std_dev")?;
         self.variance(axes, keepdims, correction)?.sqrt()
     }
@@ -62,6 +68,9 @@ impl<B: Backend> Tensor<B> {
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub fn layer_norm(&self, axes: &[isize], eps: f64) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.layer_norm(axes, eps)) {
+            return out;
+        }
         self.check_real_float("layer_norm")?;
         self.reduced_count("layer_norm", axes)?;
         if let Some(row_axes) = self.trailing_axes("layer_norm", axes)?
@@ -89,6 +98,9 @@ impl<B: Backend> Tensor<B> {
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub fn normalize(&self, p: f64, axis: isize, eps: f64) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.normalize(p, axis, eps)) {
+            return out;
+        }
         const OP: &str = "normalize";
         self.check_real_float(OP)?;
         let axis = [normalize_axis(OP, axis, self.rank())? as isize];

@@ -27,6 +27,9 @@ impl<B: Backend> Tensor<B> {
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub fn softmax(&self, axis: isize) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.softmax(axis)) {
+            return out;
+        }
         self.check_real_float("softmax")?;
         let axis = normalize_axis("softmax", axis, self.rank())?;
         if axis + 1 == self.rank() && fused_rows::applies(self, 1) {
@@ -43,6 +46,9 @@ impl<B: Backend> Tensor<B> {
     /// it runs as one fused pass per row, with a fused backward (so a cross-entropy over a large
     /// vocabulary makes one `[tokens, vocab]` array forward and one backward).
     pub fn log_softmax(&self, axis: isize) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.log_softmax(axis)) {
+            return out;
+        }
         self.check_real_float("log_softmax")?;
         let axis = normalize_axis("log_softmax", axis, self.rank())?;
         if axis + 1 == self.rank() && fused_rows::applies(self, 1) {
@@ -66,6 +72,9 @@ impl<B: Backend> Tensor<B> {
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub fn logsumexp(&self, axes: &[isize], keepdims: bool) -> Result<Self> {
+        if let Some(out) = self.half_in_f32(|x| x.logsumexp(axes, keepdims)) {
+            return out;
+        }
         self.check_real_float("logsumexp")?;
         self.reduced_count("logsumexp", axes)?;
         let m = self.stable_shift(axes)?;

@@ -1,0 +1,62 @@
+"""float16 and bfloat16 arithmetic from Python, against PyTorch's CPU ops on the same values: each
+op computes in float32 and rounds once to the half dtype, as PyTorch's do."""
+
+import numpy as np
+import pytest
+
+import nabla_rs as nb
+
+torch = pytest.importorskip("torch")
+
+VALUES = np.array([[0.3, -1.7, 2.5, 0.0], [7.25, -0.01, 3.0, 1.1]], dtype=np.float32)
+PAIRS = [(nb.float16, torch.float16), (nb.bfloat16, torch.bfloat16)]
+
+
+def both(dtype, torch_dtype):
+    return nb.tensor(VALUES).astype(dtype), torch.tensor(VALUES).to(torch_dtype)
+
+
+def same(ours, theirs, ulps=0):
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    a = ours.astype(nb.float64).numpy() if ours.dtype.is_floating_point else ours.numpy()
+    b = theirs.double().numpy() if theirs.dtype.is_floating_point else theirs.numpy()
+    if ulps == 0:
+        np.testing.assert_array_equal(a, b)
+    else:
+        spacing = 2.0 ** (np.floor(np.log2(np.maximum(np.abs(b), 1e-30))) - (10 if theirs.dtype == torch.float16 else 7))
+        assert np.all((np.abs(a - b) <= ulps * spacing) | (a == b)), (a, b)
+
+
+@pytest.mark.parametrize("dtype, torch_dtype", PAIRS, ids=["float16", "bfloat16"])
+def test_exact_ops_match_torch_bit_for_bit(dtype, torch_dtype):
+    x, t = both(dtype, torch_dtype)
+    same(x + x, t + t)
+    same(x * 2.5, t * 2.5)
+    same(x - x.flip(1), t - t.flip(1))
+    same(x / 3.0, t / 3.0)
+    same(abs(x).sqrt(), t.abs().sqrt())
+    same(x.sum(1), t.sum(1))
+    same(x.max(dim=1).values, t.max(dim=1).values)
+    same(x > 0.5, t > 0.5)
+    same(x @ x.T, t @ t.T, ulps=1)
+
+
+@pytest.mark.parametrize("dtype, torch_dtype", PAIRS, ids=["float16", "bfloat16"])
+def test_transcendental_and_composite_ops_match_torch(dtype, torch_dtype):
+    x, t = both(dtype, torch_dtype)
+    same(nb.exp(x), torch.exp(t), ulps=1)
+    same(nb.tanh(x), torch.tanh(t), ulps=1)
+    same(x.softmax(1), t.softmax(1), ulps=1)
+    same(x.mean(), t.mean(), ulps=1)
+    same(nb.nn.functional.relu(x), torch.relu(t))
+    assert (x * 2).dtype == dtype and (x + nb.tensor(1.0)).dtype == nb.float32  # float32 promotes
+
+
+def test_gradients_reach_float32_parameters_through_half_ops():
+    w = nb.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    tw = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    (w.astype(nb.bfloat16) * 3.0).exp().sum().astype(nb.float32).backward()
+    (tw.bfloat16() * 3.0).exp().sum().float().backward()
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-2)
+    with pytest.raises(RuntimeError, match="float32 and float64"):
+        nb.tensor([1.0], dtype=nb.bfloat16, requires_grad=True)
