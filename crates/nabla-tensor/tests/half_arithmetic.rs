@@ -137,9 +137,9 @@ fn traced_programs_agree_with_eager() -> Result<()> {
         let p = tb.placeholder(vec![2, 4], dtype)?;
         let out = p.softmax(1)?.mul(&p)?.sum(&[1], false)?;
         for compiler in [GraphCompiler::new(), GraphCompiler::new().only(&[])] {
-            let program = compiler.compile(&[out.clone()])?;
+            let program = compiler.compile(std::slice::from_ref(&out))?;
             let traced = GraphExecutor::new(&cpu)
-                .run(&program, &[x.clone()])?
+                .run(&program, std::slice::from_ref(&x))?
                 .remove(0);
             assert_eq!(traced.dtype(), dtype);
             assert_eq!(
