@@ -209,10 +209,18 @@ fn params_of(
 impl PyOptimizer {
     /// Takes values the user gave a tensor since the last step (`p.data = ...`) into its `Param`.
     fn sync_in(&self, py: Python<'_>) -> PyResult<()> {
-        for (t, p) in self.tensors.iter().zip(&self.params) {
+        for (i, (t, p)) in self.tensors.iter().zip(&self.params).enumerate() {
             let t = t.borrow(py);
             let Value::Eager(e) = &t.value else { continue };
             if e.var_id().is_none() || e.var_id() != p.value().var_id() {
+                if e.dtype() != p.value().dtype() {
+                    return Err(PyTypeError::new_err(format!(
+                        "optimizer: parameter {i} is now {} but the optimizer was made for {} \
+                         parameters; make the optimizer after converting the model (model.to(dtype))",
+                        e.dtype(),
+                        p.value().dtype()
+                    )));
+                }
                 p.set(e.detach()).py()?;
             }
         }

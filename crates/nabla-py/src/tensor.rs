@@ -265,6 +265,25 @@ impl PyTensor {
         Ok(())
     }
 
+    /// `_convert_in_place(dtype)`: this tensor's values converted to `dtype`, in place (what
+    /// `nn.Module.to(dtype)` does to parameters and buffers): a leaf that requires gradients stays
+    /// one, with its `.grad` converted too.
+    fn _convert_in_place(&mut self, dtype: &Bound<'_, PyAny>) -> PyResult<()> {
+        let d = crate::dtype::parse_dtype(dtype)?;
+        let fresh = self.value.eager("to").py()?.detach().cast(d).py()?;
+        let Some(slot) = self.slot.clone() else {
+            self.value = Value::Eager(fresh);
+            return Ok(());
+        };
+        let grad = match slot.get() {
+            Some(g) => Some(g.cast(d).py()?),
+            None => None,
+        };
+        self.adopt(fresh.leaf().py()?);
+        slot.set(grad);
+        Ok(())
+    }
+
     /// Computes the gradients of this tensor (a scalar, or any shape with `gradient` as the seed)
     /// and adds them to the `.grad` of every leaf that requires them, as PyTorch's `backward`.
     /// `create_graph=True` records the backward pass so the gradients can be differentiated.

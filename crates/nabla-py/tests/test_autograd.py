@@ -35,7 +35,7 @@ def test_requires_grad_in_place_and_detach():
     assert x.requires_grad
     (x.detach() * x).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [2.0])
-    with pytest.raises(RuntimeError, match="only float32 and float64"):
+    with pytest.raises(RuntimeError, match="only floating-point and complex"):
         nb.tensor([1, 2], requires_grad=True)
 
 

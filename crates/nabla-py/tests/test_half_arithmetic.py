@@ -58,5 +58,55 @@ def test_gradients_reach_float32_parameters_through_half_ops():
     (w.astype(nb.bfloat16) * 3.0).exp().sum().astype(nb.float32).backward()
     (tw.bfloat16() * 3.0).exp().sum().float().backward()
     np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-2)
-    with pytest.raises(RuntimeError, match="float32 and float64"):
-        nb.tensor([1.0], dtype=nb.bfloat16, requires_grad=True)
+    # Half leaves take gradients in their own dtype, as PyTorch's.
+    h, th = nb.tensor([0.5, 2.0], dtype=nb.bfloat16, requires_grad=True), torch.tensor([0.5, 2.0], dtype=torch.bfloat16, requires_grad=True)
+    (h * h).sum().backward()
+    (th * th).sum().backward()
+    same(h.grad, th.grad)
+    with pytest.raises(RuntimeError, match="floating-point and complex"):
+        nb.tensor([1, 2], requires_grad=True)
+
+
+def _pair_of_models():
+    """A nabla model and a torch model with the same float32 weights."""
+    model = nb.nn.Sequential(nb.nn.Linear(4, 8), nb.nn.ReLU(), nb.nn.LayerNorm(8), nb.nn.Linear(8, 3))
+    reference = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.LayerNorm(8), torch.nn.Linear(8, 3))
+    with torch.no_grad():
+        for (_, p), (_, q) in zip(model.named_parameters(), reference.named_parameters()):
+            q.copy_(torch.tensor(p.numpy()))
+    return model, reference
+
+
+@pytest.mark.parametrize("convert", ["bfloat16", "half", "double"])
+def test_module_conversion_matches_torch(convert):
+    model, reference = _pair_of_models()
+    weight = model[0].weight
+    assert getattr(model, convert)() is model and model[0].weight is weight  # same objects
+    getattr(reference, convert)()
+    dtype = {"bfloat16": torch.bfloat16, "half": torch.float16, "double": torch.float64}[convert]
+    x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    ours = model(nb.tensor(x).astype(weight.dtype))
+    theirs = reference(torch.tensor(x).to(dtype))
+    assert ours.dtype == weight.dtype and weight.requires_grad and weight.is_leaf
+    tol = 1e-12 if convert == "double" else 0.05
+    np.testing.assert_allclose(ours.astype(nb.float64).numpy(), theirs.double().detach().numpy(), rtol=tol, atol=tol)
+    opt = nb.optim.SGD(model.parameters(), lr=0.1)
+    ours.astype(nb.float32).sum().backward()
+    assert weight.grad.dtype == weight.dtype
+    before = weight.astype(nb.float64).numpy().copy()
+    opt.step()
+    assert weight.dtype == ours.dtype and not np.array_equal(weight.astype(nb.float64).numpy(), before)
+
+
+def test_module_to_errors_and_a_stale_optimizer():
+    model, _ = _pair_of_models()
+    opt = nb.optim.Adam(model.parameters())
+    model.to(nb.float64)
+    model(nb.zeros(1, 4, dtype=nb.float64)).sum().backward()
+    with pytest.raises(TypeError, match="make the optimizer after converting the model"):
+        opt.step()
+    with pytest.raises(TypeError, match="floating-point"):
+        model.to(nb.int64)
+    with pytest.raises(ValueError, match="CPU"):
+        model.to("cuda")
+    assert model.to("cpu") is model and model.to(nb.zeros(1, dtype=nb.float32))[0].weight.dtype == nb.float32

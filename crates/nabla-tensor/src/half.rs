@@ -2,8 +2,8 @@
 //! compute in float32 and wider; an op on half tensors runs in float32 and rounds its float result
 //! back to the half dtype once, as PyTorch's CPU kernels do (so a chain of ops rounds after each op,
 //! as in PyTorch). The casts are ordinary differentiable ops: a half tensor reached from a float32
-//! variable carries gradients through them. Half-precision variables are not supported (keep float32
-//! master weights and use [`crate::autocast`] for half-precision matrix products).
+//! variable carries gradients through them, and a half-precision variable gets half-precision
+//! gradients.
 
 use crate::Tensor;
 use nabla_core::{Backend, DType, Result};

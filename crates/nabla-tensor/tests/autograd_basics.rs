@@ -74,13 +74,13 @@ fn integer_and_bool_values_are_never_differentiated() {
     let n = Tensor::from_vec(vec![1i64, 2], [2], &cpu).unwrap();
     let err = Tensor::var("n", n.clone()).unwrap_err();
     assert!(
-        err.to_string().contains("only float32 and float64"),
+        err.to_string().contains("only floating-point and complex"),
         "{err}"
     );
     let err = grad(|x: &T| x.sum_all())(&n).unwrap_err();
     assert!(
         err.to_string()
-            .starts_with("grad: only float32 and float64"),
+            .starts_with("grad: only floating-point and complex"),
         "{err}"
     );
     // Integer results of tracked values are not tracked.

@@ -150,3 +150,24 @@ fn traced_programs_agree_with_eager() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn half_variables_get_half_gradients() -> Result<()> {
+    let x = values(DType::F32)?.mul(0.1)?;
+    for dtype in HALVES {
+        let h = x.cast(dtype)?;
+        let g = grad(|v: &T| v.mul(3.0)?.exp()?.sum_all())(&h)?;
+        assert_eq!(g.dtype(), dtype);
+        // Each op rounds: 3 e^{3x} within a few half-precision steps.
+        for (a, v) in g
+            .cast(DType::F64)?
+            .to_vec::<f64>()?
+            .iter()
+            .zip(h.cast(DType::F64)?.to_vec::<f64>()?)
+        {
+            let want = 3.0 * (3.0 * v).exp();
+            assert!((a - want).abs() <= 0.02 * want, "{dtype:?}: {a} vs {want}");
+        }
+    }
+    Ok(())
+}

@@ -15,15 +15,15 @@ fn next_node_id() -> u64 {
     NEXT_NODE_ID.fetch_add(1, Ordering::Relaxed)
 }
 
-/// `true` for the dtypes a variable can have: real floats of at least single precision and complex.
+/// `true` for the dtypes a variable can have: real floats (half precision included: its ops compute
+/// in float32 and its gradients are rounded to it, as PyTorch's) and complex.
 fn is_differentiable_dtype(dtype: DType) -> bool {
-    (dtype.is_float() && !dtype.is_half()) || dtype.is_complex()
+    dtype.is_float() || dtype.is_complex()
 }
 
-/// `true` for the dtypes an op output is tracked in: the differentiable ones and half precision (which
-/// is reached from a float32 variable by a cast and carries its gradient back through it).
+/// `true` for the dtypes an op output is tracked in: the differentiable ones.
 fn is_tracked_dtype(dtype: DType) -> bool {
-    dtype.is_float() || dtype.is_complex()
+    is_differentiable_dtype(dtype)
 }
 
 /// One vertex of the derivative graph. Tensors hold an `Arc` to the node that produced them; a node
@@ -257,9 +257,9 @@ impl<B: Backend> Tensor<B> {
             return Err(Error::autodiff(
                 op,
                 format!(
-                    "only float32 and float64 (or complex64 and complex128) tensors can be \
-                     differentiated, got {} (shape {:?}); cast it to a float dtype first if a \
-                     derivative is really meant",
+                    "only floating-point and complex tensors (float16, bfloat16, float32, \
+                     float64, complex64, complex128) can be differentiated, got {} (shape {:?}); \
+                     cast it to a float dtype first if a derivative is really meant",
                     self.dtype(),
                     self.shape()
                 ),

@@ -130,8 +130,7 @@ impl TracingBackend {
         let index = self.lock().inputs.len();
         let v = self.record(TraceOp::Input { index }, &[], shape.clone(), dtype)?;
         let t = Tensor::from_storage(v, Layout::contiguous(shape), self)?;
-        // Half-precision inputs compute (in float32) but are not variables (see `Tensor::var`).
-        if (dtype.is_float() && !dtype.is_half()) || dtype.is_complex() {
+        if dtype.is_float() || dtype.is_complex() {
             Tensor::var(format!("input{index}"), t)
         } else {
             Ok(t)

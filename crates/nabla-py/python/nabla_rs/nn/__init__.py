@@ -146,6 +146,59 @@ class Module:
         for p in self.parameters():
             p.grad = None
 
+    def to(self, *args, **kwargs) -> "Module":
+        """Converts the floating-point parameters and buffers to a dtype, in place (the parameter
+        objects stay, so optimizers keep them), as ``torch.nn.Module.to``: ``to(dtype)``,
+        ``to(tensor)`` (its dtype), ``to("cpu")``, ``to(device=..., dtype=...)``."""
+        dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
+        kwargs.pop("non_blocking", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {', '.join(kwargs)}")
+        for arg in args:
+            if isinstance(arg, str):
+                device = arg
+            elif isinstance(arg, Tensor):
+                dtype = arg.dtype
+            else:
+                dtype = arg
+        if device not in (None, "cpu"):
+            raise ValueError(f"to: nabla's modules run on the CPU (device={device!r})")
+        if dtype is None:
+            return self
+        dtype = _nabla.dtype(dtype)
+        if not (dtype.is_floating_point or dtype.is_complex):
+            raise TypeError(f"nn.Module.to only accepts floating-point or complex dtypes, got {dtype}")
+        for m in self.modules():
+            m._convert(dtype)
+        return self
+
+    def _convert(self, dtype) -> None:
+        """This module's own floating-point parameters and buffers converted to ``dtype``."""
+        for store in (self._parameters, self._buffers):
+            for t in store.values():
+                if t is not None and t.dtype.is_floating_point and t.dtype != dtype:
+                    t._convert_in_place(dtype)
+
+    def float(self) -> "Module":
+        """``to(float32)``."""
+        return self.to(_nabla.float32)
+
+    def double(self) -> "Module":
+        """``to(float64)``."""
+        return self.to(_nabla.float64)
+
+    def half(self) -> "Module":
+        """``to(float16)``: the layers compute in float32 and round each result to float16."""
+        return self.to(_nabla.float16)
+
+    def bfloat16(self) -> "Module":
+        """``to(bfloat16)``: the layers compute in float32 and round each result to bfloat16."""
+        return self.to(_nabla.bfloat16)
+
+    def cpu(self) -> "Module":
+        """The module itself (nabla's modules are on the CPU)."""
+        return self
+
     def state_dict(self) -> Dict[str, Tensor]:
         """Parameters and buffers by dotted name, detached (PyTorch's names: ``0.weight``, ...)."""
         out = OrderedDict()
@@ -271,6 +324,12 @@ class _RustLayer(Module):
                 setattr(owner, part, child)
             owner = child
         return owner
+
+    def _convert(self, dtype) -> None:
+        super()._convert(dtype)
+        # The Rust layer binds tensors of its own dtype: build it again in the new one.
+        k = self._layer
+        object.__setattr__(self, "_layer", _RustKernel._unpickled(k.kind, k.values, dtype.name))
 
     def _tensor(self, name: str):
         *path, leaf = name.split(".")
