@@ -266,3 +266,52 @@ def test_multihead_attention_without_weights_runs_the_fused_attention_with_the_s
         g1 = nb.grad(lambda t: mha(t, t, t, attn_mask=mask)[0].sum())(x)
         g2 = nb.grad(lambda t: mha(t, t, t, need_weights=False, attn_mask=mask)[0].sum())(x)
         close(g2, g1, 1e-12)
+
+
+def test_module_backward_hooks_match_torch():
+    torch = pytest.importorskip("torch")
+
+    class Pair(nb.nn.Module):
+        def forward(self, a, b):
+            return a * b, a + b
+
+    class TorchPair(torch.nn.Module):
+        def forward(self, a, b):
+            return a * b, a + b
+
+    seen, seen_t = [], []
+    ours, theirs = Pair(), TorchPair()
+    ours.register_full_backward_pre_hook(lambda m, go: (go[0] * 2, go[1]))
+    theirs.register_full_backward_pre_hook(lambda m, go: (go[0] * 2, go[1]))
+    ours.register_full_backward_hook(lambda m, gi, go: seen.append([None if g is None else g.tolist() for g in gi + go]) or (gi[0] * 10, gi[1]))
+    theirs.register_full_backward_hook(lambda m, gi, go: seen_t.append([None if g is None else g.tolist() for g in gi + go]) or (gi[0] * 10, gi[1]))
+    a, b = nb.tensor([1.0, 2.0], requires_grad=True), nb.tensor([3.0, -1.0], requires_grad=True)
+    ta, tb = torch.tensor([1.0, 2.0], requires_grad=True), torch.tensor([3.0, -1.0], requires_grad=True)
+    p, q = ours(a * 1.0, b * 1.0)
+    tp, tq = theirs(ta * 1.0, tb * 1.0)
+    (p * nb.tensor([1.0, 2.0]) + q).sum().backward()
+    (tp * torch.tensor([1.0, 2.0]) + tq).sum().backward()
+    assert seen == seen_t
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy())
+    np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy())
+
+
+def test_backward_hook_on_a_layer_with_an_input_that_needs_no_gradient():
+    torch = pytest.importorskip("torch")
+    lin = nb.nn.Linear(3, 2)
+    ref = torch.nn.Linear(3, 2)
+    with torch.no_grad():
+        ref.weight.copy_(torch.tensor(lin.weight.numpy()))
+        ref.bias.copy_(torch.tensor(lin.bias.numpy()))
+    got, want = [], []
+    handle = lin.register_full_backward_hook(lambda m, gi, go: got.append((gi, go[0].tolist())))
+    ref.register_full_backward_hook(lambda m, gi, go: want.append((gi, go[0].tolist())))
+    x = np.ones((2, 3), np.float32)
+    (lin(nb.tensor(x)) ** 2).sum().backward()
+    (ref(torch.tensor(x)) ** 2).sum().backward()
+    assert got[0][0] == (None,) and want[0][0] == (None,)
+    np.testing.assert_allclose(got[0][1], want[0][1], rtol=1e-6)
+    np.testing.assert_allclose(lin.weight.grad.numpy(), ref.weight.grad.numpy(), rtol=1e-6)
+    handle.remove()
+    (lin(nb.tensor(x)) ** 2).sum().backward()
+    assert len(got) == 1

@@ -172,3 +172,17 @@ def test_bincount_unique_and_masked_fill_match_numpy():
     np.testing.assert_array_equal(g.numpy(), np.where([True, False], 0.0, 2 * t.numpy()))
     with pytest.raises(TypeError, match="bool"):
         t.masked_fill(nb.tensor([1, 0]), 0.0)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_unique_along_a_dim_matches_torch(dim):
+    torch = pytest.importorskip("torch")
+    x = np.array([[1, 2, 1, 2], [3, 0, 3, 0], [1, 2, 1, 2], [0, 5, 0, 5]])
+    ours = nb.unique(nb.tensor(x), dim=dim, return_inverse=True, return_counts=True)
+    theirs = torch.unique(torch.tensor(x), dim=dim, return_inverse=True, return_counts=True)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    f = np.array([[[0.5, 1.0], [0.5, 1.0]], [[-1.0, 2.0], [0.5, 1.0]]])
+    np.testing.assert_array_equal(nb.unique(nb.tensor(f), dim=2).numpy(), torch.unique(torch.tensor(f), dim=2).numpy())
+    with pytest.raises(IndexError, match="out of range"):
+        nb.unique(nb.tensor(x), dim=2)

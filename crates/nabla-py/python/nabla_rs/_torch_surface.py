@@ -73,15 +73,49 @@ def masked_fill(self, mask, value):
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
-    """``torch.unique`` over the flattened tensor: the sorted distinct values, with the inverse
-    indices (``input``'s shape) and the counts when asked."""
+    """``torch.unique``: the sorted distinct values of the flattened tensor, or with ``dim`` the
+    distinct slices along ``dim`` (in lexicographic order), with the inverse indices and the
+    counts when asked."""
     from ._array_api import unique_all
 
-    if dim is not None:
-        raise ValueError("unique: dim= is not supported; nabla finds the distinct elements of the flattened tensor")
-    values, _, inverse, counts = unique_all(input)
+    if dim is None:
+        values, _, inverse, counts = unique_all(input)
+    else:
+        values, inverse, counts = _unique_slices(_as_tensor(input), dim)
     extra = ([inverse] if return_inverse else []) + ([counts] if return_counts else [])
     return (values, *extra) if extra else values
+
+
+def _unique_slices(x, dim: int):
+    """The distinct slices of ``x`` along ``dim`` (sorted lexicographically), the index of each
+    slice's distinct one, and how often each occurs."""
+    if x.ndim == 0:
+        raise ValueError("unique: dim= needs a tensor of at least one dimension")
+    if not -x.ndim <= dim < x.ndim:
+        raise IndexError(f"unique: dim {dim} is out of range for {x.ndim} dimensions")
+    if x.dtype.is_complex:
+        raise TypeError("unique: complex slices have no order; dim= needs real or integer values")
+    dim %= x.ndim
+    moved = x.swapaxes(0, dim) if dim else x
+    n = moved.shape[0]
+    rows = moved.reshape(n, -1)
+    order = _nabla.arange(n, dtype=_nabla.int64)
+    # Lexicographic order: stable sorts by each column, the last column first.
+    for column in reversed(range(rows.shape[1])):
+        order = order[rows[order][:, column].argsort(0)]
+    ordered = rows[order]
+    if n == 0:
+        empty = _nabla.zeros(0, dtype=_nabla.int64)
+        return x, empty, empty
+    differs = (ordered[1:] != ordered[:-1]).any(1) if rows.shape[1] else _nabla.zeros(n - 1, dtype=_nabla.bool)
+    starts = _nabla.concatenate([_nabla.ones(1, dtype=_nabla.bool), differs])
+    group = starts.astype(_nabla.int64).cumsum(0) - 1
+    inverse = _nabla.zeros(n, dtype=_nabla.int64).index_add(0, order, group)
+    first = order[starts]
+    counts = bincount(group)
+    values = moved[first]
+    values = values.swapaxes(0, dim) if dim else values
+    return values, inverse, counts
 
 
 def bincount(input, weights=None, minlength=0):

@@ -63,6 +63,8 @@ class Module:
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
         object.__setattr__(self, "_forward_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_pre_hooks", OrderedDict())
 
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
@@ -95,7 +97,12 @@ class Module:
             changed = hook(self, args)
             if changed is not None:
                 args = changed if isinstance(changed, tuple) else (changed,)
-        output = self.forward(*args, **kwargs)
+        if self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks"):
+            from . import _backward_hooks
+
+            output = _backward_hooks.call(self, args, kwargs, self.forward)
+        else:
+            output = self.forward(*args, **kwargs)
         for hook in list(self.__dict__.get("_forward_hooks", {}).values()):
             changed = hook(self, args, output)
             if changed is not None:
@@ -111,6 +118,17 @@ class Module:
         """``hook(module, args, output)`` runs after each call; a value it returns replaces the
         output. Returns a handle whose ``remove()`` takes it off."""
         return RemovableHandle(self._forward_hooks, hook)
+
+    def register_full_backward_hook(self, hook) -> "RemovableHandle":
+        """``hook(module, grad_input, grad_output)`` runs when the gradients of the call's
+        positional tensor inputs are complete (``None`` for inputs that need none); a tuple it
+        returns replaces ``grad_input``. Returns a handle whose ``remove()`` takes it off."""
+        return RemovableHandle(self._backward_hooks, hook)
+
+    def register_full_backward_pre_hook(self, hook) -> "RemovableHandle":
+        """``hook(module, grad_output)`` runs when the gradients of the call's outputs are
+        complete; a tuple it returns replaces ``grad_output``."""
+        return RemovableHandle(self._backward_pre_hooks, hook)
 
     def named_modules(self, prefix: str = "") -> Iterator[Tuple[str, "Module"]]:
         yield prefix, self
