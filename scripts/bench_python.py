@@ -13,6 +13,9 @@ Workloads:
   tensors, written as a function of them (`nb.grad`, `torch.autograd.grad`), and `mlp_grad_jit` the
   same compiled (`nb.jit(nb.grad(loss))` against `jax.jit(jax.grad(loss))`); identical weights.
 
+`rust` compares the two training steps with the same steps written in Rust (nabla's
+`bench_training` example, when built).
+
 Run with the package installed (`bash scripts/test_python.sh` builds it into target/py-venv, or
 `maturin develop --release` in crates/nabla-py); PyTorch and JAX are compared when installed:
 
@@ -209,6 +212,26 @@ def jax_setup():
     return jax.__version__, measure
 
 
+def rust_setup():
+    """nabla's own Rust training steps (`crates/nabla/examples/bench_training.rs`, built with
+    `cargo build --release -p nabla --example bench_training`, or the binary named by
+    NABLA_BENCH_TRAINING): the same MLP and CNN steps, so `rust/nabla` is how close the Python
+    step comes to the Rust one (the goal: at least 1/1.3 = 0.77)."""
+    import json
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    binary = os.environ.get("NABLA_BENCH_TRAINING", os.path.join(root, "target", "release", "examples", "bench_training"))
+    if not os.path.exists(binary):
+        raise ImportError(f"{binary} is not built")
+
+    def step(workload: str) -> float:
+        out = subprocess.run([binary, "--workload", workload, "--steps", "30"], check=True, capture_output=True, text=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])["step_s"]
+
+    return "bench_training", lambda repeats: {"mlp_step_s": step("mlp"), "cnn_step_s": step("cnn")}
+
+
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--jax-worker":
         import json
@@ -219,9 +242,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json")
-    parser.add_argument("--peers", default="torch,jax", help="comma-separated peers to compare")
+    parser.add_argument("--peers", default="torch,jax,rust", help="comma-separated peers to compare (rust: nabla's Rust steps)")
     args = parser.parse_args()
-    setups = {"torch": torch_setup, "jax": jax_setup}
+    setups = {"torch": torch_setup, "jax": jax_setup, "rust": rust_setup}
     table = compare_rounds(
         lambda _: nabla_measure(args.repeats),
         {p: setups[p] for p in args.peers.split(",") if p},

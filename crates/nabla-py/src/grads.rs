@@ -19,6 +19,8 @@ pub struct GradSlot {
     grad: Mutex<Option<Eager>>,
     /// `hook(grad) -> grad or None`, by handle, in the order registered.
     hooks: Mutex<Vec<(u64, Py<PyAny>)>>,
+    /// `hook()`, run after each accumulation into `grad` (the Python side passes the tensor).
+    post_hooks: Mutex<Vec<(u64, Py<PyAny>)>>,
 }
 
 impl GradSlot {
@@ -32,17 +34,32 @@ impl GradSlot {
         *lock(&self.grad) = grad;
     }
 
-    /// Adds a gradient hook; returns its handle for [`GradSlot::remove_hook`].
-    pub fn add_hook(&self, hook: Py<PyAny>) -> u64 {
+    /// Adds a gradient hook (`post`: one run after accumulation); returns its handle for
+    /// [`GradSlot::remove_hook`].
+    pub fn add_hook(&self, hook: Py<PyAny>, post: bool) -> u64 {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        lock(&self.hooks).push((id, hook));
+        let list = if post { &self.post_hooks } else { &self.hooks };
+        lock(list).push((id, hook));
         id
     }
 
     /// Removes the hook with this handle (a removed or unknown handle is ignored, as PyTorch's).
     pub fn remove_hook(&self, id: u64) {
         lock(&self.hooks).retain(|(h, _)| *h != id);
+        lock(&self.post_hooks).retain(|(h, _)| *h != id);
+    }
+
+    /// Runs the post-accumulation hooks.
+    fn run_post_hooks(&self, py: Python<'_>) -> PyResult<()> {
+        let hooks: Vec<Py<PyAny>> = lock(&self.post_hooks)
+            .iter()
+            .map(|(_, h)| h.clone_ref(py))
+            .collect();
+        for hook in hooks {
+            hook.bind(py).call0()?;
+        }
+        Ok(())
     }
 
     /// `grad` after every hook: each gets the previous one's result and may return a replacement
@@ -116,12 +133,15 @@ pub fn accumulate(py: Python<'_>, grads: &Gradients<nabla_any::AnyBackend>) -> P
     // The registry is not held while hooks run: a hook may make tensors of its own.
     for (slot, g) in reached {
         let g = slot.run_hooks(py, g)?;
-        let mut held = lock(&slot.grad);
-        let sum = match held.take() {
-            Some(old) => old.add(&g).py()?,
-            None => g,
-        };
-        *held = Some(sum);
+        {
+            let mut held = lock(&slot.grad);
+            let sum = match held.take() {
+                Some(old) => old.add(&g).py()?,
+                None => g,
+            };
+            *held = Some(sum);
+        }
+        slot.run_post_hooks(py)?;
     }
     Ok(())
 }

@@ -218,11 +218,13 @@ impl PyTensor {
         Ok(())
     }
 
-    /// `_add_grad_hook(hook) -> handle`: runs `hook(grad)` on each gradient of this leaf before
-    /// it is added to `.grad` (PyTorch's `register_hook` on a leaf).
-    fn _add_grad_hook(&self, hook: Py<PyAny>) -> PyResult<u64> {
+    /// `_add_grad_hook(hook, post=False) -> handle`: runs `hook(grad)` on each gradient of this
+    /// leaf before it is added to `.grad` (PyTorch's `register_hook` on a leaf), or with `post`,
+    /// `hook()` after it was added (`register_post_accumulate_grad_hook`).
+    #[pyo3(signature = (hook, post = false))]
+    fn _add_grad_hook(&self, hook: Py<PyAny>, post: bool) -> PyResult<u64> {
         match &self.slot {
-            Some(slot) => Ok(slot.add_hook(hook)),
+            Some(slot) => Ok(slot.add_hook(hook, post)),
             None => Err(PyRuntimeError::new_err(
                 "register_hook: only a leaf tensor that requires grad takes a leaf hook",
             )),

@@ -396,3 +396,19 @@ def test_set_default_dtype():
     finally:
         nb.set_default_dtype(nb.float32)
     assert nb.tensor([1.5]).dtype == nb.float32 and nb.tensor(1j).dtype == nb.complex64
+
+
+def test_post_accumulate_grad_hook_matches_torch():
+    x, t = pair(np.array([1.0, 2.0]))
+    seen, seen_t = [], []
+    handle = x.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.tolist()))
+    t.register_post_accumulate_grad_hook(lambda p: seen_t.append(p.grad.tolist()))
+    for _ in range(2):
+        (x * x).sum().backward()
+        (t * t).sum().backward()
+    assert seen == seen_t == [[2.0, 4.0], [4.0, 8.0]]
+    handle.remove()
+    (x * x).sum().backward()
+    assert len(seen) == 2
+    with pytest.raises(RuntimeError, match="leaf"):
+        (x * 2).register_post_accumulate_grad_hook(lambda p: None)

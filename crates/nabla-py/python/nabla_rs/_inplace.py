@@ -272,6 +272,28 @@ def register_hook(self, hook):
     return RemovableHandle(lambda: state["hooks"].pop(handle, None))
 
 
+def register_post_accumulate_grad_hook(self, hook):
+    """Runs ``hook(tensor)`` after each ``backward`` added to this leaf's ``.grad`` (an optimizer
+    step per parameter, as PyTorch's); returns a handle whose ``remove()`` takes it off."""
+    if not (self.is_leaf and self.requires_grad):
+        raise RuntimeError("register_post_accumulate_grad_hook: only a leaf tensor that requires grad takes one")
+    owner = weakref.ref(self)
+
+    def call():
+        leaf = owner()
+        if leaf is not None:
+            hook(leaf)
+
+    handle = self._add_grad_hook(call, True)
+
+    def remove():
+        leaf = owner()
+        if leaf is not None:
+            leaf._remove_grad_hook(handle)
+
+    return RemovableHandle(remove)
+
+
 _rust_grad = Tensor.__dict__["grad"]
 
 
@@ -306,6 +328,7 @@ def _set_grad(self, value):
 
 
 METHODS["register_hook"] = register_hook
+METHODS["register_post_accumulate_grad_hook"] = register_post_accumulate_grad_hook
 METHODS["retain_grad"] = retain_grad
 METHODS["retains_grad"] = property(lambda self: _retaining(self) is not None, doc="Whether ``retain_grad`` was called on this computed tensor.")
 METHODS["grad"] = property(_get_grad, _set_grad, doc=_rust_grad.__doc__)

@@ -737,6 +737,10 @@ sees the gradient flowing through the uses of the tensor made after its first ho
 then stands for an identity op carrying its hooks), in ``backward``, ``grad``, ``vjp`` and the
 other reverse transforms."""
         ...
+    def register_post_accumulate_grad_hook(self, *args: Any, **kwargs: Any) -> Any:
+        """Runs ``hook(tensor)`` after each ``backward`` added to this leaf's ``.grad`` (an optimizer
+step per parameter, as PyTorch's); returns a handle whose ``remove()`` takes it off."""
+        ...
     def relu_(self, *args: Any, **kwargs: Any) -> Any:
         """In place: ``self`` becomes ``self.relu(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
