@@ -9,8 +9,8 @@ import threading
 from typing import Callable, Sequence
 
 from . import _nabla
-from ._pytree import tree_flatten, tree_unflatten
-from ._transforms import _as_tensor, vjp
+from ._pytree import tree_unflatten
+from ._transforms import _as_tensor, _split_nondiff, vjp
 
 
 class custom_jvp:
@@ -65,13 +65,7 @@ class custom_jvp:
             raise TypeError(f"{self.__name__}: call defjvp(rule) before using a custom_jvp function")
         if getattr(self._inside_rule, "depth", 0):
             return self.fun(*args)
-        nondiff = {i + len(args) if i < 0 else i for i in self.nondiff_argnums}
-        if any(not 0 <= i < len(args) for i in nondiff):
-            raise ValueError(f"{self.__name__}: nondiff_argnums {self.nondiff_argnums} out of range for {len(args)} arguments")
-        fixed = [args[i] for i in sorted(nondiff)]
-        diff_args = tuple(a for i, a in enumerate(args) if i not in nondiff)
-        leaves, in_def = tree_flatten(diff_args)
-        leaves = [_as_tensor(x) for x in leaves]
+        nondiff, fixed, _, leaves, in_def = _split_nondiff(self.__name__, self.nondiff_argnums, args)
 
         def primals_of(xs):
             it = iter(tree_unflatten(in_def, list(xs)))

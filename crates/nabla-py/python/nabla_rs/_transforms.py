@@ -377,6 +377,19 @@ class jit:
         return entry[0]
 
 
+def _split_nondiff(name: str, nondiff_argnums, args: tuple):
+    """A custom rule's arguments split by ``nondiff_argnums``: the positions not differentiated,
+    their values, the differentiated arguments, and those flattened to tensor leaves with their
+    tree structure."""
+    nondiff = {i + len(args) if i < 0 else i for i in nondiff_argnums}
+    if any(not 0 <= i < len(args) for i in nondiff):
+        raise ValueError(f"{name}: nondiff_argnums {tuple(nondiff_argnums)} out of range for {len(args)} arguments")
+    fixed = [args[i] for i in sorted(nondiff)]
+    diff_args = tuple(a for i, a in enumerate(args) if i not in nondiff)
+    leaves, in_def = tree_flatten(diff_args)
+    return nondiff, fixed, diff_args, [_as_tensor(x) for x in leaves], in_def
+
+
 class custom_vjp:
     """A function with its own reverse-mode rule, as ``jax.custom_vjp``: ``fwd(*args)`` returns
     ``(output, residuals)`` and ``bwd(residuals, cotangent)`` one cotangent (or ``None``) per
@@ -402,13 +415,7 @@ class custom_vjp:
             raise TypeError(f"{self.fun.__name__}: call defvjp(fwd, bwd) before using a custom_vjp function")
         if getattr(self._inside_fwd, "depth", 0):
             return self.fun(*args)
-        nondiff = {i + len(args) if i < 0 else i for i in self.nondiff_argnums}
-        if any(not 0 <= i < len(args) for i in nondiff):
-            raise ValueError(f"{self.fun.__name__}: nondiff_argnums {self.nondiff_argnums} out of range for {len(args)} arguments")
-        fixed = [args[i] for i in sorted(nondiff)]
-        diff_args = tuple(a for i, a in enumerate(args) if i not in nondiff)
-        leaves, in_def = tree_flatten(diff_args)
-        leaves = [_as_tensor(x) for x in leaves]
+        nondiff, fixed, diff_args, leaves, in_def = _split_nondiff(self.fun.__name__, self.nondiff_argnums, args)
         counts = [len(tree_flatten(a)[0]) for a in diff_args]
         cell = {}
 
