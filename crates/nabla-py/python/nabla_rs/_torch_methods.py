@@ -6,6 +6,7 @@ NumPy's ``axis=``/``keepdims=`` keep working beside them."""
 from __future__ import annotations
 
 import collections
+import inspect
 
 from . import _nabla
 from ._transforms import _as_tensor
@@ -221,6 +222,7 @@ def top_level_extremum(name: str, standard):
         return standard(x, **kwargs)
 
     extremum.__name__ = extremum.__qualname__ = name
+    extremum.__signature__ = inspect.signature(standard)  # the standard's, which tools read
     extremum.__doc__ = standard.__doc__ + (
         f" PyTorch's ``{name}(x, dim, keepdim=False)`` gives ``(values, indices)`` and "
         f"``{name}(x, other)`` the elementwise {name}imum."
