@@ -145,3 +145,51 @@ pub fn accumulate(py: Python<'_>, grads: &Gradients<nabla_any::AnyBackend>) -> P
     }
     Ok(())
 }
+
+/// `_autograd_grad(output, inputs, cotangent, create_graph)`: the gradients of `output` (seeded
+/// with `cotangent`, or 1 for one element) with respect to each tracked tensor of `inputs` (leaves
+/// or computed), `None` for one `output` does not depend on: `torch.autograd.grad`'s core. The graph
+/// is kept; with `create_graph` the gradients are tracked too.
+#[pyfunction]
+#[pyo3(signature = (output, inputs, cotangent, create_graph))]
+pub fn _autograd_grad(
+    py: Python<'_>,
+    output: &Bound<'_, PyAny>,
+    inputs: &Bound<'_, PyAny>,
+    cotangent: Option<&Bound<'_, PyAny>>,
+    create_graph: bool,
+) -> PyResult<Vec<Option<PyTensor>>> {
+    let mut values = vec![crate::convert::to_value(output, None)?];
+    let n_inputs = {
+        let xs = crate::transforms::read_values(inputs)?;
+        let n = xs.len();
+        values.extend(xs);
+        n
+    };
+    let seed = cotangent.is_some_and(|c| !c.is_none());
+    if let Some(c) = cotangent.filter(|c| !c.is_none()) {
+        values.push(crate::convert::to_value(c, None)?);
+    }
+    let ctx = nabla_tensor::AdContext::builder()
+        .create_graph(create_graph)
+        .build();
+    let grads: Vec<Option<crate::value::Value>> = match crate::value::unify(&values).py()? {
+        crate::value::Group::Eager(ts) => {
+            let (y, xs, c) = (&ts[0], &ts[1..=n_inputs], seed.then(|| &ts[n_inputs + 1]));
+            py.detach(|| ctx.vjp_reached(y, &xs.iter().collect::<Vec<_>>(), c))
+                .py()?
+                .into_iter()
+                .map(|g| g.map(crate::value::Value::Eager))
+                .collect()
+        }
+        crate::value::Group::Traced(ts) => {
+            let (y, xs, c) = (&ts[0], &ts[1..=n_inputs], seed.then(|| &ts[n_inputs + 1]));
+            ctx.vjp_reached(y, &xs.iter().collect::<Vec<_>>(), c)
+                .py()?
+                .into_iter()
+                .map(|g| g.map(crate::value::Value::Traced))
+                .collect()
+        }
+    };
+    Ok(grads.into_iter().map(|g| g.map(PyTensor::new)).collect())
+}

@@ -81,6 +81,7 @@ fn _nabla(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ops::_init_thread_pool, m)?)?;
     m.add_function(wrap_pyfunction!(ops::is_autocast_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(transforms::_vjp, m)?)?;
+    m.add_function(wrap_pyfunction!(grads::_autograd_grad, m)?)?;
     m.add_function(wrap_pyfunction!(transforms::_jvp, m)?)?;
     m.add_function(wrap_pyfunction!(transforms::_jacobian, m)?)?;
     m.add_function(wrap_pyfunction!(transforms::_vmap, m)?)?;

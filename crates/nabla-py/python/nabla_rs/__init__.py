@@ -332,7 +332,7 @@ def _to_device(self, device, /, *, stream=None):
 
 Tensor.to_device = _to_device
 
-from . import random, special  # noqa: E402, F401
+from . import autograd, random, special  # noqa: E402, F401
 
 # PyTorch's top-level spelling of every remaining tensor method: nb.softmax(x, 1), nb.gather(...).
 _NOT_FUNCTIONS = {"backward", "numpy", "tolist", "item", "cpu", "to", "to_device", "register_hook", "retain_grad", "size"}

@@ -1028,6 +1028,13 @@ class dtype:
 floats and complex numbers, then the width), the one every op with two operands applies."""
         ...
 
+def _autograd_grad(output, inputs, cotangent, create_graph) -> Any:
+    """`_autograd_grad(output, inputs, cotangent, create_graph)`: the gradients of `output` (seeded
+with `cotangent`, or 1 for one element) with respect to each tracked tensor of `inputs` (leaves
+or computed), `None` for one `output` does not depend on: `torch.autograd.grad`'s core. The graph
+is kept; with `create_graph` the gradients are tracked too."""
+    ...
+
 _binary_ops: list[str]
 
 def _checkpoint(f, inputs, captured) -> Any:

@@ -149,6 +149,30 @@ impl AdContext {
         self.pull("vjp", y, xs, Some(cotangent))
     }
 
+    /// [`AdContext::vjp_n`] with `None` for each of `xs` the reverse pass from `y` does not reach
+    /// (`y` does not depend on it), where `vjp_n` gives zeros: what `torch.autograd.grad` needs to
+    /// refuse or report unused inputs. `cotangent` may be `None` for a one-element `y`.
+    ///
+    /// ```
+    /// # use nabla_tensor::{AdContext, Tensor}; use nabla_cpu::CpuBackend;
+    /// let cpu = CpuBackend::new();
+    /// let x = Tensor::var("x", Tensor::from_vec(vec![2.0f64], [1], &cpu)?)?;
+    /// let unused = Tensor::var("u", Tensor::from_vec(vec![5.0f64], [1], &cpu)?)?;
+    /// let y = x.mul(&x)?.sum_all()?;
+    /// let g = AdContext::new().vjp_reached(&y, &[&x, &unused], None)?;
+    /// assert_eq!(g[0].as_ref().unwrap().to_vec::<f64>()?, vec![4.0]);
+    /// assert!(g[1].is_none());
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    pub fn vjp_reached<B: Backend>(
+        &self,
+        y: &Tensor<B>,
+        xs: &[&Tensor<B>],
+        cotangent: Option<&Tensor<B>>,
+    ) -> Result<Vec<Option<Tensor<B>>>> {
+        self.reached("vjp", y, xs, cotangent)
+    }
+
     /// The Jacobian-vector product `∂y/∂x · tangent` by forward mode, of `y`'s shape (`tangent` has
     /// `x`'s shape); zeros when `y` does not depend on `x`.
     pub fn jvp<B: Backend>(
@@ -209,7 +233,8 @@ impl AdContext {
         self.grad(&directional, x)
     }
 
-    /// Reverse pass from `y` (seeded with `cotangent`, or 1 for a one-element `y`) to `xs`.
+    /// Reverse pass from `y` (seeded with `cotangent`, or 1 for a one-element `y`) to `xs`; zeros
+    /// for the ones it does not reach.
     fn pull<B: Backend>(
         &self,
         op: &'static str,
@@ -217,6 +242,23 @@ impl AdContext {
         xs: &[&Tensor<B>],
         cotangent: Option<&Tensor<B>>,
     ) -> Result<Vec<Tensor<B>>> {
+        xs.iter()
+            .zip(self.reached(op, y, xs, cotangent)?)
+            .map(|(x, g)| match g {
+                Some(g) => Ok(g),
+                None => x.detach().zeros_like(),
+            })
+            .collect()
+    }
+
+    /// [`AdContext::pull`] with `None` for the inputs the pass does not reach.
+    fn reached<B: Backend>(
+        &self,
+        op: &'static str,
+        y: &Tensor<B>,
+        xs: &[&Tensor<B>],
+        cotangent: Option<&Tensor<B>>,
+    ) -> Result<Vec<Option<Tensor<B>>>> {
         let ids = xs
             .iter()
             .map(|x| tracked_id(op, x))
@@ -245,13 +287,15 @@ impl AdContext {
             }
             Vec::new()
         };
-        xs.iter()
-            .zip(&ids)
-            .map(|(x, id)| match found.iter().find(|(n, _)| n.id == *id) {
-                Some((_, g)) => Ok(g.clone()),
-                None => x.detach().zeros_like(),
+        Ok(ids
+            .iter()
+            .map(|id| {
+                found
+                    .iter()
+                    .find(|(n, _)| n.id == *id)
+                    .map(|(_, g)| g.clone())
             })
-            .collect()
+            .collect())
     }
 }
 
