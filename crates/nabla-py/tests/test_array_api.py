@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import nabla_rs as nb  # noqa: E402
+from finite_differences import central_differences  # noqa: E402
 
 
 class _NumpyReference:
@@ -608,15 +609,6 @@ GRADS = {
              lambda x: np.sum(np.linalg.pinv(x) * GW.T),
              lambda t, x: (t.linalg.pinv(x) * t.from_numpy(GW.T)).sum()),
 }
-
-
-def central_differences(f, x, h=1e-6):
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[i] = h
-        grad[i] = (f(x + step) - f(x - step)) / (2 * h)
-    return grad
 
 
 @pytest.mark.parametrize("name", list(GRADS))
