@@ -177,8 +177,10 @@ compare_methods! {
 impl<B: Backend> Tensor<B> {
     /// Applies a unary primitive.
     pub fn unary(&self, op: UnaryOp) -> Result<Self> {
-        if self.dtype().is_half() && op.output_dtype(nabla_core::DType::F32).is_some() {
-            return self.half_in_f32(|x| x.unary(op)).expect("a half tensor");
+        if op.output_dtype(nabla_core::DType::F32).is_some()
+            && let Some(out) = self.half_in_f32(|x| x.unary(op))
+        {
+            return out;
         }
         if op.output_dtype(self.dtype()).is_none() {
             return Err(Error::dtype(op.name(), self.dtype()));
@@ -237,9 +239,10 @@ impl<B: Backend> Tensor<B> {
     /// category, [`nabla_core::Scalar::result_type`]).
     pub fn binary(&self, op: BinaryOp, rhs: impl Operand<B>) -> Result<Self> {
         let (a, b) = self.prepare_pair(op.name(), rhs)?;
-        if a.dtype().is_half() && op.supports(nabla_core::DType::F32) {
-            let b = b.cast(nabla_core::DType::F32)?;
-            return a.half_in_f32(|x| x.binary(op, &b)).expect("a half tensor");
+        if op.supports(nabla_core::DType::F32)
+            && let Some(out) = a.half_in_f32(|x| x.binary(op, b.cast(nabla_core::DType::F32)?))
+        {
+            return out;
         }
         if !op.supports(a.dtype()) {
             return Err(Error::dtype(op.name(), a.dtype()));
@@ -278,9 +281,8 @@ impl<B: Backend> Tensor<B> {
     /// Applies a comparison with broadcasting; the result is bool.
     pub fn compare(&self, op: CompareOp, rhs: impl Operand<B>) -> Result<Self> {
         let (a, b) = self.prepare_pair(op.name(), rhs)?;
-        if a.dtype().is_half() {
-            let b = b.cast(nabla_core::DType::F32)?;
-            return a.half_in_f32(|x| x.compare(op, &b)).expect("a half tensor");
+        if let Some(out) = a.half_in_f32(|x| x.compare(op, b.cast(nabla_core::DType::F32)?)) {
+            return out;
         }
         if !op.supports(a.dtype()) {
             return Err(Error::dtype(op.name(), a.dtype()));

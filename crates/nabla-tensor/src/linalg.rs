@@ -41,11 +41,11 @@ impl<B: Backend> Tensor<B> {
                 .cast_to(dtype)?
                 .matmul_with(&rhs.cast_to(dtype)?, precision);
         }
-        if dtype.is_half() && matches!(precision, Precision::Full) {
-            let rhs = rhs.cast(nabla_core::DType::F32)?;
-            return self
-                .half_in_f32(|x| x.matmul_with(&rhs, precision))
-                .expect("a half tensor");
+        if matches!(precision, Precision::Full)
+            && let Some(out) =
+                self.half_in_f32(|x| x.matmul_with(&rhs.cast(nabla_core::DType::F32)?, precision))
+        {
+            return out;
         }
         precision.check_operand(OP, dtype)?;
         if self.rank() == 0 || rhs.rank() == 0 {
