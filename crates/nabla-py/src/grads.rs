@@ -173,23 +173,29 @@ pub fn _autograd_grad(
     let ctx = nabla_tensor::AdContext::builder()
         .create_graph(create_graph)
         .build();
-    let grads: Vec<Option<crate::value::Value>> = match crate::value::unify(&values).py()? {
-        crate::value::Group::Eager(ts) => {
-            let (y, xs, c) = (&ts[0], &ts[1..=n_inputs], seed.then(|| &ts[n_inputs + 1]));
-            py.detach(|| ctx.vjp_reached(y, &xs.iter().collect::<Vec<_>>(), c))
-                .py()?
-                .into_iter()
-                .map(|g| g.map(crate::value::Value::Eager))
-                .collect()
-        }
-        crate::value::Group::Traced(ts) => {
-            let (y, xs, c) = (&ts[0], &ts[1..=n_inputs], seed.then(|| &ts[n_inputs + 1]));
-            ctx.vjp_reached(y, &xs.iter().collect::<Vec<_>>(), c)
-                .py()?
-                .into_iter()
-                .map(|g| g.map(crate::value::Value::Traced))
-                .collect()
-        }
+    let grads = match crate::value::unify(&values).py()? {
+        crate::value::Group::Eager(ts) => py
+            .detach(|| reached(&ctx, &ts, n_inputs, seed))
+            .py()?
+            .into_iter()
+            .map(|g| g.map(crate::value::Value::Eager))
+            .collect::<Vec<_>>(),
+        crate::value::Group::Traced(ts) => reached(&ctx, &ts, n_inputs, seed)
+            .py()?
+            .into_iter()
+            .map(|g| g.map(crate::value::Value::Traced))
+            .collect(),
     };
     Ok(grads.into_iter().map(|g| g.map(PyTensor::new)).collect())
+}
+
+/// The gradients of `ts[0]` with respect to `ts[1..=n]` (seeded with `ts[n + 1]` when `seed`).
+fn reached<B: nabla_core::Backend>(
+    ctx: &nabla_tensor::AdContext,
+    ts: &[nabla_tensor::Tensor<B>],
+    n: usize,
+    seed: bool,
+) -> nabla_core::Result<Vec<Option<nabla_tensor::Tensor<B>>>> {
+    let xs: Vec<_> = ts[1..=n].iter().collect();
+    ctx.vjp_reached(&ts[0], &xs, seed.then(|| &ts[n + 1]))
 }

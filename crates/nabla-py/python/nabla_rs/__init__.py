@@ -259,11 +259,7 @@ def _setitem(self, key, value):
     value = tensor(value, dtype=work.dtype) if not isinstance(value, Tensor) else value.astype(work.dtype)
     flat = work.reshape(-1)
     value = value.broadcast_to(*target.shape).reshape(-1)
-    # The written elements are selected, not adjusted by a difference, so inf and NaN in the old
-    # values do not leak into the new ones and no precision is lost.
-    written = _nabla.zeros(count, dtype=int64).index_add(0, positions, _nabla.ones(positions.size, dtype=int64)) > 0
-    scattered = _nabla.zeros_like(flat).index_add(0, positions, value)
-    updated = _nabla.where(written, scattered, flat).reshape(shape)
+    updated = _torch_functions.place(flat, positions, value).reshape(shape)
     self._rebind(updated if dtype != bool_ else updated.astype(bool_))
 
 

@@ -138,7 +138,7 @@ _EXTRA = {
     "negative_": lambda self: -self,
     "clamp_": lambda self, min=None, max=None: self.clip(min, max),
     "clip_": lambda self, min=None, max=None: self.clip(min, max),
-    "relu_": lambda self: _nabla.maximum(self, _nabla.zeros((), dtype=self.dtype)),
+    "relu_": lambda self: _nabla.nn.relu(self),
     "zero_": lambda self: _replacing(self, _nabla.zeros_like(self)),
     "fill_": _fill,
     "copy_": _copy,
@@ -191,16 +191,26 @@ del _dunder, _method
 
 
 class RemovableHandle:
-    """Returned by ``register_hook``: ``remove()`` takes the hook off."""
+    """What the ``register_*hook`` methods return: ``remove()`` takes the hook off (also as a
+    ``with`` block's end). A hook kept in a Python dict is stored under the handle's ``id``; one
+    kept elsewhere (a leaf's gradient slot in Rust) is taken off by ``on_remove``."""
 
-    def __init__(self, remove):
-        self._remove = remove
+    _next_id = 0
+
+    def __init__(self, hooks=None, hook=None, *, on_remove=None):
+        RemovableHandle._next_id += 1
+        self.id = RemovableHandle._next_id
+        self._hooks, self._on_remove = hooks, on_remove
+        if hooks is not None:
+            hooks[self.id] = hook
 
     def remove(self) -> None:
         """Stops the hook from running (again)."""
-        if self._remove is not None:
-            self._remove()
-            self._remove = None
+        if self._hooks is not None:
+            self._hooks.pop(self.id, None)
+        if self._on_remove is not None:
+            self._on_remove()
+            self._on_remove = None
 
     def __enter__(self):
         return self
@@ -210,15 +220,15 @@ class RemovableHandle:
         return False
 
 
-def _checked(hook, g):
-    """``hook(g)``, or ``g`` when the hook returns ``None``; a replacement must keep the shape."""
-    out = hook(g)
-    if out is None:
-        return g
-    out = _as_tensor(out)
-    if tuple(out.shape) != tuple(g.shape):
-        raise RuntimeError(f"register_hook: the hook returned a gradient of shape {tuple(out.shape)} for one of shape {tuple(g.shape)}")
-    return out.astype(g.dtype)
+def replacement_gradient(what: str, new, old):
+    """What a gradient hook returned in place of ``old``: ``old`` for ``None``, else ``new`` (of
+    ``old``'s shape, in its dtype). The one rule of the Python hooks (``what`` names the kind)."""
+    if new is None or old is None:
+        return old if new is None else new
+    new = _as_tensor(new)
+    if tuple(new.shape) != tuple(old.shape):
+        raise RuntimeError(f"{what}: the hook returned a gradient of shape {tuple(new.shape)} for one of shape {tuple(old.shape)}")
+    return new.astype(old.dtype)
 
 
 _computed_hooks = {}
@@ -232,12 +242,12 @@ def _hooked(self) -> dict:
     state = _computed_hooks.get(key)
     if state is not None:
         return state
-    state = _computed_hooks[key] = {"hooks": {}, "retain": False, "grad": None, "next": 0}
+    state = _computed_hooks[key] = {"hooks": {}, "retain": False, "grad": None}
     weakref.finalize(self, _computed_hooks.pop, key, None)
 
     def reverse(inputs, output, g):
         for hook in list(state["hooks"].values()):
-            g = _checked(hook, g)
+            g = replacement_gradient("register_hook", hook(g), g)
         if state["retain"]:
             held = state["grad"]
             state["grad"] = g.detach() if held is None else held + g.detach()
@@ -265,11 +275,8 @@ def register_hook(self, hook):
             if leaf is not None:
                 leaf._remove_grad_hook(handle)
 
-        return RemovableHandle(remove)
-    state = _hooked(self)
-    handle = state["next"] = state["next"] + 1
-    state["hooks"][handle] = hook
-    return RemovableHandle(lambda: state["hooks"].pop(handle, None))
+        return RemovableHandle(on_remove=remove)
+    return RemovableHandle(_hooked(self)["hooks"], hook)
 
 
 def register_post_accumulate_grad_hook(self, hook):
@@ -291,7 +298,7 @@ def register_post_accumulate_grad_hook(self, hook):
         if leaf is not None:
             leaf._remove_grad_hook(handle)
 
-    return RemovableHandle(remove)
+    return RemovableHandle(on_remove=remove)
 
 
 _rust_grad = Tensor.__dict__["grad"]

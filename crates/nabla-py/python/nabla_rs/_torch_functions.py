@@ -164,11 +164,17 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     ordered = targets[order]
     last = _nabla.concatenate([ordered[1:] != ordered[:-1], _nabla.ones(1, dtype=_nabla.bool)])
     keep = order[last]
-    kept_targets = targets[keep]
-    flat = x.reshape(-1)
-    written = _nabla.zeros(flat.shape[0], dtype=_nabla.int64).index_add(0, kept_targets, _nabla.ones(kept_targets.shape[0], dtype=_nabla.int64)) > 0
-    placed = _nabla.zeros_like(flat).index_add(0, kept_targets, values[keep])
-    return _nabla.where(written, placed, flat).reshape(*x.shape)
+    return place(x.reshape(-1), targets[keep], values[keep]).reshape(*x.shape)
+
+
+def place(flat, positions, values):
+    """The 1-D ``flat`` with ``values`` at ``positions`` (distinct), differentiable in both. The
+    written elements are selected, not adjusted by a difference, so inf and NaN among the old
+    values do not leak into the new ones and no precision is lost."""
+    ones = _nabla.ones(positions.shape[0], dtype=_nabla.int64)
+    written = _nabla.zeros(flat.shape[0], dtype=_nabla.int64).index_add(0, positions, ones) > 0
+    placed = _nabla.zeros_like(flat).index_add(0, positions, values)
+    return _nabla.where(written, placed, flat)
 
 
 def _shape(size) -> tuple:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from . import _nabla
+from . import _array_api_elementwise, _nabla
 from ._transforms import _as_tensor
 
 _rust = _nabla.special
@@ -31,6 +31,7 @@ erf = _nabla.erf
 expit = _nabla.sigmoid
 expm1 = _nabla.expm1
 log1p = _nabla.log1p
+exp2 = _array_api_elementwise.exp2
 
 
 def logit(input, eps=None):
@@ -41,12 +42,6 @@ def logit(input, eps=None):
 def _floating(x):
     x = _as_tensor(x)
     return x if x.dtype.is_floating_point else x.astype(_nabla.float32)
-
-
-def exp2(input):
-    """``2 ** x``."""
-    x = _floating(input)
-    return _nabla.exp(x * math.log(2.0))
 
 
 def xlog1py(x, y):

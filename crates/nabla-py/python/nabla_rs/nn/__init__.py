@@ -11,6 +11,7 @@ from collections import OrderedDict
 from typing import Dict, Iterator, Tuple
 
 from .. import _arguments, _nabla
+from .._inplace import RemovableHandle  # noqa: F401 (nn.RemovableHandle, as torch.utils.hooks)
 from . import functional as F  # noqa: F401
 from . import functional, init, utils  # noqa: F401
 
@@ -28,29 +29,6 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
-
-
-class RemovableHandle:
-    """What ``register_forward_hook`` returns: ``remove()`` takes the hook off (also as a ``with``
-    block's end)."""
-
-    _next_id = 0
-
-    def __init__(self, hooks: "OrderedDict", hook):
-        RemovableHandle._next_id += 1
-        self.id = RemovableHandle._next_id
-        self._hooks = hooks
-        hooks[self.id] = hook
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-        return False
 
 
 class Module:
@@ -279,7 +257,9 @@ class _RustKernel:
         self.layer = _nabla.nn.Layer(kind, values, self.dtype)
 
     @classmethod
-    def _unpickled(cls, kind: str, values: dict, dtype) -> "_RustKernel":
+    def _without_drawing(cls, kind: str, values: dict, dtype) -> "_RustKernel":
+        """A kernel built leaving the global generator where it was (for unpickling and dtype
+        conversion, whose initial weights are replaced at once)."""
         state = _nabla.get_rng_state()
         try:
             return cls(kind, values, dtype)
@@ -290,7 +270,7 @@ class _RustKernel:
         return self
 
     def __reduce__(self):
-        return (_RustKernel._unpickled, (self.kind, self.values, self.dtype))
+        return (_RustKernel._without_drawing, (self.kind, self.values, self.dtype))
 
 
 class _RustLayer(Module):
@@ -347,7 +327,7 @@ class _RustLayer(Module):
         super()._convert(dtype)
         # The Rust layer binds tensors of its own dtype: build it again in the new one.
         k = self._layer
-        object.__setattr__(self, "_layer", _RustKernel._unpickled(k.kind, k.values, dtype.name))
+        object.__setattr__(self, "_layer", _RustKernel._without_drawing(k.kind, k.values, dtype.name))
 
     def _tensor(self, name: str):
         *path, leaf = name.split(".")

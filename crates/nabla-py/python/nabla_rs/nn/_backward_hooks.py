@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .. import _nabla
 from .._array_api_dtypes import result_type
+from .._inplace import replacement_gradient
 from .._pytree import tree_flatten, tree_unflatten
 from .._transforms import _as_tensor
 
@@ -43,10 +44,7 @@ def _checked(what: str, new, old):
     new = list(new) if isinstance(new, (tuple, list)) else [new]
     if len(new) != len(old):
         raise RuntimeError(f"{what}: the hook returned {len(new)} gradients for {len(old)}")
-    for n, o in zip(new, old):
-        if n is not None and o is not None and tuple(_as_tensor(n).shape) != tuple(o.shape):
-            raise RuntimeError(f"{what}: the hook returned a gradient of shape {tuple(_as_tensor(n).shape)} for one of shape {tuple(o.shape)}")
-    return [o if n is None else n for n, o in zip(new, old)]
+    return [replacement_gradient(what, n, o) for n, o in zip(new, old)]
 
 
 def call(module, args, kwargs, forward):
