@@ -2,12 +2,12 @@
 //! backend's cast kernel and the host conversions ([`HostData::cast`]) follow.
 //!
 //! A source element is widened losslessly to a [`Scalar`] (`f64` for every real float, `i64` for every
-//! integer, `Complex64`, or `bool`), and [`CastFrom`] narrows that to the destination type. After
-//! inlining the variant is known, so each of the 100 (source, destination) loops is a plain loop.
+//! integer that fits it and `u64` above, `Complex64`, or `bool`), and [`CastFrom`] narrows that to the destination type. After
+//! inlining the variant is known, so each of the 225 (source, destination) loops is a plain loop.
 //!
 //! The rules:
 //! - float to integer truncates toward zero and saturates at the integer range, NaN gives 0 (Rust `as`;
-//!   NumPy leaves out-of-range values undefined). A negative float cast to `uint8` therefore gives 0
+//!   NumPy leaves out-of-range values undefined). A negative float cast to an unsigned type therefore gives 0
 //!   (`-1.0 -> 0`), whereas an integer wraps (`-1 -> 255`);
 //! - integer to integer wraps (two's complement), integer to float rounds to nearest;
 //! - to `bool`: non-zero (NaN counts as non-zero) is `true`; `bool` to a number gives 0 or 1;
@@ -43,16 +43,16 @@ pub(crate) fn f64_to_f32_odd(v: f64) -> f32 {
     })
 }
 
-/// [`f64_to_f32_odd`] for integers.
+/// [`f64_to_f32_odd`] for integers (every `i64` and `u64` value fits an `i128`).
 #[inline(always)]
-pub(crate) fn i64_to_f32_odd(v: i64) -> f32 {
+pub(crate) fn int_to_f32_odd(v: i128) -> f32 {
     let f = v as f32;
     let back = f as i128;
-    if back == v as i128 || f.to_bits() & 1 == 1 {
+    if back == v || f.to_bits() & 1 == 1 {
         return f;
     }
     let bits = f.to_bits();
-    f32::from_bits(if back.abs() < (v as i128).abs() {
+    f32::from_bits(if back.abs() < v.abs() {
         bits + 1
     } else {
         bits - 1
@@ -67,6 +67,7 @@ macro_rules! cast_float {
                 match s {
                     Scalar::F64(v) => v as $t,
                     Scalar::I64(v) => v as $t,
+                    Scalar::U64(v) => v as $t,
                     Scalar::Bool(b) => b as u8 as $t,
                     Scalar::C128(c) => c.re as $t,
                 }
@@ -83,7 +84,8 @@ macro_rules! cast_half {
             fn cast_from(s: Scalar) -> Self {
                 match s {
                     Scalar::F64(v) => <$t>::from_f32(f64_to_f32_odd(v)),
-                    Scalar::I64(v) => <$t>::from_f32(i64_to_f32_odd(v)),
+                    Scalar::I64(v) => <$t>::from_f32(int_to_f32_odd(v as i128)),
+                    Scalar::U64(v) => <$t>::from_f32(int_to_f32_odd(v as i128)),
                     Scalar::Bool(b) => if b { <$t>::ONE } else { <$t>::ZERO },
                     Scalar::C128(c) => <$t>::from_f32(f64_to_f32_odd(c.re)),
                 }
@@ -101,6 +103,7 @@ macro_rules! cast_complex {
                 match s {
                     Scalar::F64(v) => <$t>::new(v as $part, 0.0),
                     Scalar::I64(v) => <$t>::new(v as $part, 0.0),
+                    Scalar::U64(v) => <$t>::new(v as $part, 0.0),
                     Scalar::Bool(b) => <$t>::new(b as u8 as $part, 0.0),
                     Scalar::C128(c) => <$t>::new(c.re as $part, c.im as $part),
                 }
@@ -118,6 +121,7 @@ macro_rules! cast_int {
                 match s {
                     Scalar::F64(v) => v as $t,
                     Scalar::I64(v) => v as $t,
+                    Scalar::U64(v) => v as $t,
                     Scalar::Bool(b) => b as $t,
                     Scalar::C128(c) => c.re as $t,
                 }
@@ -125,7 +129,7 @@ macro_rules! cast_int {
         }
     )*};
 }
-cast_int!(i32, i64, u8);
+crate::for_int_types!(cast_int);
 
 impl CastFrom for bool {
     #[inline(always)]
@@ -133,6 +137,7 @@ impl CastFrom for bool {
         match s {
             Scalar::F64(v) => v != 0.0,
             Scalar::I64(v) => v != 0,
+            Scalar::U64(v) => v != 0,
             Scalar::Bool(b) => b,
             Scalar::C128(c) => c.re != 0.0 || c.im != 0.0,
         }
@@ -243,10 +248,10 @@ mod tests {
         assert_eq!(f64_to_f32_odd(1e-300).to_bits(), 1);
         assert_eq!(f64_to_f32_odd(f64::INFINITY), f32::INFINITY);
         assert_eq!(
-            i64_to_f32_odd((1 << 30) + 1).to_bits(),
+            int_to_f32_odd((1 << 30) + 1).to_bits(),
             ((1u32 << 30) as f32).to_bits() + 1
         );
-        assert_eq!(i64_to_f32_odd(i64::MIN), i64::MIN as f32);
-        assert_eq!(i64_to_f32_odd(7), 7.0);
+        assert_eq!(int_to_f32_odd(i64::MIN as i128), i64::MIN as f32);
+        assert_eq!(int_to_f32_odd(7), 7.0);
     }
 }

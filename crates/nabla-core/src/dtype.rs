@@ -27,38 +27,65 @@ pub enum DType {
     C64,
     /// Complex number with two `f64` parts.
     C128,
+    /// 8-bit signed integer.
+    I8,
+    /// 16-bit signed integer.
+    I16,
     /// 32-bit signed integer.
     I32,
     /// 64-bit signed integer.
     I64,
     /// 8-bit unsigned integer.
     U8,
+    /// 16-bit unsigned integer.
+    U16,
+    /// 32-bit unsigned integer.
+    U32,
+    /// 64-bit unsigned integer.
+    U64,
     /// Boolean.
     Bool,
 }
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 10] = [
+    pub const ALL: [DType; 15] = [
         DType::F16,
         DType::BF16,
         DType::F32,
         DType::F64,
         DType::C64,
         DType::C128,
+        DType::I8,
+        DType::I16,
         DType::I32,
         DType::I64,
         DType::U8,
+        DType::U16,
+        DType::U32,
+        DType::U64,
         DType::Bool,
+    ];
+
+    /// Every integer dtype (bool excluded), signed then unsigned, narrow to wide.
+    pub const INTEGERS: [DType; 8] = [
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::U16,
+        DType::U32,
+        DType::U64,
     ];
 
     /// Bytes per element.
     pub fn size_in_bytes(self) -> usize {
         match self {
-            DType::U8 | DType::Bool => 1,
-            DType::F16 | DType::BF16 => 2,
-            DType::F32 | DType::I32 => 4,
-            DType::F64 | DType::I64 | DType::C64 => 8,
+            DType::I8 | DType::U8 | DType::Bool => 1,
+            DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
+            DType::F32 | DType::I32 | DType::U32 => 4,
+            DType::F64 | DType::I64 | DType::U64 | DType::C64 => 8,
             DType::C128 => 16,
         }
     }
@@ -72,9 +99,14 @@ impl DType {
             DType::F64 => "float64",
             DType::C64 => "complex64",
             DType::C128 => "complex128",
+            DType::I8 => "int8",
+            DType::I16 => "int16",
             DType::I32 => "int32",
             DType::I64 => "int64",
             DType::U8 => "uint8",
+            DType::U16 => "uint16",
+            DType::U32 => "uint32",
+            DType::U64 => "uint64",
             DType::Bool => "bool",
         }
     }
@@ -88,9 +120,14 @@ impl DType {
             DType::F64 => "f64",
             DType::C64 => "c64",
             DType::C128 => "c128",
+            DType::I8 => "i8",
+            DType::I16 => "i16",
             DType::I32 => "i32",
             DType::I64 => "i64",
             DType::U8 => "u8",
+            DType::U16 => "u16",
+            DType::U32 => "u32",
+            DType::U64 => "u64",
             DType::Bool => "bool",
         }
     }
@@ -104,9 +141,14 @@ impl DType {
             "float64" | "f64" | "double" => DType::F64,
             "complex64" | "c64" => DType::C64,
             "complex128" | "c128" => DType::C128,
+            "int8" | "i8" => DType::I8,
+            "int16" | "i16" | "short" => DType::I16,
             "int32" | "i32" => DType::I32,
             "int64" | "i64" | "long" => DType::I64,
             "uint8" | "u8" => DType::U8,
+            "uint16" | "u16" => DType::U16,
+            "uint32" | "u32" => DType::U32,
+            "uint64" | "u64" => DType::U64,
             "bool" => DType::Bool,
             _ => return None,
         })
@@ -130,7 +172,24 @@ impl DType {
 
     /// `true` for integer types (bool excluded).
     pub fn is_int(self) -> bool {
-        matches!(self, DType::I32 | DType::I64 | DType::U8)
+        self.is_signed_int() || self.is_unsigned_int()
+    }
+
+    /// `true` for the signed integer types.
+    pub fn is_signed_int(self) -> bool {
+        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64)
+    }
+
+    /// `true` for the unsigned integer types.
+    pub fn is_unsigned_int(self) -> bool {
+        matches!(self, DType::U8 | DType::U16 | DType::U32 | DType::U64)
+    }
+
+    /// The signed integer type of `bytes` bytes (1, 2, 4 or 8).
+    fn signed_of_size(bytes: usize) -> Option<DType> {
+        DType::INTEGERS
+            .into_iter()
+            .find(|d| d.is_signed_int() && d.size_in_bytes() == bytes)
     }
 
     /// `true` for the boolean type.
@@ -183,9 +242,14 @@ impl DType {
             DType::F16
             | DType::BF16
             | DType::F32
+            | DType::I8
+            | DType::I16
             | DType::I32
             | DType::I64
             | DType::U8
+            | DType::U16
+            | DType::U32
+            | DType::U64
             | DType::Bool => Some(DType::F32),
             DType::C64 | DType::C128 => None,
         }
@@ -195,23 +259,33 @@ impl DType {
     pub fn category(self) -> u8 {
         match self {
             DType::Bool => 0,
-            DType::U8 | DType::I32 | DType::I64 => 1,
+            DType::I8
+            | DType::I16
+            | DType::I32
+            | DType::I64
+            | DType::U8
+            | DType::U16
+            | DType::U32
+            | DType::U64 => 1,
             DType::F16 | DType::BF16 | DType::F32 | DType::F64 => 2,
             DType::C64 | DType::C128 => 3,
         }
     }
 
-    /// The order of a dtype within its category (wider is larger; `f16` and `bf16` tie).
-    fn width(self) -> u8 {
-        match self {
-            DType::Bool => 0,
-            DType::U8 => 1,
-            DType::I32 => 2,
-            DType::I64 => 3,
-            DType::F16 | DType::BF16 => 4,
-            DType::F32 | DType::C64 => 5,
-            DType::F64 | DType::C128 => 6,
+    /// The order of a dtype within its category (wider is larger; `f16` and `bf16` tie, and a complex
+    /// type ranks with its parts).
+    fn width(self) -> usize {
+        self.real().size_in_bytes()
+    }
+
+    /// The type two integer types of different signedness combine to: the signed one when it is
+    /// wider, else the signed type twice the unsigned one's width; `uint64` with a signed type has no
+    /// integer type holding both and gives `float64`, as in NumPy and JAX.
+    fn promote_mixed_sign(unsigned: DType, signed: DType) -> DType {
+        if signed.size_in_bytes() > unsigned.size_in_bytes() {
+            return signed;
         }
+        DType::signed_of_size(2 * unsigned.size_in_bytes()).unwrap_or(DType::F64)
     }
 
     /// The dtype two tensors of these dtypes combine to, PyTorch's promotion (`torch.promote_types`;
@@ -219,9 +293,17 @@ impl DType {
     /// float < complex), then the wider type; `f16` with `bf16` gives `f32`; a float with a complex
     /// type gives the complex type wide enough for both (`f64` with `complex64` is `complex128`).
     ///
+    /// Integers of one signedness give the wider; a signed and an unsigned type give the signed type
+    /// that holds both (`int8` with `uint8` is `int16`, `int32` with `uint32` is `int64`), and
+    /// `uint64` with a signed type gives `float64` (NumPy's and JAX's rule; PyTorch refuses these
+    /// pairs).
+    ///
     /// | | bool | u8 | i32 | i64 | f16 | bf16 | f32 | f64 | c64 | c128 |
     /// |---|---|---|---|---|---|---|---|---|---|---|
+    /// | **i8** | i8 | i16 | i32 | i64 | f16 | bf16 | f32 | f64 | c64 | c128 |
     /// | **u8** | u8 | u8 | i32 | i64 | f16 | bf16 | f32 | f64 | c64 | c128 |
+    /// | **u32** | u32 | u32 | i64 | i64 | f16 | bf16 | f32 | f64 | c64 | c128 |
+    /// | **u64** | u64 | u64 | f64 | f64 | f16 | bf16 | f32 | f64 | c64 | c128 |
     /// | **i64** | i64 | i64 | i64 | i64 | f16 | bf16 | f32 | f64 | c64 | c128 |
     /// | **f16** | f16 | f16 | f16 | f16 | f16 | f32 | f32 | f64 | c64 | c128 |
     /// | **f32** | f32 | f32 | f32 | f32 | f32 | f32 | f32 | f64 | c64 | c128 |
@@ -235,6 +317,8 @@ impl DType {
     /// assert_eq!(DType::F64.promote(DType::C64), DType::C128);
     /// assert_eq!(DType::F16.promote(DType::BF16), DType::F32);
     /// assert_eq!(DType::Bool.promote(DType::U8), DType::U8);
+    /// assert_eq!(DType::I8.promote(DType::U8), DType::I16);
+    /// assert_eq!(DType::U64.promote(DType::I8), DType::F64);
     /// ```
     pub fn promote(self, other: DType) -> DType {
         if self == other {
@@ -245,6 +329,13 @@ impl DType {
             (DType::F16, DType::BF16) | (DType::BF16, DType::F16)
         ) {
             return DType::F32;
+        }
+        match (self.is_unsigned_int(), other.is_unsigned_int()) {
+            (true, false) if other.is_signed_int() => {
+                return DType::promote_mixed_sign(self, other);
+            }
+            (false, true) if self.is_signed_int() => return DType::promote_mixed_sign(other, self),
+            _ => {}
         }
         let (high, low) = if (self.category(), self.width()) >= (other.category(), other.width()) {
             (self, other)

@@ -57,12 +57,22 @@ pub enum HostData {
     C64(Vec<Complex32>),
     /// `Complex<f64>` values.
     C128(Vec<Complex64>),
+    /// `i8` values.
+    I8(Vec<i8>),
+    /// `i16` values.
+    I16(Vec<i16>),
     /// `i32` values.
     I32(Vec<i32>),
     /// `i64` values.
     I64(Vec<i64>),
     /// `u8` values.
     U8(Vec<u8>),
+    /// `u16` values.
+    U16(Vec<u16>),
+    /// `u32` values.
+    U32(Vec<u32>),
+    /// `u64` values.
+    U64(Vec<u64>),
     /// `bool` values.
     Bool(Vec<bool>),
 }
@@ -79,9 +89,14 @@ macro_rules! with_host_data {
             $crate::HostData::F64($v) => $body,
             $crate::HostData::C64($v) => $body,
             $crate::HostData::C128($v) => $body,
+            $crate::HostData::I8($v) => $body,
+            $crate::HostData::I16($v) => $body,
             $crate::HostData::I32($v) => $body,
             $crate::HostData::I64($v) => $body,
             $crate::HostData::U8($v) => $body,
+            $crate::HostData::U16($v) => $body,
+            $crate::HostData::U32($v) => $body,
+            $crate::HostData::U64($v) => $body,
             $crate::HostData::Bool($v) => $body,
         }
     };
@@ -90,18 +105,7 @@ macro_rules! with_host_data {
 impl HostData {
     /// The dtype of the values.
     pub fn dtype(&self) -> DType {
-        match self {
-            HostData::F16(_) => DType::F16,
-            HostData::BF16(_) => DType::BF16,
-            HostData::F32(_) => DType::F32,
-            HostData::F64(_) => DType::F64,
-            HostData::C64(_) => DType::C64,
-            HostData::C128(_) => DType::C128,
-            HostData::I32(_) => DType::I32,
-            HostData::I64(_) => DType::I64,
-            HostData::U8(_) => DType::U8,
-            HostData::Bool(_) => DType::Bool,
-        }
+        self.as_slice().dtype()
     }
 
     /// Number of elements.
@@ -154,12 +158,22 @@ pub enum HostSlice<'a> {
     C64(&'a [Complex32]),
     /// `Complex<f64>` values.
     C128(&'a [Complex64]),
+    /// `i8` values.
+    I8(&'a [i8]),
+    /// `i16` values.
+    I16(&'a [i16]),
     /// `i32` values.
     I32(&'a [i32]),
     /// `i64` values.
     I64(&'a [i64]),
     /// `u8` values.
     U8(&'a [u8]),
+    /// `u16` values.
+    U16(&'a [u16]),
+    /// `u32` values.
+    U32(&'a [u32]),
+    /// `u64` values.
+    U64(&'a [u64]),
     /// `bool` values.
     Bool(&'a [bool]),
 }
@@ -175,9 +189,14 @@ macro_rules! with_host_slice {
             $crate::HostSlice::F64($v) => $body,
             $crate::HostSlice::C64($v) => $body,
             $crate::HostSlice::C128($v) => $body,
+            $crate::HostSlice::I8($v) => $body,
+            $crate::HostSlice::I16($v) => $body,
             $crate::HostSlice::I32($v) => $body,
             $crate::HostSlice::I64($v) => $body,
             $crate::HostSlice::U8($v) => $body,
+            $crate::HostSlice::U16($v) => $body,
+            $crate::HostSlice::U32($v) => $body,
+            $crate::HostSlice::U64($v) => $body,
             $crate::HostSlice::Bool($v) => $body,
         }
     };
@@ -249,6 +268,14 @@ macro_rules! dispatch_dtype {
                 type $T = $crate::num_complex::Complex64;
                 $body
             }
+            $crate::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::DType::I16 => {
+                type $T = i16;
+                $body
+            }
             $crate::DType::I32 => {
                 type $T = i32;
                 $body
@@ -261,11 +288,76 @@ macro_rules! dispatch_dtype {
                 type $T = u8;
                 $body
             }
+            $crate::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::DType::U64 => {
+                type $T = u64;
+                $body
+            }
             $crate::DType::Bool => {
                 type $T = bool;
                 $body
             }
         }
+    };
+}
+
+/// Runs `$body` with the type alias `$T` set to the element type of the integer dtype `$dtype`, or
+/// evaluates `$otherwise` when `$dtype` is not an integer dtype. The one list of integer element types
+/// that kernels are instantiated over.
+#[macro_export]
+macro_rules! dispatch_int {
+    ($dtype:expr, $T:ident => $body:expr, _ => $otherwise:expr) => {
+        match $dtype {
+            $crate::DType::I8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::DType::I16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DType::U16 => {
+                type $T = u16;
+                $body
+            }
+            $crate::DType::U32 => {
+                type $T = u32;
+                $body
+            }
+            $crate::DType::U64 => {
+                type $T = u64;
+                $body
+            }
+            _ => $otherwise,
+        }
+    };
+}
+
+/// Invokes the macro `$callback` with the integer element types (`i8, i16, i32, i64, u8, u16, u32,
+/// u64`), so that a trait is implemented for every integer type from one list.
+#[macro_export]
+macro_rules! for_int_types {
+    ($callback:ident) => {
+        $callback!(i8, i16, i32, i64, u8, u16, u32, u64);
     };
 }
 
@@ -358,16 +450,26 @@ macro_rules! element_int {
                     Scalar::C128(c) => c.re as $t,
                     // Integers wrap, as in NumPy's astype.
                     Scalar::I64(v) => v as $t,
+                    Scalar::U64(v) => v as $t,
                     Scalar::Bool(b) => b as $t,
                 }
             }
             fn to_scalar(self) -> Scalar {
-                Scalar::I64(self as i64)
+                Scalar::integer(self as i128)
             }
         }
     )*};
 }
-element_int!(i32 => I32, i64 => I64, u8 => U8);
+element_int!(
+    i8 => I8,
+    i16 => I16,
+    i32 => I32,
+    i64 => I64,
+    u8 => U8,
+    u16 => U16,
+    u32 => U32,
+    u64 => U64
+);
 
 impl Element for bool {
     element_common!(bool, Bool);
@@ -387,6 +489,10 @@ mod tests {
     fn casting_follows_numpy() {
         assert_eq!(i32::from_scalar(Scalar::F64(-2.7)), -2);
         assert_eq!(u8::from_scalar(Scalar::I64(257)), 1);
+        assert_eq!(i8::from_scalar(Scalar::I64(200)), -56);
+        assert_eq!(u64::MAX.to_scalar(), Scalar::U64(u64::MAX));
+        assert_eq!(u64::from_scalar(Scalar::I64(-1)), u64::MAX);
+        assert_eq!(u16::from_scalar(Scalar::U64(u64::MAX)), u16::MAX);
         assert!(bool::from_scalar(Scalar::F64(0.1)));
         assert_eq!(f16::from_scalar(Scalar::F64(1.5)).to_f64(), 1.5);
         assert_eq!(

@@ -21,6 +21,8 @@ pub enum Scalar {
     C128(Complex64),
     /// An integer.
     I64(i64),
+    /// An integer above `i64::MAX` (only `uint64` values need it; smaller ones are [`Scalar::I64`]).
+    U64(u64),
     /// A boolean.
     Bool(bool),
 }
@@ -44,7 +46,7 @@ impl Scalar {
     pub fn result_type(self, dtype: DType) -> DType {
         let category = match self {
             Scalar::Bool(_) => 0,
-            Scalar::I64(_) => 1,
+            Scalar::I64(_) | Scalar::U64(_) => 1,
             Scalar::F64(_) => 2,
             Scalar::C128(_) => 3,
         };
@@ -52,6 +54,7 @@ impl Scalar {
             return dtype;
         }
         match (category, dtype) {
+            (1, _) if matches!(self, Scalar::U64(_)) => DType::U64,
             (1, _) => DType::I64,
             (2, _) => DType::F32,
             (_, DType::F64) => DType::C128,
@@ -65,17 +68,45 @@ impl Scalar {
             Scalar::F64(v) => v,
             Scalar::C128(c) => c.re,
             Scalar::I64(v) => v as f64,
+            Scalar::U64(v) => v as f64,
             Scalar::Bool(b) => b as u8 as f64,
         }
     }
 
-    /// The value as `i64` (truncating floats, saturating at the `i64` range; NaN maps to 0).
+    /// The integer `v` as [`Scalar::I64`] when it fits, else as [`Scalar::U64`] (wrapping above
+    /// `u64::MAX`, which no element type reaches).
+    pub fn integer(v: i128) -> Scalar {
+        match i64::try_from(v) {
+            Ok(v) => Scalar::I64(v),
+            Err(_) => Scalar::U64(v as u64),
+        }
+    }
+
+    /// The value as `i64` (truncating floats and saturating at the `i64` range; NaN maps to 0).
     pub fn to_i64(self) -> i64 {
         match self {
             Scalar::F64(v) => v as i64,
             Scalar::C128(c) => c.re as i64,
             Scalar::I64(v) => v,
+            Scalar::U64(v) => i64::try_from(v).unwrap_or(i64::MAX),
             Scalar::Bool(b) => b as i64,
+        }
+    }
+
+    /// The value when it is an integer (`true` and `false` as 1 and 0); `None` for real and complex
+    /// numbers.
+    ///
+    /// ```
+    /// use nabla_core::Scalar;
+    /// assert_eq!(Scalar::from(u64::MAX).as_integer(), Some(u64::MAX as i128));
+    /// assert_eq!(Scalar::F64(1.0).as_integer(), None);
+    /// ```
+    pub fn as_integer(self) -> Option<i128> {
+        match self {
+            Scalar::I64(v) => Some(v.into()),
+            Scalar::U64(v) => Some(v.into()),
+            Scalar::Bool(b) => Some(b.into()),
+            Scalar::F64(_) | Scalar::C128(_) => None,
         }
     }
 
@@ -93,16 +124,19 @@ impl Scalar {
             Scalar::F64(v) => v != 0.0,
             Scalar::C128(c) => c.re != 0.0 || c.im != 0.0,
             Scalar::I64(v) => v != 0,
+            Scalar::U64(v) => v != 0,
             Scalar::Bool(b) => b,
         }
     }
 
-    /// The dtype a literal of this kind gets by default (`F64`, `C128`, `I64` or `Bool`).
+    /// The dtype a literal of this kind gets by default (`F64`, `C128`, `I64`, `U64` for an integer
+    /// above `i64::MAX`, or `Bool`).
     pub fn natural_dtype(self) -> DType {
         match self {
             Scalar::F64(_) => DType::F64,
             Scalar::C128(_) => DType::C128,
             Scalar::I64(_) => DType::I64,
+            Scalar::U64(_) => DType::U64,
             Scalar::Bool(_) => DType::Bool,
         }
     }
@@ -115,7 +149,18 @@ macro_rules! scalar_from {
         }
     )*};
 }
-scalar_from!(f64 => F64 as f64, f32 => F64 as f64, i64 => I64 as i64, i32 => I64 as i64, u8 => I64 as i64, usize => I64 as i64);
+scalar_from!(f64 => F64 as f64, f32 => F64 as f64, i64 => I64 as i64, i32 => I64 as i64, i16 => I64 as i64, i8 => I64 as i64, u8 => I64 as i64, u16 => I64 as i64, u32 => I64 as i64);
+
+impl From<u64> for Scalar {
+    fn from(v: u64) -> Self {
+        Scalar::integer(v as i128)
+    }
+}
+impl From<usize> for Scalar {
+    fn from(v: usize) -> Self {
+        Scalar::integer(v as i128)
+    }
+}
 
 impl From<bool> for Scalar {
     fn from(v: bool) -> Self {
@@ -149,6 +194,7 @@ impl fmt::Display for Scalar {
             Scalar::F64(v) => write!(f, "{v}"),
             Scalar::C128(c) => write!(f, "{}{:+}j", c.re, c.im),
             Scalar::I64(v) => write!(f, "{v}"),
+            Scalar::U64(v) => write!(f, "{v}"),
             Scalar::Bool(b) => write!(f, "{b}"),
         }
     }

@@ -253,18 +253,7 @@ pub(crate) fn put<T>(v: Vec<T>) {
 
 /// Moves the elements' allocation out of `data` (left empty) into the cache.
 pub(crate) fn recycle(data: &mut HostData) {
-    match data {
-        HostData::F16(v) => put(std::mem::take(v)),
-        HostData::BF16(v) => put(std::mem::take(v)),
-        HostData::F32(v) => put(std::mem::take(v)),
-        HostData::F64(v) => put(std::mem::take(v)),
-        HostData::C64(v) => put(std::mem::take(v)),
-        HostData::C128(v) => put(std::mem::take(v)),
-        HostData::I32(v) => put(std::mem::take(v)),
-        HostData::I64(v) => put(std::mem::take(v)),
-        HostData::U8(v) => put(std::mem::take(v)),
-        HostData::Bool(v) => put(std::mem::take(v)),
-    }
+    nabla_core::with_host_data!(data, v => put(std::mem::take(v)))
 }
 
 /// Bytes the cache currently holds.

@@ -153,9 +153,12 @@ mod tests {
             DType::BF16,
             DType::F32,
             DType::F64,
+            DType::I8,
             DType::I32,
             DType::I64,
             DType::U8,
+            DType::U16,
+            DType::U64,
         ] {
             let v = draw(b, 1000, dtype).to_f64_vec();
             let want: Vec<f64> = bits[..1000].iter().map(|&x| x as u8 as f64).collect();

@@ -15,7 +15,7 @@
 use crate::CpuStorage;
 use crate::movement::walk::{SharedOut, drop_axis, for_each_lane};
 use crate::movement::{build_pair, check_axis};
-use nabla_core::{DType, Element, Error, HostSlice, Layout, Primitive, Result};
+use nabla_core::{DType, Element, Error, Layout, Primitive, Result};
 
 /// Element types the sort kernels order, through an order-preserving map to unsigned integer keys.
 trait SortKey: Element {
@@ -56,7 +56,16 @@ macro_rules! sort_key_int {
         }
     )*};
 }
-sort_key_int!(i32 => u32, 1 << 31, i64 => u64, 1 << 63, u8 => u8, 0);
+sort_key_int!(
+    i8 => u8, 1 << 7,
+    i16 => u16, 1 << 15,
+    i32 => u32, 1 << 31,
+    i64 => u64, 1 << 63,
+    u8 => u8, 0,
+    u16 => u16, 0,
+    u32 => u32, 0,
+    u64 => u64, 0
+);
 
 impl SortKey for bool {
     const KEY_BITS: u32 = 1;
@@ -91,18 +100,14 @@ macro_rules! packed {
 }
 packed!(u64, u128);
 
-/// Runs `$body` with `$v` bound to the typed data of a sortable buffer, or reports the dtype.
+/// Runs `$body` with `$v` bound to the typed data of a sortable buffer (real floats, integers,
+/// bool), or reports the dtype.
 macro_rules! with_sortable {
-    ($op:expr, $host:expr, $v:ident => $body:expr) => {
-        match $host {
-            HostSlice::F32($v) => $body,
-            HostSlice::F64($v) => $body,
-            HostSlice::I32($v) => $body,
-            HostSlice::I64($v) => $body,
-            HostSlice::U8($v) => $body,
-            HostSlice::Bool($v) => $body,
-            other => Err(unsortable($op, other.dtype())),
-        }
+    ($op:expr, $x:expr, $v:ident => $body:expr) => {
+        crate::reduce::dispatch_ordered!($x.dtype(), T => {
+            let $v = $x.typed::<T>($op)?;
+            $body
+        }, _ => Err(unsortable($op, $x.dtype())))
     };
 }
 
@@ -125,7 +130,7 @@ pub(crate) fn sort(
 ) -> Result<(CpuStorage, CpuStorage)> {
     check_axis("sort", axis, layout.rank())?;
     let n = layout.shape()[axis];
-    with_sortable!("sort", x.host(), v => sorted_lanes(v, layout, axis, n, descending))
+    with_sortable!("sort", x, v => sorted_lanes(v, layout, axis, n, descending))
 }
 
 /// The `k` largest (or smallest) entries along `axis` in sorted order, with their positions (`I64`).
@@ -139,7 +144,7 @@ pub(crate) fn topk(
     check_axis("topk", axis, layout.rank())?;
     // The shape rule checks `k` against the axis.
     Primitive::Topk { axis, k, largest }.output_specs(&[(x.dtype(), layout.shape())])?;
-    with_sortable!("topk", x.host(), v => sorted_lanes(v, layout, axis, k, largest))
+    with_sortable!("topk", x, v => sorted_lanes(v, layout, axis, k, largest))
 }
 
 /// The first `k` entries of every lane along `axis` in sorted order (descending when `descending`), and

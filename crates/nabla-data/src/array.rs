@@ -38,24 +38,6 @@ impl HostArray {
     }
 }
 
-/// Element types the binary readers decode. Types without a nabla dtype widen exactly: `i8`, `i16`
-/// and `u16` to `i32`, `u32` to `i64`; `u64` becomes `i64` (a value over `i64::MAX` is an error).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Elem {
-    U8,
-    U16,
-    U32,
-    U64,
-    I8,
-    I16,
-    I32,
-    I64,
-    F16,
-    F32,
-    F64,
-    Bool,
-}
-
 /// Decodes fixed-size chunks with `f`.
 fn decode_with<T, const N: usize>(bytes: &[u8], f: fn([u8; N]) -> T) -> Vec<T> {
     bytes
@@ -79,92 +61,46 @@ macro_rules! decode_endian {
     };
 }
 
-impl Elem {
-    /// Bytes per element.
-    pub(crate) fn size(self) -> usize {
-        match self {
-            Elem::U8 | Elem::I8 | Elem::Bool => 1,
-            Elem::I16 | Elem::U16 | Elem::F16 => 2,
-            Elem::I32 | Elem::U32 | Elem::F32 => 4,
-            Elem::I64 | Elem::U64 | Elem::F64 => 8,
-        }
-    }
-
-    /// The dtype the elements decode to (see [`Elem`] for the widened ones).
-    pub(crate) fn dtype(self) -> DType {
-        match self {
-            Elem::U8 => DType::U8,
-            Elem::I8 | Elem::I16 | Elem::U16 | Elem::I32 => DType::I32,
-            Elem::I64 | Elem::U32 | Elem::U64 => DType::I64,
-            Elem::F16 => DType::F16,
-            Elem::F32 => DType::F32,
-            Elem::F64 => DType::F64,
-            Elem::Bool => DType::Bool,
-        }
-    }
-
-    /// Decodes `bytes` (a whole number of elements) that start at byte `offset` of the input `name`.
-    pub(crate) fn decode(
-        self,
-        bytes: Vec<u8>,
-        big_endian: bool,
-        name: &str,
-        offset: usize,
-    ) -> Result<HostData> {
-        Ok(match self {
-            // Bytes are kept as they are, without a copy.
-            Elem::U8 => HostData::U8(bytes),
-            Elem::I8 => HostData::I32(bytes.iter().map(|&b| b as i8 as i32).collect()),
-            Elem::I16 => {
-                let v: Vec<i16> = decode_endian!(&bytes, big_endian, i16);
-                HostData::I32(v.into_iter().map(i32::from).collect())
-            }
-            Elem::U16 => {
-                let v: Vec<u16> = decode_endian!(&bytes, big_endian, u16);
-                HostData::I32(v.into_iter().map(i32::from).collect())
-            }
-            Elem::U32 => {
-                let v: Vec<u32> = decode_endian!(&bytes, big_endian, u32);
-                HostData::I64(v.into_iter().map(i64::from).collect())
-            }
-            Elem::U64 => HostData::I64(decode_u64(&bytes, big_endian, name, offset)?),
-            Elem::I32 => HostData::I32(decode_endian!(&bytes, big_endian, i32)),
-            Elem::I64 => HostData::I64(decode_endian!(&bytes, big_endian, i64)),
-            Elem::F16 => HostData::F16(decode_endian!(&bytes, big_endian, f16)),
-            Elem::F32 => HostData::F32(decode_endian!(&bytes, big_endian, f32)),
-            Elem::F64 => HostData::F64(decode_endian!(&bytes, big_endian, f64)),
-            Elem::Bool => {
-                if let Some(i) = bytes.iter().position(|&b| b > 1) {
-                    return Err(bad_input(
-                        name,
-                        offset + i,
-                        format!("a boolean element has byte value {} (not 0 or 1)", bytes[i]),
-                    ));
-                }
-                HostData::Bool(bytes.iter().map(|&b| b == 1).collect())
-            }
-        })
-    }
-}
-
-/// Decodes `u64` elements as `i64`: exact up to `i64::MAX`, and an error naming the element above.
-fn decode_u64(bytes: &[u8], big_endian: bool, name: &str, offset: usize) -> Result<Vec<i64>> {
-    let v: Vec<u64> = decode_endian!(bytes, big_endian, u64);
-    v.into_iter()
-        .enumerate()
-        .map(|(i, x)| {
-            i64::try_from(x).map_err(|_| {
-                bad_input(
+/// Decodes `bytes` (a whole number of elements of `dtype`) that start at byte `offset` of the input
+/// `name`.
+pub(crate) fn decode(
+    dtype: DType,
+    bytes: Vec<u8>,
+    big_endian: bool,
+    name: &str,
+    offset: usize,
+) -> Result<HostData> {
+    Ok(match dtype {
+        // Bytes are kept as they are, without a copy.
+        DType::U8 => HostData::U8(bytes),
+        DType::I8 => HostData::I8(bytes.iter().map(|&b| b as i8).collect()),
+        DType::I16 => HostData::I16(decode_endian!(&bytes, big_endian, i16)),
+        DType::U16 => HostData::U16(decode_endian!(&bytes, big_endian, u16)),
+        DType::U32 => HostData::U32(decode_endian!(&bytes, big_endian, u32)),
+        DType::U64 => HostData::U64(decode_endian!(&bytes, big_endian, u64)),
+        DType::I32 => HostData::I32(decode_endian!(&bytes, big_endian, i32)),
+        DType::I64 => HostData::I64(decode_endian!(&bytes, big_endian, i64)),
+        DType::F16 => HostData::F16(decode_endian!(&bytes, big_endian, f16)),
+        DType::F32 => HostData::F32(decode_endian!(&bytes, big_endian, f32)),
+        DType::F64 => HostData::F64(decode_endian!(&bytes, big_endian, f64)),
+        DType::Bool => {
+            if let Some(i) = bytes.iter().position(|&b| b > 1) {
+                return Err(bad_input(
                     name,
-                    offset + 8 * i,
-                    format!(
-                        "a uint64 element is {x}, over the largest int64 ({})",
-                        i64::MAX
-                    ),
-                )
-            })
-        })
-        .collect()
+                    offset + i,
+                    format!("a boolean element has byte value {} (not 0 or 1)", bytes[i]),
+                ));
+            }
+            HostData::Bool(bytes.iter().map(|&b| b == 1).collect())
+        }
+        DType::BF16 | DType::C64 | DType::C128 => {
+            return Err(bad_input(
+                name,
+                offset,
+                format!("no reader of this file format holds {dtype} elements"),
+            ));
+        }
+    })
 }
 
 /// The elements `range` of `data`, copied.
@@ -196,15 +132,14 @@ pub(crate) fn short_shape(shape: &[usize]) -> String {
 /// shape is refused before anything is read or allocated.
 pub(crate) fn checked_size(
     shape: &[usize],
-    elem: Elem,
+    dtype: DType,
     name: &str,
     offset: usize,
     op: &'static str,
 ) -> Result<usize> {
-    let dtype = elem.dtype();
     if let Ok(numel) = check_allocation(op, shape, dtype) {
-        // Cannot overflow: the decoded size, at least as large, was checked.
-        return Ok(numel * elem.size());
+        // Cannot overflow: the decoded size was checked.
+        return Ok(numel * dtype.size_in_bytes());
     }
     let bytes = shape
         .iter()

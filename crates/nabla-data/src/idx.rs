@@ -1,6 +1,6 @@
 //! The IDX format of MNIST and Fashion-MNIST, and the `Mnist` loader.
 
-use crate::array::{Elem, HostArray, checked_size, short_shape};
+use crate::array::{HostArray, checked_size, decode, short_shape};
 use crate::dataset::TensorDataset;
 use crate::source::Input;
 use nabla_core::{Backend, DType, Error, HostData, Result, check_allocation};
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 ///
 /// The format: two zero bytes, a dtype code (`0x08` u8, `0x09` i8, `0x0B` i16, `0x0C` i32, `0x0D` f32,
 /// `0x0E` f64), the number of dimensions, each dimension as a big-endian `u32`, then the elements,
-/// big-endian, in row-major order. `i8` and `i16` widen to `i32`. `name` (usually the file name) appears
+/// big-endian, in row-major order, each read as the nabla dtype of its name. `name` (usually the file name) appears
 /// in errors, with the byte offset of the problem.
 ///
 /// ```
@@ -50,13 +50,13 @@ fn read_idx_from(mut c: Input<'_>) -> Result<HostArray> {
             ),
         ));
     }
-    let elem = match magic[2] {
-        0x08 => Elem::U8,
-        0x09 => Elem::I8,
-        0x0B => Elem::I16,
-        0x0C => Elem::I32,
-        0x0D => Elem::F32,
-        0x0E => Elem::F64,
+    let dtype = match magic[2] {
+        0x08 => DType::U8,
+        0x09 => DType::I8,
+        0x0B => DType::I16,
+        0x0C => DType::I32,
+        0x0D => DType::F32,
+        0x0E => DType::F64,
         code => {
             return Err(c.error_at(
                 2,
@@ -73,11 +73,11 @@ fn read_idx_from(mut c: Input<'_>) -> Result<HostArray> {
         let d = c.array::<4>(&format!("dimension {i}"))?;
         shape.push(u32::from_be_bytes(d) as usize);
     }
-    let size = checked_size(&shape, elem, &c.name, c.pos, "read_idx")?;
+    let size = checked_size(&shape, dtype, &c.name, c.pos, "read_idx")?;
     let start = c.pos;
     let data = c.take(size, &format!("the data of shape {}", short_shape(&shape)))?;
     c.expect_end()?;
-    let data = elem.decode(data, true, &c.name, start)?;
+    let data = decode(dtype, data, true, &c.name, start)?;
     Ok(HostArray { shape, data })
 }
 

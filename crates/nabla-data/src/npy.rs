@@ -1,6 +1,6 @@
 //! NumPy `.npy` files.
 
-use crate::array::{Elem, HostArray, checked_size, short_shape, slice_host};
+use crate::array::{HostArray, checked_size, decode, short_shape, slice_host};
 use crate::source::{Input, bad_input, excerpt, over_limit};
 use nabla_core::{DType, Element, HostData, Result, check_allocation, with_host_data};
 use std::path::Path;
@@ -18,8 +18,8 @@ const SUPPORTED: &str = "f2, f4, f8, i1, i2, i4, i8, u1, u2, u4, u8 and b1";
 /// Parses a `.npy` file held in memory (format versions 1.0, 2.0 and 3.0; raw or gzip-compressed).
 ///
 /// Supported element types: `f2`, `f4`, `f8`, `i1`, `i2`, `i4`, `i8`, `u1`, `u2`, `u4`, `u8` and
-/// `b1`, little- or big-endian. Types without a nabla dtype widen exactly: `i1`, `i2` and `u2` to
-/// `i32`, `u4` to `i64`; `u8` becomes `i64`, and a value over `i64::MAX` is an error. Complex,
+/// `b1`, little- or big-endian, each read as the nabla dtype of its name (`i1` as `int8`, `u8` as
+/// `uint64`, ...). Complex,
 /// string, object, structured and date types are refused with an error naming the dtype. C or
 /// Fortran order (Fortran arrays are reordered to row-major). Errors name `name` and the byte offset
 /// of the problem.
@@ -52,7 +52,7 @@ pub fn read_npy(path: impl AsRef<Path>) -> Result<HostArray> {
 
 /// The parsed header dictionary.
 struct Header {
-    elem: Elem,
+    dtype: DType,
     big_endian: bool,
     fortran_order: bool,
     shape: Vec<usize>,
@@ -112,9 +112,9 @@ impl<'a> NpyReader<'a> {
         &self.header.shape
     }
 
-    /// The dtype the elements decode to (see [`parse_npy`] for the widened ones).
+    /// The dtype the elements decode to.
     pub fn dtype(&self) -> DType {
-        self.header.elem.dtype()
+        self.header.dtype
     }
 
     /// The number of elements the header declares.
@@ -165,13 +165,13 @@ impl<'a> NpyReader<'a> {
         if whole && numel != Some(0) {
             checked_size(
                 &header.shape,
-                header.elem,
+                header.dtype,
                 &c.name,
                 header_start,
                 "read_npy",
             )?;
         }
-        let size = numel.and_then(|n| n.checked_mul(header.elem.size()));
+        let size = numel.and_then(|n| n.checked_mul(header.dtype.size_in_bytes()));
         let (Some(numel), Some(size)) = (numel, size) else {
             return Err(c.error_at(
                 header_start,
@@ -206,17 +206,22 @@ impl<'a> NpyReader<'a> {
     /// the last one.
     fn read_in_file_order(&mut self, max: usize) -> Result<HostData> {
         let n = max.min(self.left);
-        let dtype = self.header.elem.dtype();
+        let dtype = self.header.dtype;
         check_allocation("NpyReader::read", &[n], dtype)
             .map_err(|_| over_limit(&self.input.name, self.input.pos, "the chunk asked for"))?;
         let offset = self.input.pos;
         let what = format!("the data of shape {}", short_shape(&self.header.shape));
         // Cannot overflow: the size of the whole data was counted when the header was read.
-        let bytes = self.input.take(n * self.header.elem.size(), &what)?;
-        let data =
-            self.header
-                .elem
-                .decode(bytes, self.header.big_endian, &self.input.name, offset)?;
+        let bytes = self
+            .input
+            .take(n * self.header.dtype.size_in_bytes(), &what)?;
+        let data = decode(
+            self.header.dtype,
+            bytes,
+            self.header.big_endian,
+            &self.input.name,
+            offset,
+        )?;
         self.left -= n;
         if self.left == 0 {
             self.input.expect_end()?;
@@ -227,9 +232,15 @@ impl<'a> NpyReader<'a> {
     /// The whole array (what is left of it) in row-major order, after checking that it fits the
     /// allocation limit.
     fn read_whole(&mut self) -> Result<HostData> {
-        let (shape, elem) = (&self.header.shape, self.header.elem);
+        let (shape, dtype) = (&self.header.shape, self.header.dtype);
         if self.numel > 0 {
-            checked_size(shape, elem, &self.input.name, self.header_start, "read_npy")?;
+            checked_size(
+                shape,
+                dtype,
+                &self.input.name,
+                self.header_start,
+                "read_npy",
+            )?;
         }
         let data = self.read_in_file_order(self.left)?;
         if !(self.header.fortran_order && self.header.shape.len() > 1) {
@@ -449,9 +460,9 @@ fn parse_header(text: &str, name: &str, base: usize) -> Result<Header> {
     let (Some(descr), Some(fortran_order), Some(shape)) = (descr, fortran, shape) else {
         return Err(p.error("the keys 'descr', 'fortran_order' and 'shape' are required"));
     };
-    let (elem, big_endian) = parse_descr(&descr).map_err(|message| p.error(message))?;
+    let (dtype, big_endian) = parse_descr(&descr).map_err(|message| p.error(message))?;
     Ok(Header {
-        elem,
+        dtype,
         big_endian,
         fortran_order,
         shape,
@@ -459,7 +470,7 @@ fn parse_header(text: &str, name: &str, base: usize) -> Result<Header> {
 }
 
 /// The element type and byte order of a `descr` such as `'<f4'`, or what is wrong with it.
-fn parse_descr(descr: &str) -> std::result::Result<(Elem, bool), String> {
+fn parse_descr(descr: &str) -> std::result::Result<(DType, bool), String> {
     // The byte-order character, if the first character is ASCII (slicing at 1 would split a
     // multi-byte character).
     let (order, kind) = match descr.as_bytes().first() {
@@ -476,19 +487,19 @@ fn parse_descr(descr: &str) -> std::result::Result<(Elem, bool), String> {
             ));
         }
     };
-    let elem = match kind {
-        "f2" => Elem::F16,
-        "f4" => Elem::F32,
-        "f8" => Elem::F64,
-        "i1" => Elem::I8,
-        "i2" => Elem::I16,
-        "i4" => Elem::I32,
-        "i8" => Elem::I64,
-        "u1" => Elem::U8,
-        "u2" => Elem::U16,
-        "u4" => Elem::U32,
-        "u8" => Elem::U64,
-        "b1" => Elem::Bool,
+    let dtype = match kind {
+        "f2" => DType::F16,
+        "f4" => DType::F32,
+        "f8" => DType::F64,
+        "i1" => DType::I8,
+        "i2" => DType::I16,
+        "i4" => DType::I32,
+        "i8" => DType::I64,
+        "u1" => DType::U8,
+        "u2" => DType::U16,
+        "u4" => DType::U32,
+        "u8" => DType::U64,
+        "b1" => DType::Bool,
         _ => {
             return Err(format!(
                 "unsupported dtype {}{}: the supported ones are {SUPPORTED}",
@@ -497,7 +508,7 @@ fn parse_descr(descr: &str) -> std::result::Result<(Elem, bool), String> {
             ));
         }
     };
-    Ok((elem, big_endian))
+    Ok((dtype, big_endian))
 }
 
 /// What a `descr` type code that nabla does not read holds, for the error (` (complex numbers)`), or

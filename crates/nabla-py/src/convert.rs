@@ -28,12 +28,16 @@ pub fn python_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
         return Ok(Some(Scalar::Bool(obj.extract()?)));
     }
     if obj.is_instance_of::<PyInt>() {
-        let v: i64 = obj.extract().map_err(|_| {
+        if let Ok(v) = obj.extract::<i64>() {
+            return Ok(Some(Scalar::I64(v)));
+        }
+        // Between int64's and uint64's maxima, as NumPy, the number is a uint64.
+        let v: u64 = obj.extract().map_err(|_| {
             pyo3::exceptions::PyOverflowError::new_err(format!(
-                "the integer {obj} does not fit in int64, nabla's widest integer"
+                "the integer {obj} does not fit in int64 or uint64, nabla's widest integers"
             ))
         })?;
-        return Ok(Some(Scalar::I64(v)));
+        return Ok(Some(Scalar::U64(v)));
     }
     if obj.is_instance_of::<PyFloat>() {
         return Ok(Some(Scalar::F64(obj.extract()?)));
@@ -45,12 +49,14 @@ pub fn python_scalar(obj: &Bound<'_, PyAny>) -> PyResult<Option<Scalar>> {
     Ok(None)
 }
 
-/// PyTorch's default dtype for a Python number: bool, int64, the default float (float32 unless
+/// PyTorch's default dtype for a Python number: bool, int64 (uint64 above int64's range, as
+/// NumPy), the default float (float32 unless
 /// `set_default_dtype` changed it) or its complex dtype.
 pub fn default_dtype(s: Scalar) -> DType {
     match s {
         Scalar::Bool(_) => DType::Bool,
         Scalar::I64(_) => DType::I64,
+        Scalar::U64(_) => DType::U64,
         Scalar::F64(_) => crate::dtype::default_float(),
         Scalar::C128(_) => crate::dtype::default_complex(),
     }
@@ -86,7 +92,7 @@ pub fn to_value(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Value>
     if !from_array && array.dtype().kind() == b'O' {
         return Err(pyo3::exceptions::PyTypeError::new_err(
             "cannot make a tensor of this data: it holds values no tensor dtype has (an integer \
-             past int64's range, or a value that is not a number)",
+             past uint64's range, or a value that is not a number)",
         ));
     }
     // Like `torch.tensor`, a writable array is copied: nabla's buffers must not change under a
@@ -239,9 +245,14 @@ fn numpy_descr(py: Python<'_>, dtype: DType) -> PyResult<Bound<'_, PyArrayDescr>
         DType::F64 => PyArrayDescr::of::<f64>(py),
         DType::C64 => PyArrayDescr::of::<Complex32>(py),
         DType::C128 => PyArrayDescr::of::<Complex64>(py),
+        DType::I8 => PyArrayDescr::of::<i8>(py),
+        DType::I16 => PyArrayDescr::of::<i16>(py),
         DType::I32 => PyArrayDescr::of::<i32>(py),
         DType::I64 => PyArrayDescr::of::<i64>(py),
         DType::U8 => PyArrayDescr::of::<u8>(py),
+        DType::U16 => PyArrayDescr::of::<u16>(py),
+        DType::U32 => PyArrayDescr::of::<u32>(py),
+        DType::U64 => PyArrayDescr::of::<u64>(py),
         DType::Bool => PyArrayDescr::of::<bool>(py),
         DType::BF16 => {
             return Err(pyo3::exceptions::PyTypeError::new_err(

@@ -70,9 +70,14 @@ const USED_LEGACY: &CStr = c"used_dltensor";
 /// DLPack's (code, bits) of each dtype: int 0, uint 1, float 2, bfloat 4, complex 5, bool 6.
 fn dl_dtype(dtype: DType) -> DLDataType {
     let (code, bits) = match dtype {
+        DType::I8 => (0, 8),
+        DType::I16 => (0, 16),
         DType::I32 => (0, 32),
         DType::I64 => (0, 64),
         DType::U8 => (1, 8),
+        DType::U16 => (1, 16),
+        DType::U32 => (1, 32),
+        DType::U64 => (1, 64),
         DType::F16 => (2, 16),
         DType::F32 => (2, 32),
         DType::F64 => (2, 64),

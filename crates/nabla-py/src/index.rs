@@ -62,7 +62,7 @@ fn parse_item(obj: &Bound<'_, PyAny>, advanced_ints: bool) -> PyResult<Item> {
     let v = to_value(obj, None)?;
     match v.dtype() {
         DType::Bool => Ok(Item::Mask(v)),
-        DType::I32 | DType::I64 | DType::U8 => Ok(Item::Array(v)),
+        other if other.is_int() => Ok(Item::Array(v)),
         other => Err(PyIndexError::new_err(format!(
             "tensors used as indices must be integer or bool, got {other}"
         ))),

@@ -585,7 +585,7 @@ fn exact(dtype: DType) -> bool {
 fn exact_operand(operand: &Operand) -> bool {
     match operand {
         Operand::Tensor(t) => exact(t.dtype()),
-        Operand::Number(s) => matches!(s, Scalar::I64(_) | Scalar::Bool(_)),
+        Operand::Number(s) => s.as_integer().is_some(),
     }
 }
 

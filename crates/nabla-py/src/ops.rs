@@ -314,7 +314,9 @@ pub fn arange(
         Some(s) if !s.is_none() => number(s)?,
         _ => Scalar::I64(1),
     };
-    let all_int = [lo, hi, st].iter().all(|s| matches!(s, Scalar::I64(_)));
+    let all_int = [lo, hi, st]
+        .iter()
+        .all(|s| matches!(s, Scalar::I64(_) | Scalar::U64(_)));
     let dt = dtype_or(
         dtype,
         if all_int {

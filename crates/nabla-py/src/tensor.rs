@@ -485,6 +485,7 @@ pub fn scalar_to_py(py: Python<'_>, s: Scalar) -> PyResult<Bound<'_, PyAny>> {
     Ok(match s {
         Scalar::F64(v) => v.into_pyobject(py)?.into_any(),
         Scalar::I64(v) => v.into_pyobject(py)?.into_any(),
+        Scalar::U64(v) => v.into_pyobject(py)?.into_any(),
         Scalar::Bool(v) => pyo3::types::PyBool::new(py, v).to_owned().into_any(),
         Scalar::C128(v) => v.into_pyobject(py)?.into_any(),
     })

@@ -289,11 +289,8 @@ impl<B: Backend> Tensor<B> {
 
 /// `v` when it is an integer (`true` and `false` as 1 and 0).
 fn as_integer(v: Scalar) -> Option<i64> {
-    match v {
-        Scalar::I64(v) => Some(v),
-        Scalar::Bool(b) => Some(i64::from(b)),
-        Scalar::F64(_) | Scalar::C128(_) => None,
-    }
+    // Beyond `i64`, counting goes through `f64` like a float range.
+    i64::try_from(v.as_integer()?).ok()
 }
 
 /// The number of values [`Tensor::arange`] gives: exact for integers, else `ceil((end − start) /

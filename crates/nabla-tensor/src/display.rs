@@ -20,7 +20,7 @@
 //! strided blocks (`edge_items` at each end), which one extra view dimension expresses without a copy.
 
 use crate::Tensor;
-use nabla_core::{Backend, DType, Error, HostData, Layout, Result};
+use nabla_core::{Backend, DType, Element, Error, HostData, Layout, Result};
 use std::fmt;
 
 /// The text that opens every printed tensor; continuation lines are indented by its length.
@@ -77,7 +77,7 @@ struct AxisPlan {
 enum Values {
     Float(Vec<f64>),
     Complex(Vec<(f64, f64)>),
-    Int(Vec<i64>),
+    Int(Vec<i128>),
     Bool(Vec<bool>),
 }
 
@@ -92,10 +92,10 @@ impl Values {
                 Values::Complex(v.iter().map(|c| (c.re as f64, c.im as f64)).collect())
             }
             HostData::C128(v) => Values::Complex(v.iter().map(|c| (c.re, c.im)).collect()),
-            HostData::I32(v) => Values::Int(v.iter().map(|&x| x as i64).collect()),
-            HostData::I64(v) => Values::Int(v),
-            HostData::U8(v) => Values::Int(v.iter().map(|&x| x as i64).collect()),
             HostData::Bool(v) => Values::Bool(v),
+            ints => Values::Int(nabla_core::with_host_data!(ints, v => v.iter().map(|x| {
+                    x.to_scalar().as_integer().unwrap_or_default()
+                }).collect())),
         }
     }
 

@@ -9,7 +9,7 @@ impl<B: Backend> Tensor<B> {
         self.check_device(op, index)?;
         match index.dtype() {
             DType::I64 => Ok(index.clone()),
-            DType::I32 | DType::U8 => index.cast(DType::I64),
+            other if other.is_int() => index.cast(DType::I64),
             other => Err(Error::UnsupportedDType {
                 op,
                 dtype: other,

@@ -23,6 +23,7 @@ mod forward_mode;
 mod fused_kernels;
 mod fused_rows;
 mod half_arithmetic;
+mod int_dtypes;
 mod jacobians;
 mod jax_fixtures;
 mod misuse;

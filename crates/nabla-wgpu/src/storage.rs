@@ -127,8 +127,16 @@ pub(crate) fn unsupported(op: &'static str, dtype: DType) -> Error {
 /// Fails with a clear message for the dtypes this backend cannot hold.
 pub(crate) fn check_dtype(op: &'static str, dtype: DType) -> Result<()> {
     match dtype {
-        DType::F64 | DType::BF16 | DType::C64 | DType::C128 => Err(unsupported(op, dtype)),
-        _ => Ok(()),
+        DType::F32 | DType::F16 | DType::I32 | DType::I64 | DType::U8 | DType::Bool => Ok(()),
+        DType::F64
+        | DType::BF16
+        | DType::C64
+        | DType::C128
+        | DType::I8
+        | DType::I16
+        | DType::U16
+        | DType::U32
+        | DType::U64 => Err(unsupported(op, dtype)),
     }
 }
 

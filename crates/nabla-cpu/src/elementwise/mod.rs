@@ -55,20 +55,9 @@ macro_rules! by_family {
                 type $T = Complex64;
                 $complex
             }
-            DType::I32 => {
-                type $T = i32;
-                $int
-            }
-            DType::I64 => {
-                type $T = i64;
-                $int
-            }
-            DType::U8 => {
-                type $T = u8;
-                $int
-            }
-            DType::Bool => $bool,
-            DType::F16 | DType::BF16 => $half,
+            // What remains: the integers, bool, and the half-precision types.
+            other => nabla_core::dispatch_int!(other, $T => $int,
+                _ => if other == DType::Bool { $bool } else { $half }),
         }
     };
 }

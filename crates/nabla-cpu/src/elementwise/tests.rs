@@ -5,7 +5,7 @@
 use super::{binary, cast, compare, copy, select, unary};
 use crate::CpuStorage;
 use nabla_core::{
-    BinaryOp, CompareOp, DType, Element, HostData, Layout, UnaryOp, dispatch_dtype,
+    BinaryOp, CompareOp, DType, Element, HostData, Layout, Scalar, UnaryOp, dispatch_dtype,
     half::{bf16, f16},
     num_complex::{Complex32, Complex64},
 };
@@ -92,10 +92,11 @@ pub(super) fn host_of(dtype: DType, n: usize, seed: u64, specials: bool) -> Host
                 .collect(),
         ),
         DType::C128 => HostData::C128((0..n).map(|_| complex(&mut rng)).collect()),
-        DType::I32 => HostData::I32((0..n).map(|_| rng.int() as i32).collect()),
-        DType::I64 => HostData::I64((0..n).map(|_| rng.int()).collect()),
-        DType::U8 => HostData::U8((0..n).map(|_| rng.int() as u8).collect()),
         DType::Bool => HostData::Bool((0..n).map(|_| rng.next().is_multiple_of(2)).collect()),
+        // Integers wrap from the i64 draws, so every width sees its extremes' neighbourhoods.
+        int => nabla_core::dispatch_int!(int, T => T::into_host(
+            (0..n).map(|_| T::from_scalar(Scalar::I64(rng.int()))).collect()
+        ), _ => unreachable!("every other dtype has its arm")),
     }
 }
 

@@ -313,7 +313,7 @@ macro_rules! impl_cplx {
 impl_cplx!(Complex32, f32);
 impl_cplx!(Complex64, f64);
 
-/// `i32`, `i64` and `u8`, with wrapping arithmetic.
+/// The integer types, with wrapping arithmetic.
 pub(crate) trait Int:
     Element
     + Ord
@@ -422,4 +422,4 @@ macro_rules! impl_int {
     )*};
 }
 
-impl_int!(i32, i64, u8);
+nabla_core::for_int_types!(impl_int);

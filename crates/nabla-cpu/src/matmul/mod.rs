@@ -133,10 +133,8 @@ pub(crate) fn matmul(
         DType::F64 => float::<f64>(a, la, b, lb, dims),
         DType::C64 => float::<num_complex::Complex32>(a, la, b, lb, dims),
         DType::C128 => float::<num_complex::Complex64>(a, la, b, lb, dims),
-        DType::I32 => int::<i32>(a, la, b, lb, dims),
-        DType::I64 => int::<i64>(a, la, b, lb, dims),
-        DType::U8 => int::<u8>(a, la, b, lb, dims),
-        DType::Bool | DType::F16 | DType::BF16 => Err(Error::dtype("matmul", dtype)),
+        other => nabla_core::dispatch_int!(other, T => int::<T>(a, la, b, lb, dims),
+            _ => Err(Error::dtype("matmul", dtype))),
     }
 }
 

@@ -260,7 +260,7 @@ macro_rules! accumulate_wrapping {
         }
     )*};
 }
-accumulate_wrapping!(i32, i64, u8);
+nabla_core::for_int_types!(accumulate_wrapping);
 
 /// A copy of `dst` with every `src` element added at the position its index names along `axis`.
 pub(crate) fn scatter_add(
@@ -302,16 +302,8 @@ pub(crate) fn scatter_add(
             .map(CpuStorage::from_vec)
         };
     }
-    match dst.host() {
-        HostSlice::F32(v) => go!(v),
-        HostSlice::F64(v) => go!(v),
-        HostSlice::C64(v) => go!(v),
-        HostSlice::C128(v) => go!(v),
-        HostSlice::I32(v) => go!(v),
-        HostSlice::I64(v) => go!(v),
-        HostSlice::U8(v) => go!(v),
-        other => Err(Error::dtype(OP, other.dtype())),
-    }
+    crate::reduce::dispatch_arith!(dst.dtype(), T => go!(dst.typed::<T>(OP)?),
+        _ => Err(Error::dtype(OP, dst.dtype())))
 }
 
 /// The operands of one scatter-add, shapes and dtypes already checked: `src` added into a copy of

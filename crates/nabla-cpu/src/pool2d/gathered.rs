@@ -84,7 +84,7 @@ macro_rules! no_gathers {
         }
     )*};
 }
-no_gathers!(i32, i64, u8);
+nabla_core::for_int_types!(no_gathers);
 
 /// `true` when this CPU has AVX2 and the buffers fit the windows.
 fn usable<T>(plane: &[T], windows: &Windows, vals: &[T], idx: &[i64]) -> bool {

@@ -359,17 +359,18 @@ pub(crate) fn max_pool2d(
         cols: AxisTaps::new(w, out_w, p.kernel.1, p.stride.1, p.padding.1, p.dilation.1),
     };
     macro_rules! go {
-        ($($dt:ident => $t:ty),*) => {
-            match x.dtype() {
-                $(DType::$dt => pool_typed::<$t>(x.typed::<$t>(OP)?, layout, &geometry, p),)*
-                other => Err(Error::invalid(
-                    OP,
-                    format!("max pooling supports real floats and integers, not {other:?}"),
-                )),
-            }
+        ($T:ty) => {
+            pool_typed::<$T>(x.typed::<$T>(OP)?, layout, &geometry, p)
         };
     }
-    go!(F32 => f32, F64 => f64, I32 => i32, I64 => i64, U8 => u8)
+    match x.dtype() {
+        DType::F32 => go!(f32),
+        DType::F64 => go!(f64),
+        other => nabla_core::dispatch_int!(other, T => go!(T), _ => Err(Error::invalid(
+            OP,
+            format!("max pooling supports real floats and integers, not {other}"),
+        ))),
+    }
 }
 
 fn pool_typed<T: Element + PartialOrd + GatheredPool + PairPool>(

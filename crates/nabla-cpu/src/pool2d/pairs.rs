@@ -32,7 +32,8 @@ macro_rules! no_pairs {
         }
     )*};
 }
-no_pairs!(f64, i32, i64, u8);
+no_pairs!(f64);
+nabla_core::for_int_types!(no_pairs);
 
 impl PairPool for f32 {
     fn pool_pairs(

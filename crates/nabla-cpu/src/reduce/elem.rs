@@ -41,7 +41,7 @@ macro_rules! arith_wrapping {
         }
     )*};
 }
-arith_wrapping!(i32, i64, u8);
+nabla_core::for_int_types!(arith_wrapping);
 
 /// The larger of two values; a NaN in either operand wins. For bool this is logical or.
 #[inline(always)]
@@ -79,19 +79,7 @@ macro_rules! dispatch_arith {
                 type $T = num_complex::Complex64;
                 $body
             }
-            nabla_core::DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            nabla_core::DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            nabla_core::DType::U8 => {
-                type $T = u8;
-                $body
-            }
-            _ => $otherwise,
+            other => nabla_core::dispatch_int!(other, $T => $body, _ => $otherwise),
         }
     };
 }
@@ -110,23 +98,11 @@ macro_rules! dispatch_ordered {
                 type $T = f64;
                 $body
             }
-            nabla_core::DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            nabla_core::DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            nabla_core::DType::U8 => {
-                type $T = u8;
-                $body
-            }
             nabla_core::DType::Bool => {
                 type $T = bool;
                 $body
             }
-            _ => $otherwise,
+            other => nabla_core::dispatch_int!(other, $T => $body, _ => $otherwise),
         }
     };
 }

@@ -12,10 +12,10 @@ mod walk;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use elem::{Arith, dispatch_arith};
+pub(crate) use elem::{Arith, dispatch_arith, dispatch_ordered};
 
 use crate::{CpuStorage, PARALLEL_THRESHOLD};
-use elem::{dispatch_ordered, max_nan, min_nan};
+use elem::{max_nan, min_nan};
 use nabla_core::{ArgReduceOp, Element, Error, Layout, ReduceOp, Result};
 
 /// Checks that `axes` are sorted, distinct and below the rank of `layout`.

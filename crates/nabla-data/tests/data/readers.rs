@@ -33,9 +33,9 @@ fn idx_all_dtypes() {
     assert_eq!(a.shape, vec![2, 3]);
     assert_eq!(a.data, HostData::U8(vec![1, 2, 3, 4, 5, 255]));
     let a = parse_idx(&idx(0x09, &[2], &[0xff, 0x05]), "i8").unwrap();
-    assert_eq!(a.data, HostData::I32(vec![-1, 5]));
+    assert_eq!(a.data, HostData::I8(vec![-1, 5]));
     let a = parse_idx(&idx(0x0B, &[1], &(-300i16).to_be_bytes()), "i16").unwrap();
-    assert_eq!(a.data, HostData::I32(vec![-300]));
+    assert_eq!(a.data, HostData::I16(vec![-300]));
     let a = parse_idx(&idx(0x0C, &[1], &(-70000i32).to_be_bytes()), "i32").unwrap();
     assert_eq!(a.data, HostData::I32(vec![-70000]));
     let a = parse_idx(&idx(0x0D, &[1], &1.5f32.to_be_bytes()), "f32").unwrap();
@@ -305,7 +305,7 @@ fn npy_versions_dtypes_and_orders() {
     check(
         npy(1, &npy_header("|i1", false, "(1,)"), &[0xfe]),
         vec![1],
-        HostData::I32(vec![-2]),
+        HostData::I8(vec![-2]),
     );
     check(
         npy(

@@ -121,7 +121,7 @@ impl<B: Backend> IndexTargets<B> {
         ignore_index: i64,
     ) -> Result<Self> {
         let (axis, classes) = check_scores(op, input)?;
-        if !matches!(target.dtype(), DType::I64 | DType::I32 | DType::U8) {
+        if !target.dtype().is_int() {
             return Err(Error::dtype(op, target.dtype()).with_hint(format!(
                 "{op}: class-index targets must be an integer tensor (int64), got {}",
                 target.dtype()

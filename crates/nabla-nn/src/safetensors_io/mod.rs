@@ -82,7 +82,8 @@ pub(crate) fn all_finite(host: &HostData) -> bool {
         HostData::F64(v) => v.iter().all(|x| x.is_finite()),
         HostData::C64(v) => v.iter().all(|z| z.re.is_finite() && z.im.is_finite()),
         HostData::C128(v) => v.iter().all(|z| z.re.is_finite() && z.im.is_finite()),
-        HostData::I32(_) | HostData::I64(_) | HostData::U8(_) | HostData::Bool(_) => true,
+        // Integers and booleans are always finite.
+        _ => true,
     }
 }
 
@@ -93,9 +94,14 @@ fn to_bytes(name: &str, host: HostData, shape: &[usize]) -> Result<Bytes> {
         HostData::BF16(v) => (Dtype::BF16, le_bytes(&v, |x| x.to_le_bytes())),
         HostData::F32(v) => (Dtype::F32, le_bytes(&v, f32::to_le_bytes)),
         HostData::F64(v) => (Dtype::F64, le_bytes(&v, f64::to_le_bytes)),
+        HostData::I8(v) => (Dtype::I8, le_bytes(&v, i8::to_le_bytes)),
+        HostData::I16(v) => (Dtype::I16, le_bytes(&v, i16::to_le_bytes)),
         HostData::I32(v) => (Dtype::I32, le_bytes(&v, i32::to_le_bytes)),
         HostData::I64(v) => (Dtype::I64, le_bytes(&v, i64::to_le_bytes)),
         HostData::U8(v) => (Dtype::U8, v),
+        HostData::U16(v) => (Dtype::U16, le_bytes(&v, u16::to_le_bytes)),
+        HostData::U32(v) => (Dtype::U32, le_bytes(&v, u32::to_le_bytes)),
+        HostData::U64(v) => (Dtype::U64, le_bytes(&v, u64::to_le_bytes)),
         HostData::Bool(v) => (Dtype::BOOL, v.into_iter().map(u8::from).collect()),
         HostData::C64(_) | HostData::C128(_) => {
             return Err(Error::UnsupportedDType {

@@ -424,16 +424,21 @@ impl RawFile {
             Dtype::BF16 => HostData::BF16(from_le(data, half::bf16::from_le_bytes)),
             Dtype::F32 => HostData::F32(from_le(data, f32::from_le_bytes)),
             Dtype::F64 => HostData::F64(from_le(data, f64::from_le_bytes)),
+            Dtype::I8 => HostData::I8(from_le(data, i8::from_le_bytes)),
+            Dtype::I16 => HostData::I16(from_le(data, i16::from_le_bytes)),
             Dtype::I32 => HostData::I32(from_le(data, i32::from_le_bytes)),
             Dtype::I64 => HostData::I64(from_le(data, i64::from_le_bytes)),
             Dtype::U8 => HostData::U8(data.to_vec()),
+            Dtype::U16 => HostData::U16(from_le(data, u16::from_le_bytes)),
+            Dtype::U32 => HostData::U32(from_le(data, u32::from_le_bytes)),
+            Dtype::U64 => HostData::U64(from_le(data, u64::from_le_bytes)),
             Dtype::BOOL => HostData::Bool(data.iter().map(|&b| b != 0).collect()),
             other => {
                 return Err(read_error(
                     &self.path,
                     format!(
                         "tensor `{}` has dtype {other:?}, which nabla cannot hold (supported: F16, \
-                         BF16, F32, F64, I32, I64, U8, BOOL)",
+                         BF16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, BOOL)",
                         clip(&entry.name)
                     ),
                 ));

@@ -101,9 +101,14 @@ float32 = _nabla.float32
 float64 = _nabla.float64
 complex64 = _nabla.complex64
 complex128 = _nabla.complex128
+int8 = _nabla.int8
+int16 = _nabla.int16
 int32 = _nabla.int32
 int64 = _nabla.int64
 uint8 = _nabla.uint8
+uint16 = _nabla.uint16
+uint32 = _nabla.uint32
+uint64 = _nabla.uint64
 bool_ = getattr(_nabla, "bool")
 
 # Elementwise functions from nabla's op catalogue, one per op under the op's name (exp, sin,

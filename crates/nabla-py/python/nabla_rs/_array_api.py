@@ -22,6 +22,17 @@ Tensor = _nabla.Tensor
 _int64 = _DTYPES["int64"]
 _bool = _DTYPES["bool"]
 
+
+def _widened_for_sum(x):
+    """``x`` in the dtype the standard's sums and products accumulate in when no ``dtype`` is given:
+    booleans and signed integers in int64, unsigned integers in uint64, floats as they are."""
+    name = x.dtype.name
+    if name == "bool" or name.startswith("int"):
+        return x.astype(_int64)
+    if name.startswith("uint"):
+        return x.astype(_DTYPES["uint64"])
+    return x
+
 e = math.e
 inf = math.inf
 nan = math.nan
@@ -78,8 +89,8 @@ def _summing(name: str, method):
         x = _as_tensor(x)
         if dtype is not None:
             x = x.astype(dtype)
-        elif x.dtype == _bool or x.dtype in (_DTYPES["int32"], _DTYPES["uint8"]):
-            x = x.astype(_int64)
+        else:
+            x = _widened_for_sum(x)
         axes = _axes(axis, x.ndim)
         if axes == ():
             return x if dtype is None else x.astype(dtype)
@@ -87,7 +98,7 @@ def _summing(name: str, method):
 
     reduce.__name__ = reduce.__qualname__ = name
     reduce.__doc__ = (
-        f"``{name}`` over ``axis``; integers and booleans accumulate in int64 unless ``dtype`` is given."
+        f"``{name}`` over ``axis``; booleans and signed integers accumulate in int64, unsigned ones in uint64, unless ``dtype`` is given."
     )
     return reduce
 
@@ -164,8 +175,8 @@ def _cumulative(name: str, x, axis, dtype, include_initial: bool, scan, identity
     axis = _axes(axis, x.ndim)[0]
     if dtype is not None:
         x = x.astype(dtype)
-    elif x.dtype == _bool or x.dtype in (_DTYPES["int32"], _DTYPES["uint8"]):
-        x = x.astype(_int64)
+    else:
+        x = _widened_for_sum(x)
     out = scan(x, axis) if x.shape[axis] else x
     if include_initial:
         shape = list(x.shape)

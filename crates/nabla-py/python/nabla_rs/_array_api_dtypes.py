@@ -15,8 +15,8 @@ from . import _nabla
 _DTYPES = {d.name: d for d in (getattr(_nabla, n) for n in dir(_nabla)) if isinstance(d, _nabla.dtype)}
 
 # Bits of each integer dtype (signed, unsigned) and of each floating dtype's real part.
-_INT_BITS = {"int32": 32, "int64": 64}
-_UINT_BITS = {"uint8": 8}
+_INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+_UINT_BITS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
 _FLOAT_BITS = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64}
 _COMPLEX_BITS = {"complex64": 32, "complex128": 64}
 
@@ -154,7 +154,7 @@ def _scalar_dtype(s) -> str:
     if isinstance(s, bool):
         return "bool"
     if isinstance(s, int):
-        return "int64"
+        return "uint64" if s > 2**63 - 1 else "int64"
     if isinstance(s, float):
         return default_float().name
     return default_complex().name
@@ -205,7 +205,7 @@ class _Info:
 
     def dtypes(self, *, device=None, kind=None) -> dict:
         _check_device(device)
-        names = [n for n in ("bool", "int32", "int64", "uint8", "float32", "float64", "complex64", "complex128")]
+        names = ["bool", *_INT_BITS, *_UINT_BITS, "float32", "float64", "complex64", "complex128"]
         if kind is not None:
             names = [n for n in names if isdtype(_DTYPES[n], kind)]
         return {n: _DTYPES[n] for n in names}

@@ -326,11 +326,17 @@ and adds them to the `.grad` of every leaf that requires them, as PyTorch's `bac
     def broadcast_to(self, *shape) -> Any:
         """The tensor broadcast to `shape` (a view)."""
         ...
+    def byte(self, *args: Any, **kwargs: Any) -> Any:
+        """``self.astype(uint8)``, as PyTorch's ``byte()``."""
+        ...
     def ceil(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
         ...
     def ceil_(self, *args: Any, **kwargs: Any) -> Any:
         """In place: ``self`` becomes ``self.ceil(...)`` and is returned (see ``nabla_rs._inplace``)."""
+        ...
+    def char(self, *args: Any, **kwargs: Any) -> Any:
+        """``self.astype(int8)``, as PyTorch's ``char()``."""
         ...
     def chunk(self, *args: Any, **kwargs: Any) -> Any:
         """`chunks` pieces of (nearly) equal size along `axis`.
@@ -806,6 +812,9 @@ positions add up), as ``torch.scatter_add``; differentiable in ``input`` and ``s
     @property
     def shape(self) -> Any:
         """The shape, as a tuple."""
+        ...
+    def short(self, *args: Any, **kwargs: Any) -> Any:
+        """``self.astype(int16)``, as PyTorch's ``short()``."""
         ...
     def sigmoid(self, *args: Any, **kwargs: Any) -> Any:
         """An elementwise function of one tensor from the op catalogue (`nabla_rs.exp`, ...)."""
@@ -1288,9 +1297,13 @@ def gt(a: ArrayLike, b: ArrayLike) -> Tensor: ...
 
 def imag(x: ArrayLike) -> Tensor: ...
 
+int16: dtype
+
 int32: dtype
 
 int64: dtype
+
+int8: dtype
 
 def is_autocast_enabled() -> Any:
     """`is_autocast_enabled()`: `True` inside an enabled `autocast` block."""
@@ -1810,6 +1823,12 @@ nested sequence or a number (Python floats become float32, as in PyTorch)."""
     ...
 
 def trunc(x: ArrayLike) -> Tensor: ...
+
+uint16: dtype
+
+uint32: dtype
+
+uint64: dtype
 
 uint8: dtype
 

@@ -46,6 +46,7 @@ fn bits(s: Option<Scalar>) -> Option<(u8, u64, u64)> {
         Scalar::C128(c) => (1, c.re.to_bits(), c.im.to_bits()),
         Scalar::I64(i) => (2, i as u64, 0),
         Scalar::Bool(b) => (3, b as u64, 0),
+        Scalar::U64(u) => (4, u, 0),
     })
 }
 

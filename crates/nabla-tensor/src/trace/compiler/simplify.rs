@@ -34,10 +34,7 @@ enum Fill {
 }
 
 fn real_numeric(dtype: DType) -> bool {
-    matches!(
-        dtype,
-        DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::I32 | DType::I64 | DType::U8
-    )
+    dtype.is_float() || dtype.is_int()
 }
 
 fn classify_scalar(s: Scalar) -> Option<Fill> {
