@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Generate the reference fixture checked by crates/nabla-special/tests/special.rs.
 
-Run from anywhere (needs SciPy, NumPy and JAX; written against scipy 1.16 and jax 0.10):
+Run from anywhere (needs SciPy, NumPy, JAX and mpmath; written against scipy 1.16, jax 0.10 and
+mpmath 1.3):
 
     python3 scripts/gen_special_fixtures.py
 
@@ -11,7 +12,8 @@ erfinv, large arguments): values from scipy.special (jax.nn.log_sigmoid for log_
 and second derivatives from JAX (jax.grad of the elementwise function, nested), recorded only where
 JAX's derivative is finite. Two-argument functions (xlogy, betaln) record the derivative with
 respect to each argument. Two places where JAX's derivative is not the function's are replaced by
-exact values (commented below): I0 and I1 at 0, and betaln's partials.
+exact values (commented below): I0 and I1 at 0, log_ndtr's derivatives (mpmath), and betaln's
+partials.
 """
 
 from __future__ import annotations
@@ -50,11 +52,25 @@ UNARY = [
     ("logit", sc.logit, jsc.logit, [0.01, 0.3, 0.5, 0.9, 0.999]),
     ("log_sigmoid", lambda x: np.asarray(jax.nn.log_sigmoid(jnp.asarray(x))), jax.nn.log_sigmoid,
      [-50.0, -1.0, 0.0, 2.0, 40.0]),
+    ("erfc", sc.erfc, jsc.erfc, [-3.0, -0.5, 0.0, 0.3, 1.0, 2.5, 5.0, 10.0, 26.0]),
+    ("ndtr", sc.ndtr, jsc.ndtr, [-37.0, -20.0, -8.0, -1.5, 0.0, 0.7, 3.0, 8.0]),
+    ("ndtri", sc.ndtri, jsc.ndtri,
+     [1e-300, 1e-100, 1e-20, 1e-5, 0.01, 0.02425, 0.2, 0.5, 0.7, 0.97575, 0.999, 1 - 1e-12]),
+    ("log_ndtr", sc.log_ndtr, jsc.log_ndtr, [-1e3, -40.0, -20.5, -19.5, -5.0, -1.0, 0.0, 2.0, 9.0, 40.0]),
 ]
 BINARY = [
     ("xlogy", sc.xlogy, jsc.xlogy, [0.0, 0.0, 1.0, 2.5, -1.0], [0.0, 2.0, 1e-3, 3.0, 0.5]),
     ("betaln", sc.betaln, jsc.betaln, [0.5, 2.0, 10.0, 3.5], [1.5, 3.0, 0.2, 7.0]),
 ]
+
+
+def _log_ndtr_derivatives(xs):
+    import mpmath
+
+    mpmath.mp.dps = 60
+    r = [mpmath.npdf(mpmath.mpf(x)) / mpmath.ncdf(mpmath.mpf(x)) for x in xs]
+    d2 = [-ri * (mpmath.mpf(x) + ri) for x, ri in zip(xs, r)]
+    return np.array([float(v) for v in r]), np.array([float(v) for v in d2])
 
 
 def finite_or_none(v):
@@ -75,6 +91,10 @@ def main():
         if name == "i1":
             # The same artifact gives JAX's I1''(0) = 1; the odd function has I1''(0) = 0.
             d2[xs == 0.0] = 0.0
+        if name == "log_ndtr":
+            # JAX differentiates its own series, about 1e-11 relative far in the lower tail; the
+            # exact derivatives are r = phi/Phi and r' = -r (x + r), from mpmath at 60 digits.
+            d1, d2 = _log_ndtr_derivatives(xs)
         cases.append({
             "name": name,
             "x": [float(v) for v in xs],

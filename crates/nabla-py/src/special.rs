@@ -23,6 +23,14 @@ one_to_one! {
     i1e, t => nabla_special::i1e(t);
     /// `log_sigmoid(x)`: `ln σ(x)`, stable for large `|x|` (`torch.nn.functional.logsigmoid`).
     log_sigmoid, t => nabla_special::log_sigmoid(t);
+    /// `erfc(x)`: `1 - erf(x)`, accurate where it is tiny.
+    erfc, t => nabla_special::erfc(t);
+    /// `ndtr(x)`: the standard normal CDF.
+    ndtr, t => nabla_special::ndtr(t);
+    /// `ndtri(p)`: the inverse of `ndtr` on (0, 1).
+    ndtri, t => nabla_special::ndtri(t);
+    /// `log_ndtr(x)`: `ln ndtr(x)`, accurate far into both tails.
+    log_ndtr, t => nabla_special::log_ndtr(t);
 }
 
 two_to_one! {
@@ -65,6 +73,10 @@ pub fn special_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
         wrap_pyfunction!(i1, &m)?,
         wrap_pyfunction!(i1e, &m)?,
         wrap_pyfunction!(log_sigmoid, &m)?,
+        wrap_pyfunction!(erfc, &m)?,
+        wrap_pyfunction!(ndtr, &m)?,
+        wrap_pyfunction!(ndtri, &m)?,
+        wrap_pyfunction!(log_ndtr, &m)?,
         wrap_pyfunction!(xlogy, &m)?,
         wrap_pyfunction!(betaln, &m)?,
         wrap_pyfunction!(polygamma, &m)?,

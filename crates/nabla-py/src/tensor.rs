@@ -362,15 +362,13 @@ impl PyTensor {
         self.item(py)?.extract()
     }
 
-    fn __int__(&self, py: Python<'_>) -> PyResult<i64> {
+    /// The one element as a Python int (of any size: a uint64 above int64's range included).
+    fn __int__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let v = self.item(py)?;
-        py.import("builtins")?
-            .getattr("int")?
-            .call1((v,))?
-            .extract()
+        py.import("builtins")?.getattr("int")?.call1((v,))
     }
 
-    fn __index__(&self, py: Python<'_>) -> PyResult<i64> {
+    fn __index__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         if self.value.dtype().is_float() || self.value.dtype().is_complex() {
             return Err(PyTypeError::new_err(
                 "only integer tensors of one element can be used as an index",

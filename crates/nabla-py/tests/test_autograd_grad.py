@@ -63,3 +63,25 @@ def test_gradient_penalty_matches_torch():
     ((g * g).sum()).backward()
     ((tg * tg).sum()).backward()
     np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-10)
+
+
+def test_batched_grad_outputs_give_one_vjp_per_row():
+    """``is_grads_batched=True``: the rows of the seed are separate vector-Jacobian products; with the
+    identity as seeds that is the Jacobian, here of ``y = A x`` (which is ``A``) and of ``sin``."""
+    a = np.array([[1.0, 2.0, 0.5], [-1.0, 0.0, 3.0]])
+    x = nb.tensor([0.3, -0.7, 1.1], dtype=nb.float64, requires_grad=True)
+    y = nb.tensor(a) @ x
+    (jac,) = nb.autograd.grad(y, x, grad_outputs=nb.eye(2, dtype=nb.float64), is_grads_batched=True)
+    np.testing.assert_allclose(jac.numpy(), a, rtol=1e-15)
+    s = nb.sin(x)
+    seeds = nb.tensor(np.array([[1.0, 0.0, 0.0], [0.5, 2.0, -1.0]]))
+    (rows,) = nb.autograd.grad(s, x, grad_outputs=seeds, is_grads_batched=True)
+    np.testing.assert_allclose(rows.numpy(), seeds.numpy() * np.cos([0.3, -0.7, 1.1]), rtol=1e-15)
+    (empty,) = nb.autograd.grad(s, x, grad_outputs=nb.zeros((0, 3), dtype=nb.float64), is_grads_batched=True)
+    assert tuple(empty.shape) == (0, 3)
+    with pytest.raises(ValueError, match="leading batch axis"):
+        nb.autograd.grad(s, x, is_grads_batched=True)
+    torch = pytest.importorskip("torch")
+    xt = torch.tensor([0.3, -0.7, 1.1], dtype=torch.float64, requires_grad=True)
+    (want,) = torch.autograd.grad(torch.sin(xt), xt, torch.tensor(seeds.numpy()), is_grads_batched=True)
+    np.testing.assert_allclose(rows.numpy(), want.numpy(), rtol=1e-15)

@@ -2,6 +2,8 @@
 and DLPack exchange, wrapping arithmetic, reductions, sorting and promotion, each against NumPy on the
 same values (NumPy wraps on overflow as nabla does), and against PyTorch where it is installed."""
 
+import operator
+
 import numpy as np
 import pytest
 
@@ -146,6 +148,7 @@ def test_python_numbers_are_weak_and_uint64_reaches_its_maximum():
     assert nb.tensor([2**63, 2**64 - 1]).dtype == nb.uint64
     same(nb.tensor(np.array([1], dtype=np.uint64)) + (2**64 - 2), np.array([2**64 - 1], dtype=np.uint64))
     assert "18446744073709551615" in repr(big)
+    assert int(big) == operator.index(big) == 2**64 - 1
     with pytest.raises(OverflowError, match="int64 or uint64"):
         nb.tensor(2**64)
     with pytest.raises(TypeError, match="uint64's range"):

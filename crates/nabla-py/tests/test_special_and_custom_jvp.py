@@ -29,6 +29,10 @@ UNARY = [
     ("erf", "erf", X - 3),
     ("expm1", "expm1", X - 3),
     ("log1p", "log1p", X),
+    ("erfc", "erfc", X - 3),
+    ("ndtr", "ndtr", X - 3),
+    ("ndtri", "ndtri", P),
+    ("log_ndtr", "log_ndtr", np.array([-4.0, -2.0, 0.5, 3.0])),  # the far tails: Rust fixtures
 ]
 
 

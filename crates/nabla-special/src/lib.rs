@@ -1,4 +1,4 @@
-//! Owns the special-function extension family: `lgamma`, `digamma`, `erfinv`, Bessel and more.
+//! Owns the special-function extension family: `lgamma`, `digamma`, `erfinv`, `ndtr`, Bessel and more.
 //! Must not depend on a concrete backend: only `nabla-core` and `nabla-tensor` (and libm).
 //!
 //! The layering of the crates, and the rules above, are described in the architecture chapter of
@@ -17,12 +17,15 @@
 //! | [`erfinv`] | inverse of `erf` on `(−1, 1)` | `(√π/2) e^{erfinv(x)²}` |
 //! | [`i0`], [`i1`] | modified Bessel functions of the first kind | `i1`, `i0 − i1/x` |
 //! | [`i0e`], [`i1e`] | `e^{−|x|} I₀(x)`, `e^{−|x|} I₁(x)` (no overflow) | through `i1e`, `i0e` |
+//! | [`erfc`] | `1 − erf(x)`, accurate where tiny | `−(2/√π) e^{−x²}` |
+//! | [`ndtr`], [`log_ndtr`] | `Φ(x) = ½ erfc(−x/√2)`, `ln Φ(x)` | `φ(x)`, `φ(x)/Φ(x)` |
+//! | [`ndtri`] | inverse of `Φ` on `(0, 1)` | `1/φ(ndtri(p))` |
 //! | [`xlogy`] | `x ln y`, 0 where `x = 0` | composed |
 //! | [`logit`] | `ln(p / (1 − p))`, optionally clamped | composed |
 //! | [`log_sigmoid`] | `ln σ(x) = −softplus(−x)`, stable for large `|x|` | composed |
 //! | [`betaln`] | `ln |B(a, b)|`, accurate for large arguments | `ψ(a) − ψ(a + b)`, `ψ(b) − ψ(a + b)` |
 //!
-//! The first eight run as one extension op ([`Special`]), `betaln` as another ([`Betaln`]), computed
+//! The first twelve run as one extension op ([`Special`]), `betaln` as another ([`Betaln`]), computed
 //! in `f64` on the host by
 //! documented algorithms (see the `scalar` module: `libm`'s `lgamma`, series and asymptotic
 //! expansions with their truncation bounds, Halley steps for `erfinv`), checked against SciPy to
@@ -139,6 +142,47 @@ pub fn i1<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
 /// The exponentially scaled `e^{−|x|} I₁(x)`.
 pub fn i1e<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
     unary(SpecialFn::I1e, x)
+}
+
+/// The complementary error function `erfc(x) = 1 − erf(x)` elementwise, with full relative
+/// precision where it is tiny (`erfc(10) ≈ 2.1e-45`, which `1 − erf(10)` rounds to 0).
+///
+/// ```
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// let x = Tensor::from_vec(vec![10.0f64], [1], &CpuBackend::new())?;
+/// let v = nabla_special::erfc(&x)?.item::<f64>()?;
+/// assert!((v / 2.088487583762545e-45 - 1.0).abs() < 1e-13);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn erfc<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    unary(SpecialFn::Erfc, x)
+}
+
+/// The standard normal CDF `Φ(x) = ½ erfc(−x/√2)` elementwise (`scipy.special.ndtr`,
+/// `jax.scipy.special.ndtr`), accurate in both tails.
+pub fn ndtr<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    unary(SpecialFn::Ndtr, x)
+}
+
+/// The inverse of [`ndtr`] elementwise: `Φ(ndtri(p)) = p` on `(0, 1)`, `−∞` at 0, `+∞` at 1, NaN
+/// outside (`scipy.special.ndtri`).
+///
+/// ```
+/// # use nabla_tensor::Tensor; use nabla_cpu::CpuBackend;
+/// let p = Tensor::from_vec(vec![0.975f64, 1e-300], [2], &CpuBackend::new())?;
+/// let v = nabla_special::ndtri(&p)?.to_vec::<f64>()?;
+/// assert!((v[0] - 1.959963984540054).abs() < 1e-14);
+/// assert!((v[1] / -37.0470962993612 - 1.0).abs() < 1e-14);
+/// # Ok::<(), nabla_core::Error>(())
+/// ```
+pub fn ndtri<B: Backend>(p: &Tensor<B>) -> Result<Tensor<B>> {
+    unary(SpecialFn::Ndtri, p)
+}
+
+/// `ln Φ(x)` elementwise (`scipy.special.log_ndtr`), finite and accurate far into both tails
+/// (`log_ndtr(−40) ≈ −804.6`, where `Φ` itself underflows).
+pub fn log_ndtr<B: Backend>(x: &Tensor<B>) -> Result<Tensor<B>> {
+    unary(SpecialFn::LogNdtr, x)
 }
 
 /// `x ln y`, with 0 wherever `x = 0` (even where `y` is 0, negative or infinite), broadcasting

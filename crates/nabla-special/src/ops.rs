@@ -27,11 +27,19 @@ pub enum SpecialFn {
     I1,
     /// `e^{−|x|} I₁(x)`.
     I1e,
+    /// The complementary error function `1 − erf(x)`, accurate where it is tiny.
+    Erfc,
+    /// The standard normal CDF `Φ(x) = ½ erfc(−x/√2)`.
+    Ndtr,
+    /// The inverse of [`SpecialFn::Ndtr`] on `(0, 1)`.
+    Ndtri,
+    /// `ln Φ(x)`, accurate in both tails.
+    LogNdtr,
 }
 
 impl SpecialFn {
     /// One value of every function (`Polygamma` once: its order is a parameter, not a new op).
-    pub const ALL: [SpecialFn; 8] = [
+    pub const ALL: [SpecialFn; 12] = [
         SpecialFn::Lgamma,
         SpecialFn::Digamma,
         SpecialFn::Polygamma(1),
@@ -40,6 +48,10 @@ impl SpecialFn {
         SpecialFn::I0e,
         SpecialFn::I1,
         SpecialFn::I1e,
+        SpecialFn::Erfc,
+        SpecialFn::Ndtr,
+        SpecialFn::Ndtri,
+        SpecialFn::LogNdtr,
     ];
 
     /// The op's name, namespaced by the family (`"special.lgamma"`).
@@ -53,6 +65,10 @@ impl SpecialFn {
             SpecialFn::I0e => "special.i0e",
             SpecialFn::I1 => "special.i1",
             SpecialFn::I1e => "special.i1e",
+            SpecialFn::Erfc => "special.erfc",
+            SpecialFn::Ndtr => "special.ndtr",
+            SpecialFn::Ndtri => "special.ndtri",
+            SpecialFn::LogNdtr => "special.log_ndtr",
         }
     }
 
@@ -67,6 +83,10 @@ impl SpecialFn {
             SpecialFn::I0e => scalar::bessel_i(0, x, true),
             SpecialFn::I1 => scalar::bessel_i(1, x, false),
             SpecialFn::I1e => scalar::bessel_i(1, x, true),
+            SpecialFn::Erfc => libm::erfc(x),
+            SpecialFn::Ndtr => scalar::ndtr(x),
+            SpecialFn::Ndtri => scalar::ndtri(x),
+            SpecialFn::LogNdtr => scalar::log_ndtr(x),
         }
     }
 }

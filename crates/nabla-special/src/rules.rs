@@ -8,6 +8,10 @@
 //! | `erfinv` | `(√π / 2) e^{y²}` with `y = erfinv(x)` |
 //! | `i0`, `i0e` | `i1`, `i1e − sign(x) i0e` |
 //! | `i1`, `i1e` | `i0 − i1/x`, `i0e − i1e (sign(x) + 1/x)` (both `1/2` at 0) |
+//! | `erfc` | `−(2/√π) e^{−x²}` |
+//! | `ndtr` | `φ(x) = e^{−x²/2}/√(2π)` |
+//! | `ndtri` | `√(2π) e^{y²/2}` with `y = ndtri(p)` |
+//! | `log_ndtr` | `φ(x)/Φ(x) = e^{−x²/2 − y}/√(2π)` with `y = log_ndtr(x)` (no underflow in the tail) |
 //! | `betaln(a, b)` | `ψ(a) − ψ(a + b)`, `ψ(b) − ψ(a + b)` |
 //!
 //! Forward rules multiply the tangent by the derivative, reverse rules the cotangent.
@@ -15,6 +19,7 @@
 use crate::ops::{BETALN, Betaln, Special, SpecialFn};
 use nabla_core::{Backend, Error, Result};
 use nabla_tensor::{ExtensionFamily, ExtensionRules, RuleArgs, Tensor};
+use std::f64::consts::PI;
 use std::sync::Arc;
 
 /// The special-function extension family: its ops are recorded with these rules bound, so every
@@ -40,6 +45,32 @@ fn over_x<B: Backend>(num: &Tensor<B>, x: &Tensor<B>, at_zero: f64) -> Result<Te
     zero.where_(at_zero, num.div(&safe)?)
 }
 
+/// Below this, `log_ndtr`'s derivative is `−x / S(x)` with the asymptotic series `S` (see the
+/// scalar module): `e^{−x²/2 − y}` would subtract two numbers near `x²/2` and keep only about
+/// `1e-16 x²` of absolute precision.
+const LOG_NDTR_TAIL: f64 = -20.0;
+
+/// `φ(x)/Φ(x)`: `e^{−x²/2 − y}/√(2π)` above [`LOG_NDTR_TAIL`], `−x / S(x)` below, with `S(x) = Σₖ₌₀⁶
+/// (−1)ᵏ (2k − 1)!! / x²ᵏ`; both are ordinary ops, so every order differentiates.
+fn log_ndtr_derivative<B: Backend>(x: &Tensor<B>, y: &Tensor<B>) -> Result<Tensor<B>> {
+    let tail = x.lt(LOG_NDTR_TAIL)?;
+    let central = x
+        .square()?
+        .mul(-0.5)?
+        .sub(y)?
+        .exp()?
+        .mul(1.0 / (2.0 * PI).sqrt())?;
+    // The tail branch sees only tail points (others read LOG_NDTR_TAIL), so no 1/0 reaches it.
+    let xt = tail.where_(x, LOG_NDTR_TAIL)?;
+    let inv2 = xt.square()?.recip()?;
+    let (mut term, mut series) = (inv2.ones_like()?, inv2.ones_like()?);
+    for k in 1..=6 {
+        term = term.mul(&inv2)?.mul(-f64::from(2 * k - 1))?;
+        series = series.add(&term)?;
+    }
+    tail.where_(&xt.neg()?.div(&series)?, &central)
+}
+
 /// The derivative of the node's function at its input.
 fn derivative<B: Backend>(args: &RuleArgs<'_, B>) -> Result<Tensor<B>> {
     let Some(Special(f)) = args.op.as_any().downcast_ref::<Special>().copied() else {
@@ -50,7 +81,7 @@ fn derivative<B: Backend>(args: &RuleArgs<'_, B>) -> Result<Tensor<B>> {
         SpecialFn::Lgamma => apply(SpecialFn::Digamma, x),
         SpecialFn::Digamma => apply(SpecialFn::Polygamma(1), x),
         SpecialFn::Polygamma(n) => apply(SpecialFn::Polygamma(n + 1), x),
-        SpecialFn::Erfinv => y.square()?.exp()?.mul(std::f64::consts::PI.sqrt() / 2.0),
+        SpecialFn::Erfinv => y.square()?.exp()?.mul(PI.sqrt() / 2.0),
         SpecialFn::I0 => apply(SpecialFn::I1, x),
         SpecialFn::I0e => apply(SpecialFn::I1e, x)?.sub(&x.sign()?.mul(y)?),
         SpecialFn::I1 => {
@@ -64,6 +95,10 @@ fn derivative<B: Backend>(args: &RuleArgs<'_, B>) -> Result<Tensor<B>> {
             let d = i0e.sub(&y.mul(&x.sign()?)?)?.sub(&ratio)?;
             x.eq(0.0)?.where_(0.5, d)
         }
+        SpecialFn::Erfc => x.square()?.neg()?.exp()?.mul(-2.0 / PI.sqrt()),
+        SpecialFn::Ndtr => x.square()?.mul(-0.5)?.exp()?.mul(1.0 / (2.0 * PI).sqrt()),
+        SpecialFn::Ndtri => y.square()?.mul(0.5)?.exp()?.mul((2.0 * PI).sqrt()),
+        SpecialFn::LogNdtr => log_ndtr_derivative(x, y),
     }
 }
 

@@ -24,6 +24,14 @@
 //!   `a ≥ 10` (the form of Cephes' and TOMS 708's `betaln`), where every term has one sign. The
 //!   correction `δ(x) = Σ B₂ₖ / (2k (2k − 1) x^{2k−1})` is summed to `k = 8` (truncation below 2e-18
 //!   at `x = 10`).
+//! - `ndtr(x) = ½ erfc(−x/√2)` with `libm::erfc`, which keeps its relative precision in both tails.
+//! - `log_ndtr(x)`: `ln1p(−ndtr(−x))` for `x > 0` (where `ndtr` is near 1), `ln ndtr(x)` down to
+//!   `x = −20`, and below that the asymptotic series `−x²/2 − ln(−x) − ½ ln 2π + ln Σ (−1)ᵏ
+//!   (2k − 1)!! / x²ᵏ` to `k = 6` (its truncation at `x = −20` is below 1e-14 relative; `erfc`
+//!   underflows near `x = −38`).
+//! - `ndtri(p)`: Acklam's rational approximations (relative error about 1e-9; the tail formula in
+//!   `√(−2 ln p)` for `p < 0.02425`), then one Halley step on `ndtr(x) = p` (on `ndtr(−x) = 1 − p`
+//!   for `p > ½`, so both tails keep their precision).
 
 use std::f64::consts::PI;
 
@@ -282,5 +290,103 @@ pub(crate) fn betaln(a: f64, b: f64) -> f64 {
             + corrections
     } else {
         lgamma(small) - small * large.ln() + small - tail + corrections
+    }
+}
+
+/// `Φ(x)`, the standard normal CDF.
+pub(crate) fn ndtr(x: f64) -> f64 {
+    0.5 * libm::erfc(-x / std::f64::consts::SQRT_2)
+}
+
+/// `ln Φ(x)`.
+pub(crate) fn log_ndtr(x: f64) -> f64 {
+    if x > 0.0 {
+        return (-ndtr(-x)).ln_1p();
+    }
+    if x > -20.0 || x.is_nan() {
+        return ndtr(x).ln();
+    }
+    // −x²/2 − ln(−x) − ½ ln 2π + ln(1 − 1/x² + 3/x⁴ − 15/x⁶ + ...).
+    let inv2 = 1.0 / (x * x);
+    let (mut term, mut sum) = (1.0, 1.0);
+    for k in 1..=6 {
+        term *= -f64::from(2 * k - 1) * inv2;
+        sum += term;
+    }
+    -0.5 * x * x - (-x).ln() - 0.5 * (2.0 * PI).ln() + sum.ln()
+}
+
+/// The standard normal density `φ(x)`.
+fn normal_pdf(x: f64) -> f64 {
+    (-0.5 * x * x).exp() / (2.0 * PI).sqrt()
+}
+
+/// `Φ⁻¹(p)` on `(0, 1)`: `−∞` at 0, `+∞` at 1, NaN outside.
+pub(crate) fn ndtri(p: f64) -> f64 {
+    if p.is_nan() || !(0.0..=1.0).contains(&p) {
+        return f64::NAN;
+    }
+    if p == 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if p == 1.0 {
+        return f64::INFINITY;
+    }
+    if p > 0.5 {
+        // Φ⁻¹(p) = −Φ⁻¹(1 − p), refined on the upper tail's own probability.
+        return -refine_lower(acklam(1.0 - p), 1.0 - p);
+    }
+    refine_lower(acklam(p), p)
+}
+
+/// One Halley step on `Φ(x) = p` from `x` (for `p ≤ ½`); `x` as it is where `φ(x)` underflows.
+fn refine_lower(x: f64, p: f64) -> f64 {
+    let density = normal_pdf(x);
+    if density == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let u = (ndtr(x) - p) / density;
+    x - u / (1.0 + 0.5 * x * u)
+}
+
+/// Acklam's rational approximation of `Φ⁻¹(p)` for `0 < p ≤ ½` (relative error about 1e-9).
+fn acklam(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969683028665376e1,
+        2.209460984245205e2,
+        -2.759285104469687e2,
+        1.383_577_518_672_69e2,
+        -3.066479806614716e1,
+        2.506628277459239,
+    ];
+    const B: [f64; 5] = [
+        -5.447609879822406e1,
+        1.615858368580409e2,
+        -1.556989798598866e2,
+        6.680131188771972e1,
+        -1.328068155288572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784894002430293e-3,
+        -3.223964580411365e-1,
+        -2.400758277161838,
+        -2.549732539343734,
+        4.374664141464968,
+        2.938163982698783,
+    ];
+    const D: [f64; 4] = [
+        7.784695709041462e-3,
+        3.224671290700398e-1,
+        2.445134137142996,
+        3.754408661907416,
+    ];
+    let poly = |c: &[f64], v: f64| c.iter().fold(0.0, |acc, &k| acc * v + k);
+    if p < 0.02425 {
+        let q = (-2.0 * p.ln()).sqrt();
+        poly(&C, q) / (poly(&D, q) * q + 1.0)
+    } else {
+        let q = p - 0.5;
+        let r = q * q;
+        poly(&A, r) * q / (poly(&B, r) * r + 1.0)
     }
 }

@@ -29,6 +29,10 @@ fn unary(name: &str) -> UnaryFn {
         "i1e" => nabla_special::i1e,
         "logit" => |x| nabla_special::logit(x, None),
         "log_sigmoid" => nabla_special::log_sigmoid,
+        "erfc" => nabla_special::erfc,
+        "ndtr" => nabla_special::ndtr,
+        "ndtri" => nabla_special::ndtri,
+        "log_ndtr" => nabla_special::log_ndtr,
         other => panic!("no function for fixture case {other}"),
     }
 }
@@ -157,7 +161,7 @@ fn derivatives_match_central_differences() -> Result<()> {
     let cpu = CpuBackend::new();
     let opts = GradCheckOptions::default();
     let points = |v: Vec<f64>| Tensor::from_vec(v.clone(), [v.len()], &cpu);
-    let cases: [(&str, UnaryFn, Vec<f64>); 9] = [
+    let cases: [(&str, UnaryFn, Vec<f64>); 13] = [
         ("lgamma", nabla_special::lgamma, vec![-2.5, 0.3, 1.7, 12.0]),
         (
             "digamma",
@@ -180,6 +184,14 @@ fn derivatives_match_central_differences() -> Result<()> {
             "log_sigmoid",
             nabla_special::log_sigmoid,
             vec![-30.0, -0.5, 3.0],
+        ),
+        ("erfc", nabla_special::erfc, vec![-1.5, 0.0, 0.4, 2.0]),
+        ("ndtr", nabla_special::ndtr, vec![-3.0, -0.2, 0.0, 1.7]),
+        ("ndtri", nabla_special::ndtri, vec![0.05, 0.3, 0.5, 0.9]),
+        (
+            "log_ndtr",
+            nabla_special::log_ndtr,
+            vec![-25.0, -3.0, 0.5, 4.0],
         ),
     ];
     for (name, f, xs) in cases {
@@ -209,6 +221,25 @@ fn poles_edges_and_f32() -> Result<()> {
     let edges = Tensor::from_vec(vec![-1.0f64, 1.0, 1.5, f64::NAN], [4], &cpu)?;
     let e = v(nabla_special::erfinv(&edges)?);
     assert!(e[0] == f64::NEG_INFINITY && e[1] == f64::INFINITY && e[2].is_nan() && e[3].is_nan());
+    let probabilities = Tensor::from_vec(vec![0.0f64, 1.0, 1.5, -0.1, f64::NAN], [5], &cpu)?;
+    let q = v(nabla_special::ndtri(&probabilities)?);
+    assert!(
+        q[0] == f64::NEG_INFINITY && q[1] == f64::INFINITY && q[2..].iter().all(|x| x.is_nan())
+    );
+    let infinities = Tensor::from_vec(vec![f64::NEG_INFINITY, f64::INFINITY], [2], &cpu)?;
+    assert_eq!(
+        v(nabla_special::log_ndtr(&infinities)?),
+        vec![f64::NEG_INFINITY, 0.0]
+    );
+    assert_eq!(v(nabla_special::ndtr(&infinities)?), vec![0.0, 1.0]);
+    assert_eq!(v(nabla_special::erfc(&infinities)?), vec![2.0, 0.0]);
+    // ndtri inverts ndtr, both tails included (Φ amplifies x's rounding by x² in relative terms: about
+    // 1e3 at 1e-200).
+    let p = Tensor::from_vec(vec![1e-200f64, 1e-9, 0.3, 0.5, 0.8, 1.0 - 1e-9], [6], &cpu)?;
+    let back = v(nabla_special::ndtr(&nabla_special::ndtri(&p)?)?);
+    for (b, w) in back.iter().zip(v(p.clone())) {
+        assert!((b - w).abs() <= 1e-12 * w, "{b:e} vs {w:e}");
+    }
     let big = Tensor::from_vec(vec![1000.0f64, f64::INFINITY], [2], &cpu)?;
     assert_eq!(
         v(nabla_special::i0(&big)?),

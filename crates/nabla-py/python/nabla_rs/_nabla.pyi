@@ -1755,6 +1755,10 @@ class _special_module:
         """`digamma(x)`: `ψ(x)`, the derivative of `ln Γ` (`psi`)."""
         ...
 
+    def erfc(self, a) -> Any:
+        """`erfc(x)`: `1 - erf(x)`, accurate where it is tiny."""
+        ...
+
     def erfinv(self, a) -> Any:
         """`erfinv(x)`: the inverse of `erf` on (-1, 1)."""
         ...
@@ -1779,12 +1783,24 @@ class _special_module:
         """`i1e(x)`: `exp(-|x|) i1(x)`."""
         ...
 
+    def log_ndtr(self, a) -> Any:
+        """`log_ndtr(x)`: `ln ndtr(x)`, accurate far into both tails."""
+        ...
+
     def log_sigmoid(self, a) -> Any:
         """`log_sigmoid(x)`: `ln σ(x)`, stable for large `|x|` (`torch.nn.functional.logsigmoid`)."""
         ...
 
     def logit(self, p, eps=None) -> Any:
         """`logit(p, eps=None)`: `ln(p / (1 - p))`, with `p` clamped to `[eps, 1 - eps]` when given."""
+        ...
+
+    def ndtr(self, a) -> Any:
+        """`ndtr(x)`: the standard normal CDF."""
+        ...
+
+    def ndtri(self, a) -> Any:
+        """`ndtri(p)`: the inverse of `ndtr` on (0, 1)."""
         ...
 
     def polygamma(self, n, x) -> Any:

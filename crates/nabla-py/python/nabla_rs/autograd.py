@@ -48,9 +48,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     ``inputs`` (leaves or computed tensors), as ``torch.autograd.grad``; ``.grad`` is left alone.
     An input the outputs do not depend on is an error, ``None`` with ``allow_unused=True``, zeros
     with ``materialize_grads=True``. With ``create_graph=True`` the gradients can be differentiated
-    again. The graph is kept whatever ``retain_graph`` says (it is freed with its tensors)."""
+    again. The graph is kept whatever ``retain_graph`` says (it is freed with its tensors). With
+    ``is_grads_batched=True`` the first axis of every ``grad_outputs`` tensor is a batch: one
+    gradient per seed row, stacked on a new first axis of each result (PyTorch's per-sample
+    vector-Jacobian products)."""
     if is_grads_batched:
-        raise ValueError("autograd.grad: is_grads_batched=True is not supported; use nb.vmap over nb.vjp")
+        return _batched_grad(outputs, inputs, grad_outputs, create_graph, allow_unused, materialize_grads)
     xs = _as_list(inputs, "inputs")
     for i, x in enumerate(xs):
         if not x.requires_grad:
@@ -66,6 +69,23 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise RuntimeError(f"autograd.grad: input {i} was not used to compute the outputs; pass allow_unused=True to get None for it")
         result.append(g)
     return tuple(result)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, create_graph, allow_unused, materialize_grads) -> tuple:
+    """``grad`` once per row of the batched seeds, each result stacked on a new first axis."""
+    if grad_outputs is None:
+        raise ValueError("autograd.grad: is_grads_batched=True needs grad_outputs with a leading batch axis")
+    seeds = _seeds(grad_outputs, len(_as_list(outputs, "outputs")))
+    sizes = {_as_tensor(s).shape[0] for s in seeds if s is not None and _as_tensor(s).ndim > 0}
+    if len(sizes) != 1 or any(s is None or _as_tensor(s).ndim == 0 for s in seeds):
+        raise ValueError("autograd.grad: with is_grads_batched=True every grad_outputs tensor needs the same leading batch axis")
+    batch, xs = sizes.pop(), _as_list(inputs, "inputs")
+    if batch == 0:
+        return tuple(_nabla.zeros((0, *x.shape), dtype=x.dtype) for x in xs)
+    rows = [grad(outputs, inputs, [_as_tensor(s)[b] for s in seeds], None, create_graph,
+                 allow_unused=allow_unused, materialize_grads=materialize_grads)
+            for b in range(batch)]
+    return tuple(None if rows[0][i] is None else _nabla.stack([r[i] for r in rows]) for i in range(len(xs)))
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):

@@ -1,7 +1,7 @@
 """``nabla_rs.special``: ``torch.special``'s and ``scipy.special``'s everyday functions, each
 differentiable to any order, eagerly and under ``jit`` and ``vmap``. ``gammaln``, ``digamma``,
-``polygamma``, ``erfinv``, the Bessel functions, ``xlogy``, ``logit``, ``log_expit`` and
-``betaln`` are nabla's special-function ops (computed in float64, checked against SciPy to 1e-13);
+``polygamma``, ``erfinv``, ``erfc``, ``ndtr``, ``ndtri``, ``log_ndtr``, the Bessel functions,
+``xlogy``, ``logit``, ``log_expit`` and ``betaln`` are nabla's special-function ops (computed in float64, checked against SciPy to 1e-13);
 the rest are compositions of ordinary ops. Integers and half floats compute in float32 (as
 PyTorch promotes them), complex input is an error."""
 
@@ -24,6 +24,10 @@ i1 = _rust.i1
 i1e = _rust.i1e
 xlogy = _rust.xlogy
 betaln = _rust.betaln
+erfc = _rust.erfc
+ndtr = _rust.ndtr
+ndtri = _rust.ndtri
+log_ndtr = _rust.log_ndtr
 log_expit = _rust.log_sigmoid
 psi = digamma
 lgamma = gammaln
