@@ -67,18 +67,6 @@ impl DType {
         DType::Bool,
     ];
 
-    /// Every integer dtype (bool excluded), signed then unsigned, narrow to wide.
-    pub const INTEGERS: [DType; 8] = [
-        DType::I8,
-        DType::I16,
-        DType::I32,
-        DType::I64,
-        DType::U8,
-        DType::U16,
-        DType::U32,
-        DType::U64,
-    ];
-
     /// Bytes per element.
     pub fn size_in_bytes(self) -> usize {
         match self {
@@ -187,7 +175,7 @@ impl DType {
 
     /// The signed integer type of `bytes` bytes (1, 2, 4 or 8).
     fn signed_of_size(bytes: usize) -> Option<DType> {
-        DType::INTEGERS
+        DType::ALL
             .into_iter()
             .find(|d| d.is_signed_int() && d.size_in_bytes() == bytes)
     }
@@ -239,19 +227,9 @@ impl DType {
     pub fn real_float(self) -> Option<DType> {
         match self {
             DType::F64 => Some(DType::F64),
-            DType::F16
-            | DType::BF16
-            | DType::F32
-            | DType::I8
-            | DType::I16
-            | DType::I32
-            | DType::I64
-            | DType::U8
-            | DType::U16
-            | DType::U32
-            | DType::U64
-            | DType::Bool => Some(DType::F32),
             DType::C64 | DType::C128 => None,
+            // The half floats, f32, every integer and bool.
+            _ => Some(DType::F32),
         }
     }
 
@@ -259,16 +237,10 @@ impl DType {
     pub fn category(self) -> u8 {
         match self {
             DType::Bool => 0,
-            DType::I8
-            | DType::I16
-            | DType::I32
-            | DType::I64
-            | DType::U8
-            | DType::U16
-            | DType::U32
-            | DType::U64 => 1,
             DType::F16 | DType::BF16 | DType::F32 | DType::F64 => 2,
             DType::C64 | DType::C128 => 3,
+            // Every integer type.
+            _ => 1,
         }
     }
 

@@ -268,42 +268,11 @@ macro_rules! dispatch_dtype {
                 type $T = $crate::num_complex::Complex64;
                 $body
             }
-            $crate::DType::I8 => {
-                type $T = i8;
-                $body
-            }
-            $crate::DType::I16 => {
-                type $T = i16;
-                $body
-            }
-            $crate::DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            $crate::DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            $crate::DType::U8 => {
-                type $T = u8;
-                $body
-            }
-            $crate::DType::U16 => {
-                type $T = u16;
-                $body
-            }
-            $crate::DType::U32 => {
-                type $T = u32;
-                $body
-            }
-            $crate::DType::U64 => {
-                type $T = u64;
-                $body
-            }
-            $crate::DType::Bool => {
+            // The integers from their one list; what is left after them is bool.
+            other => $crate::dispatch_int!(other, $T => $body, _ => {
                 type $T = bool;
                 $body
-            }
+            }),
         }
     };
 }
@@ -499,6 +468,17 @@ mod tests {
             Complex32::from_scalar(Scalar::I64(2)),
             Complex32::new(2.0, 0.0)
         );
+    }
+
+    #[test]
+    fn dispatch_covers_every_dtype_and_exactly_the_integers() {
+        for dt in DType::ALL {
+            assert_eq!(dispatch_dtype!(dt, T => T::DTYPE), dt);
+            let int = crate::dispatch_int!(dt, T => Some(T::DTYPE), _ => None);
+            assert_eq!(int, dt.is_int().then_some(dt), "{dt}");
+        }
+        let ints = DType::ALL.into_iter().filter(|d| d.is_int()).count();
+        assert_eq!(ints, 8);
     }
 
     #[test]

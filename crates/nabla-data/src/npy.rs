@@ -75,9 +75,9 @@ struct Header {
 /// bytes.extend_from_slice(header.as_bytes());
 /// bytes.extend_from_slice(&[1, 0, 2, 0, 3, 0]);
 /// let mut r = NpyReader::from_bytes(&bytes, "a.npy")?;
-/// assert_eq!((r.shape(), r.dtype(), r.numel()), (&[3, 1][..], nabla_core::DType::I32, 3));
-/// assert_eq!(r.read(2)?, HostData::I32(vec![1, 2]));
-/// assert_eq!(r.read(2)?, HostData::I32(vec![3]));
+/// assert_eq!((r.shape(), r.dtype(), r.numel()), (&[3, 1][..], nabla_core::DType::U16, 3));
+/// assert_eq!(r.read(2)?, HostData::U16(vec![1, 2]));
+/// assert_eq!(r.read(2)?, HostData::U16(vec![3]));
 /// assert!(r.read(2)?.is_empty());
 /// # Ok::<(), nabla_core::Error>(())
 /// ```

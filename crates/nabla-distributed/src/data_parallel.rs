@@ -30,20 +30,13 @@ impl Carrier {
         match dtype {
             DType::F16 | DType::BF16 | DType::F32 => Ok(Carrier::F32),
             DType::F64 => Ok(Carrier::F64),
-            // Every integer travels exactly as the bits of an i64 (casting back wraps to the value).
-            DType::I8
-            | DType::I16
-            | DType::I32
-            | DType::I64
-            | DType::U8
-            | DType::U16
-            | DType::U32
-            | DType::U64
-            | DType::Bool => Ok(Carrier::Int),
             DType::C64 | DType::C128 => Err(Error::invalid(
                 "DataParallel",
                 format!("cannot broadcast or all-reduce {dtype} tensors (real dtypes only)"),
             )),
+            // Every integer and bool travels exactly as the bits of an i64 (the cast back wraps to
+            // the value).
+            _ => Ok(Carrier::Int),
         }
     }
 

@@ -83,15 +83,11 @@ fn unsigned_integers_keep_their_dtype() {
 fn the_other_dtypes_keep_their_values() {
     let cases: [(&str, Vec<u8>, HostData); 6] = [
         ("|u1", vec![0, 7, 255], HostData::U8(vec![0, 7, 255])),
-        (
-            "|i1",
-            vec![0, 0x81, 0x7f],
-            HostData::I32(vec![0, -127, 127]),
-        ),
+        ("|i1", vec![0, 0x81, 0x7f], HostData::I8(vec![0, -127, 127])),
         (
             "<i2",
             enc(&[-3i16, 0, 300], i16::to_le_bytes),
-            HostData::I32(vec![-3, 0, 300]),
+            HostData::I16(vec![-3, 0, 300]),
         ),
         (
             "<i8",
