@@ -11,12 +11,13 @@
 //! | `erfc` | `−(2/√π) e^{−x²}` |
 //! | `ndtr` | `φ(x) = e^{−x²/2}/√(2π)` |
 //! | `ndtri` | `√(2π) e^{y²/2}` with `y = ndtri(p)` |
-//! | `log_ndtr` | `φ(x)/Φ(x) = e^{−x²/2 − y}/√(2π)` with `y = log_ndtr(x)` (no underflow in the tail) |
+//! | `log_ndtr` | `φ(x)/Φ(x)`: `e^{−x²/2 − y}/√(2π)` with `y = log_ndtr(x)`, and `−x / S(x)` with the asymptotic series below −20 |
 //! | `betaln(a, b)` | `ψ(a) − ψ(a + b)`, `ψ(b) − ψ(a + b)` |
 //!
 //! Forward rules multiply the tangent by the derivative, reverse rules the cotangent.
 
 use crate::ops::{BETALN, Betaln, Special, SpecialFn};
+use crate::scalar::{LOG_NDTR_TAIL, LOG_NDTR_TERMS};
 use nabla_core::{Backend, Error, Result};
 use nabla_tensor::{ExtensionFamily, ExtensionRules, RuleArgs, Tensor};
 use std::f64::consts::PI;
@@ -45,13 +46,10 @@ fn over_x<B: Backend>(num: &Tensor<B>, x: &Tensor<B>, at_zero: f64) -> Result<Te
     zero.where_(at_zero, num.div(&safe)?)
 }
 
-/// Below this, `log_ndtr`'s derivative is `−x / S(x)` with the asymptotic series `S` (see the
-/// scalar module): `e^{−x²/2 − y}` would subtract two numbers near `x²/2` and keep only about
-/// `1e-16 x²` of absolute precision.
-const LOG_NDTR_TAIL: f64 = -20.0;
-
-/// `φ(x)/Φ(x)`: `e^{−x²/2 − y}/√(2π)` above [`LOG_NDTR_TAIL`], `−x / S(x)` below, with `S(x) = Σₖ₌₀⁶
-/// (−1)ᵏ (2k − 1)!! / x²ᵏ`; both are ordinary ops, so every order differentiates.
+/// `φ(x)/Φ(x)`: `e^{−x²/2 − y}/√(2π)` above [`LOG_NDTR_TAIL`], `−x / S(x)` below, with the scalar
+/// module's asymptotic series `S` (there `e^{−x²/2 − y}` would subtract two numbers near `x²/2` and
+/// keep only about `1e-16 x²` of absolute precision); both are ordinary ops, so every order
+/// differentiates.
 fn log_ndtr_derivative<B: Backend>(x: &Tensor<B>, y: &Tensor<B>) -> Result<Tensor<B>> {
     let tail = x.lt(LOG_NDTR_TAIL)?;
     let central = x
@@ -64,7 +62,7 @@ fn log_ndtr_derivative<B: Backend>(x: &Tensor<B>, y: &Tensor<B>) -> Result<Tenso
     let xt = tail.where_(x, LOG_NDTR_TAIL)?;
     let inv2 = xt.square()?.recip()?;
     let (mut term, mut series) = (inv2.ones_like()?, inv2.ones_like()?);
-    for k in 1..=6 {
+    for k in 1..=LOG_NDTR_TERMS {
         term = term.mul(&inv2)?.mul(-f64::from(2 * k - 1))?;
         series = series.add(&term)?;
     }

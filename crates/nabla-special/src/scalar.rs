@@ -298,18 +298,25 @@ pub(crate) fn ndtr(x: f64) -> f64 {
     0.5 * libm::erfc(-x / std::f64::consts::SQRT_2)
 }
 
+/// Below this, `ln Φ` (and its derivative, in the rules) is the asymptotic series: `Φ` itself
+/// keeps its precision above it, and the series' truncation at it is below 1e-14 relative.
+pub(crate) const LOG_NDTR_TAIL: f64 = -20.0;
+
+/// The terms after the first of the series `S(x) = Σₖ (−1)ᵏ (2k − 1)!! / x²ᵏ` that the tail sums.
+pub(crate) const LOG_NDTR_TERMS: u32 = 6;
+
 /// `ln Φ(x)`.
 pub(crate) fn log_ndtr(x: f64) -> f64 {
     if x > 0.0 {
         return (-ndtr(-x)).ln_1p();
     }
-    if x > -20.0 || x.is_nan() {
+    if x > LOG_NDTR_TAIL || x.is_nan() {
         return ndtr(x).ln();
     }
     // −x²/2 − ln(−x) − ½ ln 2π + ln(1 − 1/x² + 3/x⁴ − 15/x⁶ + ...).
     let inv2 = 1.0 / (x * x);
     let (mut term, mut sum) = (1.0, 1.0);
-    for k in 1..=6 {
+    for k in 1..=LOG_NDTR_TERMS {
         term *= -f64::from(2 * k - 1) * inv2;
         sum += term;
     }

@@ -14,7 +14,7 @@ import math
 from typing import Any, NamedTuple, Optional, Tuple
 
 from . import _nabla
-from ._array_api_dtypes import _DTYPES, result_type
+from ._array_api_dtypes import _DTYPES, _INT_BITS, _UINT_BITS, result_type
 from ._torch_methods import _RUST as _RUST_METHODS
 from ._transforms import _as_tensor
 
@@ -27,9 +27,9 @@ def _widened_for_sum(x):
     """``x`` in the dtype the standard's sums and products accumulate in when no ``dtype`` is given:
     booleans and signed integers in int64, unsigned integers in uint64, floats as they are."""
     name = x.dtype.name
-    if name == "bool" or name.startswith("int"):
+    if name == "bool" or name in _INT_BITS:
         return x.astype(_int64)
-    if name.startswith("uint"):
+    if name in _UINT_BITS:
         return x.astype(_DTYPES["uint64"])
     return x
 

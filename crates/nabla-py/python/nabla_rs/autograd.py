@@ -75,14 +75,13 @@ def _batched_grad(outputs, inputs, grad_outputs, create_graph, allow_unused, mat
     """``grad`` once per row of the batched seeds, each result stacked on a new first axis."""
     if grad_outputs is None:
         raise ValueError("autograd.grad: is_grads_batched=True needs grad_outputs with a leading batch axis")
-    seeds = _seeds(grad_outputs, len(_as_list(outputs, "outputs")))
-    sizes = {_as_tensor(s).shape[0] for s in seeds if s is not None and _as_tensor(s).ndim > 0}
-    if len(sizes) != 1 or any(s is None or _as_tensor(s).ndim == 0 for s in seeds):
+    seeds = [None if s is None else _as_tensor(s) for s in _seeds(grad_outputs, len(_as_list(outputs, "outputs")))]
+    if any(s is None or s.ndim == 0 for s in seeds) or len({s.shape[0] for s in seeds}) != 1:
         raise ValueError("autograd.grad: with is_grads_batched=True every grad_outputs tensor needs the same leading batch axis")
-    batch, xs = sizes.pop(), _as_list(inputs, "inputs")
+    batch, xs = seeds[0].shape[0], _as_list(inputs, "inputs")
     if batch == 0:
         return tuple(_nabla.zeros((0, *x.shape), dtype=x.dtype) for x in xs)
-    rows = [grad(outputs, inputs, [_as_tensor(s)[b] for s in seeds], None, create_graph,
+    rows = [grad(outputs, inputs, [s[b] for s in seeds], None, create_graph,
                  allow_unused=allow_unused, materialize_grads=materialize_grads)
             for b in range(batch)]
     return tuple(None if rows[0][i] is None else _nabla.stack([r[i] for r in rows]) for i in range(len(xs)))
