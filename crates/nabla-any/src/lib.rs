@@ -1,11 +1,13 @@
 //! Owns [`AnyBackend`] and [`AnyStorage`]: one backend type whose device is chosen at run time.
-//! Must not depend on `nabla-tensor` or above: only `nabla-core`, `nabla-cpu` and `nabla-wgpu`.
+//! Must not depend on `nabla-tensor` or above: only `nabla-core`, `nabla-cpu`, `nabla-wgpu` and
+//! `nabla-cuda`.
 //!
 //! The layering of the crates, and the rules above, are described in the architecture chapter of
 //! the book, `docs/src/architecture.md`.
 //!
-//! A backend chosen at run time: [`AnyBackend`] is one [`Backend`] type whose value is the CPU or
-//! a wgpu device (the latter with the default feature `wgpu`), so an application (or the `nabla`
+//! A backend chosen at run time: [`AnyBackend`] is one [`Backend`] type whose value is the CPU, a
+//! wgpu device (with the default feature `wgpu`) or an NVIDIA GPU through CUDA (with the feature
+//! `cuda`), so an application (or the `nabla`
 //! command line) picks the device from a flag or a config file and runs one monomorphised copy of
 //! its code.
 //!
@@ -37,6 +39,8 @@ use nabla_core::{
 use nabla_cpu::{CpuBackend, CpuStorage};
 use std::sync::Arc;
 
+#[cfg(feature = "cuda")]
+use nabla_cuda::{CudaBackend, CudaStorage};
 #[cfg(feature = "wgpu")]
 use nabla_wgpu::{WgpuBackend, WgpuStorage};
 
@@ -48,6 +52,9 @@ pub enum AnyBackend {
     /// A GPU (or software adapter) through wgpu.
     #[cfg(feature = "wgpu")]
     Wgpu(WgpuBackend),
+    /// An NVIDIA GPU through CUDA.
+    #[cfg(feature = "cuda")]
+    Cuda(CudaBackend),
 }
 
 /// A buffer of an [`AnyBackend`]: the handle of the device it lives on.
@@ -58,6 +65,9 @@ pub enum AnyStorage {
     /// A wgpu buffer.
     #[cfg(feature = "wgpu")]
     Wgpu(WgpuStorage),
+    /// A CUDA buffer.
+    #[cfg(feature = "cuda")]
+    Cuda(CudaStorage),
 }
 
 impl AnyBackend {
@@ -73,8 +83,16 @@ impl AnyBackend {
         Ok(AnyBackend::Wgpu(WgpuBackend::new()?))
     }
 
-    /// The device named `name`: `"cpu"` or `"wgpu"`; an error naming the choices otherwise, or when
-    /// the device cannot be opened (or this build lacks the `wgpu` feature).
+    /// CUDA device `ordinal` (an NVIDIA GPU); an error saying what is missing when the driver,
+    /// NVRTC or cuBLAS cannot be loaded or there is no such device.
+    #[cfg(feature = "cuda")]
+    pub fn cuda(ordinal: usize) -> Result<Self> {
+        Ok(AnyBackend::Cuda(CudaBackend::new(ordinal)?))
+    }
+
+    /// The device named `name`: `"cpu"`, `"wgpu"`, or `"cuda"` (`"cuda:N"` for device `N`); an
+    /// error naming the choices otherwise, or when the device cannot be opened (or this build lacks
+    /// its feature).
     ///
     /// ```
     /// let cpu = nabla_any::AnyBackend::from_name("cpu")?;
@@ -92,11 +110,36 @@ impl AnyBackend {
                 "AnyBackend::from_name",
                 "backend `wgpu` is not available: this build lacks the `wgpu` feature",
             )),
+            cuda if cuda == "cuda" || cuda.starts_with("cuda:") => Self::cuda_named(cuda),
             other => Err(Error::invalid(
                 "AnyBackend::from_name",
-                format!("unknown backend `{other}`; expected `cpu` or `wgpu`"),
+                format!("unknown backend `{other}`; expected `cpu`, `wgpu`, `cuda` or `cuda:N`"),
             )),
         }
+    }
+
+    /// `"cuda"` or `"cuda:N"` opened (or the error of a build without the `cuda` feature).
+    fn cuda_named(name: &str) -> Result<Self> {
+        let ordinal = match name.strip_prefix("cuda:") {
+            None => 0,
+            Some(n) => n.parse::<usize>().map_err(|_| {
+                Error::invalid(
+                    "AnyBackend::from_name",
+                    format!(
+                        "`{name}`: the device number after `cuda:` must be a non-negative integer"
+                    ),
+                )
+            })?,
+        };
+        #[cfg(feature = "cuda")]
+        return Self::cuda(ordinal);
+        #[cfg(not(feature = "cuda"))]
+        Err(Error::invalid(
+            "AnyBackend::from_name",
+            format!(
+                "backend `cuda` (device {ordinal}) is not available: this build lacks the `cuda` feature"
+            ),
+        ))
     }
 }
 
@@ -107,6 +150,8 @@ impl AnyStorage {
             AnyStorage::Cpu(_) => "cpu",
             #[cfg(feature = "wgpu")]
             AnyStorage::Wgpu(_) => "wgpu",
+            #[cfg(feature = "cuda")]
+            AnyStorage::Cuda(_) => "cuda",
         }
     }
 
@@ -115,6 +160,8 @@ impl AnyStorage {
             AnyStorage::Cpu(s) => s.dtype(),
             #[cfg(feature = "wgpu")]
             AnyStorage::Wgpu(s) => s.dtype(),
+            #[cfg(feature = "cuda")]
+            AnyStorage::Cuda(s) => s.dtype(),
         }
     }
 
@@ -123,6 +170,8 @@ impl AnyStorage {
             AnyStorage::Cpu(s) => s.len(),
             #[cfg(feature = "wgpu")]
             AnyStorage::Wgpu(s) => s.len(),
+            #[cfg(feature = "cuda")]
+            AnyStorage::Cuda(s) => s.len(),
         }
     }
 }
@@ -170,28 +219,38 @@ impl Handles for OnCpu {
     }
 }
 
-#[cfg(feature = "wgpu")]
-struct OnWgpu;
+/// The [`Handles`] of one GPU variant of [`AnyStorage`].
+macro_rules! gpu_handles {
+    ($feature:literal, $marker:ident, $variant:ident, $storage:ty, $kind:literal) => {
+        #[cfg(feature = $feature)]
+        struct $marker;
 
-#[cfg(feature = "wgpu")]
-impl Handles for OnWgpu {
-    type Inner = WgpuStorage;
-    fn get(s: &AnyStorage) -> Result<&WgpuStorage> {
-        match s {
-            AnyStorage::Wgpu(s) => Ok(s),
-            other => Err(wrong_device("wgpu", other)),
+        #[cfg(feature = $feature)]
+        impl Handles for $marker {
+            type Inner = $storage;
+            #[allow(unreachable_patterns)]
+            fn get(s: &AnyStorage) -> Result<&$storage> {
+                match s {
+                    AnyStorage::$variant(s) => Ok(s),
+                    other => Err(wrong_device($kind, other)),
+                }
+            }
+            #[allow(unreachable_patterns)]
+            fn take(s: AnyStorage) -> Result<$storage> {
+                match s {
+                    AnyStorage::$variant(s) => Ok(s),
+                    other => Err(wrong_device($kind, &other)),
+                }
+            }
+            fn wrap(s: $storage) -> AnyStorage {
+                AnyStorage::$variant(s)
+            }
         }
-    }
-    fn take(s: AnyStorage) -> Result<WgpuStorage> {
-        match s {
-            AnyStorage::Wgpu(s) => Ok(s),
-            other => Err(wrong_device("wgpu", &other)),
-        }
-    }
-    fn wrap(s: WgpuStorage) -> AnyStorage {
-        AnyStorage::Wgpu(s)
-    }
+    };
 }
+
+gpu_handles!("wgpu", OnWgpu, Wgpu, WgpuStorage, "wgpu");
+gpu_handles!("cuda", OnCuda, Cuda, CudaStorage, "cuda");
 
 /// Runs `$body` with `$b` bound to the chosen device's backend and `$h` to its [`Handles`].
 macro_rules! on_device {
@@ -206,6 +265,12 @@ macro_rules! on_device {
             AnyBackend::Wgpu($b) => {
                 #[allow(dead_code)]
                 type $h = OnWgpu;
+                $body
+            }
+            #[cfg(feature = "cuda")]
+            AnyBackend::Cuda($b) => {
+                #[allow(dead_code)]
+                type $h = OnCuda;
                 $body
             }
         }

@@ -50,7 +50,10 @@ pub mod properties;
 mod suite;
 
 pub use caps::{Capabilities, Tolerance};
-pub use suite::{Check, FAMILIES, SameBuffer, Suite, family, probe, run_family, try_run_family};
+pub use suite::{
+    Check, FAMILIES, SameBuffer, Suite, family, probe, run_family, try_run_family,
+    try_run_family_required_by,
+};
 
 #[doc(hidden)]
 pub use nabla_core as __core;
@@ -59,7 +62,8 @@ pub use nabla_core as __core;
 ///
 /// - `make` is a function or closure returning the backend, called once per test;
 /// - `try_make` instead returns `Option<B>`: `None` (no device) skips every family with a message, except
-///   when the environment variable `CI` is `true`, where it fails;
+///   when the environment variable `CI` is `true`, where it fails; with `required_by = "VAR"` after
+///   `caps` (a device CI never has), it fails only when `VAR` is `1`;
 /// - `caps` is the backend's [`Capabilities`];
 /// - an optional leading `mod name,` puts the tests in a module of that name (which imports the caller's
 ///   scope), so that several backends can share one test file.
@@ -76,18 +80,21 @@ macro_rules! conformance_suite {
         }
     };
     (make = $make:expr, caps = $caps:expr $(,)?) => {
-        $crate::conformance_suite!(@families (Some(($make)())), $caps;
-            unary binary compare cast reduce matmul movement indexing creation_random conv_pool large
-            numpy_binary numpy_cast numpy_compare numpy_complex numpy_creation numpy_indexing
-            numpy_matmul numpy_movement numpy_reduce numpy_unary);
+        $crate::conformance_suite!(@all (Some(($make)())), $caps, "CI", "true");
+    };
+    (try_make = $make:expr, caps = $caps:expr, required_by = $var:literal $(,)?) => {
+        $crate::conformance_suite!(@all (($make)()), $caps, $var, "1");
     };
     (try_make = $make:expr, caps = $caps:expr $(,)?) => {
-        $crate::conformance_suite!(@families (($make)()), $caps;
+        $crate::conformance_suite!(@all (($make)()), $caps, "CI", "true");
+    };
+    (@all $made:expr, $caps:expr, $var:literal, $value:literal) => {
+        $crate::conformance_suite!(@families $made, $caps, $var, $value;
             unary binary compare cast reduce matmul movement indexing creation_random conv_pool large
             numpy_binary numpy_cast numpy_compare numpy_complex numpy_creation numpy_indexing
             numpy_matmul numpy_movement numpy_reduce numpy_unary);
     };
-    (@families $made:expr, $caps:expr; $($family:ident)*) => {
+    (@families $made:expr, $caps:expr, $var:literal, $value:literal; $($family:ident)*) => {
         $(
             #[test]
             fn $family() {
@@ -96,7 +103,7 @@ macro_rules! conformance_suite {
                 let made = $made;
                 let same_buffer = (&$crate::probe::Probe::of(&made)).same_buffer();
                 let suite = made.map(|b| $crate::Suite::new(b, $caps).with_same_buffer(same_buffer));
-                $crate::try_run_family(stringify!($family), suite);
+                $crate::try_run_family_required_by(stringify!($family), suite, $var, $value);
             }
         )*
     };
@@ -108,7 +115,9 @@ mod tests {
     #[test]
     fn the_macro_lists_every_family() {
         let src = include_str!("lib.rs");
-        let start = src.find("(@families (Some").expect("the make arm");
+        let start = src
+            .find("(@all $made")
+            .expect("the arm listing the families");
         let arm = &src[start..];
         let arm = &arm[arm.find(';').expect("family list") + 1..arm.find(");").expect("end")];
         let listed: Vec<&str> = arm.split_whitespace().collect();

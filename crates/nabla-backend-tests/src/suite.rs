@@ -285,10 +285,22 @@ pub fn run_family<B: Backend>(name: &str, suite: Suite<B>) {
 /// [`run_family`] for a backend that may be missing: `None` skips with a message, or fails when the
 /// environment variable `CI` is `true` (CI must not pass a suite it never ran).
 pub fn try_run_family<B: Backend>(name: &str, suite: Option<Suite<B>>) {
+    try_run_family_required_by(name, suite, "CI", "true")
+}
+
+/// [`try_run_family`] that fails on a missing device only when the environment variable `var`
+/// equals `value`: `CI=true` for a device CI provides, `NABLA_REQUIRE_CUDA=1` for a CUDA GPU, which
+/// CI never has and a machine lent one sets.
+pub fn try_run_family_required_by<B: Backend>(
+    name: &str,
+    suite: Option<Suite<B>>,
+    var: &str,
+    value: &str,
+) {
     match suite {
         Some(s) => run_family(name, s),
-        None if std::env::var("CI").is_ok_and(|v| v == "true") => panic!(
-            "conformance family `{name}`: no {} device found, and CI=true forbids skipping",
+        None if std::env::var(var).is_ok_and(|v| v == value) => panic!(
+            "conformance family `{name}`: no {} device found, and {var}={value} forbids skipping",
             std::any::type_name::<B>()
         ),
         None => println!(

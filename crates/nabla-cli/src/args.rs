@@ -81,8 +81,9 @@ pub struct CommonArgs {
     /// Compute threads (default: one per core; at most eight per core).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
-    /// The compute backend: the CPU, or a GPU through wgpu (Vulkan, Metal, DirectX 12). Data is
-    /// loaded on the CPU and each batch is moved to the backend; checkpoints load on either.
+    /// The compute backend: the CPU, a GPU through wgpu (Vulkan, Metal, DirectX 12), or an NVIDIA
+    /// GPU through CUDA. Data is loaded on the CPU and each batch is moved to the backend;
+    /// checkpoints load on any of them.
     #[arg(long, value_enum, default_value_t = BackendKind::Cpu)]
     pub backend: BackendKind,
 }
@@ -95,6 +96,9 @@ pub enum BackendKind {
     /// The GPU backend on wgpu: the default adapter (a GPU, or a software one such as Mesa's
     /// lavapipe). Needs a build with the `wgpu` feature (on by default).
     Wgpu,
+    /// The NVIDIA GPU backend on CUDA: device 0. Needs the NVIDIA driver and CUDA 13's NVRTC and
+    /// cuBLAS at run time, and a build with the `cuda` feature (on by default).
+    Cuda,
 }
 
 /// `nabla train`.

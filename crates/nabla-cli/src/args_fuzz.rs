@@ -73,6 +73,7 @@ const VALUES: &[&str] = &[
     "none",
     "cpu",
     "wgpu",
+    "cuda",
     "x.csv",
     "x.jsonl",
     "x.txt",

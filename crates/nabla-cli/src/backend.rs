@@ -1,4 +1,4 @@
-//! Run-time backend selection: `--backend cpu|wgpu` opens that device as an [`AnyBackend`], the one
+//! Run-time backend selection: `--backend cpu|wgpu|cuda` opens that device as an [`AnyBackend`], the one
 //! backend type the commands are instantiated for. The commands themselves are generic over
 //! [`Backend`]; data always loads on the CPU and batches move to the chosen backend in the loader's
 //! collate step.
@@ -36,6 +36,8 @@ pub fn dispatch(common: &CommonArgs, job: impl Job) -> Result<()> {
     let backend = match common.backend {
         BackendKind::Cpu => AnyBackend::cpu(),
         BackendKind::Wgpu => open_wgpu()?,
+        BackendKind::Cuda => AnyBackend::from_name("cuda")
+            .map_err(|e| Error::invalid("--backend cuda", e.to_string()))?,
     };
     job.run(&backend)
 }

@@ -161,7 +161,7 @@ impl PyTensor {
         compute(py, move || map_value!(&v, t => t.pad(&pad_width, value)))
     }
 
-    /// The tensor on `device` (`"cpu"`, or `"wgpu"` in a build with the `wgpu` feature), or
+    /// The tensor on `device` (`"cpu"`, or `"wgpu"` / `"cuda"` in a build with that feature), or
     /// converted to a dtype; moves between devices are differentiable.
     fn to(&self, py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         if let Ok(name) = target.extract::<String>()

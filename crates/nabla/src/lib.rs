@@ -50,8 +50,13 @@ pub mod scalar {
     pub use nabla_scalar::*;
 }
 /// The backend chosen at run time (`nabla-any`): one tensor type for the CPU and (with the `wgpu`
-/// feature) wgpu devices, with differentiable moves between them.
+/// and `cuda` features) wgpu and CUDA devices, with differentiable moves between them.
 pub use nabla_any::{AnyBackend, AnyStorage};
+/// The NVIDIA GPU backend on CUDA (`nabla-cuda`), with the `cuda` feature.
+#[cfg(feature = "cuda")]
+pub use nabla_cuda as cuda;
+#[cfg(feature = "cuda")]
+pub use nabla_cuda::CudaBackend;
 pub use nabla_tensor::{
     AdContext, AdContextBuilder, AnomalyGuard, AutocastGuard, CompileReport, CustomArgs, CustomFn,
     EinsumPath, ExtensionFamily, ExtensionRules, GraphCompiler, GraphExecutor, IntoProgram, Pass,
@@ -78,6 +83,9 @@ pub type CpuTensor = Tensor<CpuBackend>;
 /// A tensor on the wgpu backend (with the `wgpu` feature).
 #[cfg(feature = "wgpu")]
 pub type WgpuTensor = Tensor<WgpuBackend>;
+/// A tensor on the CUDA backend (with the `cuda` feature).
+#[cfg(feature = "cuda")]
+pub type CudaTensor = Tensor<CudaBackend>;
 
 /// The names most programs use: `use nabla::prelude::*;`.
 pub mod prelude {
