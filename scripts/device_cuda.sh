@@ -11,7 +11,8 @@
 # (libnvrtc, libcublas) are looked for in the CUDA toolkit and in PyTorch's nvidia wheels.
 # TESTS (default "lib conformance models") picks the test binaries, TEST_TIMEOUT (seconds, default
 # 240) bounds each, BENCH_STEPS (default 5) sets the timed steps, BENCH_TIMEOUT (default 300)
-# bounds the benchmark, and BENCH=0 skips it.
+# bounds the benchmark, and BENCH=0 skips it. When BIN_DIR also holds the command line (`nabla`),
+# the default `nabla train` runs on the GPU (`--backend cuda`) and on the CPU, for their accuracies.
 set -uo pipefail
 BIN="${1:?binary folder}"
 OUT="${2:?output folder}"
@@ -37,6 +38,16 @@ for t in ${TESTS:-lib conformance models}; do
         | grep -E "^test |test result|panicked|SKIPPED|kernels compiled" || true
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
 done
+if [ -x "$BIN/nabla" ]; then
+    for backend in cuda cpu; do
+        echo "== nabla train --backend $backend"
+        start=$SECONDS
+        timeout 300 "$BIN/nabla" train --backend "$backend" --checkpoint "/tmp/nabla-$backend.safetensors" \
+            --plot "/tmp/nabla-$backend.svg" 2>&1 | tee "$OUT/train-$backend.log" | tail -4
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        echo "($((SECONDS - start)) s)"
+    done
+fi
 if [ "${BENCH:-1}" != 0 ]; then
     echo "== benchmark"
     PYTHONUNBUFFERED=1 timeout "${BENCH_TIMEOUT:-300}" python3 scripts/bench_cuda.py --nabla "$BIN/bench_cuda" \

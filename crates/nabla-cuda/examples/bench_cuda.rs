@@ -235,7 +235,11 @@ fn main() -> Result<()> {
     let weights = value("--weights");
     let steps = value("--steps")
         .map_or(Ok(5), |s| s.parse::<usize>())
-        .map_err(|e| nabla_core::Error::invalid("bench_cuda", format!("--steps: {e}")))?;
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| {
+            nabla_core::Error::invalid("bench_cuda", "--steps takes a positive integer")
+        })?;
     let only = value("--only");
     let gpu = CudaBackend::new(0)?;
     eprintln!("device: {}", gpu.device_name());

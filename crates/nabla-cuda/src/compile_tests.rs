@@ -146,7 +146,7 @@ fn every_other_kernel_compiles() {
         if !dtype.is_bool() && !dtype.is_half() {
             sources.push((
                 format!("cumsum {dtype}"),
-                crate::reduce::render_cumsum(dtype),
+                crate::reduce::render_cumsum(dtype, &views2),
             ));
         }
         let t = crate::source::storage_ty(dtype);
@@ -160,7 +160,7 @@ fn every_other_kernel_compiles() {
             sources.push((format!("scatter_add {dtype}"), src));
         }
         for descending in [false, true] {
-            if let Ok(src) = crate::sort::render_sort(dtype, descending) {
+            if let Ok(src) = crate::sort::render_sort(dtype, descending, &views2) {
                 sources.push((format!("sort {dtype} {descending}"), src));
             }
         }

@@ -84,7 +84,7 @@ impl CudaBackend {
                 k,
                 n: p,
             };
-            self.gemm(col_dtype, dtype, a, b, cc, dims)?;
+            self.gemm(OP, (col_dtype, dtype), a, b, cc, dims)?;
         }
         drop((cols, weights));
         Ok(out)
@@ -149,8 +149,7 @@ pub(crate) fn render_im2col(from: DType, to: DType) -> Result<String> {
              long long s0, long long s1, long long s2, long long s3, const {ti}* __restrict__ x, \
              {to_}* __restrict__ cols) {{\n\
              long long P = HO * WO, K = CG * KH * KW;\n\
-             for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total; \
-             e += (long long)gridDim.x * blockDim.x) {{\n\
+             GRID_LOOP(e, total) {{\n\
              long long p = e % P, kk = (e / P) % K, grp = (e / (P * K)) % G, img = e / (P * K * G);\n\
              long long ch = grp * CG + kk / (KH * KW), r = kk % (KH * KW);\n\
              long long ih = (p / WO) * sh - ph + (r / KW) * dh, iw = (p % WO) * sw - pw + (r % KW) * dw;\n\

@@ -86,7 +86,7 @@ pub(crate) fn render(kernel: &FusedKernel, views: &Views) -> Result<String> {
         params.push(format!("{}* __restrict__ out{m}", storage_ty(dtype)));
         names.push(format!("w{m}"));
     }
-    let mut body = walk(views, &names, "i");
+    let mut body = walk(views, &names, &format!("(({ty})i)"));
     let mut consts = 0;
     for (j, step) in kernel.steps().iter().enumerate() {
         let dtype = |k: usize| kernel.steps()[k].dtype;
@@ -115,8 +115,7 @@ pub(crate) fn render(kernel: &FusedKernel, views: &Views) -> Result<String> {
         );
     }
     Ok(format!(
-        "extern \"C\" __global__ void k({}) {{\n  for ({ty} i = ({ty})(blockIdx.x * blockDim.x + \
-         threadIdx.x); i < ({ty})n; i += ({ty})(gridDim.x * blockDim.x)) {{\n{body}  }}\n}}\n",
+        "extern \"C\" __global__ void k({}) {{\n  GRID_LOOP(i, n) {{\n{body}  }}\n}}\n",
         params.join(", ")
     ))
 }

@@ -2,7 +2,7 @@
 //! text, their arguments (device addresses, sizes, and views passed by value), and launching them on
 //! the backend's stream.
 
-use crate::{CudaBackend, driver_error};
+use crate::{CudaBackend, cuda_error, driver_error};
 use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig, PushKernelArg};
 use nabla_core::{Error, Layout, Result};
 
@@ -18,6 +18,8 @@ pub(crate) const ARG_STRUCTS: &str = "
 struct Shape { long long rank; long long d[MAXR]; };
 struct View { long long off; long long s[MAXR]; };
 struct Consts { unsigned long long b[16]; };
+#define GRID_LOOP(i, n) for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; \\
+    i < (long long)(n); i += (long long)gridDim.x * blockDim.x)
 ";
 
 /// The most constants a fused kernel receives as arguments (see [`ConstsArg`]); further ones are
@@ -73,7 +75,8 @@ pub(crate) struct Views {
     pub(crate) views: Vec<ViewArg>,
     /// Per view: `true` when its elements are `offset + i` for index `i` (no coordinate walk needed).
     pub(crate) dense: Vec<bool>,
-    /// `true` when every offset a view reaches, and the element count, fit an `int`.
+    /// `true` when every offset a view reaches, and the element count, fit an `int` (the loop
+    /// counter itself is always a `long long`, so stepping past the end cannot overflow).
     pub(crate) small: bool,
 }
 
@@ -160,7 +163,7 @@ pub(crate) fn grid_for(n: usize, sms: u32) -> u32 {
 impl CudaBackend {
     /// The compiled kernel `name` of `src` (the prelude and argument structs are prepended), from the
     /// cache or compiled now.
-    pub(crate) fn function(&self, src: &str, name: &str) -> Result<CudaFunction> {
+    pub(crate) fn function(&self, op: &str, src: &str, name: &str) -> Result<CudaFunction> {
         let key = format!("{name}\n{src}");
         if let Some(f) = self.inner.lock_kernels().get(&key) {
             return Ok(f.clone());
@@ -174,19 +177,20 @@ impl CudaBackend {
             options: vec!["--std=c++17".into()],
             ..Default::default()
         };
-        let ptx =
-            cudarc::nvrtc::compile_ptx_with_opts(&full, opts).map_err(|e| Error::Backend {
-                backend: "cuda".into(),
-                message: format!("NVRTC could not compile kernel {name}: {}", compile_log(&e)),
-            })?;
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(&full, opts).map_err(|e| {
+            cuda_error(format!(
+                "{op}: NVRTC could not compile the kernel: {}",
+                compile_log(&e)
+            ))
+        })?;
         let module = self
             .inner
             .ctx
             .load_module(ptx)
-            .map_err(|e| driver_error(&format!("loading kernel {name}"), e))?;
+            .map_err(|e| driver_error(&format!("{op}: loading its kernel"), e))?;
         let f = module
             .load_function(name)
-            .map_err(|e| driver_error(&format!("finding kernel {name}"), e))?;
+            .map_err(|e| driver_error(&format!("{op}: finding kernel {name}"), e))?;
         self.inner.lock_kernels().insert(key, f.clone());
         Ok(f)
     }
@@ -237,7 +241,7 @@ impl CudaBackend {
         if n == 0 {
             return Ok(());
         }
-        let f = self.function(src, "k")?;
+        let f = self.function(op, src, "k")?;
         self.launch(op, &f, (grid_for(n, self.inner.sms), BLOCK, 0), args)
     }
 }

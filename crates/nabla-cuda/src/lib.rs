@@ -60,7 +60,7 @@ use nabla_core::{
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// An NVIDIA GPU as a nabla [`Backend`]. Cloning shares the device, its stream and its caches.
 #[derive(Clone)]
@@ -113,48 +113,55 @@ impl fmt::Debug for CudaBackend {
     }
 }
 
-/// A backend error for a failed driver call while doing `what`.
-pub(crate) fn driver_error(what: &str, e: DriverError) -> Error {
+/// A backend error of the CUDA backend.
+pub(crate) fn cuda_error(message: impl Into<String>) -> Error {
     Error::Backend {
         backend: "cuda".into(),
-        message: format!("{what}: {e:?}"),
+        message: message.into(),
     }
+}
+
+/// A backend error for a failed driver call while doing `what`.
+pub(crate) fn driver_error(what: &str, e: DriverError) -> Error {
+    cuda_error(format!("{what}: {e:?}"))
 }
 
 fn missing(library: &str) -> Error {
-    Error::Backend {
-        backend: "cuda".into(),
-        message: format!(
-            "{library} could not be loaded: the CUDA backend needs the NVIDIA driver, and NVRTC and \
+    cuda_error(format!(
+        "{library} could not be loaded: the CUDA backend needs the NVIDIA driver, and NVRTC and \
              cuBLAS of CUDA 13 (the toolkit, or the Python wheels nvidia-cuda-nvrtc and \
              nvidia-cublas) on the library path (LD_LIBRARY_PATH)"
-        ),
-    }
+    ))
 }
 
-/// NVRTC's name of a compute capability, for the architectures NVRTC 13 compiles for.
+/// The architectures NVRTC 13 compiles for, by compute capability (oldest first).
+const ARCHES: [((i32, i32), &str); 11] = [
+    ((7, 5), "sm_75"),
+    ((8, 0), "sm_80"),
+    ((8, 6), "sm_86"),
+    ((8, 7), "sm_87"),
+    ((8, 9), "sm_89"),
+    ((9, 0), "sm_90"),
+    ((10, 0), "sm_100"),
+    ((10, 3), "sm_103"),
+    ((11, 0), "sm_110"),
+    ((12, 0), "sm_120"),
+    ((12, 1), "sm_121"),
+];
+
+/// NVRTC's name for a device of compute capability `major.minor`: its own architecture, or for a
+/// newer device the newest one listed (whose PTX the driver compiles for the device).
 fn arch_name(major: i32, minor: i32) -> Result<&'static str> {
-    Ok(match (major, minor) {
-        (7, 5) => "sm_75",
-        (8, 0) => "sm_80",
-        (8, 6) => "sm_86",
-        (8, 7) => "sm_87",
-        (8, 9) => "sm_89",
-        (9, 0) => "sm_90",
-        (10, 0) => "sm_100",
-        (10, 3) => "sm_103",
-        (11, 0) => "sm_110",
-        (12, 0) => "sm_120",
-        (12, 1) => "sm_121",
-        _ => {
-            return Err(Error::Backend {
-                backend: "cuda".into(),
-                message: format!(
-                    "compute capability {major}.{minor} is not supported (CUDA 13 needs 7.5 or newer)"
-                ),
-            });
-        }
-    })
+    ARCHES
+        .iter()
+        .rev()
+        .find(|(cc, _)| *cc <= (major, minor))
+        .map(|(_, name)| *name)
+        .ok_or_else(|| {
+            cuda_error(format!(
+                "compute capability {major}.{minor} is not supported (CUDA 13 needs 7.5 or newer)"
+            ))
+        })
 }
 
 impl CudaBackend {
@@ -174,8 +181,28 @@ impl CudaBackend {
     }
 
     /// Opens device `ordinal` (its primary context, one stream); an error naming what is missing when
-    /// the driver, NVRTC or cuBLAS cannot be loaded, or when there is no such device.
+    /// the driver, NVRTC or cuBLAS cannot be loaded, or when there is no such device. Every backend
+    /// of one device shares its stream, allocator and kernel cache (a second `new(0)` returns a
+    /// handle to the first while it lives), so that their tensors, which compare as one device, are
+    /// ordered by one stream.
     pub fn new(ordinal: usize) -> Result<Self> {
+        static OPEN: Mutex<Vec<(usize, Weak<Inner>)>> = Mutex::new(Vec::new());
+        let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        open.retain(|(_, inner)| inner.strong_count() > 0);
+        if let Some(inner) = open
+            .iter()
+            .find(|(o, _)| *o == ordinal)
+            .and_then(|(_, inner)| inner.upgrade())
+        {
+            return Ok(CudaBackend { inner });
+        }
+        let backend = CudaBackend::open(ordinal)?;
+        open.push((ordinal, Arc::downgrade(&backend.inner)));
+        Ok(backend)
+    }
+
+    /// Opens device `ordinal` afresh (see [`CudaBackend::new`]).
+    fn open(ordinal: usize) -> Result<Self> {
         // SAFETY: these only probe whether each library can be opened.
         unsafe {
             if !cudarc::driver::sys::is_culib_present() {
@@ -190,10 +217,9 @@ impl CudaBackend {
         }
         let count = CudaBackend::device_count();
         if ordinal >= count {
-            return Err(Error::Backend {
-                backend: "cuda".into(),
-                message: format!("no CUDA device {ordinal}: {count} found"),
-            });
+            return Err(cuda_error(format!(
+                "no CUDA device {ordinal}: {count} found"
+            )));
         }
         let ctx = CudaContext::new(ordinal).map_err(|e| driver_error("opening the device", e))?;
         // One stream orders every kernel, copy and allocation, so the crate tracks no events.
@@ -202,10 +228,8 @@ impl CudaBackend {
         let stream = ctx
             .new_stream()
             .map_err(|e| driver_error("creating a stream", e))?;
-        let blas = CudaBlas::new(stream.clone()).map_err(|e| Error::Backend {
-            backend: "cuda".into(),
-            message: format!("creating the cuBLAS handle: {e:?}"),
-        })?;
+        let blas = CudaBlas::new(stream.clone())
+            .map_err(|e| cuda_error(format!("creating the cuBLAS handle: {e:?}")))?;
         let (major, minor) = ctx
             .compute_capability()
             .map_err(|e| driver_error("reading the compute capability", e))?;

@@ -97,18 +97,15 @@ fn operand(s: &CudaStorage, layout: &Layout) -> Option<Operand> {
     })
 }
 
-fn cublas_error(what: &str, e: impl std::fmt::Debug) -> Error {
-    Error::Backend {
-        backend: "cuda".into(),
-        message: format!("cuBLAS {what}: {e:?}"),
-    }
+fn cublas_error(op: &str, e: impl std::fmt::Debug) -> Error {
+    crate::cuda_error(format!("{op}: cuBLAS failed: {e:?}"))
 }
 
-/// A size as cuBLAS's `int`, or an error naming the product.
-fn int(v: i64) -> Result<i32> {
+/// A size as cuBLAS's `int`, or an error naming the op.
+fn int(op: &'static str, v: i64) -> Result<i32> {
     i32::try_from(v).map_err(|_| {
         Error::invalid(
-            "matmul",
+            op,
             format!("a dimension or stride of {v} is beyond what cuBLAS takes (2^31 - 1)"),
         )
     })
@@ -159,7 +156,7 @@ impl CudaBackend {
             col_stride: 1,
         };
         let (oa, ob, copies) = self.operands(&a, &b, dims)?;
-        self.gemm(in_dtype, out_dtype, oa, ob, c, dims)?;
+        self.gemm("matmul", (in_dtype, out_dtype), oa, ob, c, dims)?;
         // Held until the product is queued: every later reuse of their blocks is queued after it.
         drop((a, b, copies));
         Ok(out)
@@ -194,14 +191,14 @@ impl CudaBackend {
     /// `C = A B` for `dims.batch` products, as cuBLAS (float types) or the integer kernel.
     pub(crate) fn gemm(
         &self,
-        in_dtype: DType,
-        out_dtype: DType,
+        op: &'static str,
+        (in_dtype, out_dtype): (DType, DType),
         a: Operand,
         b: Operand,
         c: Operand,
         dims: Dims,
     ) -> Result<()> {
-        check_dtype("matmul", in_dtype)?;
+        check_dtype(op, in_dtype)?;
         let (ty_in, ty_out, compute) = match (in_dtype, out_dtype) {
             (DType::F32, DType::F32) => (
                 Ty::CUDA_R_32F,
@@ -215,18 +212,18 @@ impl CudaBackend {
             (DType::F64, DType::F64) => {
                 (Ty::CUDA_R_64F, Ty::CUDA_R_64F, Compute::CUBLAS_COMPUTE_64F)
             }
-            (DType::BF16, o) => (Ty::CUDA_R_16BF, out_ty(o)?, Compute::CUBLAS_COMPUTE_32F),
-            (DType::F16, o) => (Ty::CUDA_R_16F, out_ty(o)?, Compute::CUBLAS_COMPUTE_32F),
-            (d, o) if d.is_int() && d == o => return self.gemm_int(d, a, b, c, dims),
-            (d, _) => return Err(Error::dtype("matmul", d)),
+            (DType::BF16, o) => (Ty::CUDA_R_16BF, out_ty(op, o)?, Compute::CUBLAS_COMPUTE_32F),
+            (DType::F16, o) => (Ty::CUDA_R_16F, out_ty(op, o)?, Compute::CUBLAS_COMPUTE_32F),
+            (d, o) if d.is_int() && d == o => return self.gemm_int(op, d, a, b, c, dims),
+            (d, _) => return Err(Error::dtype(op, d)),
         };
         let (ta, lda) = a
             .cublas(dims.m, dims.k)
-            .ok_or_else(|| Error::invalid("matmul", "left operand without a unit stride"))?;
+            .ok_or_else(|| Error::invalid(op, "left operand without a unit stride"))?;
         let (tb, ldb) = b
             .cublas(dims.k, dims.n)
-            .ok_or_else(|| Error::invalid("matmul", "right operand without a unit stride"))?;
-        let op = |t: bool| if t { Op::CUBLAS_OP_T } else { Op::CUBLAS_OP_N };
+            .ok_or_else(|| Error::invalid(op, "right operand without a unit stride"))?;
+        let trans = |t: bool| if t { Op::CUBLAS_OP_T } else { Op::CUBLAS_OP_N };
         let (es_in, es_out) = (
             in_dtype.size_in_bytes() as u64,
             out_dtype.size_in_bytes() as u64,
@@ -244,7 +241,7 @@ impl CudaBackend {
                     (&zero32 as *const f32).cast(),
                 )
             };
-        let label = format!("matmul {in_dtype}->{out_dtype}");
+        let label = format!("{op} {in_dtype}->{out_dtype}");
         let blas = self.inner.blas.lock().unwrap_or_else(|e| e.into_inner());
         self.timed(&label, || {
             // SAFETY: the operands' views were checked against their buffers by the caller; cuBLAS reads
@@ -252,36 +249,44 @@ impl CudaBackend {
             unsafe {
                 cudarc::cublas::result::gemm_strided_batched_ex(
                     *blas.handle(),
-                    op(tb),
-                    op(ta),
-                    int(dims.n as i64)?,
-                    int(dims.m as i64)?,
-                    int(dims.k as i64)?,
+                    trans(tb),
+                    trans(ta),
+                    int(op, dims.n as i64)?,
+                    int(op, dims.m as i64)?,
+                    int(op, dims.k as i64)?,
                     alpha,
                     (b.ptr + b.offset as u64 * es_in) as *const std::ffi::c_void,
                     ty_in,
-                    int(ldb)?,
+                    int(op, ldb)?,
                     b.batch_stride,
                     (a.ptr + a.offset as u64 * es_in) as *const std::ffi::c_void,
                     ty_in,
-                    int(lda)?,
+                    int(op, lda)?,
                     a.batch_stride,
                     beta,
                     (c.ptr + c.offset as u64 * es_out) as *mut std::ffi::c_void,
                     ty_out,
-                    int(c.row_stride)?,
+                    int(op, c.row_stride)?,
                     c.batch_stride,
-                    int(dims.batch as i64)?,
+                    int(op, dims.batch as i64)?,
                     compute,
                     cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
                 )
             }
-            .map_err(|e| cublas_error("gemm", e))
+            .map_err(|e| cublas_error(op, e))
         })
     }
 
     /// The integer product: one thread per result element, wrapping arithmetic.
-    fn gemm_int(&self, dtype: DType, a: Operand, b: Operand, c: Operand, dims: Dims) -> Result<()> {
+    fn gemm_int(
+        &self,
+        op: &'static str,
+        dtype: DType,
+        a: Operand,
+        b: Operand,
+        c: Operand,
+        dims: Dims,
+    ) -> Result<()> {
         let src = render_gemm_int(dtype);
         let total = dims.batch * dims.m * dims.n;
         let args = [
@@ -304,16 +309,16 @@ impl CudaBackend {
             Arg::I64(c.batch_stride),
             Arg::I64(c.row_stride),
         ];
-        self.launch_elements("matmul", &src, total, &args)
+        self.launch_elements(op, &src, total, &args)
     }
 }
 
-fn out_ty(dtype: DType) -> Result<Ty> {
+fn out_ty(op: &'static str, dtype: DType) -> Result<Ty> {
     Ok(match dtype {
         DType::F32 => Ty::CUDA_R_32F,
         DType::BF16 => Ty::CUDA_R_16BF,
         DType::F16 => Ty::CUDA_R_16F,
-        d => return Err(Error::dtype("matmul", d)),
+        d => return Err(Error::dtype(op, d)),
     })
 }
 
@@ -338,18 +343,13 @@ fn check_dims(a: &Layout, b: &Layout) -> Result<Dims> {
 /// The integer product kernel of `dtype`.
 pub(crate) fn render_gemm_int(dtype: DType) -> String {
     let t = storage_ty(dtype);
-    let w = if dtype.size_in_bytes() == 8 {
-        "unsigned long long"
-    } else {
-        "unsigned int"
-    };
+    let w = crate::source::wide_unsigned(dtype);
     format!(
         "extern \"C\" __global__ void k(long long total, long long m, long long n, long long kk, \
              const {t}* A, long long ao, long long ab, long long ar, long long ac, \
              const {t}* B, long long bo, long long bb, long long br, long long bc, \
              {t}* C, long long co, long long cb, long long cr) {{\n\
-             for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; \
-             i += (long long)gridDim.x * blockDim.x) {{\n\
+             GRID_LOOP(i, total) {{\n\
              long long col = i % n, row = (i / n) % m, bt = i / (m * n);\n\
              {w} acc = 0;\n\
              for (long long p = 0; p < kk; ++p) acc += ({w})({la}) * ({w})({lb});\n\

@@ -1,8 +1,9 @@
 //! Concatenation, gathers and scatter-adds.
 //!
-//! Gathers and scatter-adds check their indices on the device: the first thread that meets an index
-//! outside `-n..n` records it in a two-word flag, which is read back (waiting for the kernel) so that
-//! the op returns the CPU's error rather than reading or writing out of bounds. Scatter-adds add with
+//! Gathers and scatter-adds check their indices on the device: a thread that meets an index outside
+//! `-n..n` skips its element and raises a flag, which is read back (waiting for the kernel); a raised
+//! flag becomes the CPU's error, naming the first bad index in row-major order, rather than a read or
+//! write out of bounds. Scatter-adds add with
 //! atomics (float sums therefore land in an order that varies from run to run, within rounding).
 
 use crate::CudaBackend;
@@ -46,12 +47,12 @@ static __device__ void atomic_add_narrow(void* p, unsigned int v, int bytes) {
 }
 ";
 
-/// The statement normalising index `j` (read from `idx`) against `len`, recording an out-of-range one
-/// in `err` (flag, index) and skipping the element.
+/// The statement normalising index `j` (read from `idx`) against `len`, raising the flag `err[0]`
+/// for an out-of-range one and skipping the element.
 const INDEX_CHECK: &str = "long long j = idx[o0];
 if (j < 0) j += len;
 if (j < 0 || j >= len) {
-    if (atomicCAS((unsigned long long*)err, 0ull, 1ull) == 0ull) err[1] = idx[o0];
+    err[0] = 1;
     continue;
 }
 ";
@@ -157,17 +158,30 @@ impl CudaBackend {
             })
     }
 
-    /// Waits for the kernel and returns the out-of-range index it recorded, as the CPU's error.
-    fn check_flag(&self, op: &'static str, flag: &CudaStorage, size: usize) -> Result<()> {
+    /// Waits for the kernel; when it met an index outside `-size..size`, the CPU's error naming the
+    /// first such index in row-major order (found on the host, from `index`).
+    fn check_flag(
+        &self,
+        op: &'static str,
+        flag: &CudaStorage,
+        index: (&CudaStorage, &Layout),
+        size: usize,
+    ) -> Result<()> {
         let words = self.read_impl(flag, &Layout::contiguous([2]))?;
-        match words {
-            nabla_core::HostData::I64(w) if w[0] != 0 => Err(Error::IndexOutOfBounds {
-                op,
-                index: w[1],
-                size,
-            }),
-            _ => Ok(()),
+        if !matches!(words, nabla_core::HostData::I64(ref w) if w[0] != 0) {
+            return Ok(());
         }
+        let bad = match self.read_impl(index.0, index.1)? {
+            nabla_core::HostData::I64(v) => v
+                .into_iter()
+                .find(|&i| i < -(size as i64) || i >= size as i64),
+            _ => None,
+        };
+        Err(Error::IndexOutOfBounds {
+            op,
+            index: bad.unwrap_or(i64::MAX),
+            size,
+        })
     }
 
     pub(crate) fn gather_impl(
@@ -208,7 +222,7 @@ impl CudaBackend {
                 Arg::Ptr(flag.block.ptr),
             ],
         )?;
-        self.check_flag("gather", &flag, len)?;
+        self.check_flag("gather", &flag, index, len)?;
         Ok(out)
     }
 
@@ -259,7 +273,7 @@ impl CudaBackend {
                 Arg::Ptr(flag.block.ptr),
             ],
         )?;
-        self.check_flag("scatter_add", &flag, len)?;
+        self.check_flag("scatter_add", &flag, index, len)?;
         Ok(out)
     }
 }
@@ -275,8 +289,7 @@ pub(crate) fn render_gather(t: &str, views: &Views, names: &[String]) -> String 
         "extern \"C\" __global__ void k(Shape sh, long long n, long long len, long long stride, \
              View vi, const long long* __restrict__ idx, View vx, const {t}* __restrict__ x, \
              {t}* __restrict__ out, long long* err) {{\n\
-             for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; \
-             i += (long long)gridDim.x * blockDim.x) {{\n{walk}{INDEX_CHECK}\
+             GRID_LOOP(i, n) {{\n{walk}{INDEX_CHECK}\
              out[i] = x[o1 + j * stride];\n}}\n}}\n",
         walk = walk_long(views, names),
     )
@@ -290,8 +303,7 @@ pub(crate) fn render_scatter_add(dtype: DType, views: &Views, names: &[String]) 
         "{NARROW_ATOMIC}extern \"C\" __global__ void k(Shape sh, long long n, long long len, \
              long long stride, View vi, const long long* __restrict__ idx, View vs, \
              const {t}* __restrict__ src, View vo, {t}* out, long long* err) {{\n\
-             for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; \
-             i += (long long)gridDim.x * blockDim.x) {{\n{walk}{INDEX_CHECK}\
+             GRID_LOOP(i, n) {{\n{walk}{INDEX_CHECK}\
              {t} v = src[o1];\n{add}\n}}\n}}\n",
         walk = walk_long(views, names),
     ))

@@ -4,11 +4,12 @@
 //! group of `G` threads (a power of two up to a warp) reduces one output, each thread striding over
 //! the reduced elements and the group combining with warp shuffles; an output with at least
 //! [`BLOCK_REDUCE_MIN`] elements takes a whole block, whose warps combine through shared memory.
-//! Floats accumulate in their own type (in a different order than the CPU's pairwise sums, which the
-//! tolerances allow), integers wrap, maximum and minimum propagate NaN.
+//! `float32` sums and products accumulate in `double` (in another order than the CPU's pairwise sums,
+//! which the tolerances allow, and at least as accurately), integers wrap, maximum and minimum
+//! propagate NaN.
 
 use crate::CudaBackend;
-use crate::kernel::{Arg, BLOCK, Views};
+use crate::kernel::{Arg, BLOCK, Views, walk_with};
 use crate::source::{compute_ty, load, storage_ty, store};
 use crate::storage::{CudaStorage, check_dtype};
 use nabla_core::{DType, Error, Layout, ReduceOp, Result};
@@ -21,30 +22,14 @@ const BLOCK_REDUCE_MIN: usize = 2048;
 fn acc_ty(op: ReduceOp, dtype: DType) -> &'static str {
     let wide = dtype.size_in_bytes() == 8;
     match dtype {
+        DType::F32 if matches!(op, ReduceOp::Sum | ReduceOp::Prod) => "double",
         DType::F32 => "float",
         DType::F64 => "double",
         DType::Bool => "int",
-        _ if matches!(op, ReduceOp::Sum | ReduceOp::Prod) => {
-            if wide {
-                "unsigned long long"
-            } else {
-                "unsigned int"
-            }
-        }
-        d if d.is_signed_int() => {
-            if wide {
-                "long long"
-            } else {
-                "int"
-            }
-        }
-        _ => {
-            if wide {
-                "unsigned long long"
-            } else {
-                "unsigned int"
-            }
-        }
+        _ if matches!(op, ReduceOp::Sum | ReduceOp::Prod) => crate::source::wide_unsigned(dtype),
+        d if d.is_signed_int() && wide => "long long",
+        d if d.is_signed_int() => "int",
+        _ => crate::source::wide_unsigned(dtype),
     }
 }
 
@@ -170,7 +155,7 @@ impl CudaBackend {
             .div_ceil(per_block)
             .min(self.inner.sms as usize * 16)
             .max(1);
-        let f = self.function(&src, "k")?;
+        let f = self.function(op.name(), &src, "k")?;
         self.launch(
             op.name(),
             &f,
@@ -212,7 +197,7 @@ impl CudaBackend {
         let (lanes_out, _, _) = split(&out_layout, &[axis])?;
         let views = Views::new("cumsum", &[&lanes_in, &lanes_out])?;
         let len = layout.shape()[axis];
-        let src = render_cumsum(dtype);
+        let src = render_cumsum(dtype, &views);
         let lanes = n / len;
         self.launch_elements(
             "cumsum",
@@ -293,21 +278,19 @@ pub(crate) fn render_reduce(
 }
 
 /// The cumulative-sum kernel: one thread per lane, in order along the axis.
-pub(crate) fn render_cumsum(dtype: DType) -> String {
+pub(crate) fn render_cumsum(dtype: DType, views: &Views) -> String {
     let acc = acc_ty(ReduceOp::Sum, dtype);
+    let names = ["v0".to_string(), "v1".to_string()];
     format!(
         "extern \"C\" __global__ void k(Shape sh, View v0, View v1, long long lanes, long long len, \
          long long sa, long long so, const {it}* __restrict__ in, {it}* __restrict__ out) {{\n\
-         for (long long lane = blockIdx.x * (long long)blockDim.x + threadIdx.x; lane < lanes; \
-         lane += (long long)gridDim.x * blockDim.x) {{\n\
-         long long ib = v0.off, ob = v1.off;\n\
-         {{ long long rem = lane; for (int d = (int)sh.rank - 1; d >= 0; --d) {{ \
-         long long c = rem % sh.d[d]; rem /= sh.d[d]; ib += c * v0.s[d]; ob += c * v1.s[d]; }} }}\n\
+         GRID_LOOP(lane, lanes) {{\n{walk}\
          {acc} acc = 0;\n\
-         for (long long j = 0; j < len; ++j) {{ acc = acc + ({acc})({ld}); out[ob + j * so] = {st}; }}\n\
+         for (long long j = 0; j < len; ++j) {{ acc = acc + ({acc})({ld}); out[o1 + j * so] = {st}; }}\n\
          }}\n}}\n",
         it = storage_ty(dtype),
-        ld = load(dtype, "in", "ib + j * sa"),
+        walk = walk_with("long long", views, &names, "lane"),
+        ld = load(dtype, "in", "o0 + j * sa"),
         st = store(dtype, &format!("({})acc", compute_ty(dtype))),
     )
 }

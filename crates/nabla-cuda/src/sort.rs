@@ -6,7 +6,7 @@
 //! medium lanes of sorting and top-k in models.
 
 use crate::CudaBackend;
-use crate::kernel::{Arg, Views};
+use crate::kernel::{Arg, Views, walk_with};
 use crate::source::storage_ty;
 use crate::storage::CudaStorage;
 use nabla_core::{DType, Error, Layout, Result};
@@ -68,7 +68,7 @@ impl CudaBackend {
         };
         let out_layout = Layout::row_major(layout.shape());
         let views = Views::new("sort", &[&drop_axis(layout)?, &drop_axis(&out_layout)?])?;
-        let src = render_sort(dtype, descending)?;
+        let src = render_sort(dtype, descending, &views)?;
         self.launch_elements(
             "sort",
             &src,
@@ -91,8 +91,10 @@ impl CudaBackend {
 }
 
 /// The sort kernel of `dtype`.
-pub(crate) fn render_sort(dtype: DType, descending: bool) -> Result<String> {
+pub(crate) fn render_sort(dtype: DType, descending: bool, views: &Views) -> Result<String> {
     let key = key_body(dtype)?;
+    let names = ["vx".to_string(), "vo".to_string()];
+    let walk = walk_with("long long", views, &names, "lane");
     let before = if descending { ">" } else { "<" };
     let t = storage_ty(dtype);
     Ok(format!(
@@ -100,18 +102,14 @@ pub(crate) fn render_sort(dtype: DType, descending: bool) -> Result<String> {
              extern \"C\" __global__ void k(Shape sh, View vx, View vo, long long n, long long len, \
              long long sx, long long so, const {t}* __restrict__ x, {t}* __restrict__ vals, \
              long long* __restrict__ idx) {{\n\
-             for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < n; \
-             e += (long long)gridDim.x * blockDim.x) {{\n\
-             long long lane = e / len, i = e % len;\n\
-             long long bx = vx.off, bo = vo.off;\n\
-             {{ long long rem = lane; for (int d = (int)sh.rank - 1; d >= 0; --d) {{ \
-             long long c = rem % sh.d[d]; rem /= sh.d[d]; bx += c * vx.s[d]; bo += c * vo.s[d]; }} }}\n\
-             {t} v = x[bx + i * sx];\n\
+             GRID_LOOP(e, n) {{\n\
+             long long lane = e / len, i = e % len;\n{walk}\
+             {t} v = x[o0 + i * sx];\n\
              unsigned long long ki = skey(v);\n\
              long long rank = 0;\n\
-             for (long long j = 0; j < len; ++j) {{ {t} w = x[bx + j * sx]; unsigned long long kj = skey(w); \
+             for (long long j = 0; j < len; ++j) {{ {t} w = x[o0 + j * sx]; unsigned long long kj = skey(w); \
              rank += (kj {before} ki) || (kj == ki && j < i); }}\n\
-             vals[bo + rank * so] = v;\n\
-             idx[bo + rank * so] = i;\n}}\n}}\n"
+             vals[o1 + rank * so] = v;\n\
+             idx[o1 + rank * so] = i;\n}}\n}}\n"
     ))
 }

@@ -38,6 +38,16 @@ pub(crate) fn compute_ty(dtype: DType) -> &'static str {
     }
 }
 
+/// The unsigned type an integer of `dtype` wraps in: `unsigned long long` for 64-bit types,
+/// `unsigned int` for the narrower ones (C promotes those to `int`, where wrapping is undefined).
+pub(crate) fn wide_unsigned(dtype: DType) -> &'static str {
+    if dtype.size_in_bytes() == 8 {
+        "unsigned long long"
+    } else {
+        "unsigned int"
+    }
+}
+
 /// The name suffix of the integer helpers of `dtype` (`i8`, `u64`, ...).
 fn int_suffix(dtype: DType) -> &'static str {
     match dtype {
@@ -230,11 +240,7 @@ fn int_helpers(dtype: DType) -> String {
     let t = storage_ty(dtype);
     let s = int_suffix(dtype);
     let bits = dtype.size_in_bytes() * 8;
-    let w = if bits == 64 {
-        "unsigned long long"
-    } else {
-        "unsigned int"
-    };
+    let w = wide_unsigned(dtype);
     let signed = dtype.is_signed_int();
     let (min, max) = int_range(dtype);
     let mut out = String::new();
@@ -500,15 +506,26 @@ pub(crate) fn compare(op: CompareOp, dtype: DType, a: &str, b: &str) -> Result<S
 }
 
 /// The expression converting the compute value `x` of `from` to the compute type of `to` (NumPy
-/// `astype`, see `nabla_core::CastFrom`).
+/// `astype`, see `nabla_core::CastFrom`). A value cast to a half type is rounded to it here, not
+/// only when stored, so that a fused kernel's later steps see the rounded value as the CPU's do.
 pub(crate) fn cast(from: DType, to: DType, x: &str) -> Result<String> {
     crate::storage::check_dtype("cast", from)?;
     crate::storage::check_dtype("cast", to)?;
     if from == to {
         return Ok(x.to_string());
     }
+    let wide = cast_to_compute(from, to, x);
+    Ok(match to {
+        DType::F16 => format!("h2f(f2h({wide}))"),
+        DType::BF16 => format!("bf2f(f2bf({wide}))"),
+        _ => wide,
+    })
+}
+
+/// [`cast`] before the rounding to a half type: the value in `to`'s compute type.
+fn cast_to_compute(from: DType, to: DType, x: &str) -> String {
     let float = |d: DType| d.is_float() || d.is_half();
-    Ok(match (from, to) {
+    match (from, to) {
         (_, DType::Bool) => format!("({x} != 0)"),
         (DType::Bool, DType::F64) => format!("({x} ? 1.0 : 0.0)"),
         (DType::Bool, t) if float(t) => format!("({x} ? 1.0f : 0.0f)"),
@@ -526,5 +543,5 @@ pub(crate) fn cast(from: DType, to: DType, x: &str) -> Result<String> {
             }
         }
         (_, t) => format!("({})({x})", compute_ty(t)),
-    })
+    }
 }
