@@ -207,6 +207,23 @@ impl CudaBackend {
         Ok(self.map_new(op, &kernel, inputs, &shape)?.remove(0))
     }
 
+    /// `step` (a binary op or comparison of inputs 0 and 1) over two operands of one dtype, or an
+    /// error when the op is not `supported` for it.
+    fn map_pair(
+        &self,
+        op: &'static str,
+        supported: bool,
+        step: FusedStep,
+        a: (&CudaStorage, &Layout),
+        b: (&CudaStorage, &Layout),
+    ) -> Result<CudaStorage> {
+        if !supported {
+            return Err(Error::dtype(op, a.0.dtype));
+        }
+        let input = |k| FusedStep::new(FusedOp::Input(k), a.0.dtype);
+        self.map_one(op, vec![input(0), input(1), step], &[a, b])
+    }
+
     pub(crate) fn full_impl(&self, len: usize, value: Scalar, dtype: DType) -> Result<CudaStorage> {
         check_dtype("full", dtype)?;
         let kernel = FusedKernel::new(vec![FusedStep::new(FusedOp::Constant(value), dtype)])?;
@@ -237,15 +254,8 @@ impl CudaBackend {
         b: (&CudaStorage, &Layout),
     ) -> Result<CudaStorage> {
         let dtype = same_dtype(op.name(), a.0, b.0)?;
-        if !op.supports(dtype) {
-            return Err(Error::dtype(op.name(), dtype));
-        }
-        let steps = vec![
-            FusedStep::new(FusedOp::Input(0), dtype),
-            FusedStep::new(FusedOp::Input(1), dtype),
-            FusedStep::new(FusedOp::Binary(op, 0, 1), dtype),
-        ];
-        self.map_one(op.name(), steps, &[a, b])
+        let step = FusedStep::new(FusedOp::Binary(op, 0, 1), dtype);
+        self.map_pair(op.name(), op.supports(dtype), step, a, b)
     }
 
     pub(crate) fn compare_impl(
@@ -255,15 +265,8 @@ impl CudaBackend {
         b: (&CudaStorage, &Layout),
     ) -> Result<CudaStorage> {
         let dtype = same_dtype(op.name(), a.0, b.0)?;
-        if !op.supports(dtype) {
-            return Err(Error::dtype(op.name(), dtype));
-        }
-        let steps = vec![
-            FusedStep::new(FusedOp::Input(0), dtype),
-            FusedStep::new(FusedOp::Input(1), dtype),
-            FusedStep::new(FusedOp::Compare(op, 0, 1), DType::Bool),
-        ];
-        self.map_one(op.name(), steps, &[a, b])
+        let step = FusedStep::new(FusedOp::Compare(op, 0, 1), DType::Bool);
+        self.map_pair(op.name(), op.supports(dtype), step, a, b)
     }
 
     pub(crate) fn select_impl(

@@ -79,7 +79,7 @@ fn offset_code(rank: i64, sh: &str, v: &str, idx: &str, off: &str) -> String {
 /// The kept and reduced sub-views of `layout` for `axes`. The kept view carries the offset; the
 /// reduced one starts at the offset `shift` that keeps its negative strides inside a valid layout,
 /// which the caller subtracts from its kernel view again.
-fn split(layout: &Layout, axes: &[usize]) -> Result<(Layout, Layout, i64)> {
+pub(crate) fn split(layout: &Layout, axes: &[usize]) -> Result<(Layout, Layout, i64)> {
     let (mut kd, mut ks, mut rd, mut rs) = (vec![], vec![], vec![], vec![]);
     let mut shift = 0i64;
     for (a, (&d, &s)) in layout.shape().iter().zip(layout.strides()).enumerate() {

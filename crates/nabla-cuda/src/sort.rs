@@ -59,15 +59,10 @@ impl CudaBackend {
             return Ok((values, indices));
         }
         let len = layout.shape()[axis];
-        let drop_axis = |l: &Layout| -> Result<Layout> {
-            let mut shape = l.shape().to_vec();
-            let mut strides = l.strides().to_vec();
-            shape.remove(axis);
-            strides.remove(axis);
-            Layout::from_parts(shape, strides, l.offset())
-        };
         let out_layout = Layout::row_major(layout.shape());
-        let views = Views::new("sort", &[&drop_axis(layout)?, &drop_axis(&out_layout)?])?;
+        let (lanes_in, _, _) = crate::reduce::split(layout, &[axis])?;
+        let (lanes_out, _, _) = crate::reduce::split(&out_layout, &[axis])?;
+        let views = Views::new("sort", &[&lanes_in, &lanes_out])?;
         let src = render_sort(dtype, descending, &views)?;
         self.launch_elements(
             "sort",

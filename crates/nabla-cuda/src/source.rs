@@ -48,19 +48,9 @@ pub(crate) fn wide_unsigned(dtype: DType) -> &'static str {
     }
 }
 
-/// The name suffix of the integer helpers of `dtype` (`i8`, `u64`, ...).
+/// The name suffix of the integer helpers of `dtype` (`i8`, `u64`, ...): its short name.
 fn int_suffix(dtype: DType) -> &'static str {
-    match dtype {
-        DType::I8 => "i8",
-        DType::I16 => "i16",
-        DType::I32 => "i32",
-        DType::I64 => "i64",
-        DType::U8 => "u8",
-        DType::U16 => "u16",
-        DType::U32 => "u32",
-        DType::U64 => "u64",
-        _ => "",
-    }
+    dtype.short_name()
 }
 
 /// An expression reading element `off` of the buffer `buf` (of `dtype`) as its compute type.
@@ -142,16 +132,7 @@ pub(crate) fn prelude() -> &'static str {
     static PRELUDE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     PRELUDE.get_or_init(|| {
         let mut s = String::from(FLOAT_PRELUDE);
-        for dtype in [
-            DType::I8,
-            DType::I16,
-            DType::I32,
-            DType::I64,
-            DType::U8,
-            DType::U16,
-            DType::U32,
-            DType::U64,
-        ] {
+        for dtype in DType::ALL.into_iter().filter(|d| d.is_int()) {
             s += &int_helpers(dtype);
         }
         s
