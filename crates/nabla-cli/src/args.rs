@@ -170,6 +170,11 @@ pub struct TrainArgs {
     /// Do not write the plot.
     #[arg(long)]
     pub no_plot: bool,
+    /// Write a TensorBoard event file into DIR (created if needed; a new file per run): the loss of
+    /// every step, each epoch's metrics and learning rate, weight histograms and the run's options
+    /// as hyperparameters. View with `tensorboard --logdir DIR`.
+    #[arg(long, value_name = "DIR")]
+    pub tensorboard: Option<PathBuf>,
     /// Replace existing checkpoint, log and plot files that nabla did not write (without it such a
     /// file is an error; files nabla wrote are replaced either way, a symbolic link never is).
     #[arg(long)]

@@ -18,6 +18,7 @@ use nabla_nn::{
 };
 use nabla_tensor::no_grad;
 use nabla_train::metrics::argmax_rows;
+use nabla_train::tensorboard::HParam;
 use nabla_train::{
     EarlyStopping, Monitor, SchedulerInterval, Trainer, TrainerConfig, check_input_file,
     checkpoint_metadata, evaluate_model,
@@ -166,6 +167,27 @@ impl Job for Predict<'_> {
     }
 }
 
+/// The run's options as TensorBoard hyperparameters.
+fn hparams(args: &TrainArgs) -> Vec<(String, HParam)> {
+    let text = |s: &str| HParam::Text(s.to_string());
+    vec![
+        ("model".into(), text(args.model.name())),
+        ("dataset".into(), text(args.dataset.name())),
+        (
+            "optimizer".into(),
+            text(&format!("{:?}", args.optimizer).to_lowercase()),
+        ),
+        (
+            "schedule".into(),
+            text(&format!("{:?}", args.schedule).to_lowercase()),
+        ),
+        ("lr".into(), HParam::Number(args.learning_rate())),
+        ("batch_size".into(), HParam::Number(args.batch_size as f64)),
+        ("epochs".into(), HParam::Number(args.epochs as f64)),
+        ("seed".into(), HParam::Number(args.seed as f64)),
+    ]
+}
+
 /// The trainer configuration of `args` for a model described by `info`; `speaks` is whether this
 /// process prints progress (rank 0 does).
 fn trainer_config(args: &TrainArgs, info: &ModelInfo, speaks: bool) -> TrainerConfig {
@@ -183,6 +205,8 @@ fn trainer_config(args: &TrainArgs, info: &ModelInfo, speaks: bool) -> TrainerCo
         checkpoint_every: args.checkpoint_every,
         log: args.log.clone(),
         plot: (!args.no_plot).then(|| args.plot.clone()),
+        tensorboard: args.tensorboard.clone(),
+        hparams: hparams(args),
         plot_title: format!("{} on {}", args.model.name(), args.dataset.name()),
         detect_anomaly: args.detect_anomaly,
         max_steps: args.max_steps,

@@ -101,6 +101,13 @@ pub struct TrainerConfig {
     pub log: Option<PathBuf>,
     /// An SVG plot of the loss and accuracy curves, written when training ends.
     pub plot: Option<PathBuf>,
+    /// A directory for a TensorBoard event file (a new file per run, as PyTorch's
+    /// `SummaryWriter(log_dir)`): the loss of every step (`train/batch_loss`), each epoch's losses,
+    /// accuracies, learning rate and speed (`epoch/...`), a histogram of every parameter
+    /// (`weights/<name>`) per epoch, and [`TrainerConfig::hparams`].
+    pub tensorboard: Option<PathBuf>,
+    /// Hyperparameters recorded in the TensorBoard run (its HParams tab).
+    pub hparams: Vec<(String, crate::tensorboard::HParam)>,
     /// The title of the plot.
     pub plot_title: String,
     /// Run each training step under anomaly detection ([`nabla_tensor::AnomalyGuard`]): the first op,
@@ -133,6 +140,8 @@ impl Default for TrainerConfig {
             checkpoint_every: None,
             log: None,
             plot: None,
+            tensorboard: None,
+            hparams: Vec::new(),
             plot_title: "training".to_string(),
             detect_anomaly: false,
             max_steps: None,

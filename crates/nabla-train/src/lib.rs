@@ -8,7 +8,7 @@
 //! (loss, examples per second, ETA), validation, [`metrics`] (accuracy, top-k accuracy, a
 //! confusion matrix with precision/recall/F1), early stopping, checkpoints every N steps and at
 //! epoch ends that resume bit-exactly, a CSV or JSON-lines log of every epoch, and an SVG plot of
-//! the loss and accuracy curves.
+//! the loss and accuracy curves, and [`tensorboard`] event files.
 //!
 //! Batches come from a [`nabla_data::DataLoader`] and are `(inputs, i64 labels)` (see
 //! [`ClassificationBatch`]); models implement [`nabla_nn::Forward`] and return logits `[N, C]`.
@@ -20,6 +20,7 @@ pub mod metrics;
 mod paths;
 mod plot;
 mod progress;
+pub mod tensorboard;
 mod trainer;
 
 pub use config::{ClassificationBatch, EarlyStopping, Monitor, SchedulerInterval, TrainerConfig};

@@ -7,6 +7,7 @@ use crate::metrics::MetricAccumulator;
 use crate::paths::{Output, check_output};
 use crate::plot::write_svg;
 use crate::progress::Progress;
+use crate::tensorboard::SummaryWriter;
 use nabla_core::{Backend, Error, Generator, Result};
 use nabla_data::{DataLoader, Dataset};
 use nabla_distributed::{Communicator, SingleProcess, all_reduce_f64};
@@ -68,6 +69,8 @@ pub struct Trainer<B: Backend, M> {
     comm: Arc<dyn Communicator>,
     /// The last training batch, on which a model about to be saved must give a finite loss.
     last_batch: Option<(Tensor<B>, Tensor<B>)>,
+    /// The TensorBoard event file, once `fit` has opened it.
+    tensorboard: Option<SummaryWriter>,
 }
 
 impl<B: Backend, M: Forward<B>> Trainer<B, M> {
@@ -113,6 +116,7 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
             resume_point: None,
             comm: Arc::new(SingleProcess),
             last_batch: None,
+            tensorboard: None,
         })
     }
 
@@ -214,6 +218,14 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
                 "early stopping watches a validation metric: pass a validation loader",
             ));
         }
+        if let Some(dir) = &self.config.tensorboard
+            && self.tensorboard.is_none()
+            && self.writes_files()
+        {
+            let mut writer = SummaryWriter::new(dir)?;
+            writer.add_hparams(&self.config.hparams)?;
+            self.tensorboard = Some(writer);
+        }
         while self.epoch < self.config.epochs && !self.early.stopped && !self.reached_max_steps() {
             let t0 = Instant::now();
             let Some(train_acc) = self.train_epoch(train)? else {
@@ -250,6 +262,7 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
             if self.config.print_epochs {
                 note(&self.summary_line(&record));
             }
+            self.log_tensorboard(&record)?;
             self.history.epochs.push(record);
             if let Some(path) = &self.config.log
                 && self.writes_files()
@@ -273,6 +286,35 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
             write_svg(&self.history, &self.config.plot_title, path)?;
         }
         Ok(&self.history)
+    }
+
+    /// Writes an epoch's scalars and the parameters' histograms to the TensorBoard file, if any.
+    fn log_tensorboard(&mut self, r: &EpochRecord) -> Result<()> {
+        let Some(tb) = self.tensorboard.as_mut() else {
+            return Ok(());
+        };
+        let scalars = [
+            ("epoch/train_loss", Some(r.train_loss)),
+            ("epoch/train_accuracy", Some(r.train_accuracy)),
+            ("epoch/val_loss", r.val_loss),
+            ("epoch/val_accuracy", r.val_accuracy),
+            ("epoch/lr", Some(r.lr)),
+            ("epoch/examples_per_sec", Some(r.examples_per_sec)),
+        ];
+        for (tag, value) in scalars {
+            if let Some(v) = value {
+                tb.add_scalar(tag, v, r.step)?;
+            }
+        }
+        for (name, p) in self.model.named_parameters() {
+            let values = p
+                .value()
+                .detach()
+                .cast(nabla_core::DType::F64)?
+                .to_vec::<f64>()?;
+            tb.add_histogram(&format!("weights/{name}"), &values, r.step)?;
+        }
+        tb.flush()
     }
 
     /// One line describing an epoch.
@@ -355,6 +397,9 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
             let loss_value = scalar(&loss)?;
             if !loss_value.is_finite() {
                 return Err(diverged(loss_value, self.epoch + 1, self.step));
+            }
+            if let Some(tb) = self.tensorboard.as_mut() {
+                tb.add_scalar("train/batch_loss", loss_value, self.step)?;
             }
             if let Some((s, SchedulerInterval::Step)) = &mut self.scheduler {
                 s.step(self.optimizer.as_mut())?;
