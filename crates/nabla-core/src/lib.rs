@@ -23,6 +23,7 @@ mod limits;
 mod memory;
 mod ops;
 mod primitive;
+mod profile;
 mod random;
 mod rng;
 mod scalar;
@@ -52,6 +53,7 @@ pub use ops::{
     ReduceOp, UnaryOp,
 };
 pub use primitive::{ExtensionCall, Primitive, PrimitiveKind};
+pub use profile::{KernelTime, Profile, format_profile};
 pub use random::{Fill, InOrder, random_host};
 pub use rng::{Generator, RngKey, philox4x32_10};
 pub use scalar::Scalar;

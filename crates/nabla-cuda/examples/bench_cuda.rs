@@ -192,27 +192,16 @@ fn gpt_step(gpu: &CudaBackend, weights: Option<&str>, steps: usize) -> Result<()
     );
     let launches_before = gpu.kernel_launches();
     gpu.set_profiling(true);
-    let t0 = Instant::now();
     let loss = nabla_tensor::autocast(DType::BF16, || model.loss(&ids, &targets, &pos, &mask))??;
     opt.backward_step(&loss)?;
     gpu.synchronize()?;
-    let profiled = t0.elapsed().as_secs_f64();
     let rows = gpu.profile();
     gpu.set_profiling(false);
-    let device: f64 = rows.iter().map(|(_, t)| t.seconds).sum();
-    eprintln!(
-        "one profiled step: {} launches, {:.1} ms of kernels ({:.1} ms with the waits); top ops:",
+    eprint!(
+        "one profiled step, {} launches:\n{}",
         gpu.kernel_launches() - launches_before,
-        device * 1e3,
-        profiled * 1e3
+        nabla_core::format_profile(&rows)
     );
-    for (op, t) in rows.iter().take(25) {
-        eprintln!(
-            "  {op:<28} {:>6} calls {:>9.3} ms",
-            t.calls,
-            t.seconds * 1e3
-        );
-    }
     println!(
         "{{\"workload\": \"gpt2_small_step_bf16\", \"median_ms\": {:.3}, \"min_ms\": {:.3}, \"max_ms\": {:.3}, \"first_loss\": {:.6}, \"peak_gib\": {:.3}, \"cache_hit_rate\": {:.4}}}",
         runs[runs.len() / 2] * 1e3,

@@ -4,8 +4,7 @@
 //! without a device; without NVRTC it skips, saying so (`NABLA_REQUIRE_CUDA=1` makes that a failure).
 
 use crate::elementwise::render;
-use crate::kernel::{ARG_STRUCTS, Views};
-use crate::source::prelude;
+use crate::kernel::{Views, preamble};
 use nabla_core::{
     BinaryOp, CompareOp, DType, FusedKernel, FusedOp, FusedStep, Layout, ReduceOp, UnaryOp,
 };
@@ -28,7 +27,7 @@ fn compile_all(sources: Vec<(String, String)>) {
     let mut failures = Vec::new();
     let count = sources.len();
     for (what, src) in sources {
-        let full = format!("{ARG_STRUCTS}{}{src}", prelude());
+        let full = format!("{}{src}", preamble());
         let opts = cudarc::nvrtc::CompileOptions {
             arch: Some("sm_90"),
             options: vec!["--std=c++17".into()],
@@ -118,15 +117,22 @@ fn every_other_kernel_compiles() {
     let strided = Layout::row_major(&[4, 3]).transpose(0, 1).unwrap();
     let views2 = Views::new("test", &[&l, &strided]).unwrap();
     let views3 = Views::new("test", &[&l, &strided, &l]).unwrap();
-    let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // Kept and reduced index spaces of rank 0, 1 (dense and strided) and 2.
+    let one = |layout: &Layout| Views::new("test", &[layout]).unwrap();
+    let every_other = Layout::from_parts(vec![5], vec![2], 0).unwrap();
+    let spaces = [
+        (one(&Layout::row_major(&[])), one(&every_other)),
+        (one(&Layout::row_major(&[5])), one(&Layout::row_major(&[7]))),
+        (one(&strided), one(&strided)),
+    ];
     for dtype in real() {
         for op in ReduceOp::ALL {
             if op.supports(dtype) {
                 for group in [1, 8, 32, 256] {
-                    for (kr, rr) in [(0, 1), (1, 1), (2, 3)] {
+                    for (k, (kept, reduced)) in spaces.iter().enumerate() {
                         sources.push((
-                            format!("{op:?} {dtype} group {group} ranks {kr} {rr}"),
-                            crate::reduce::render_reduce(op, dtype, group, kr, rr),
+                            format!("{op:?} {dtype} group {group} spaces {k}"),
+                            crate::reduce::render_reduce(op, dtype, group, (kept, reduced)),
                         ));
                     }
                 }
@@ -141,11 +147,9 @@ fn every_other_kernel_compiles() {
         let t = crate::source::storage_ty(dtype);
         sources.push((
             format!("gather {dtype}"),
-            crate::movement::render_gather(t, &views2, &names(&["vi", "vx"])),
+            crate::movement::render_gather(t, &views2),
         ));
-        if let Ok(src) =
-            crate::movement::render_scatter_add(dtype, &views3, &names(&["vi", "vs", "vo"]))
-        {
+        if let Ok(src) = crate::movement::render_scatter_add(dtype, &views3) {
             sources.push((format!("scatter_add {dtype}"), src));
         }
         for descending in [false, true] {

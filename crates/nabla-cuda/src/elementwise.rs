@@ -28,6 +28,20 @@ pub(crate) fn check_view(
     check_in_bounds(op, storage, layout)
 }
 
+/// An error naming `op` unless `axes` are distinct axes of a tensor of rank `rank`.
+pub(crate) fn check_axes(op: &'static str, rank: usize, axes: &[usize]) -> Result<()> {
+    for (i, &a) in axes.iter().enumerate() {
+        if a >= rank || axes[..i].contains(&a) {
+            return Err(Error::InvalidAxis {
+                op,
+                axis: a as isize,
+                rank,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// An error when a non-empty `layout` reaches outside `storage`.
 pub(crate) fn check_in_bounds(
     op: &'static str,
@@ -86,6 +100,7 @@ pub(crate) fn render(kernel: &FusedKernel, views: &Views) -> Result<String> {
         params.push(format!("{}* __restrict__ out{m}", storage_ty(dtype)));
         names.push(format!("w{m}"));
     }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let mut body = walk(views, &names, &format!("(({ty})i)"));
     let mut consts = 0;
     for (j, step) in kernel.steps().iter().enumerate() {

@@ -5,6 +5,8 @@
 use crate::{CudaBackend, cuda_error, driver_error};
 use cudarc::driver::{CudaFunction, DeviceRepr, LaunchConfig, PushKernelArg};
 use nabla_core::{Error, Layout, Result};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 /// The most dimensions a view passed to a kernel may have after merging (see [`Views::new`]).
 pub(crate) const MAX_RANK: usize = 12;
@@ -12,15 +14,23 @@ pub(crate) const MAX_RANK: usize = 12;
 /// Threads per block of the elementwise kernels.
 pub(crate) const BLOCK: u32 = 256;
 
-/// The C declarations of the by-value argument structs; matches [`ShapeArg`] and [`ViewArg`].
-pub(crate) const ARG_STRUCTS: &str = "
-#define MAXR 12
-struct Shape { long long rank; long long d[MAXR]; };
-struct View { long long off; long long s[MAXR]; };
-struct Consts { unsigned long long b[16]; };
+/// What every kernel starts with: the by-value argument structs (matching [`ShapeArg`],
+/// [`ViewArg`] and [`ConstsArg`], sized by [`MAX_RANK`] and [`MAX_CONSTS`]), the grid-stride loop
+/// and the helper library of [`crate::source::prelude`].
+pub(crate) fn preamble() -> &'static str {
+    static PREAMBLE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PREAMBLE.get_or_init(|| {
+        format!(
+            "struct Shape {{ long long rank; long long d[{MAX_RANK}]; }};
+struct View {{ long long off; long long s[{MAX_RANK}]; }};
+struct Consts {{ unsigned long long b[{MAX_CONSTS}]; }};
 #define GRID_LOOP(i, n) for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; \\
     i < (long long)(n); i += (long long)gridDim.x * blockDim.x)
-";
+{}",
+            crate::source::prelude()
+        )
+    })
+}
 
 /// The most constants a fused kernel receives as arguments (see [`ConstsArg`]); further ones are
 /// compiled in as literals.
@@ -35,7 +45,7 @@ pub(crate) struct ConstsArg {
     pub(crate) bits: [u64; MAX_CONSTS],
 }
 
-// SAFETY: plain `repr(C)` data matching `struct Consts` of `ARG_STRUCTS`.
+// SAFETY: plain `repr(C)` data matching `struct Consts` of the preamble.
 unsafe impl DeviceRepr for ConstsArg {}
 
 /// The dimensions of the index space a kernel walks (row-major), as the kernel receives them.
@@ -46,7 +56,7 @@ pub(crate) struct ShapeArg {
     dims: [i64; MAX_RANK],
 }
 
-// SAFETY: plain `repr(C)` data matching `struct Shape` of `ARG_STRUCTS`.
+// SAFETY: plain `repr(C)` data matching `struct Shape` of the preamble.
 unsafe impl DeviceRepr for ShapeArg {}
 
 /// Where an operand's elements are: the offset of element 0 and a stride per dimension of the index
@@ -58,7 +68,7 @@ pub(crate) struct ViewArg {
     strides: [i64; MAX_RANK],
 }
 
-// SAFETY: plain `repr(C)` data matching `struct View` of `ARG_STRUCTS`.
+// SAFETY: plain `repr(C)` data matching `struct View` of the preamble.
 unsafe impl DeviceRepr for ViewArg {}
 
 impl ViewArg {
@@ -161,50 +171,49 @@ pub(crate) fn grid_for(n: usize, sms: u32) -> u32 {
 }
 
 impl CudaBackend {
-    /// The compiled kernel `name` of `src` (the prelude and argument structs are prepended), from the
-    /// cache or compiled now.
-    pub(crate) fn function(&self, op: &str, src: &str, name: &str) -> Result<CudaFunction> {
-        let key = format!("{name}\n{src}");
-        if let Some(f) = self.inner.lock_kernels().get(&key) {
-            return Ok(f.clone());
+    /// The compiled kernel `k` of `src` (the preamble is prepended), from the cache, or compiled now;
+    /// with the time spent compiling.
+    fn function(&self, op: &str, src: &str) -> Result<(CudaFunction, Duration)> {
+        if let Some(f) = self.inner.lock_kernels().get(src) {
+            return Ok((f.clone(), Duration::ZERO));
         }
-        self.inner
-            .compiles
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let full = format!("{}{}{}", ARG_STRUCTS, crate::source::prelude(), src);
+        let t0 = Instant::now();
+        self.inner.compiles.fetch_add(1, Ordering::Relaxed);
         let opts = cudarc::nvrtc::CompileOptions {
             arch: Some(self.inner.arch),
             options: vec!["--std=c++17".into()],
             ..Default::default()
         };
-        let ptx = cudarc::nvrtc::compile_ptx_with_opts(&full, opts).map_err(|e| {
-            cuda_error(format!(
-                "{op}: NVRTC could not compile the kernel: {}",
-                compile_log(&e)
-            ))
-        })?;
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(format!("{}{src}", preamble()), opts)
+            .map_err(|e| {
+                cuda_error(format!(
+                    "{op}: NVRTC could not compile the kernel: {}",
+                    compile_log(&e)
+                ))
+            })?;
         let module = self
             .inner
             .ctx
             .load_module(ptx)
             .map_err(|e| driver_error(&format!("{op}: loading its kernel"), e))?;
         let f = module
-            .load_function(name)
-            .map_err(|e| driver_error(&format!("{op}: finding kernel {name}"), e))?;
-        self.inner.lock_kernels().insert(key, f.clone());
-        Ok(f)
+            .load_function("k")
+            .map_err(|e| driver_error(&format!("{op}: finding its kernel"), e))?;
+        self.inner.lock_kernels().insert(src.to_string(), f.clone());
+        Ok((f, t0.elapsed()))
     }
 
-    /// Launches `f` with `grid` blocks of `block` threads, `shared` bytes of dynamic shared memory and
-    /// `args`, on the backend's stream (asynchronously).
+    /// Launches kernel `k` of `src` with `grid` blocks of `block` threads and `args`, on the
+    /// backend's stream (asynchronously).
     pub(crate) fn launch(
         &self,
-        op: &str,
-        f: &CudaFunction,
-        (grid, block, shared): (u32, u32, u32),
+        op: &'static str,
+        src: &str,
+        (grid, block): (u32, u32),
         args: &[Arg],
     ) -> Result<()> {
-        let mut b = self.inner.stream.launch_builder(f);
+        let (f, compile) = self.function(op, src)?;
+        let mut b = self.inner.stream.launch_builder(&f);
         for a in args {
             match a {
                 Arg::Ptr(p) => b.arg(p),
@@ -217,23 +226,22 @@ impl CudaBackend {
         let cfg = LaunchConfig {
             grid_dim: (grid, 1, 1),
             block_dim: (block, 1, 1),
-            shared_mem_bytes: shared,
+            shared_mem_bytes: 0,
         };
         // SAFETY: every kernel of this crate takes exactly the arguments its caller passes, reads only
         // inside the views it is given (checked against the buffers by the callers) and writes only
         // into the buffers the caller allocated for it.
-        self.timed(op, || {
+        self.timed(op, compile, || {
             unsafe { b.launch(cfg) }
                 .map(|_| ())
                 .map_err(|e| driver_error(&format!("launching {op}"), e))
         })
     }
 
-    /// Compiles (or finds) kernel `k` of `src` and launches it over `n` elements with a grid-stride
-    /// loop.
+    /// Launches kernel `k` of `src` over `n` elements with a grid-stride loop.
     pub(crate) fn launch_elements(
         &self,
-        op: &str,
+        op: &'static str,
         src: &str,
         n: usize,
         args: &[Arg],
@@ -241,8 +249,7 @@ impl CudaBackend {
         if n == 0 {
             return Ok(());
         }
-        let f = self.function(op, src, "k")?;
-        self.launch(op, &f, (grid_for(n, self.inner.sms), BLOCK, 0), args)
+        self.launch(op, src, (grid_for(n, self.inner.sms), BLOCK), args)
     }
 }
 
@@ -254,32 +261,43 @@ fn compile_log(e: &cudarc::nvrtc::CompileError) -> String {
     }
 }
 
-/// Statements computing `o{k}`, the offset of element `i` of the index space in view `k` (named
-/// `names[k]` in the kernel): dense views take `off + i`, strided ones the walk over the dimensions
-/// (one division per dimension, shared by every strided view). Offsets have the views' index type.
-pub(crate) fn walk(views: &Views, names: &[String], i: &str) -> String {
-    walk_with(views.index_ty(), views, names, i)
+/// Statements computing `o{k}`, the offset of element `i` of the index space `sh` in view `k` (named
+/// `names[k]` in the kernel): dense views take `off + i`, a strided view of one dimension
+/// `off + i * s`, otherwise the walk over the dimensions (one division per dimension, shared by every
+/// strided view). Offsets have the views' index type.
+pub(crate) fn walk(views: &Views, names: &[&str], i: &str) -> String {
+    walk_with(views.index_ty(), ("sh", "o"), views, names, i)
 }
 
-/// [`walk`] with offsets of C type `ty` (indexed kernels, which add `j * stride`, use `long long`).
-pub(crate) fn walk_with(ty: &str, views: &Views, names: &[String], i: &str) -> String {
+/// [`walk`] with offsets of C type `ty`, over the index space named `shape`, into variables
+/// `{var}0`, `{var}1`, ... (indexed and reducing kernels, whose offsets grow past an `int`, use
+/// `long long`).
+pub(crate) fn walk_with(
+    ty: &str,
+    (shape, var): (&str, &str),
+    views: &Views,
+    names: &[&str],
+    i: &str,
+) -> String {
     let mut s = String::new();
     let mut strided = Vec::new();
     for (k, name) in names.iter().enumerate() {
         if views.dense[k] {
-            s += &format!("{ty} o{k} = ({ty}){name}.off + {i};\n");
+            s += &format!("{ty} {var}{k} = ({ty}){name}.off + {i};\n");
+        } else if views.rank() == 1 {
+            s += &format!("{ty} {var}{k} = ({ty}){name}.off + {i} * ({ty}){name}.s[0];\n");
         } else {
-            s += &format!("{ty} o{k} = ({ty}){name}.off;\n");
+            s += &format!("{ty} {var}{k} = ({ty}){name}.off;\n");
             strided.push(k);
         }
     }
     if !strided.is_empty() {
         s += &format!(
-            "{{ {ty} rem = {i};\n  for (int d = (int)sh.rank - 1; d >= 0; --d) {{\n    \
-             {ty} n = ({ty})sh.d[d]; {ty} c = rem % n; rem /= n;\n"
+            "{{ {ty} rem = {i};\n  for (int d = (int){shape}.rank - 1; d >= 0; --d) {{\n    \
+             {ty} n = ({ty}){shape}.d[d]; {ty} c = rem % n; rem /= n;\n"
         );
         for k in strided {
-            s += &format!("    o{k} += c * ({ty}){}.s[d];\n", names[k]);
+            s += &format!("    {var}{k} += c * ({ty}){}.s[d];\n", names[k]);
         }
         s += "  }\n}\n";
     }

@@ -48,6 +48,7 @@ mod source;
 mod storage;
 
 pub use memory::CudaMemoryStats;
+pub use nabla_core::{KernelTime, format_profile};
 pub use storage::CudaStorage;
 
 use cudarc::cublas::CudaBlas;
@@ -55,7 +56,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DriverError};
 use memory::Allocator;
 use nabla_core::{
     Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Error, HostData, Layout, Precision,
-    ReduceOp, Result, UnaryOp,
+    Profile, ReduceOp, Result, UnaryOp,
 };
 use std::collections::HashMap;
 use std::fmt;
@@ -84,17 +85,10 @@ struct Inner {
     launches: AtomicU64,
     compiles: AtomicU64,
     waits: AtomicU64,
+    /// Whether profiling is on (checked on every launch without taking the table's lock).
+    profiling: AtomicBool,
     /// Per-op kernel time while profiling is on (see [`CudaBackend::set_profiling`]).
-    profile: Mutex<Option<HashMap<String, KernelTime>>>,
-}
-
-/// The calls and device time of one op's kernels, from [`CudaBackend::profile`].
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct KernelTime {
-    /// Kernel launches (cuBLAS products count one each).
-    pub calls: u64,
-    /// Seconds from launch to completion, summed.
-    pub seconds: f64,
+    profile: Mutex<Profile>,
 }
 
 impl Inner {
@@ -256,7 +250,8 @@ impl CudaBackend {
                 launches: AtomicU64::new(0),
                 compiles: AtomicU64::new(0),
                 waits: AtomicU64::new(0),
-                profile: Mutex::new(None),
+                profiling: AtomicBool::new(false),
+                profile: Mutex::new(Profile::default()),
             }),
         })
     }
@@ -295,45 +290,40 @@ impl CudaBackend {
     }
 
     /// Turns per-op profiling on (with an empty table) or off. While it is on, every launch waits for
-    /// the device before and after, so that its time is charged to its op: a diagnostic that
-    /// serialises the device.
+    /// the device before and after, so that its time (and any compilation) is charged to its op: a
+    /// diagnostic that serialises the device. [`nabla_core::format_profile`] prints the rows.
     pub fn set_profiling(&self, on: bool) {
-        *self.lock_profile() = on.then(HashMap::new);
+        *self.lock_profile() = Profile::default();
+        self.inner.profiling.store(on, Ordering::Relaxed);
     }
 
-    /// The profile gathered since [`CudaBackend::set_profiling`] turned it on: each op's launches and
-    /// device time, the most expensive first.
-    pub fn profile(&self) -> Vec<(String, KernelTime)> {
-        let mut rows: Vec<(String, KernelTime)> = self
-            .lock_profile()
-            .as_ref()
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), *v)).collect())
-            .unwrap_or_default();
-        rows.sort_by(|a, b| b.1.seconds.total_cmp(&a.1.seconds));
-        rows
+    /// The profile gathered since [`CudaBackend::set_profiling`] turned it on: each op's launches
+    /// (cuBLAS products count one each) and time, the most expensive first.
+    pub fn profile(&self) -> Vec<KernelTime> {
+        self.lock_profile().rows()
     }
 
-    fn lock_profile(&self) -> MutexGuard<'_, Option<HashMap<String, KernelTime>>> {
+    fn lock_profile(&self) -> MutexGuard<'_, Profile> {
         self.inner.profile.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs `f` (which queues the kernels of `op`), counting a launch and, while profiling, charging
-    /// the time from launch to completion to `op`.
-    pub(crate) fn timed<R>(&self, op: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    /// the time from launch to completion, and the `compile` time before it, to `op`.
+    pub(crate) fn timed<R>(
+        &self,
+        op: &'static str,
+        compile: std::time::Duration,
+        f: impl FnOnce() -> Result<R>,
+    ) -> Result<R> {
         self.inner.launches.fetch_add(1, Ordering::Relaxed);
-        if self.lock_profile().is_none() {
+        if !self.inner.profiling.load(Ordering::Relaxed) {
             return f();
         }
         self.sync()?;
         let t0 = std::time::Instant::now();
         let out = f()?;
         self.sync()?;
-        let seconds = t0.elapsed().as_secs_f64();
-        if let Some(table) = self.lock_profile().as_mut() {
-            let row = table.entry(op.to_string()).or_default();
-            row.calls += 1;
-            row.seconds += seconds;
-        }
+        self.lock_profile().add(op, t0.elapsed() + compile, compile);
         Ok(out)
     }
 

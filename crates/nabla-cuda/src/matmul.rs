@@ -241,9 +241,8 @@ impl CudaBackend {
                     (&zero32 as *const f32).cast(),
                 )
             };
-        let label = format!("{op} {in_dtype}->{out_dtype}");
         let blas = self.inner.blas.lock().unwrap_or_else(|e| e.into_inner());
-        self.timed(&label, || {
+        self.timed(op, std::time::Duration::ZERO, || {
             // SAFETY: the operands' views were checked against their buffers by the caller; cuBLAS reads
             // `B` then `A` (the transposed product) and writes `C`, a buffer of `batch * m * n` elements.
             unsafe {

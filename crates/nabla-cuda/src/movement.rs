@@ -77,13 +77,7 @@ fn check_indexed(
     if index.0.dtype != DType::I64 {
         return Err(Error::dtype(op, index.0.dtype).with_hint("indices must be int64"));
     }
-    if axis >= other.rank() {
-        return Err(Error::InvalidAxis {
-            op,
-            axis: axis as isize,
-            rank: other.rank(),
-        });
-    }
+    crate::elementwise::check_axes(op, other.rank(), &[axis])?;
     let ok = index.1.rank() == other.rank()
         && index
             .1
@@ -108,13 +102,7 @@ impl CudaBackend {
             return Err(Error::invalid("concat", "needs at least one tensor"));
         };
         let rank = first_layout.rank();
-        if axis >= rank {
-            return Err(Error::InvalidAxis {
-                op: "concat",
-                axis: axis as isize,
-                rank,
-            });
-        }
+        crate::elementwise::check_axes("concat", rank, &[axis])?;
         let mut shape = first_layout.shape().to_vec();
         shape[axis] = 0;
         for (s, l) in parts {
@@ -203,8 +191,7 @@ impl CudaBackend {
         let flag = self.error_flag("gather")?;
         let xv = along("gather", &shape, axis, x.1)?;
         let views = Views::new("gather", &[index.1, &xv])?;
-        let names = ["vi".to_string(), "vx".to_string()];
-        let src = render_gather(storage_ty(x.0.dtype), &views, &names);
+        let src = render_gather(storage_ty(x.0.dtype), &views);
         self.launch_elements(
             "gather",
             &src,
@@ -253,8 +240,7 @@ impl CudaBackend {
         let flag = self.error_flag("scatter_add")?;
         let ov = along("scatter_add", &shape, axis, &out_layout)?;
         let views = Views::new("scatter_add", &[index.1, src.1, &ov])?;
-        let names = ["vi".to_string(), "vs".to_string(), "vo".to_string()];
-        let code = render_scatter_add(dtype, &views, &names)?;
+        let code = render_scatter_add(dtype, &views)?;
         self.launch_elements(
             "scatter_add",
             &code,
@@ -279,24 +265,24 @@ impl CudaBackend {
 }
 
 /// [`walk_with`] with 64-bit offsets over element `i` (indexed kernels add `j * stride` to them).
-fn walk_long(views: &Views, names: &[String]) -> String {
-    walk_with("long long", views, names, "i")
+fn walk_long(views: &Views, names: &[&str]) -> String {
+    walk_with("long long", ("sh", "o"), views, names, "i")
 }
 
 /// The gather kernel over the index's views (`vi`, `vx`).
-pub(crate) fn render_gather(t: &str, views: &Views, names: &[String]) -> String {
+pub(crate) fn render_gather(t: &str, views: &Views) -> String {
     format!(
         "extern \"C\" __global__ void k(Shape sh, long long n, long long len, long long stride, \
              View vi, const long long* __restrict__ idx, View vx, const {t}* __restrict__ x, \
              {t}* __restrict__ out, long long* err) {{\n\
              GRID_LOOP(i, n) {{\n{walk}{INDEX_CHECK}\
              out[i] = x[o1 + j * stride];\n}}\n}}\n",
-        walk = walk_long(views, names),
+        walk = walk_long(views, &["vi", "vx"]),
     )
 }
 
 /// The scatter-add kernel over the index's views (`vi`, `vs`, `vo`).
-pub(crate) fn render_scatter_add(dtype: DType, views: &Views, names: &[String]) -> Result<String> {
+pub(crate) fn render_scatter_add(dtype: DType, views: &Views) -> Result<String> {
     let add = atomic_add(dtype, "out + o2 + j * stride", "v")?;
     let t = storage_ty(dtype);
     Ok(format!(
@@ -305,6 +291,6 @@ pub(crate) fn render_scatter_add(dtype: DType, views: &Views, names: &[String]) 
              const {t}* __restrict__ src, View vo, {t}* out, long long* err) {{\n\
              GRID_LOOP(i, n) {{\n{walk}{INDEX_CHECK}\
              {t} v = src[o1];\n{add}\n}}\n}}\n",
-        walk = walk_long(views, names),
+        walk = walk_long(views, &["vi", "vs", "vo"]),
     ))
 }

@@ -63,19 +63,6 @@ fn combine(op: ReduceOp, acc: &str, a: &str, b: &str) -> String {
     }
 }
 
-/// Statements adding to `off` the offset of flat index `idx` in the space `sh`/view `v`, specialised
-/// for a space of rank 0 or 1 (`rank` is the merged rank, known when the kernel is rendered).
-fn offset_code(rank: i64, sh: &str, v: &str, idx: &str, off: &str) -> String {
-    match rank {
-        0 => String::new(),
-        1 => format!("{off} += {idx} * {v}.s[0];\n"),
-        _ => format!(
-            "{{ long long rem = {idx}; for (int d = (int){sh}.rank - 1; d >= 0; --d) {{ \
-             long long c = rem % {sh}.d[d]; rem /= {sh}.d[d]; {off} += c * {v}.s[d]; }} }}\n"
-        ),
-    }
-}
-
 /// The kept and reduced sub-views of `layout` for `axes`. The kept view carries the offset; the
 /// reduced one starts at the offset `shift` that keeps its negative strides inside a valid layout,
 /// which the caller subtracts from its kernel view again.
@@ -101,19 +88,6 @@ pub(crate) fn split(layout: &Layout, axes: &[usize]) -> Result<(Layout, Layout, 
     ))
 }
 
-fn check_axes(op: &'static str, layout: &Layout, axes: &[usize]) -> Result<()> {
-    for (i, &a) in axes.iter().enumerate() {
-        if a >= layout.rank() || axes[..i].contains(&a) {
-            return Err(Error::InvalidAxis {
-                op,
-                axis: a as isize,
-                rank: layout.rank(),
-            });
-        }
-    }
-    Ok(())
-}
-
 impl CudaBackend {
     pub(crate) fn reduce_impl(
         &self,
@@ -127,7 +101,7 @@ impl CudaBackend {
         if !op.supports(dtype) {
             return Err(Error::dtype(op.name(), dtype));
         }
-        check_axes(op.name(), layout, axes)?;
+        crate::elementwise::check_axes(op.name(), layout.rank(), axes)?;
         crate::elementwise::check_in_bounds(op.name(), x, layout)?;
         let (kept, reduced, shift) = split(layout, axes)?;
         let (n_out, n_red) = (kept.numel(), reduced.numel());
@@ -149,17 +123,16 @@ impl CudaBackend {
         } else {
             n_red.next_power_of_two().clamp(1, 32)
         };
-        let src = render_reduce(op, dtype, group, kv.rank(), rv.rank());
+        let src = render_reduce(op, dtype, group, (&kv, &rv));
         let per_block = BLOCK as usize / group;
         let grid = n_out
             .div_ceil(per_block)
             .min(self.inner.sms as usize * 16)
             .max(1);
-        let f = self.function(op.name(), &src, "k")?;
         self.launch(
             op.name(),
-            &f,
-            (grid as u32, BLOCK, 0),
+            &src,
+            (grid as u32, BLOCK),
             &[
                 Arg::Shape(kv.shape),
                 Arg::View(kv.views[0]),
@@ -185,7 +158,7 @@ impl CudaBackend {
         if dtype.is_bool() || dtype.is_half() {
             return Err(Error::dtype("cumsum", dtype));
         }
-        check_axes("cumsum", layout, &[axis])?;
+        crate::elementwise::check_axes("cumsum", layout.rank(), &[axis])?;
         crate::elementwise::check_in_bounds("cumsum", x, layout)?;
         let n = layout.numel();
         let out = self.alloc("cumsum", dtype, n)?;
@@ -224,15 +197,14 @@ pub(crate) fn render_reduce(
     op: ReduceOp,
     dtype: DType,
     group: usize,
-    kept_rank: i64,
-    red_rank: i64,
+    (kept, reduced): (&Views, &Views),
 ) -> String {
     let acc = acc_ty(op, dtype);
     let id = identity(op, acc);
     let it = storage_ty(dtype);
     let comb = |a: &str, b: &str| combine(op, acc, a, b);
-    let kept_off = offset_code(kept_rank, "ks", "kv", "o", "base");
-    let red_off = offset_code(red_rank, "rs", "rv", "r", "off");
+    let kept_off = walk_with("long long", ("ks", "base"), kept, &["kv"], "o");
+    let red_off = walk_with("long long", ("rs", "step"), reduced, &["rv"], "r");
     let value = format!("({acc})({})", load(dtype, "in", "off"));
     let out = store(dtype, &format!("({})acc", compute_ty(dtype)));
     let head = format!(
@@ -244,9 +216,10 @@ pub(crate) fn render_reduce(
             "{head}  __shared__ {acc} part[32];\n\
              int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;\n\
              for (long long o = blockIdx.x; o < n_out; o += gridDim.x) {{\n\
-             long long base = kv.off;\n{kept_off}\
+             {kept_off}\
              {acc} acc = {id};\n\
-             for (long long r = threadIdx.x; r < n_red; r += blockDim.x) {{ long long off = base;\n{red_off}\
+             for (long long r = threadIdx.x; r < n_red; r += blockDim.x) {{\n{red_off}\
+             long long off = base0 + step0;\n\
              acc = {c1}; }}\n\
              for (int m = 16; m > 0; m >>= 1) {{ {acc} other = __shfl_xor_sync(0xffffffffu, acc, m); acc = {c2}; }}\n\
              if (lane == 0) part[warp] = acc;\n\
@@ -265,9 +238,10 @@ pub(crate) fn render_reduce(
              unsigned int mask = G == 32 ? 0xffffffffu : (((1u << G) - 1u) << ((threadIdx.x & 31) / G * G));\n\
              long long groups = (long long)gridDim.x * (blockDim.x / G);\n\
              for (long long o = (long long)blockIdx.x * (blockDim.x / G) + threadIdx.x / G; o < n_out; o += groups) {{\n\
-             long long base = kv.off;\n{kept_off}\
+             {kept_off}\
              {acc} acc = {id};\n\
-             for (long long r = lane; r < n_red; r += G) {{ long long off = base;\n{red_off}\
+             for (long long r = lane; r < n_red; r += G) {{\n{red_off}\
+             long long off = base0 + step0;\n\
              acc = {c1}; }}\n\
              for (int m = G / 2; m > 0; m >>= 1) {{ {acc} other = __shfl_xor_sync(mask, acc, m, G); acc = {c2}; }}\n\
              if (lane == 0) out[o] = {out};\n}}\n}}\n",
@@ -280,7 +254,6 @@ pub(crate) fn render_reduce(
 /// The cumulative-sum kernel: one thread per lane, in order along the axis.
 pub(crate) fn render_cumsum(dtype: DType, views: &Views) -> String {
     let acc = acc_ty(ReduceOp::Sum, dtype);
-    let names = ["v0".to_string(), "v1".to_string()];
     format!(
         "extern \"C\" __global__ void k(Shape sh, View v0, View v1, long long lanes, long long len, \
          long long sa, long long so, const {it}* __restrict__ in, {it}* __restrict__ out) {{\n\
@@ -289,7 +262,7 @@ pub(crate) fn render_cumsum(dtype: DType, views: &Views) -> String {
          for (long long j = 0; j < len; ++j) {{ acc = acc + ({acc})({ld}); out[o1 + j * so] = {st}; }}\n\
          }}\n}}\n",
         it = storage_ty(dtype),
-        walk = walk_with("long long", views, &names, "lane"),
+        walk = walk_with("long long", ("sh", "o"), views, &["v0", "v1"], "lane"),
         ld = load(dtype, "in", "o0 + j * sa"),
         st = store(dtype, &format!("({})acc", compute_ty(dtype))),
     )

@@ -43,13 +43,7 @@ impl CudaBackend {
         descending: bool,
     ) -> Result<(CudaStorage, CudaStorage)> {
         let dtype = x.dtype;
-        if axis >= layout.rank() {
-            return Err(Error::InvalidAxis {
-                op: "sort",
-                axis: axis as isize,
-                rank: layout.rank(),
-            });
-        }
+        crate::elementwise::check_axes("sort", layout.rank(), &[axis])?;
         crate::elementwise::check_in_bounds("sort", x, layout)?;
         key_body(dtype)?;
         let n = layout.numel();
@@ -88,8 +82,7 @@ impl CudaBackend {
 /// The sort kernel of `dtype`.
 pub(crate) fn render_sort(dtype: DType, descending: bool, views: &Views) -> Result<String> {
     let key = key_body(dtype)?;
-    let names = ["vx".to_string(), "vo".to_string()];
-    let walk = walk_with("long long", views, &names, "lane");
+    let walk = walk_with("long long", ("sh", "o"), views, &["vx", "vo"], "lane");
     let before = if descending { ">" } else { "<" };
     let t = storage_ty(dtype);
     Ok(format!(

@@ -469,15 +469,13 @@ fn histogram(values: &[f64]) -> HistogramProto {
     h
 }
 
-/// Reads every event of an event file, checking each record's length and both checksums; an error
-/// naming the file and the record for a truncated or corrupt file, or a record larger than
-/// [`MAX_RECORD_BYTES`].
+/// Reads every event of an event file, record by record (the file is never held whole), checking
+/// each record's length and both checksums; an error naming the file and the record for a truncated
+/// or corrupt file, or a record larger than [`MAX_RECORD_BYTES`].
 pub fn read_events(path: impl AsRef<Path>) -> Result<Vec<Event>> {
     let path = path.as_ref();
-    let mut bytes = Vec::new();
-    File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
-        .map_err(|e| io_error(path, "reading", e))?;
+    let file = File::open(path).map_err(|e| io_error(path, "opening", e))?;
+    let mut reader = std::io::BufReader::new(file);
     let corrupt = |n: usize, why: &str| {
         Error::invalid(
             "read_events",
@@ -485,32 +483,46 @@ pub fn read_events(path: impl AsRef<Path>) -> Result<Vec<Event>> {
         )
     };
     let mut events = Vec::new();
-    let mut rest = bytes.as_slice();
-    while !rest.is_empty() {
+    loop {
         let n = events.len();
-        if rest.len() < 12 {
-            return Err(corrupt(n, "is truncated in its header"));
+        let mut header = [0u8; 12];
+        match read_full(&mut reader, &mut header).map_err(|e| io_error(path, "reading", e))? {
+            0 => return Ok(events),
+            12 => {}
+            _ => return Err(corrupt(n, "is truncated in its header")),
         }
-        let (len_bytes, tail) = rest.split_at(8);
+        let (len_bytes, crc_bytes) = header.split_at(8);
         let len = u64::from_le_bytes(len_bytes.try_into().expect("8 bytes"));
-        let crc = u32::from_le_bytes(tail[..4].try_into().expect("4 bytes"));
-        if crc != masked_crc(len_bytes) {
+        if u32::from_le_bytes(crc_bytes.try_into().expect("4 bytes")) != masked_crc(len_bytes) {
             return Err(corrupt(n, "has a corrupt length"));
         }
         if len > MAX_RECORD_BYTES {
             return Err(corrupt(n, &format!("claims {len} bytes, over the limit")));
         }
-        let body = &tail[4..];
-        let len = len as usize;
-        if body.len() < len + 4 {
+        let mut body = vec![0u8; len as usize + 4];
+        if read_full(&mut reader, &mut body).map_err(|e| io_error(path, "reading", e))?
+            != body.len()
+        {
             return Err(corrupt(n, "is truncated"));
         }
-        let (payload, after) = body.split_at(len);
-        if u32::from_le_bytes(after[..4].try_into().expect("4 bytes")) != masked_crc(payload) {
+        let (payload, crc) = body.split_at(len as usize);
+        if u32::from_le_bytes(crc.try_into().expect("4 bytes")) != masked_crc(payload) {
             return Err(corrupt(n, "has a corrupt payload"));
         }
         events.push(Event::decode(payload).map_err(|e| corrupt(n, &format!("is no Event: {e}")))?);
-        rest = &after[4..];
     }
-    Ok(events)
+}
+
+/// Reads until `buf` is full or the input ends; the number of bytes read.
+fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match reader.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }

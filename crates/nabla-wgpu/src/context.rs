@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 use wgpu::util::DeviceExt;
 
-use crate::profile::{self, KernelTime, Profile, format_profile};
+use nabla_core::{KernelTime, Profile, format_profile};
 
 /// Dispatches queued in one encoder before it is submitted without being asked to.
 const BATCH: usize = 128;
@@ -199,7 +199,7 @@ impl Ctx {
             layouts: Mutex::default(),
             batch: Mutex::default(),
             failure,
-            profile: Mutex::new(profile::from_env().then(|| Profile::new(true))),
+            profile: Mutex::new(profile_from_env().then(|| Profile::new(true))),
         })
     }
 
@@ -550,6 +550,12 @@ impl Pool {
 /// The little-endian bytes of 32-bit words.
 pub(crate) fn to_bytes(words: &[u32]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// `true` when the environment asks for profiling (`NABLA_WGPU_PROFILE` set, not empty or `0`): the
+/// table is then printed to standard error when the device is dropped.
+fn profile_from_env() -> bool {
+    std::env::var("NABLA_WGPU_PROFILE").is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
 #[cfg(test)]

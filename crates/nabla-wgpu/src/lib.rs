@@ -41,14 +41,13 @@ mod fused;
 mod kernel;
 mod matmul;
 mod movement;
-mod profile;
 mod random;
 mod reduce;
 mod sort;
 mod storage;
 mod wgsl;
 
-pub use profile::{KernelTime, format_profile};
+pub use nabla_core::{KernelTime, format_profile};
 pub use storage::WgpuStorage;
 
 use context::Ctx;

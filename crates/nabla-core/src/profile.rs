@@ -1,11 +1,8 @@
-//! Optional per-kernel timing. With profiling on, every dispatch is submitted and waited for on its
-//! own, so that its wall time (host work, pipeline compilation and device execution) is charged to
-//! the op that launched it; read-backs are charged to `"read"`. This serialises the device, so it is
-//! for finding where time goes, not for measuring throughput.
-//!
-//! Turn it on with [`crate::WgpuBackend::set_profiling`], or for a whole program (such as
-//! `nabla train --backend wgpu`) by setting the environment variable `NABLA_WGPU_PROFILE=1`: the
-//! table is then printed to standard error when the device is dropped.
+//! The per-op kernel profile the GPU backends keep while profiling is on: each launch waits for the
+//! device, so that its wall time (host work, kernel compilation and device execution) is charged to
+//! the op that launched it. This serialises the device, so it is for finding where time goes, not
+//! for measuring throughput. `WgpuBackend::set_profiling` and `CudaBackend::set_profiling` turn it
+//! on; [`format_profile`] prints their rows.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -15,19 +12,19 @@ use std::time::Duration;
 #[derive(Clone, Debug, PartialEq)]
 pub struct KernelTime {
     /// The op that launched the kernels (`"matmul"`, `"conv2d"`, `"add"`, ...), or `"read"` for
-    /// read-backs.
+    /// read-backs (wgpu).
     pub op: &'static str,
-    /// How many dispatches (or read-backs).
+    /// How many launches (or read-backs).
     pub calls: usize,
     /// Wall time of those calls in seconds, waiting for the device included.
     pub seconds: f64,
-    /// The part of `seconds` spent compiling pipelines (each shader is compiled once).
+    /// The part of `seconds` spent compiling kernels (each is compiled once).
     pub compile_seconds: f64,
 }
 
 /// The running table of one device.
-#[derive(Default)]
-pub(crate) struct Profile {
+#[derive(Debug, Default)]
+pub struct Profile {
     table: HashMap<&'static str, KernelTime>,
     /// Print the table to standard error when the device is dropped (set by the environment
     /// variable).
@@ -35,7 +32,7 @@ pub(crate) struct Profile {
 }
 
 impl Profile {
-    /// An empty table.
+    /// An empty table; `print_on_drop` records that its device prints it when dropped.
     pub fn new(print_on_drop: bool) -> Profile {
         Profile {
             table: HashMap::new(),
@@ -86,9 +83,4 @@ pub fn format_profile(rows: &[KernelTime]) -> String {
     }
     let _ = writeln!(s, "{:<24} {:>8} {:>11.1}", "total", calls, total * 1e3);
     s
-}
-
-/// `true` when the environment asks for profiling (`NABLA_WGPU_PROFILE` set, not empty or `0`).
-pub(crate) fn from_env() -> bool {
-    std::env::var("NABLA_WGPU_PROFILE").is_ok_and(|v| !v.is_empty() && v != "0")
 }
