@@ -912,7 +912,7 @@ PyTorch's ``dim=`` and ``keepdim=`` are accepted too."""
         """In place: ``self`` becomes ``self.tanh(...)`` and is returned (see ``nabla_rs._inplace``)."""
         ...
     def to(self, target) -> Any:
-        """The tensor on `device` (`"cpu"`, or `"wgpu"` in a build with the `wgpu` feature), or
+        """The tensor on `device` (`"cpu"`, or `"wgpu"` / `"cuda"` in a build with that feature), or
 converted to a dtype; moves between devices are differentiable."""
         ...
     def to_device(self, *args: Any, **kwargs: Any) -> Any:
