@@ -29,6 +29,7 @@ mod safetensors_io;
 pub mod sched;
 mod sequential;
 mod state;
+mod torch_io;
 
 pub use checkpoint::{
     CheckpointLoad, TrainingState, first_non_finite, is_checkpoint, load_checkpoint,
@@ -40,8 +41,9 @@ pub use nabla_derive::Module;
 pub use param::{Param, ParamId, ParamKind};
 pub use recompute::Checkpointed;
 pub use safetensors_io::{
-    TensorFile, create_temp_file, destination_problem, load_module, load_safetensors,
+    TensorFile, create_temp_file, destination_problem, load_module, load_safetensors, load_tensors,
     remove_stale_temp_files, save_module, save_safetensors, write_atomic,
 };
 pub use sequential::Sequential;
 pub use state::{LoadReport, Strictness, load_state_dict, transfer_state};
+pub use torch_io::load_torch;

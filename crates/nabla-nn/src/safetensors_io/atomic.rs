@@ -19,7 +19,7 @@ const STALE_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
 const NAME_TRIES: usize = 16;
 
 /// Why `meta` is not a regular file (a directory, a device, a pipe or a socket), if it is not one.
-pub(super) fn not_a_file(meta: &Metadata) -> Option<&'static str> {
+pub(crate) fn not_a_file(meta: &Metadata) -> Option<&'static str> {
     if meta.is_dir() {
         Some("it is a directory, not a file")
     } else if !meta.is_file() {

@@ -15,11 +15,13 @@ mod read;
 
 use crate::module::Module;
 use crate::state::{LoadReport, Strictness, load_state_dict};
+pub(crate) use atomic::not_a_file;
 pub use atomic::{create_temp_file, destination_problem, remove_stale_temp_files, write_atomic};
 use nabla_core::{Backend, Error, HostData, Result, max_allocation_bytes};
 use nabla_tensor::Tensor;
 use read::{FileLayout, LEN_BYTES, MAX_HEADER_BYTES, describe};
-pub(crate) use read::{RawFile, read_metadata};
+
+pub(crate) use read::{RawFile, host_from_le, read_metadata};
 use safetensors::tensor::Dtype;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -186,7 +188,7 @@ pub(crate) fn write_entries(
 }
 
 /// An [`Error::Io`] while doing `context`.
-fn io_error(context: String, err: impl fmt::Display) -> Error {
+pub(crate) fn io_error(context: String, err: impl fmt::Display) -> Error {
     Error::Io {
         context,
         message: err.to_string(),
@@ -268,14 +270,27 @@ pub fn save_module<B: Backend, M: Module<B> + ?Sized>(
     save_safetensors(path, &module.state_dict(), &HashMap::new())
 }
 
-/// Loads a module's parameters and buffers from a safetensors file by dotted name; see
-/// [`load_state_dict`] for the matching rules and errors.
+/// Every tensor of a file of either format nabla reads, told apart by their first bytes: a
+/// `torch.save` archive (`.pt`, `.pth`, `.bin`; see [`load_torch`](crate::load_torch)) or a
+/// safetensors file ([`load_safetensors`]).
+pub fn load_tensors<B: Backend>(path: impl AsRef<Path>, backend: &B) -> Result<TensorFile<B>> {
+    let path = path.as_ref();
+    if crate::torch_io::is_zip(path) {
+        crate::torch_io::load_torch(path, backend)
+    } else {
+        load_safetensors(path, backend)
+    }
+}
+
+/// Loads a module's parameters and buffers by dotted name from a safetensors file or a
+/// `torch.save` archive ([`load_tensors`]); see [`load_state_dict`] for the matching rules and
+/// errors.
 pub fn load_module<B: Backend, M: Module<B> + ?Sized>(
     module: &M,
     path: impl AsRef<Path>,
     backend: &B,
     strictness: Strictness,
 ) -> Result<LoadReport> {
-    let file = load_safetensors(path, backend)?;
+    let file = load_tensors(path, backend)?;
     load_state_dict(module, &file.tensors, strictness)
 }

@@ -3,7 +3,8 @@
 
 use super::atomic::not_a_file;
 use super::{clip, read_error};
-use nabla_core::{Backend, HostData, Result, max_allocation_bytes};
+use nabla_core::num_complex::{Complex32, Complex64};
+use nabla_core::{Backend, DType, HostData, Result, max_allocation_bytes};
 use nabla_tensor::Tensor;
 use safetensors::SafeTensorError;
 use safetensors::tensor::Dtype;
@@ -346,6 +347,34 @@ pub(super) fn describe(err: SafeTensorError, layout: &FileLayout) -> String {
     }
 }
 
+/// Elements of `dtype` from their little-endian bytes (a whole number of elements; booleans are
+/// any nonzero byte), as safetensors and `torch.save` store them.
+pub(crate) fn host_from_le(dtype: DType, data: &[u8]) -> HostData {
+    match dtype {
+        DType::F16 => HostData::F16(from_le(data, half::f16::from_le_bytes)),
+        DType::BF16 => HostData::BF16(from_le(data, half::bf16::from_le_bytes)),
+        DType::F32 => HostData::F32(from_le(data, f32::from_le_bytes)),
+        DType::F64 => HostData::F64(from_le(data, f64::from_le_bytes)),
+        DType::C64 => HostData::C64(from_le(data, |b: [u8; 8]| {
+            let [re, im] = [&b[..4], &b[4..]].map(|p| f32::from_le_bytes(p.try_into().expect("4")));
+            Complex32::new(re, im)
+        })),
+        DType::C128 => HostData::C128(from_le(data, |b: [u8; 16]| {
+            let [re, im] = [&b[..8], &b[8..]].map(|p| f64::from_le_bytes(p.try_into().expect("8")));
+            Complex64::new(re, im)
+        })),
+        DType::I8 => HostData::I8(from_le(data, i8::from_le_bytes)),
+        DType::I16 => HostData::I16(from_le(data, i16::from_le_bytes)),
+        DType::I32 => HostData::I32(from_le(data, i32::from_le_bytes)),
+        DType::I64 => HostData::I64(from_le(data, i64::from_le_bytes)),
+        DType::U8 => HostData::U8(data.to_vec()),
+        DType::U16 => HostData::U16(from_le(data, u16::from_le_bytes)),
+        DType::U32 => HostData::U32(from_le(data, u32::from_le_bytes)),
+        DType::U64 => HostData::U64(from_le(data, u64::from_le_bytes)),
+        DType::Bool => HostData::Bool(data.iter().map(|&b| b != 0).collect()),
+    }
+}
+
 /// Reads `N`-byte little-endian elements.
 fn from_le<T, const N: usize>(data: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
     data.chunks_exact(N)
@@ -419,20 +448,20 @@ impl RawFile {
     /// The values of `entry`, on the host; a dtype nabla cannot hold is an error naming it.
     pub(crate) fn host(&self, entry: &RawEntry) -> Result<HostData> {
         let data = self.bytes(entry)?;
-        Ok(match entry.dtype {
-            Dtype::F16 => HostData::F16(from_le(data, half::f16::from_le_bytes)),
-            Dtype::BF16 => HostData::BF16(from_le(data, half::bf16::from_le_bytes)),
-            Dtype::F32 => HostData::F32(from_le(data, f32::from_le_bytes)),
-            Dtype::F64 => HostData::F64(from_le(data, f64::from_le_bytes)),
-            Dtype::I8 => HostData::I8(from_le(data, i8::from_le_bytes)),
-            Dtype::I16 => HostData::I16(from_le(data, i16::from_le_bytes)),
-            Dtype::I32 => HostData::I32(from_le(data, i32::from_le_bytes)),
-            Dtype::I64 => HostData::I64(from_le(data, i64::from_le_bytes)),
-            Dtype::U8 => HostData::U8(data.to_vec()),
-            Dtype::U16 => HostData::U16(from_le(data, u16::from_le_bytes)),
-            Dtype::U32 => HostData::U32(from_le(data, u32::from_le_bytes)),
-            Dtype::U64 => HostData::U64(from_le(data, u64::from_le_bytes)),
-            Dtype::BOOL => HostData::Bool(data.iter().map(|&b| b != 0).collect()),
+        let dtype = match entry.dtype {
+            Dtype::F16 => DType::F16,
+            Dtype::BF16 => DType::BF16,
+            Dtype::F32 => DType::F32,
+            Dtype::F64 => DType::F64,
+            Dtype::I8 => DType::I8,
+            Dtype::I16 => DType::I16,
+            Dtype::I32 => DType::I32,
+            Dtype::I64 => DType::I64,
+            Dtype::U8 => DType::U8,
+            Dtype::U16 => DType::U16,
+            Dtype::U32 => DType::U32,
+            Dtype::U64 => DType::U64,
+            Dtype::BOOL => DType::Bool,
             other => {
                 return Err(read_error(
                     &self.path,
@@ -443,7 +472,8 @@ impl RawFile {
                     ),
                 ));
             }
-        })
+        };
+        Ok(host_from_le(dtype, data))
     }
 
     /// Builds `entry` on `backend` from its values `host` (from [`RawFile::host`]).

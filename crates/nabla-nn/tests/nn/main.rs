@@ -14,5 +14,6 @@ mod recompute;
 mod sched_torch;
 mod sdpa_torch;
 mod sequence_torch;
+mod torch_files;
 mod traced_losses;
 mod training;

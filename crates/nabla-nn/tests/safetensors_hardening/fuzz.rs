@@ -1,5 +1,7 @@
-//! Proptest mutation fuzzing of `load_safetensors` and `load_checkpoint`: mutated valid files,
-//! headers with substituted fields, and well-formed headers with repeated names and unknown dtypes.
+//! Proptest mutation fuzzing of `load_safetensors`, `load_checkpoint` and `load_torch`: mutated valid
+//! files, headers with substituted fields, well-formed headers with repeated names and unknown
+//! dtypes, and `torch.save` archives whose pickle is mutated (rezipped, so that checksums hold and
+//! the unpickler sees every mutation).
 //! Every file must load or be refused with one line, never panic, and hold little memory.
 
 use crate::mutation::{config, mutate, mutations, text_dim};
@@ -7,7 +9,7 @@ use crate::peak::peak_bytes;
 use crate::{check_message, check_one_line, file, linear, seed_file, temp_dir};
 use nabla_core::{Result, with_allocation_limit};
 use nabla_cpu::CpuBackend;
-use nabla_nn::{TrainingState, load_checkpoint, load_safetensors, save_checkpoint};
+use nabla_nn::{TrainingState, load_checkpoint, load_safetensors, load_torch, save_checkpoint};
 use proptest::prelude::*;
 use proptest::sample::select;
 use std::path::Path;
@@ -31,6 +33,51 @@ const INTERESTING: &[&[u8]] = &[
     b"\\u0000",
     b"\xc3",
 ];
+
+/// Values that break pickles when written over one: opcodes that build, call, look up or end,
+/// lengths, and globals outside the allow-list.
+const PICKLE_INTERESTING: &[&[u8]] = &[
+    b"(",
+    b")",
+    b"R",
+    b"Q",
+    b"b",
+    b".",
+    b"h\xff",
+    b"j\xff\xff\xff\xff",
+    b"X\xff\xff\xff\x7f",
+    b"\x8a\x09",
+    b"\x8d\xff\xff\xff\xff\xff\xff\xff\xff",
+    b"cposix\nsystem\n",
+    b"ctorch\nFloatStorage\n",
+    b"ctorch._utils\n_rebuild_tensor_v2\n",
+    b"K\xff",
+    b"J\xff\xff\xff\x7f",
+];
+
+/// `torch.save`'s archive of the fixture state dict with its `data.pkl` replaced by `pickle`.
+fn torch_archive(pickle: impl FnOnce(Vec<u8>) -> Vec<u8>) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let seed =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/torch_files/state_dict.pt");
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(seed).unwrap()).unwrap();
+    let mut out = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    let mut pickle = Some(pickle);
+    for i in 0..zip.len() {
+        let mut entry = zip.by_index(i).unwrap();
+        let name = entry.name().unwrap().to_string();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).unwrap();
+        if name.ends_with("/data.pkl") {
+            bytes = pickle.take().unwrap()(bytes);
+        }
+        out.start_file(name, options).unwrap();
+        out.write_all(&bytes).unwrap();
+    }
+    out.finish().unwrap().into_inner()
+}
 
 /// Loads `bytes` as `name` in `dir` with `load` under a 64 MiB allocation limit: `Ok`, or one line
 /// (naming the file); never a panic, never much memory.
@@ -179,6 +226,22 @@ proptest! {
         check_load(&dir, "m.ckpt", &bytes, |p| {
             load_checkpoint(p, &linear(2), None, &CpuBackend::new()).map(drop)
         });
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn torch_pickle_mutations(mutations in mutations(PICKLE_INTERESTING)) {
+        let dir = temp_dir("fuzz-torch-pickle");
+        let bytes = torch_archive(|pickle| mutate(pickle, &mutations));
+        check_load(&dir, "m.pt", &bytes, |p| load_torch(p, &CpuBackend::new()).map(drop));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn torch_archive_mutations(mutations in mutations(INTERESTING)) {
+        let dir = temp_dir("fuzz-torch-archive");
+        let bytes = mutate(torch_archive(|pickle| pickle), &mutations);
+        check_load(&dir, "a.pt", &bytes, |p| load_torch(p, &CpuBackend::new()).map(drop));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
