@@ -31,6 +31,7 @@ pub use nabla_cpu::CpuBackend;
 pub use nabla_data as data;
 pub use nabla_fft as fft;
 pub use nabla_linalg as linalg;
+pub use nabla_models as models;
 pub use nabla_nn as nn;
 pub use nabla_special as special;
 /// Scalar automatic differentiation (`nabla-scalar`): dual numbers, the reverse-mode tape, static-shape

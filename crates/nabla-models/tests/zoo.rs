@@ -1,0 +1,242 @@
+//! The zoo's models against their reference libraries (fixtures written by
+//! `scripts/gen_model_zoo_fixtures.py` with torchvision and Hugging Face `transformers`): weights
+//! loaded by the libraries' names from their own files (`torch.save` for torchvision, safetensors
+//! and `pytorch_model.bin` for GPT-2), then logits and every parameter's gradient of a
+//! cross-entropy loss compared in float32 (to 1e-5 of each tensor's scale) and float64 (to 1e-12,
+//! the reference also running in float64).
+
+use nabla_core::{DType, Generator};
+use nabla_cpu::CpuBackend;
+use nabla_models::{Gpt2, Gpt2Config, ResNet, ResNetConfig};
+use nabla_nn::loss::{CrossEntropyOptions, cross_entropy};
+use nabla_nn::{Module, load_safetensors};
+use nabla_tensor::Tensor;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+type T = Tensor<CpuBackend>;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// The reference tensors of `<model>_ref.safetensors` by name.
+fn reference(model: &str, cpu: &CpuBackend) -> HashMap<String, T> {
+    let file = load_safetensors(fixture(&format!("{model}_ref.safetensors")), cpu).unwrap();
+    file.tensors.into_iter().collect()
+}
+
+/// The largest magnitude of `t`'s values (at least 1e-3) and the largest difference from `u`'s.
+fn scale_and_error(t: &T, u: &T) -> (f64, f64) {
+    assert_eq!(t.shape(), u.shape());
+    let (a, b) = (t.to_f64_vec().unwrap(), u.to_f64_vec().unwrap());
+    let scale = a.iter().fold(1e-3f64, |m, v| m.max(v.abs()));
+    (
+        scale,
+        a.iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f64::max),
+    )
+}
+
+/// `got` against the references `key("f64")` and `key("f32")` of `want`. In float64: to
+/// 1e-12 of the tensor's scale. In float32, nabla's error from the float64 reference must be at
+/// most 1e-5 of the scale, or, where rounding grows through stacked convolutions and batch
+/// statistics (both libraries' float32 logits of the bottleneck ResNet are off by over 6e-6 of
+/// their scale, in different summation orders), at most four times PyTorch's own float32 error.
+fn check(what: &str, got: &T, want: &HashMap<String, T>, key: impl Fn(&str) -> String) {
+    let exact = &want[&key("f64")];
+    let (scale, error) = scale_and_error(exact, got);
+    if got.dtype() == DType::F64 {
+        assert!(
+            error <= 1e-12 * scale,
+            "f64 {what}: off by {error:e} at scale {scale:e}"
+        );
+        return;
+    }
+    let (_, torch_error) = scale_and_error(exact, &want[&key("f32")]);
+    let allowed = (1e-5 * scale).max(4.0 * torch_error);
+    assert!(
+        error <= allowed,
+        "f32 {what}: off by {error:e} at scale {scale:e} (PyTorch's float32 is off by {torch_error:e})"
+    );
+}
+
+/// Every parameter's gradient of `loss` against `grad.<f32|f64>.<name>` of `want`.
+fn check_grads<M: Module<CpuBackend>>(model: &M, loss: &T, want: &HashMap<String, T>) {
+    let grads = loss.backward().unwrap();
+    let named = model.named_parameters();
+    let expected = want.keys().filter(|k| k.starts_with("grad.f64.")).count();
+    assert_eq!(named.len(), expected, "parameters with reference gradients");
+    for (name, p) in named {
+        let g = p
+            .grad(&grads)
+            .unwrap_or_else(|| panic!("no gradient for {name}"));
+        check(&format!("gradient of {name}"), &g, want, |tag| {
+            format!("grad.{tag}.{name}")
+        });
+    }
+}
+
+fn resnet_config(bottleneck: bool) -> ResNetConfig {
+    let (layers, base_width) = if bottleneck {
+        ([1, 1, 2, 1], 2)
+    } else {
+        ([2, 1, 1, 1], 4)
+    };
+    ResNetConfig {
+        layers,
+        bottleneck,
+        num_classes: 5,
+        base_width,
+        small_images: false,
+    }
+}
+
+fn check_resnet(name: &str, bottleneck: bool) {
+    let cpu = CpuBackend::new();
+    let want = reference(name, &cpu);
+    for dtype in [DType::F64, DType::F32] {
+        let mut model = ResNet::new(
+            resnet_config(bottleneck),
+            dtype,
+            &mut Generator::new(1),
+            &cpu,
+        )
+        .unwrap();
+        model.load(fixture(&format!("{name}.pt")), &cpu).unwrap();
+        let x = want["x"].cast(dtype).unwrap();
+        let logits = model.forward(&x).unwrap();
+        check("logits", &logits, &want, |tag| format!("logits.{tag}"));
+        let loss =
+            cross_entropy(&logits, &want["labels"], &CrossEntropyOptions::default()).unwrap();
+        check_grads(&model, &loss, &want);
+        if dtype == DType::F32 {
+            // The training step moved the running statistics as PyTorch's did.
+            model.eval();
+            let logits = model.forward(&x).unwrap();
+            let (scale, error) = scale_and_error(&want["eval_logits.f32"], &logits);
+            assert!(
+                error <= 1e-4 * scale,
+                "eval logits: off by {error:e} at scale {scale:e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn resnet_basic_blocks_match_torchvision() {
+    check_resnet("resnet_basic", false);
+}
+
+#[test]
+fn resnet_bottleneck_blocks_match_torchvision() {
+    check_resnet("resnet_bottleneck", true);
+}
+
+fn gpt2_config() -> Gpt2Config {
+    Gpt2Config {
+        vocab_size: 64,
+        n_positions: 16,
+        n_embd: 32,
+        n_layer: 2,
+        n_head: 4,
+        layer_norm_epsilon: 1e-5,
+    }
+}
+
+#[test]
+fn gpt2_matches_transformers() {
+    let cpu = CpuBackend::new();
+    let want = reference("gpt2_tiny", &cpu);
+    let ids = &want["ids"];
+    let (n, t) = (ids.shape()[0], ids.shape()[1]);
+    // save_pretrained's safetensors (`transformer.` names, no head) and torch.save's state dict
+    // (with the tied `lm_head.weight`) load alike.
+    for (dtype, file) in [
+        (DType::F32, "gpt2_tiny.safetensors"),
+        (DType::F64, "gpt2_tiny.bin"),
+    ] {
+        let model = Gpt2::new(gpt2_config(), dtype, &mut Generator::new(1), &cpu).unwrap();
+        model.load(fixture(file), &cpu).unwrap();
+        let logits = model.forward(ids).unwrap();
+        check("logits", &logits, &want, |tag| format!("logits.{tag}"));
+        let inputs = logits
+            .narrow(1, 0, t - 1)
+            .unwrap()
+            .reshape([n * (t - 1), 64])
+            .unwrap();
+        let targets = ids
+            .narrow(1, 1, t - 1)
+            .unwrap()
+            .reshape([n * (t - 1)])
+            .unwrap();
+        let loss = cross_entropy(&inputs, &targets, &CrossEntropyOptions::default()).unwrap();
+        check_grads(&model, &loss, &want);
+    }
+}
+
+#[test]
+fn loading_refuses_weights_of_another_shape_or_model() {
+    let cpu = CpuBackend::new();
+    let rng = &mut Generator::new(0);
+    let wider = Gpt2Config {
+        n_embd: 48,
+        n_head: 4,
+        ..gpt2_config()
+    };
+    let model = Gpt2::new(wider, DType::F32, rng, &cpu).unwrap();
+    let err = model
+        .load(fixture("gpt2_tiny.safetensors"), &cpu)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("wte.weight: expected [64, 48], got [64, 32]"),
+        "{err}"
+    );
+    let resnet = ResNet::new(resnet_config(false), DType::F32, rng, &cpu).unwrap();
+    let err = resnet
+        .load(fixture("gpt2_tiny.bin"), &cpu)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("missing: conv1.weight") && err.contains("unexpected"),
+        "{err}"
+    );
+    let err = Gpt2::new(
+        Gpt2Config {
+            n_head: 5,
+            ..gpt2_config()
+        },
+        DType::F32,
+        rng,
+        &cpu,
+    )
+    .err()
+    .unwrap();
+    assert!(
+        err.to_string().contains("n_head must divide n_embd"),
+        "{err}"
+    );
+    let err = model
+        .forward(&Tensor::zeros([1, 17], DType::I64, &cpu).unwrap())
+        .unwrap_err();
+    assert!(err.to_string().contains("n_positions = 16"), "{err}");
+}
+
+#[test]
+fn published_configurations_have_their_sizes() {
+    let cpu = CpuBackend::new();
+    let config = ResNetConfig::from_name("resnet18", 1000).unwrap();
+    let model = ResNet::new(config, DType::F32, &mut Generator::new(0), &cpu).unwrap();
+    // torchvision's resnet18 has 11,689,512 parameters.
+    assert_eq!(model.num_parameters(), 11_689_512);
+    let names: Vec<String> = model.state_dict().into_iter().map(|(n, _)| n).collect();
+    assert!(names.contains(&"layer2.0.downsample.1.num_batches_tracked".to_string()));
+    let gpt2 = Gpt2Config::from_name("gpt2").unwrap();
+    assert_eq!((gpt2.n_embd, gpt2.n_layer, gpt2.n_head), (768, 12, 12));
+    assert!(ResNetConfig::from_name("resnet19", 10).is_none());
+}
