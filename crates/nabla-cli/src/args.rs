@@ -14,6 +14,7 @@ const EXAMPLES: &str = "Examples:
   nabla train                              CNN on the embedded digits: about 98% in 10 s
   nabla train --model resnet --epochs 20   a small residual network instead
   nabla train --dataset fashion-mnist --batch-size 64 --epochs 5
+  nabla train --dataset cifar10 --data-dir cifar-10-batches-bin --model resnet18 --optimizer sgd
   nabla train --epochs 30 --resume         continue the saved run up to epoch 30
   nabla train --backend wgpu               train on the GPU (wgpu: Vulkan, Metal, DirectX 12)
   nabla eval                               test metrics of nabla-checkpoint.safetensors
@@ -107,11 +108,13 @@ pub struct TrainArgs {
     /// The model to train.
     #[arg(long, value_enum, default_value_t = ModelKind::Cnn)]
     pub model: ModelKind,
-    /// The data set: the embedded digits, or MNIST / Fashion-MNIST IDX files from --data-dir.
+    /// The data set: the embedded digits, MNIST / Fashion-MNIST IDX files or CIFAR binary files
+    /// from --data-dir.
     #[arg(long, value_enum, default_value_t = DatasetKind::Digits)]
     pub dataset: DatasetKind,
-    /// Directory of the IDX files of mnist / fashion-mnist (fashion-mnist defaults to
-    /// /usr/share/datasets/fashion-mnist, where `apt install dataset-fashion-mnist` puts them).
+    /// Directory of the files of mnist / fashion-mnist (IDX; fashion-mnist defaults to
+    /// /usr/share/datasets/fashion-mnist, where `apt install dataset-fashion-mnist` puts them) or
+    /// cifar10 / cifar100 (the binary version).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// Total number of epochs, 1 to 1,000,000 (a resumed run continues up to this number).
@@ -150,6 +153,11 @@ pub struct TrainArgs {
     /// Continue the run saved in --checkpoint exactly where it stopped (same options needed).
     #[arg(long)]
     pub resume: bool,
+    /// Start a zoo model (resnet18, resnet34, resnet50) from published weights by torchvision's
+    /// names: a .pth file (torch.save) or safetensors. The classifier keeps its fresh start when the
+    /// file's has another number of classes.
+    #[arg(long, value_name = "FILE")]
+    pub pretrained: Option<PathBuf>,
     /// Check every op of each training step for NaN and infinity (slower): a diverged run stops with
     /// an error naming the op that first produced one.
     #[arg(long)]
@@ -290,6 +298,16 @@ impl TrainArgs {
                 format!(
                     "{} loader threads is more than the limit of {max} (eight per core)",
                     self.workers
+                ),
+            ));
+        }
+        if self.pretrained.is_some() && !self.model.is_zoo() {
+            return Err(Error::invalid(
+                "--pretrained",
+                format!(
+                    "--model {} has no published weights; --pretrained applies to resnet18, \
+                     resnet34 and resnet50",
+                    self.model.name()
                 ),
             ));
         }

@@ -7,7 +7,7 @@ use crate::args::{BackendKind, CommonArgs};
 use nabla_any::AnyBackend;
 use nabla_core::{Backend, Error, Result};
 use nabla_cpu::CpuBackend;
-use nabla_data::{Collate, DataLoader, TensorDataset};
+use nabla_data::{Collate, DataLoader, Dataset};
 use nabla_tensor::Tensor;
 
 /// A command written once, generic over the backend, that [`dispatch`] runs on the backend named
@@ -66,12 +66,12 @@ fn open_wgpu() -> Result<AnyBackend> {
     ))
 }
 
-/// A loader of `dataset` (held on the CPU) whose batches are moved to `backend`.
-pub fn loader_on<B: Backend>(
-    dataset: TensorDataset<CpuBackend>,
+/// A loader of `dataset` (examples held on the CPU) whose batches are moved to `backend`.
+pub fn loader_on<B: Backend, D: Dataset<Item = Vec<Tensor<CpuBackend>>>>(
+    dataset: D,
     batch_size: usize,
     backend: &B,
-) -> Result<DataLoader<TensorDataset<CpuBackend>, Vec<Tensor<B>>>> {
+) -> Result<DataLoader<D, Vec<Tensor<B>>>> {
     let backend = backend.clone();
     Ok(
         DataLoader::new(dataset, batch_size)?.with_collate(move |items| {

@@ -6,10 +6,11 @@ use crate::args::{EvalArgs, OptimizerKind, PredictArgs, ScheduleKind, TrainArgs}
 use crate::backend::{Job, dispatch, loader_on};
 use crate::data;
 use crate::info::{ModelInfo, TrainOptions};
-use crate::models::{build_model, parameter_count};
+use crate::models::{build_model, load_pretrained, parameter_count};
 use nabla_core::{Backend, Error, Result, with_allocation_limit};
 use nabla_cpu::CpuBackend;
 use nabla_data::DistributedSampler;
+use nabla_data::transforms::Transformed;
 use nabla_distributed::{Communicator, DataParallel, check_agreement};
 use nabla_nn::optim::{Adam, AdamConfig, Optimizer, Sgd, SgdConfig};
 use nabla_nn::sched::{CosineAnnealingLR, LrScheduler, MultiStepLR, OneCycle, OneCycleLR};
@@ -307,12 +308,29 @@ fn train_on<B: Backend>(args: &TrainArgs, comm: &Arc<dyn Communicator>, backend:
         args.seed,
         backend,
     )?;
+    if let Some(path) = &args.pretrained
+        && !args.resume
+    {
+        check_input_file(path, "pretrained weights")?;
+        let fresh = load_pretrained(&model, path, backend)?;
+        if !args.quiet && speaks {
+            let note = match fresh.as_slice() {
+                [] => String::new(),
+                names => format!(
+                    " ({} start fresh: the data's shape differs)",
+                    names.join(", ")
+                ),
+            };
+            nabla_note!("loaded {}{note}", path.display());
+        }
+    }
     let n_params = parameter_count(&model);
     let [n_train, n_val, n_test] = splits.sizes();
     let record = train_record(args, args.learning_rate(), &info, splits.sizes());
     check_agreement(comm.as_ref(), "the options of nabla train", &record)?;
     let sampler = DistributedSampler::new(rank, world)?;
-    let loader = loader_on(splits.train, local_batch, backend)?
+    let augmented = Transformed::new(splits.train, args.dataset.augmentation()?, args.seed);
+    let loader = loader_on(augmented, local_batch, backend)?
         .shuffle(true)
         .seed(args.seed)
         .num_workers(args.workers)

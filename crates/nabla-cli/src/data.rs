@@ -3,9 +3,10 @@
 use clap::ValueEnum;
 use nabla_core::{DType, Error, Generator, Result};
 use nabla_cpu::CpuBackend;
+use nabla_data::transforms::{Compose, RandomCrop, RandomHorizontalFlip};
 use nabla_data::{
-    CsvHeader, CsvOptions, CsvReader, Dataset, Digits, Mnist, NpyReader, TensorDataset,
-    random_permutation,
+    Cifar, CifarVariant, CsvHeader, CsvOptions, CsvReader, Dataset, Digits, Mnist, NpyReader,
+    TensorDataset, random_permutation,
 };
 use nabla_tensor::Tensor;
 use std::path::{Path, PathBuf};
@@ -28,6 +29,13 @@ pub enum DatasetKind {
     /// Fashion-MNIST (28x28 clothing images) from IDX files in `--data-dir`, by default
     /// /usr/share/datasets/fashion-mnist (Debian package dataset-fashion-mnist).
     FashionMnist,
+    /// CIFAR-10 (32x32 colour images, 10 classes) from the binary files in `--data-dir`
+    /// (`data_batch_1.bin` to `data_batch_5.bin`, `test_batch.bin`), trained with random crops
+    /// (padding 4) and horizontal flips.
+    Cifar10,
+    /// CIFAR-100 (32x32 colour images, 100 classes: the fine labels) from `train.bin` and
+    /// `test.bin` in `--data-dir`, trained with random crops and flips.
+    Cifar100,
 }
 
 impl DatasetKind {
@@ -37,7 +45,32 @@ impl DatasetKind {
             DatasetKind::Digits => "digits",
             DatasetKind::Mnist => "mnist",
             DatasetKind::FashionMnist => "fashion-mnist",
+            DatasetKind::Cifar10 => "cifar10",
+            DatasetKind::Cifar100 => "cifar100",
         }
+    }
+
+    /// The number of classes.
+    pub fn classes(self) -> usize {
+        match self {
+            DatasetKind::Digits | DatasetKind::Mnist | DatasetKind::FashionMnist => 10,
+            DatasetKind::Cifar10 => CifarVariant::Cifar10.classes(),
+            DatasetKind::Cifar100 => CifarVariant::Cifar100.classes(),
+        }
+    }
+
+    /// The training augmentation: random 32x32 crops of the image padded by 4 and horizontal flips
+    /// for CIFAR (the usual recipe), nothing for the others.
+    pub fn augmentation(self) -> Result<Compose<CpuBackend>> {
+        Ok(match self {
+            DatasetKind::Cifar10 | DatasetKind::Cifar100 => Compose::new(vec![
+                Box::new(RandomCrop::new((32, 32), 4)),
+                Box::new(RandomHorizontalFlip::new(0.5)?),
+            ]),
+            DatasetKind::Digits | DatasetKind::Mnist | DatasetKind::FashionMnist => {
+                Compose::new(Vec::new())
+            }
+        })
     }
 
     /// The kind named `name`.
@@ -45,7 +78,10 @@ impl DatasetKind {
         DatasetKind::from_str(name, true).map_err(|_| {
             Error::invalid(
                 "dataset",
-                format!("unknown data set `{name}` (expected digits, mnist or fashion-mnist)"),
+                format!(
+                    "unknown data set `{name}` (expected digits, mnist, fashion-mnist, cifar10 or \
+                     cifar100)"
+                ),
             )
         })
     }
@@ -55,8 +91,10 @@ impl DatasetKind {
 /// kept apart for the final result, as in scikit-learn's and Keras's practice).
 pub const VALIDATION_FRACTION: f64 = 0.1;
 
-/// The number of classes of every data set the command line offers.
-pub const CLASSES: usize = 10;
+/// CIFAR's per-channel means and standard deviations over the training images (the usual
+/// normalisation).
+const CIFAR_MEAN: [f32; 3] = [0.4914, 0.4822, 0.4465];
+const CIFAR_STD: [f32; 3] = [0.2470, 0.2435, 0.2616];
 
 /// A data set split into training, validation and test examples.
 pub struct Splits {
@@ -128,23 +166,63 @@ fn split_validation(
     Ok((pick(&train, &perm[n_val..])?, pick(&train, &perm[..n_val])?))
 }
 
-/// Fails unless every label of `labels` (the `split` of data set `what`) lies in `0..CLASSES`.
-fn check_labels(labels: &Tensor<CpuBackend>, split: &str, what: &str) -> Result<()> {
+/// Fails unless every label of `labels` (the `split` of data set `what`) lies in `0..classes`.
+fn check_labels(
+    labels: &Tensor<CpuBackend>,
+    classes: usize,
+    split: &str,
+    what: &str,
+) -> Result<()> {
     let values = labels.to_vec::<i64>()?;
     match values
         .iter()
-        .position(|&l| !(0..CLASSES as i64).contains(&l))
+        .position(|&l| !(0..classes as i64).contains(&l))
     {
         None => Ok(()),
         Some(i) => Err(Error::invalid(
             "dataset",
             format!(
-                "{what}: {split} label {} (example {i}) is outside the {CLASSES} classes 0..={}",
+                "{what}: {split} label {} (example {i}) is outside the {classes} classes 0..={}",
                 values[i],
-                CLASSES - 1
+                classes - 1
             ),
         )),
     }
+}
+
+/// CIFAR's training and test sets from `data_dir`, normalised per channel.
+fn load_cifar(
+    kind: DatasetKind,
+    variant: CifarVariant,
+    data_dir: Option<&Path>,
+    cpu: &CpuBackend,
+) -> Result<(TensorDataset<CpuBackend>, TensorDataset<CpuBackend>, String)> {
+    let dir = data_dir.ok_or_else(|| {
+        Error::invalid(
+            "dataset",
+            format!(
+                "--dataset {} needs --data-dir DIR holding the binary version's files ({})",
+                kind.name(),
+                if variant == CifarVariant::Cifar10 {
+                    "data_batch_1.bin to data_batch_5.bin and test_batch.bin"
+                } else {
+                    "train.bin and test.bin"
+                }
+            ),
+        )
+    })?;
+    let mean = Tensor::from_vec(CIFAR_MEAN.to_vec(), [1, 3, 1, 1], cpu)?;
+    let std = Tensor::from_vec(CIFAR_STD.to_vec(), [1, 3, 1, 1], cpu)?;
+    let split = |train: bool| -> Result<TensorDataset<CpuBackend>> {
+        let set = Cifar::load(dir, variant, train, cpu)?;
+        let images = set.images.sub(&mean)?.div(&std)?;
+        TensorDataset::new(vec![images, set.labels])
+    };
+    Ok((
+        split(true)?,
+        split(false)?,
+        format!("{} in {}", kind.name(), dir.display()),
+    ))
 }
 
 /// Loads `kind` (IDX data sets from `data_dir`) and checks it before any training: labels within
@@ -168,7 +246,10 @@ pub fn load(kind: DatasetKind, data_dir: Option<&Path>, cpu: &CpuBackend) -> Res
             let test = Mnist::load(&dir, false, cpu)?.into_dataset()?;
             (train, test, format!("{} in {}", kind.name(), dir.display()))
         }
+        DatasetKind::Cifar10 => load_cifar(kind, CifarVariant::Cifar10, data_dir, cpu)?,
+        DatasetKind::Cifar100 => load_cifar(kind, CifarVariant::Cifar100, data_dir, cpu)?,
     };
+    let classes = kind.classes();
     let input_shape = train.tensors()[0].shape()[1..].to_vec();
     let test_shape = &test.tensors()[0].shape()[1..];
     if test_shape != input_shape.as_slice() {
@@ -185,15 +266,15 @@ pub fn load(kind: DatasetKind, data_dir: Option<&Path>, cpu: &CpuBackend) -> Res
             format!("{what} has no test examples"),
         ));
     }
-    check_labels(&train.tensors()[1], "training", &what)?;
-    check_labels(&test.tensors()[1], "test", &what)?;
+    check_labels(&train.tensors()[1], classes, "training", &what)?;
+    check_labels(&test.tensors()[1], classes, "test", &what)?;
     let (train, val) = split_validation(train, &what)?;
     Ok(Splits {
         train,
         val,
         test,
         input_shape,
-        classes: CLASSES,
+        classes,
     })
 }
 

@@ -2,12 +2,16 @@
 
 use clap::ValueEnum;
 use nabla_core::{Backend, DType, Error, Generator, Result};
+use nabla_models::{ResNet, ResNetConfig};
 use nabla_nn::activation::{Flatten, ReLU};
 use nabla_nn::{
     AdaptiveAvgPool2d, BatchNorm2d, Conv2d, ConvOptions, Forward, Linear, MaxPool2d, Module,
     Sequential,
 };
+use nabla_nn::{Strictness, load_state_dict, load_tensors};
 use nabla_tensor::Tensor;
+use std::collections::HashMap;
+use std::path::Path;
 
 /// The model architectures `nabla train --model` offers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -22,6 +26,13 @@ pub enum ModelKind {
     /// A small residual network: a convolution stem, two residual blocks with batch norm (16 and
     /// 32 channels), global average pooling, linear.
     Resnet,
+    /// ResNet-18 of the model zoo (torchvision's layout and names, so `--pretrained` takes
+    /// torchvision's weights); for images under 64x64 (CIFAR) with a 3x3 stem and no max-pool.
+    Resnet18,
+    /// ResNet-34, as ResNet-18.
+    Resnet34,
+    /// ResNet-50 (bottleneck blocks), as ResNet-18.
+    Resnet50,
 }
 
 impl ModelKind {
@@ -31,6 +42,17 @@ impl ModelKind {
             ModelKind::Mlp => "mlp",
             ModelKind::Cnn => "cnn",
             ModelKind::Resnet => "resnet",
+            ModelKind::Resnet18 => "resnet18",
+            ModelKind::Resnet34 => "resnet34",
+            ModelKind::Resnet50 => "resnet50",
+        }
+    }
+
+    /// Whether the kind is a model of the zoo (`nabla_models`), whose weights `--pretrained` loads.
+    pub fn is_zoo(self) -> bool {
+        match self {
+            ModelKind::Mlp | ModelKind::Cnn | ModelKind::Resnet => false,
+            ModelKind::Resnet18 | ModelKind::Resnet34 | ModelKind::Resnet50 => true,
         }
     }
 
@@ -39,7 +61,10 @@ impl ModelKind {
         ModelKind::from_str(name, true).map_err(|_| {
             Error::invalid(
                 "model",
-                format!("unknown model kind `{name}` (expected mlp, cnn or resnet)"),
+                format!(
+                    "unknown model kind `{name}` (expected mlp, cnn, resnet, resnet18, resnet34 \
+                     or resnet50)"
+                ),
             )
         })
     }
@@ -200,8 +225,69 @@ pub fn build_model<B: Backend>(
                 .push(flatten)
                 .push(Linear::new(32, classes, true, DType::F32, rng, backend)?)
         }
+        ModelKind::Resnet18 | ModelKind::Resnet34 | ModelKind::Resnet50 => {
+            let config = ResNetConfig {
+                in_channels: c,
+                small_images: h < 64 || w < 64,
+                ..ResNetConfig::from_name(kind.name(), classes).expect("a zoo name")
+            };
+            Sequential::new().push(ResNet::new(config, DType::F32, rng, backend)?)
+        }
     };
     Ok(model)
+}
+
+/// The parameters whose shape follows the data rather than the architecture: the stem (image
+/// channels, and a 3x3 kernel for small images where ImageNet's is 7x7) and the classifier (the
+/// number of classes). [`load_pretrained`] lets them start fresh when the file's do not fit.
+const DATA_SHAPED: [&str; 3] = ["conv1.weight", "fc.weight", "fc.bias"];
+
+/// Loads published weights (torchvision's names: a `.pth` file or safetensors) into a zoo model
+/// built by [`build_model`], the single layer of `model`. Every parameter and buffer must be in the
+/// file with its shape, except those of [`DATA_SHAPED`], which keep their fresh initialisation when
+/// the file has none or one of another shape (ImageNet weights fine-tuned on CIFAR: a 3x3 stem and
+/// 10 classes, as CIFAR recipes do). Returns the names that start fresh.
+pub fn load_pretrained<B: Backend>(
+    model: &Sequential<B>,
+    path: &Path,
+    backend: &B,
+) -> Result<Vec<String>> {
+    let file = load_tensors(path, backend)?;
+    // The model's names are `0.<torchvision name>` (the one layer of the Sequential).
+    let ours: HashMap<String, Vec<usize>> = model
+        .state_dict()
+        .into_iter()
+        .filter_map(|(n, t)| Some((n.strip_prefix("0.")?.to_string(), t.shape().to_vec())))
+        .collect();
+    let state: Vec<_> = file
+        .tensors
+        .into_iter()
+        .filter(|(name, t)| {
+            !DATA_SHAPED.contains(&name.as_str())
+                || ours.get(name).is_some_and(|s| s.as_slice() == t.shape())
+        })
+        .map(|(name, t)| (format!("0.{name}"), t))
+        .collect();
+    let report = load_state_dict(model, &state, Strictness::Lenient)?;
+    let fresh: Vec<String> = report
+        .missing
+        .iter()
+        .filter_map(|n| n.strip_prefix("0."))
+        .filter(|n| DATA_SHAPED.contains(n))
+        .map(str::to_string)
+        .collect();
+    if report.missing.len() != fresh.len() || !report.unexpected.is_empty() {
+        return Err(Error::invalid(
+            "--pretrained",
+            format!(
+                "{} does not fit the model: missing {:?}, unexpected {:?}",
+                path.display(),
+                report.missing,
+                report.unexpected
+            ),
+        ));
+    }
+    Ok(fresh)
 }
 
 /// The number of trainable parameters of `model`, for the run's banner.

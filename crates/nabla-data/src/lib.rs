@@ -10,7 +10,8 @@
 //!   [`Collate`] step that stacks examples into a batch;
 //! - [`DataLoader`]: batching, seeded per-epoch shuffling, `drop_last`, and background worker
 //!   threads that prefetch batches;
-//! - readers for the IDX format of MNIST / Fashion-MNIST ([`read_idx`], [`Mnist`]), CSV
+//! - readers for CIFAR-10/100's binary format ([`Cifar`]), the IDX format of MNIST /
+//!   Fashion-MNIST ([`read_idx`], [`Mnist`]), CSV
 //!   ([`read_csv`]) and NumPy `.npy` ([`read_npy`]), raw or gzip-compressed, and chunked readers
 //!   whose memory is bounded by the chunk ([`CsvReader`], [`NpyReader`]); bad or truncated input
 //!   gives an error naming the file and the byte offset;
@@ -33,6 +34,7 @@
 #![warn(missing_docs)]
 
 mod array;
+mod cifar;
 mod csv_table;
 mod dataset;
 mod digits;
@@ -44,6 +46,7 @@ mod source;
 pub mod transforms;
 
 pub use array::HostArray;
+pub use cifar::{Cifar, CifarVariant};
 pub use csv_table::{CsvHeader, CsvOptions, CsvReader, CsvTable, parse_csv, read_csv};
 pub use dataset::{
     Collate, Dataset, MapDataset, Subset, TensorDataset, random_permutation, random_split,

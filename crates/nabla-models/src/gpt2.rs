@@ -166,7 +166,7 @@ impl<B: Backend> Gpt2Block<B> {
 /// use nabla_cpu::CpuBackend;
 /// use nabla_core::{DType, Generator};
 /// use nabla_models::{Gpt2, Gpt2Config};
-/// use nabla_nn::Module;
+/// use nabla_nn::{Forward, Module};
 /// use nabla_tensor::Tensor;
 /// let cpu = CpuBackend::new();
 /// let config = Gpt2Config { vocab_size: 64, n_positions: 16, n_embd: 32, n_layer: 2, n_head: 4, layer_norm_epsilon: 1e-5 };
@@ -282,10 +282,12 @@ impl<B: Backend> Gpt2<B> {
         }
         self.ln_f.forward(&x)
     }
+}
 
+impl<B: Backend> Forward<B> for Gpt2<B> {
     /// Next-token logits `[N, T, vocab_size]` for token ids `[N, T]`: the hidden states times the
     /// token embedding's transpose (the tied head).
-    pub fn forward(&self, ids: &Tensor<B>) -> Result<Tensor<B>> {
+    fn forward(&self, ids: &Tensor<B>) -> Result<Tensor<B>> {
         let x = self.hidden_states(ids)?;
         let (n, t, c) = (x.shape()[0], x.shape()[1], x.shape()[2]);
         let logits = x

@@ -22,6 +22,8 @@ pub struct ResNetConfig {
     pub bottleneck: bool,
     /// Outputs of the classifier.
     pub num_classes: usize,
+    /// Channels of the input images (3 in every published ResNet).
+    pub in_channels: usize,
     /// Channels of the stem and the first stage (64 in every published ResNet); each later stage
     /// doubles them.
     pub base_width: usize,
@@ -46,6 +48,7 @@ impl ResNetConfig {
             layers,
             bottleneck,
             num_classes,
+            in_channels: 3,
             base_width: 64,
             small_images: false,
         })
@@ -173,9 +176,9 @@ impl<B: Backend> Builder<'_, B> {
     }
 }
 
-impl<B: Backend> Block<B> {
+impl<B: Backend> Forward<B> for Block<B> {
     /// The block on `x` `[N, C, H, W]`: the residual branch plus the shortcut, then ReLU.
-    pub fn forward(&self, x: &Tensor<B>) -> Result<Tensor<B>> {
+    fn forward(&self, x: &Tensor<B>) -> Result<Tensor<B>> {
         // Batch norm and the ReLU after it run as one fused op (`forward_relu`).
         let h = self.bn1.forward_relu(&self.conv1.forward(x)?)?;
         let h = match (&self.conv3, &self.bn3) {
@@ -200,7 +203,7 @@ impl<B: Backend> Block<B> {
 /// use nabla_cpu::CpuBackend;
 /// use nabla_core::{DType, Generator};
 /// use nabla_models::{ResNet, ResNetConfig};
-/// use nabla_nn::Module;
+/// use nabla_nn::{Forward, Module};
 /// use nabla_tensor::Tensor;
 /// let cpu = CpuBackend::new();
 /// let config = ResNetConfig { base_width: 8, small_images: true, ..ResNetConfig::from_name("resnet18", 10).unwrap() };
@@ -234,7 +237,11 @@ impl<B: Backend> ResNet<B> {
         rng: &mut Generator,
         backend: &B,
     ) -> Result<Self> {
-        if config.layers.contains(&0) || config.base_width == 0 || config.num_classes == 0 {
+        if config.layers.contains(&0)
+            || config.base_width == 0
+            || config.num_classes == 0
+            || config.in_channels == 0
+        {
             return Err(Error::invalid(
                 "ResNet",
                 format!(
@@ -248,7 +255,7 @@ impl<B: Backend> ResNet<B> {
             backend,
         };
         let (stem_k, stem_stride) = if config.small_images { (3, 1) } else { (7, 2) };
-        let conv1 = build.conv(3, config.base_width, stem_k, stem_stride)?;
+        let conv1 = build.conv(config.in_channels, config.base_width, stem_k, stem_stride)?;
         let bn1 = build.norm(config.base_width)?;
         let mut cin = config.base_width;
         let mut stages: Vec<Vec<Block<B>>> = Vec::with_capacity(4);
@@ -289,9 +296,11 @@ impl<B: Backend> ResNet<B> {
     pub fn load(&self, path: impl AsRef<Path>, backend: &B) -> Result<()> {
         load_renamed(self, path.as_ref(), backend, |name| Some(name.to_string()))
     }
+}
 
-    /// Logits `[N, num_classes]` for images `[N, 3, H, W]`.
-    pub fn forward(&self, x: &Tensor<B>) -> Result<Tensor<B>> {
+impl<B: Backend> Forward<B> for ResNet<B> {
+    /// Logits `[N, num_classes]` for images `[N, in_channels, H, W]`.
+    fn forward(&self, x: &Tensor<B>) -> Result<Tensor<B>> {
         let mut h = self.bn1.forward_relu(&self.conv1.forward(x)?)?;
         if !self.config.small_images {
             h = MaxPool2d::new((3, 3), Some((2, 2)), (1, 1), (1, 1), false)?.forward(&h)?;

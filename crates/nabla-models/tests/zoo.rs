@@ -9,7 +9,7 @@ use nabla_core::{DType, Generator};
 use nabla_cpu::CpuBackend;
 use nabla_models::{Gpt2, Gpt2Config, ResNet, ResNetConfig};
 use nabla_nn::loss::{CrossEntropyOptions, cross_entropy};
-use nabla_nn::{Module, load_safetensors};
+use nabla_nn::{Forward, Module, load_safetensors};
 use nabla_tensor::Tensor;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -91,6 +91,7 @@ fn resnet_config(bottleneck: bool) -> ResNetConfig {
         layers,
         bottleneck,
         num_classes: 5,
+        in_channels: 3,
         base_width,
         small_images: false,
     }
