@@ -1,6 +1,8 @@
 """The models of scripts/bench_scale.py in PyTorch and JAX, with the sizes, fixed batches and work
 counts they share with crates/nabla/examples/bench_scale.rs (which builds the same models in nabla,
-with the same parameter names, so that one safetensors file of weights loads in every framework).
+with the same parameter names, so that one safetensors file of weights loads in every framework). The
+ResNets are torchvision's in PyTorch and the model zoo's in nabla (torchvision's names); the script
+needs torchvision.
 
 - gpt2: GPT-2 small (see bench_scale.py), made of nn.TransformerEncoderLayer in PyTorch;
 - bert: a BERT-base-sized encoder (see bench_scale.py), made of post-norm nn.TransformerEncoderLayer;
@@ -120,51 +122,28 @@ def torch_model(workload: str, context: int = CONTEXT):
                 x = layer(x)
             return x.reshape(-1, WIDTH) @ self.tok.weight.t()
 
-    def conv(cin, cout, k, stride):
-        return nn.Conv2d(cin, cout, k, stride, k // 2, bias=False)
-
-    class Block(nn.Module):
-        def __init__(self, cin, width, stride, bottleneck):
-            super().__init__()
-            cout = 4 * width if bottleneck else width
-            k1, s1, s2 = (1, 1, stride) if bottleneck else (3, stride, 1)
-            self.conv1, self.bn1 = conv(cin, width, k1, s1), nn.BatchNorm2d(width)
-            self.conv2, self.bn2 = conv(width, width, 3, s2), nn.BatchNorm2d(width)
-            self.conv3 = conv(width, cout, 1, 1) if bottleneck else None
-            self.bn3 = nn.BatchNorm2d(cout) if bottleneck else None
-            reshapes = stride != 1 or cin != cout
-            self.short_conv = conv(cin, cout, 1, stride) if reshapes else None
-            self.short_bn = nn.BatchNorm2d(cout) if reshapes else None
-
-        def forward(self, x):
-            h = torch.relu(self.bn1(self.conv1(x)))
-            h = self.bn2(self.conv2(h))
-            if self.conv3 is not None:
-                h = self.bn3(self.conv3(torch.relu(h)))
-            shortcut = self.short_bn(self.short_conv(x)) if self.short_conv is not None else x
-            return torch.relu(h + shortcut)
-
-    class ResNet(nn.Module):
-        def __init__(self, name):
-            super().__init__()
-            spec = RESNETS[name]
-            k, stride = (7, 2) if spec["imagenet"] else (3, 1)
-            self.stem, self.bn = conv(3, 64, k, stride), nn.BatchNorm2d(64)
-            self.pool = nn.MaxPool2d(3, 2, 1) if spec["imagenet"] else None
-            self.blocks = nn.ModuleList(Block(*b, spec["bottleneck"]) for b in blocks(name))
-            self.fc = nn.Linear(STAGES[-1] * (4 if spec["bottleneck"] else 1), spec["classes"])
-
-        def forward(self, x):
-            h = torch.relu(self.bn(self.stem(x)))
-            if self.pool is not None:
-                h = self.pool(h)
-            for block in self.blocks:
-                h = block(h)
-            return self.fc(h.mean((2, 3)))
-
     if workload in RESNETS:
-        return ResNet(workload)
+        return torch_resnet(workload)
     return {"gpt2": Gpt2, "bert": Bert}[workload]()
+
+
+def torch_resnet(workload: str):
+    """torchvision's ResNet (the names nabla's model zoo shares); in the CIFAR layout its stem is a
+    3x3 stride-1 convolution and its max-pool is left out."""
+    import torchvision
+    from torch import nn
+
+    spec = RESNETS[workload]
+    model = getattr(torchvision.models, workload)(num_classes=spec["classes"])
+    if not spec["imagenet"]:
+        model.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
+        model.maxpool = nn.Identity()
+    return model
+
+
+def block_prefixes(workload: str) -> list[str]:
+    """torchvision's names of the blocks, in order: `layer1.0.`, `layer1.1.`, ..."""
+    return [f"layer{s + 1}.{j}." for s, depth in enumerate(RESNETS[workload]["depths"]) for j in range(depth)]
 
 
 def write_weights(workload: str, path: str, context: int = CONTEXT) -> None:
@@ -261,18 +240,18 @@ def jax_resnet_loss(p, x, labels, workload: str):
         var = ((h - mu) ** 2).mean((0, 2, 3), keepdims=True)
         return (h - mu) / jnp.sqrt(var + 1e-5) * q["weight"][:, None, None] + q["bias"][:, None, None]
 
-    h = jax.nn.relu(bn(conv(x, p["stem.weight"], 2 if spec["imagenet"] else 1), sub(p, "bn.")))
+    h = jax.nn.relu(bn(conv(x, p["conv1.weight"], 2 if spec["imagenet"] else 1), sub(p, "bn1.")))
     if spec["imagenet"]:
         h = jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 3, 3), (1, 1, 2, 2), [(0, 0), (0, 0), (1, 1), (1, 1)])
-    for i, (_, _, stride) in enumerate(blocks(workload)):
-        q = sub(p, f"blocks.{i}.")
+    for prefix, (_, _, stride) in zip(block_prefixes(workload), blocks(workload)):
+        q = sub(p, prefix)
         s1, s2 = (1, stride) if spec["bottleneck"] else (stride, 1)
         y = jax.nn.relu(bn(conv(h, q["conv1.weight"], s1), sub(q, "bn1.")))
         y = bn(conv(y, q["conv2.weight"], s2), sub(q, "bn2."))
         if spec["bottleneck"]:
             y = bn(conv(jax.nn.relu(y), q["conv3.weight"], 1), sub(q, "bn3."))
-        if "short_conv.weight" in q:
-            h = bn(conv(h, q["short_conv.weight"], stride), sub(q, "short_bn."))
+        if "downsample.0.weight" in q:
+            h = bn(conv(h, q["downsample.0.weight"], stride), sub(q, "downsample.1."))
         h = jax.nn.relu(y + h)
     logits = h.mean((2, 3)) @ p["fc.weight"].T + p["fc.bias"]
     return -jnp.take_along_axis(jax.nn.log_softmax(logits, -1), labels[:, None], 1).mean()

@@ -211,6 +211,8 @@ fn trainer_config(args: &TrainArgs, info: &ModelInfo, speaks: bool) -> TrainerCo
         plot_title: format!("{} on {}", args.model.name(), args.dataset.name()),
         detect_anomaly: args.detect_anomaly,
         max_steps: args.max_steps,
+        // Every batch is a step: --batch-size is the step's batch.
+        accumulate_grad_batches: 1,
         metadata: info.to_json(),
         overwrite: args.overwrite,
     }

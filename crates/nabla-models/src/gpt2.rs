@@ -15,6 +15,22 @@ use nabla_nn::{
 use nabla_tensor::Tensor;
 use std::path::Path;
 
+/// The model's name for the tensor `name` of a `transformers` GPT-2 state dict: `GPT2LMHeadModel`'s
+/// `transformer.` prefix dropped; `None` for the tied `lm_head.weight` and the causal-mask buffers
+/// of older files (`h.N.attn.bias`, `h.N.attn.masked_bias`), which the model does not hold.
+///
+/// ```
+/// use nabla_models::gpt2::hf_name;
+/// assert_eq!(hf_name("transformer.h.0.attn.c_attn.bias").as_deref(), Some("h.0.attn.c_attn.bias"));
+/// assert_eq!(hf_name("h.3.attn.bias"), None);
+/// assert_eq!(hf_name("lm_head.weight"), None);
+/// ```
+pub fn hf_name(name: &str) -> Option<String> {
+    let name = name.strip_prefix("transformer.").unwrap_or(name);
+    let mask_buffer = name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias");
+    (name != "lm_head.weight" && !mask_buffer).then(|| name.to_string())
+}
+
 /// GPT-2's shape (the fields of `transformers.GPT2Config` that set it).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Gpt2Config {
@@ -251,11 +267,7 @@ impl<B: Backend> Gpt2<B> {
     /// (`GPT2Model`'s names, or `GPT2LMHeadModel`'s with the `transformer.` prefix); the tied
     /// `lm_head.weight` and the causal-mask buffers `attn.bias` / `attn.masked_bias` are left out.
     pub fn load(&self, path: impl AsRef<Path>, backend: &B) -> Result<()> {
-        load_renamed(self, path.as_ref(), backend, |name| {
-            let name = name.strip_prefix("transformer.").unwrap_or(name);
-            let mask_buffer = name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias");
-            (name != "lm_head.weight" && !mask_buffer).then(|| name.to_string())
-        })
+        load_renamed(self, path.as_ref(), backend, hf_name)
     }
 
     /// The final hidden states `[N, T, n_embd]` for token ids `[N, T]` (an integer tensor, `T` at

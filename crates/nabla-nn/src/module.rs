@@ -123,6 +123,47 @@ pub trait Module<B: Backend> {
         }
     }
 
+    /// Freezes the parameters whose dotted names match the glob `pattern` (`*` any run of
+    /// characters, dots included; `?` one character; `[...]` a class), for fine-tuning part of a
+    /// loaded model: `"layer[12].*"`, `"*.bn*.weight"`, `"conv1.weight"`. Returns how many it froze;
+    /// a malformed pattern, or one that matches no parameter (a typo would otherwise train
+    /// everything), is an error naming it.
+    ///
+    /// ```
+    /// use nabla_nn::{Linear, Module, Sequential};
+    /// use nabla_core::{DType, Generator};
+    /// use nabla_cpu::CpuBackend;
+    /// let (cpu, rng) = (CpuBackend::new(), &mut Generator::new(0));
+    /// let model = Sequential::new()
+    ///     .push(Linear::new(4, 8, true, DType::F32, rng, &cpu)?)
+    ///     .push(Linear::new(8, 2, true, DType::F32, rng, &cpu)?);
+    /// assert_eq!(model.freeze_matching("0.*")?, 2);
+    /// assert_eq!(model.num_trainable_parameters(), 8 * 2 + 2);
+    /// assert!(model.freeze_matching("head.*").is_err());
+    /// # Ok::<(), nabla_core::Error>(())
+    /// ```
+    fn freeze_matching(&self, pattern: &str) -> Result<usize> {
+        let glob = glob::Pattern::new(pattern).map_err(|e| {
+            nabla_core::Error::invalid("freeze_matching", format!("pattern {pattern:?}: {e}"))
+        })?;
+        let matched: Vec<Param<B>> = self
+            .named_parameters()
+            .into_iter()
+            .filter(|(name, _)| glob.matches(name))
+            .map(|(_, p)| p)
+            .collect();
+        if matched.is_empty() {
+            return Err(nabla_core::Error::invalid(
+                "freeze_matching",
+                format!("pattern {pattern:?} matches no parameter"),
+            ));
+        }
+        for p in &matched {
+            p.freeze();
+        }
+        Ok(matched.len())
+    }
+
     /// Unfreezes every parameter.
     fn unfreeze(&self) -> Result<()> {
         for p in self.parameters() {

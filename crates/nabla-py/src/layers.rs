@@ -16,6 +16,7 @@ use crate::tensor::PyTensor;
 use crate::value::{Group, Value, unify};
 use nabla_any::AnyBackend;
 use nabla_core::{Backend, DType, Error, Generator, Result};
+use nabla_models::{Gpt2, Gpt2Config, ResNet, ResNetConfig};
 use nabla_nn::activation::{
     ELU, Flatten, GELU, Identity, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Softplus,
     Tanh,
@@ -288,6 +289,33 @@ layer_table! {
     "Flatten" ["start_dim" = 1, "end_dim" = (-1)] =>
         Single |a, d, r, b| Ok::<_, Error>(Flatten { start_dim: a.int("start_dim")? as isize,
                                                                     end_dim: a.int("end_dim")? as isize });
+    "ResNet" ["arch" = "resnet18", "num_classes" = 1000, "in_channels" = 3, "small_images" = false,
+              "base_width" = 64, "layers" = null] =>
+        Single |a, d, r, b| ResNet::new(resnet_config(a)?, d, r, b);
+    "GPT2" ["vocab_size" = 50257, "n_positions" = 1024, "n_embd" = 768, "n_layer" = 12, "n_head" = 12,
+            "layer_norm_epsilon" = 1e-5] =>
+        Single |a, d, r, b| Gpt2::new(Gpt2Config {
+            vocab_size: a.count("vocab_size")?, n_positions: a.count("n_positions")?, n_embd: a.count("n_embd")?,
+            n_layer: a.count("n_layer")?, n_head: a.count("n_head")?, layer_norm_epsilon: a.real("layer_norm_epsilon")?,
+        }, d, r, b);
+}
+
+/// The zoo's ResNet configuration of `arch` (`resnet18` ... `resnet152`), with the stage depths
+/// `layers` when given (four counts) and the other arguments.
+fn resnet_config(a: &Args<'_>) -> Result<ResNetConfig> {
+    let names = ResNetConfig::NAMES.join(", ");
+    let mut config = ResNetConfig::from_name(a.text("arch")?, a.count("num_classes")?)
+        .ok_or_else(|| a.bad("arch", &format!("one of {names}")))?;
+    if !a.is_none("layers") {
+        config.layers = a
+            .counts("layers")?
+            .try_into()
+            .map_err(|_| a.bad("layers", "four block counts"))?;
+    }
+    config.in_channels = a.count("in_channels")?;
+    config.small_images = a.flag("small_images")?;
+    config.base_width = a.count("base_width")?;
+    Ok(config)
 }
 
 /// `dim` of `Softmax`/`LogSoftmax`: PyTorch's `dim=None` is deprecated guesswork, so nabla asks.

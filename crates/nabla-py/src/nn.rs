@@ -299,6 +299,33 @@ fn load_safetensors<'py>(
     Ok(out)
 }
 
+/// `load_torch(path) -> dict`: every tensor of a `torch.save` archive (`.pt`, `.pth`,
+/// `pytorch_model.bin`) by its dotted path, read without running the file's pickle (only state
+/// dicts' classes and functions are allowed, as `torch.load(weights_only=True)`).
+#[pyfunction]
+fn load_torch<'py>(py: Python<'py>, path: std::path::PathBuf) -> PyResult<Bound<'py, PyDict>> {
+    let file = py.detach(|| nabla_nn::load_torch(&path, cpu())).py()?;
+    let out = PyDict::new(py);
+    for (name, t) in file.tensors {
+        out.set_item(name, PyTensor::eager(t))?;
+    }
+    Ok(out)
+}
+
+/// `gpt2_state(state) -> dict`: a Hugging Face GPT-2 state dict (from `load_safetensors` or
+/// `load_torch`) under the names of `nn.GPT2`: `transformer.` dropped, the tied `lm_head.weight`
+/// and old files' causal-mask buffers left out (as the Rust `Gpt2::load`).
+#[pyfunction]
+fn gpt2_state<'py>(py: Python<'py>, state: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    for (k, v) in state.iter() {
+        if let Some(name) = nabla_models::gpt2::hf_name(&k.extract::<String>()?) {
+            out.set_item(name, v)?;
+        }
+    }
+    Ok(out)
+}
+
 /// `load_digits() -> (images, labels)`: the 1,797 8x8 handwritten digits embedded in nabla
 /// (scikit-learn's set): images `[1797, 1, 8, 8]` float32 in [0, 1], labels int64.
 #[pyfunction]
@@ -327,6 +354,8 @@ pub fn nn_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
         wrap_pyfunction!(scaled_dot_product_attention, &m)?,
         wrap_pyfunction!(save_safetensors, &m)?,
         wrap_pyfunction!(load_safetensors, &m)?,
+        wrap_pyfunction!(load_torch, &m)?,
+        wrap_pyfunction!(gpt2_state, &m)?,
         wrap_pyfunction!(load_digits, &m)?,
     ] {
         m.add_function(f)?;

@@ -118,6 +118,11 @@ pub struct TrainerConfig {
     /// stopped inside an epoch saves a mid-epoch checkpoint (when a checkpoint path is set), which
     /// resumes exactly with a larger limit; that epoch is not counted or logged.
     pub max_steps: Option<u64>,
+    /// Batches whose gradients are summed into one optimizer step (Lightning's
+    /// `accumulate_grad_batches`; at least 1): each batch's loss is divided by this count, so a step
+    /// sees the mean gradient of the group, and an epoch's last group may be shorter. Steps, the
+    /// scheduler, `checkpoint_every` and `max_steps` count optimizer steps.
+    pub accumulate_grad_batches: usize,
     /// Anything the caller wants stored in checkpoints (e.g. the model kind and input shape), read
     /// back with [`checkpoint_metadata`](crate::checkpoint_metadata).
     pub metadata: Value,
@@ -145,6 +150,7 @@ impl Default for TrainerConfig {
             plot_title: "training".to_string(),
             detect_anomaly: false,
             max_steps: None,
+            accumulate_grad_batches: 1,
             metadata: Value::Null,
             overwrite: false,
         }

@@ -79,10 +79,14 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
         if let Some(es) = &config.early_stopping {
             es.validate()?;
         }
-        if config.top_k == 0 || config.checkpoint_every == Some(0) || config.max_steps == Some(0) {
+        if config.top_k == 0
+            || config.checkpoint_every == Some(0)
+            || config.max_steps == Some(0)
+            || config.accumulate_grad_batches == 0
+        {
             return Err(Error::invalid(
                 "Trainer::new",
-                "top_k, checkpoint_every and max_steps must be at least 1",
+                "top_k, checkpoint_every, max_steps and accumulate_grad_batches must be at least 1",
             ));
         }
         if let Some(log) = &config.log {
@@ -390,14 +394,18 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
             let anomaly = self.config.detect_anomaly.then(AnomalyGuard::new);
             let logits = self.model.forward(&x)?;
             let loss = cross_entropy(&logits, &y, &options)?;
-            // Each parameter is updated as soon as its gradient is complete, while it is in cache.
-            self.optimizer.backward_step(&loss)?;
+            let stepped = self.backward(&loss, b + 1, batches)?;
             drop(anomaly);
-            self.step += 1;
             let loss_value = scalar(&loss)?;
             if !loss_value.is_finite() {
-                return Err(diverged(loss_value, self.epoch + 1, self.step));
+                return Err(diverged(loss_value, self.epoch + 1, self.step + 1));
             }
+            if !stepped {
+                acc.add_batch(loss_value, &logits.detach(), &y)?;
+                progress.advance(y.shape().first().copied().unwrap_or(0) as u64, acc.loss());
+                continue;
+            }
+            self.step += 1;
             if let Some(tb) = self.tensorboard.as_mut() {
                 tb.add_scalar("train/batch_loss", loss_value, self.step)?;
             }
@@ -435,6 +443,26 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
         progress.finish();
         acc.all_reduce(self.comm.as_ref())?;
         Ok(Some(acc))
+    }
+
+    /// The backward pass of batch `done` (counted from 1) of an epoch of `batches`, and the
+    /// optimizer's step when it ends a group of `accumulate_grad_batches` (or the epoch); returns
+    /// whether it stepped.
+    fn backward(&mut self, loss: &Tensor<B>, done: usize, batches: usize) -> Result<bool> {
+        let k = self.config.accumulate_grad_batches;
+        if k == 1 {
+            // Each parameter is updated as soon as its gradient is complete, while it is in cache.
+            self.optimizer.backward_step(loss)?;
+            return Ok(true);
+        }
+        self.optimizer
+            .accumulate(&loss.div(k as f64)?.backward()?)?;
+        if !done.is_multiple_of(k) && done < batches {
+            return Ok(false);
+        }
+        self.optimizer.step_accumulated()?;
+        self.optimizer.zero_grad();
+        Ok(true)
     }
 
     /// Evaluates the model on `loader` without recording gradients (in evaluation mode): mean

@@ -437,3 +437,53 @@ fn outputs_never_go_through_links_nor_replace_foreign_files() -> Result<()> {
     }
     Ok(())
 }
+
+/// One epoch of plain SGD over the blobs (not shuffled) in batches of `batch`, accumulating `k`
+/// batches per step: the trained weights and the number of steps.
+fn accumulated_run(batch: usize, k: usize) -> Result<(Vec<f32>, u64)> {
+    let model = mlp(0)?;
+    let opt = Sgd::new(
+        model.parameters(),
+        SgdConfig {
+            lr: 0.1,
+            ..Default::default()
+        },
+    )?;
+    let config = TrainerConfig {
+        accumulate_grad_batches: k,
+        ..quiet(1)
+    };
+    let mut trainer = Trainer::new(model, Box::new(opt), config)?;
+    let mut train = DataLoader::new(blobs(1)?, batch)?;
+    trainer.fit(
+        &mut train,
+        None::<&mut DataLoader<TensorDataset<Cpu>, Vec<Tensor<Cpu>>>>,
+    )?;
+    let weights = trainer
+        .model()
+        .parameters()
+        .iter()
+        .map(|p| p.value().to_vec::<f32>())
+        .collect::<Result<Vec<_>>>()?
+        .concat();
+    Ok((weights, trainer.step()))
+}
+
+#[test]
+fn accumulated_batches_step_as_one_large_batch() -> Result<()> {
+    // Four batches of 5 per step: the mean gradient of 20 examples, as one batch of 20.
+    let (large, steps) = accumulated_run(20, 1)?;
+    let (accumulated, accumulated_steps) = accumulated_run(5, 4)?;
+    assert_eq!((steps, accumulated_steps), (3, 3));
+    for (a, b) in large.iter().zip(&accumulated) {
+        assert!((a - b).abs() <= 1e-6 * a.abs().max(1.0), "{a} vs {b}");
+    }
+    // 12 batches in groups of 5: the epoch's last group of 2 still steps.
+    assert_eq!(accumulated_run(5, 5)?.1, 3);
+    let err = accumulated_run(5, 0)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("accumulate_grad_batches"), "{err}");
+    Ok(())
+}

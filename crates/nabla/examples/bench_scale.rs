@@ -21,10 +21,11 @@
 //!   feed-forward 3,072 with GELU, bidirectional, no dropout), a head tied to the token embedding;
 //!   batch 8 of 128, mean cross-entropy against fixed ids (as a masked-language-model head predicts
 //!   ids), AdamW as GPT-2's; weights as GPT-2's (`emb_norm.weight`, `layers.0.norm1.weight`, ...).
-//! - `resnet18`: ResNet-18 in the CIFAR layout (a 3x3 stem of 64 channels, no max-pool, four stages
-//!   of two residual blocks with batch norm, 64 to 512 channels, global average pooling, 10 classes),
-//!   batch 32 of 3 x 32 x 32 fixed images, mean cross-entropy, SGD with momentum 0.9 and lr 0.01; the
-//!   weights come from `--weights` like GPT-2's (`stem.weight`, `blocks.0.conv1.weight`, ...).
+//! - `resnet18`: the model zoo's ResNet-18 (`nabla::models`, torchvision's layout and names) in the
+//!   CIFAR layout (a 3x3 stem of 64 channels, no max-pool, four stages of two residual blocks with
+//!   batch norm, 64 to 512 channels, global average pooling, 10 classes), batch 32 of 3 x 32 x 32
+//!   fixed images, mean cross-entropy, SGD with momentum 0.9 and lr 0.01; the weights come from
+//!   `--weights` like GPT-2's, by torchvision's names (`conv1.weight`, `layer1.0.conv1.weight`, ...).
 //! - `resnet50`: ResNet-50 in ImageNet's layout (a 7x7 stride-2 stem and a 3x3 stride-2 max-pool,
 //!   stages of 3, 4, 6 and 3 bottleneck blocks of widths 64 to 512 with four times the width out,
 //!   stride on the 3x3 convolutions, 1,000 classes), batch 8 of 3 x 224 x 224 fixed images,
@@ -36,11 +37,10 @@
 //! update) phases, the process's peak resident memory, and the CPU buffer cache's statistics (with
 //! the fresh memory a timed step asked for: 0 once the cache holds the step's working set).
 
+use nabla::models::{ResNet, ResNetConfig};
 use nabla::nn::loss::{CrossEntropyOptions, cross_entropy};
 use nabla::nn::optim::{AdamConfig, AdamW, Optimizer, Sgd, SgdConfig};
-use nabla::nn::{
-    BatchNorm2d, Conv2d, ConvOptions, Forward, Linear, MaxPool2d, Module, Strictness, load_module,
-};
+use nabla::nn::{Forward, Module};
 use nabla::prelude::*;
 #[allow(dead_code)]
 #[path = "bench_support/mod.rs"]
@@ -52,177 +52,45 @@ use language_model::{BERT, GPT2, LanguageModel, Spec};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// A residual block: ResNet-18's two 3x3 convolutions, or ResNet-50's bottleneck (1x1 down to the
-/// width, 3x3 with the stride, 1x1 up to four times the width: `conv3`), each with batch norm, and a
-/// 1x1 convolution with batch norm on the shortcut where the block changes the size.
-#[derive(Module)]
-struct Block<B: Backend> {
-    conv1: Conv2d<B>,
-    bn1: BatchNorm2d<B>,
-    conv2: Conv2d<B>,
-    bn2: BatchNorm2d<B>,
-    conv3: Option<Conv2d<B>>,
-    bn3: Option<BatchNorm2d<B>>,
-    short_conv: Option<Conv2d<B>>,
-    short_bn: Option<BatchNorm2d<B>>,
-}
-
-/// A convolution without bias, `k` x `k` with `stride` and the padding that keeps the size.
-fn conv(
-    cin: usize,
-    cout: usize,
-    k: usize,
-    stride: usize,
-    rng: &mut Generator,
-    cpu: &CpuBackend,
-) -> Result<Conv2d<CpuBackend>> {
-    let options = ConvOptions {
-        stride: (stride, stride),
-        padding: (k / 2, k / 2),
-        bias: false,
-        ..ConvOptions::default()
-    };
-    Conv2d::new(cin, cout, (k, k), options, DType::F32, rng, cpu)
-}
-
-/// Batch norm with PyTorch's defaults.
-fn norm(channels: usize, cpu: &CpuBackend) -> Result<BatchNorm2d<CpuBackend>> {
-    BatchNorm2d::new(channels, 1e-5, Some(0.1), true, true, DType::F32, cpu)
-}
-
-impl Block<CpuBackend> {
-    /// A block from `cin` channels at width `width` (out: `width`, or `4 width` for a bottleneck).
-    fn new(
-        cin: usize,
-        width: usize,
-        stride: usize,
-        bottleneck: bool,
-        rng: &mut Generator,
-        cpu: &CpuBackend,
-    ) -> Result<Self> {
-        let cout = if bottleneck { 4 * width } else { width };
-        let reshapes = stride != 1 || cin != cout;
-        let (k1, s1, s2) = if bottleneck {
-            (1, 1, stride)
-        } else {
-            (3, stride, 1)
-        };
-        Ok(Block {
-            conv1: conv(cin, width, k1, s1, rng, cpu)?,
-            bn1: norm(width, cpu)?,
-            conv2: conv(width, width, 3, s2, rng, cpu)?,
-            bn2: norm(width, cpu)?,
-            conv3: bottleneck
-                .then(|| conv(width, cout, 1, 1, rng, cpu))
-                .transpose()?,
-            bn3: bottleneck.then(|| norm(cout, cpu)).transpose()?,
-            short_conv: reshapes
-                .then(|| conv(cin, cout, 1, stride, rng, cpu))
-                .transpose()?,
-            short_bn: reshapes.then(|| norm(cout, cpu)).transpose()?,
-        })
-    }
-
-    fn forward(&self, x: &CpuTensor) -> Result<CpuTensor> {
-        // Batch norm and the ReLU after it run as one fused op (`forward_relu`).
-        let h = self.bn1.forward_relu(&self.conv1.forward(x)?)?;
-        let h = match (&self.conv3, &self.bn3) {
-            (Some(c), Some(b)) => {
-                let h = self.bn2.forward_relu(&self.conv2.forward(&h)?)?;
-                b.forward(&c.forward(&h)?)?
-            }
-            _ => self.bn2.forward(&self.conv2.forward(&h)?)?,
-        };
-        let shortcut = match (&self.short_conv, &self.short_bn) {
-            (Some(c), Some(b)) => b.forward(&c.forward(x)?)?,
-            _ => x.clone(),
-        };
-        h.add(&shortcut)?.relu()
-    }
-}
-
-/// A ResNet's shape: ResNet-18 in the CIFAR layout or ResNet-50 in ImageNet's.
+/// A ResNet workload: the zoo's model (torchvision's layout and names), batch and image size.
 #[derive(Clone, Copy)]
 struct ResNetSpec {
-    /// Blocks per stage (widths 64, 128, 256, 512; stride 2 from the second stage).
-    depths: [usize; 4],
-    bottleneck: bool,
-    /// A 7x7 stride-2 stem with a 3x3 stride-2 max-pool (ImageNet), or a 3x3 stem (CIFAR).
-    imagenet: bool,
+    name: &'static str,
     classes: usize,
+    /// ResNet-18 in the CIFAR layout (a 3x3 stem, no max-pool) or ResNet-50 in ImageNet's.
+    small_images: bool,
     images: usize,
     size: usize,
 }
 
 /// ResNet-18 in the CIFAR layout, batch 32 of 3 x 32 x 32.
 const RESNET18: ResNetSpec = ResNetSpec {
-    depths: [2, 2, 2, 2],
-    bottleneck: false,
-    imagenet: false,
+    name: "resnet18",
     classes: 10,
+    small_images: true,
     images: 32,
     size: 32,
 };
 
 /// ResNet-50 in ImageNet's layout, batch 8 of 3 x 224 x 224.
 const RESNET50: ResNetSpec = ResNetSpec {
-    depths: [3, 4, 6, 3],
-    bottleneck: true,
-    imagenet: true,
+    name: "resnet50",
     classes: 1000,
+    small_images: false,
     images: 8,
     size: 224,
 };
 
-/// A ResNet: stem, blocks, global average pooling and a linear classifier.
-#[derive(Module)]
-struct ResNet<B: Backend> {
-    stem: Conv2d<B>,
-    bn: BatchNorm2d<B>,
-    blocks: Vec<Block<B>>,
-    fc: Linear<B>,
-    #[module(skip)]
-    pool: Option<MaxPool2d>,
-}
-
-impl ResNet<CpuBackend> {
-    fn load(spec: ResNetSpec, weights: &PathBuf, cpu: &CpuBackend) -> Result<Self> {
-        let rng = &mut Generator::new(0);
-        let mut blocks = Vec::new();
-        let mut cin = 64;
-        for (stage, width) in [64, 128, 256, 512].into_iter().enumerate() {
-            for i in 0..spec.depths[stage] {
-                let stride = if stage > 0 && i == 0 { 2 } else { 1 };
-                let block = Block::new(cin, width, stride, spec.bottleneck, rng, cpu)?;
-                cin = if spec.bottleneck { 4 * width } else { width };
-                blocks.push(block);
-            }
-        }
-        let (k, stride) = if spec.imagenet { (7, 2) } else { (3, 1) };
-        let model = ResNet {
-            stem: conv(3, 64, k, stride, rng, cpu)?,
-            bn: norm(64, cpu)?,
-            blocks,
-            fc: Linear::new(cin, spec.classes, true, DType::F32, rng, cpu)?,
-            pool: spec
-                .imagenet
-                .then(|| MaxPool2d::new((3, 3), Some((2, 2)), (1, 1), (1, 1), false))
-                .transpose()?,
+impl ResNetSpec {
+    /// The zoo's model with the weights at `path` (torchvision's names).
+    fn load(self, path: &PathBuf, cpu: &CpuBackend) -> Result<ResNet<CpuBackend>> {
+        let config = ResNetConfig {
+            small_images: self.small_images,
+            ..ResNetConfig::from_name(self.name, self.classes).expect("a zoo name")
         };
-        load_module(&model, weights, cpu, Strictness::Strict)?;
+        let model = ResNet::new(config, DType::F32, &mut Generator::new(0), cpu)?;
+        model.load(path, cpu)?;
         Ok(model)
-    }
-
-    /// Logits `[N, classes]` for images `[N, 3, size, size]`.
-    fn logits(&self, x: &CpuTensor) -> Result<CpuTensor> {
-        let mut h = self.bn.forward_relu(&self.stem.forward(x)?)?;
-        if let Some(pool) = &self.pool {
-            h = pool.forward(&h)?;
-        }
-        for block in &self.blocks {
-            h = block.forward(&h)?;
-        }
-        self.fc.forward(&h.mean(&[2, 3], false)?)
     }
 }
 
@@ -401,7 +269,7 @@ fn language_model(spec: Spec, args: &Args, cpu: &CpuBackend) -> Result<()> {
 
 /// Training steps of the ResNet `spec` (SGD with momentum 0.9, lr 0.01).
 fn resnet(spec: ResNetSpec, args: &Args, cpu: &CpuBackend) -> Result<()> {
-    let model = ResNet::load(spec, weights(args)?, cpu)?;
+    let model = spec.load(weights(args)?, cpu)?;
     let (x, labels) = images(spec, cpu)?;
     let options = CrossEntropyOptions::default();
     let config = SgdConfig {
@@ -410,7 +278,7 @@ fn resnet(spec: ResNetSpec, args: &Args, cpu: &CpuBackend) -> Result<()> {
         ..SgdConfig::default()
     };
     let mut opt = Sgd::new(model.parameters(), config)?;
-    let loss = || cross_entropy(&model.logits(&x)?, &labels, &options);
+    let loss = || cross_entropy(&model.forward(&x)?, &labels, &options);
     run_steps(args, loss, &mut opt)
 }
 

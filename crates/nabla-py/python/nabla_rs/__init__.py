@@ -73,6 +73,7 @@ __version__ = "0.1.0"
 
 save_safetensors = _nabla.nn.save_safetensors
 load_safetensors = _nabla.nn.load_safetensors
+load_torch = _nabla.nn.load_torch
 
 # `import nabla_rs.linalg` and `from nabla_rs.fft import rfft` work as for packages.
 _sys.modules[__name__ + ".linalg"] = linalg

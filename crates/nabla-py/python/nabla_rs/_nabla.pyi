@@ -1568,6 +1568,12 @@ by `1/(1-p)` (the identity when not training)."""
         """`gelu(x, approximate='none')`: the exact GELU, or the tanh approximation."""
         ...
 
+    def gpt2_state(self, state) -> Any:
+        """`gpt2_state(state) -> dict`: a Hugging Face GPT-2 state dict (from `load_safetensors` or
+`load_torch`) under the names of `nn.GPT2`: `transformer.` dropped, the tied `lm_head.weight`
+and old files' causal-mask buffers left out (as the Rust `Gpt2::load`)."""
+        ...
+
     def huber_loss(self, input, target, reduction="mean", delta=...) -> Any:
         """`huber_loss(input, target, reduction='mean', delta=1.0)`."""
         ...
@@ -1605,6 +1611,12 @@ by `1/(1-p)` (the identity when not training)."""
     def load_safetensors(self, path) -> Any:
         """`load_safetensors(path) -> dict`: every tensor of a safetensors file (written by nabla,
 `safetensors.torch.save_file` or any other writer), by name."""
+        ...
+
+    def load_torch(self, path) -> Any:
+        """`load_torch(path) -> dict`: every tensor of a `torch.save` archive (`.pt`, `.pth`,
+`pytorch_model.bin`) by its dotted path, read without running the file's pickle (only state
+dicts' classes and functions are allowed, as `torch.load(weights_only=True)`)."""
         ...
 
     def log_softmax(self, input, dim=...) -> Any:

@@ -366,6 +366,10 @@ for _kind in _nabla.nn.LAYERS:
     globals()[_kind] = _layer_class(_kind)
 del _kind
 
+# A Hugging Face GPT-2 state dict under ``GPT2``'s names (``transformer.`` dropped, the tied head and
+# old causal-mask buffers left out), as the Rust ``Gpt2::load`` renames it.
+gpt2_state = _nabla.nn.gpt2_state
+
 
 # The layers of several inputs or outputs: PyTorch's call signatures over the Rust layers.
 
