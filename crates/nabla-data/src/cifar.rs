@@ -180,16 +180,6 @@ impl<B: Backend> Cifar<B> {
         })
     }
 
-    /// The number of examples.
-    pub fn len(&self) -> usize {
-        self.labels.shape()[0]
-    }
-
-    /// Whether there are no examples.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// A data set of `(image, label)` rows: items `vec![image [3, 32, 32], label []]`.
     pub fn into_dataset(self) -> Result<TensorDataset<B>> {
         TensorDataset::new(vec![self.images, self.labels])

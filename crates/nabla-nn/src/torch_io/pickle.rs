@@ -630,27 +630,26 @@ fn object(m: &mut Machine<'_>, op: u8) -> Step<bool> {
             let storage = persistent_load(pid)?;
             m.push(storage)?;
         }
-        b'q' => {
+        // BINPUT and BINGET name the slot in one byte, LONG_BINPUT and LONG_BINGET in four;
+        // MEMOIZE takes the next free one.
+        b'q' | b'h' => {
             let [i] = m.take_array::<1>()?;
-            m.memo_put(i as u32)?;
+            memo(m, op == b'q', u32::from(i))?;
         }
-        b'r' => {
+        b'r' | b'j' => {
             let i = u32::from_le_bytes(m.take_array()?);
-            m.memo_put(i)?;
+            memo(m, op == b'r', i)?;
         }
         0x94 => {
             let i = u32::try_from(m.memo.len()).map_err(|_| "memo overflow")?;
             m.memo_put(i)?;
         }
-        b'h' => {
-            let [i] = m.take_array::<1>()?;
-            m.memo_get(i as u32)?;
-        }
-        b'j' => {
-            let i = u32::from_le_bytes(m.take_array()?);
-            m.memo_get(i)?;
-        }
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// Stores the top of the stack in memo slot `i` (`put`) or pushes slot `i`'s value.
+fn memo(m: &mut Machine<'_>, put: bool, i: u32) -> Step<()> {
+    if put { m.memo_put(i) } else { m.memo_get(i) }
 }
