@@ -154,8 +154,8 @@ pub struct TrainArgs {
     #[arg(long)]
     pub resume: bool,
     /// Start a zoo model (resnet18, resnet34, resnet50) from published weights by torchvision's
-    /// names: a .pth file (torch.save) or safetensors. The classifier keeps its fresh start when the
-    /// file's has another number of classes.
+    /// names: a .pth file (torch.save) or safetensors. The stem and the classifier keep their fresh
+    /// start when the file's are for other images or classes (ImageNet's 7x7 stem and 1,000 classes).
     #[arg(long, value_name = "FILE")]
     pub pretrained: Option<PathBuf>,
     /// Check every op of each training step for NaN and infinity (slower): a diverged run stops with

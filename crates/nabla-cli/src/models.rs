@@ -6,9 +6,8 @@ use nabla_models::{ResNet, ResNetConfig};
 use nabla_nn::activation::{Flatten, ReLU};
 use nabla_nn::{
     AdaptiveAvgPool2d, BatchNorm2d, Conv2d, ConvOptions, Forward, Linear, MaxPool2d, Module,
-    Sequential,
+    Sequential, Strictness, load_state_dict, load_tensors,
 };
-use nabla_nn::{Strictness, load_state_dict, load_tensors};
 use nabla_tensor::Tensor;
 use std::collections::HashMap;
 use std::path::Path;
