@@ -203,11 +203,9 @@ fn load_cifar(
             format!(
                 "--dataset {} needs --data-dir DIR holding the binary version's files ({})",
                 kind.name(),
-                if variant == CifarVariant::Cifar10 {
-                    "data_batch_1.bin to data_batch_5.bin and test_batch.bin"
-                } else {
-                    "train.bin and test.bin"
-                }
+                [variant.files(true), variant.files(false)]
+                    .concat()
+                    .join(", ")
             ),
         )
     })?;

@@ -38,7 +38,7 @@ impl CifarVariant {
     }
 
     /// The files of a split, in order.
-    fn files(self, train: bool) -> Vec<String> {
+    pub fn files(self, train: bool) -> Vec<String> {
         match (self, train) {
             (CifarVariant::Cifar10, true) => {
                 (1..=5).map(|i| format!("data_batch_{i}.bin")).collect()

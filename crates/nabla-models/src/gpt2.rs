@@ -152,6 +152,13 @@ pub struct Gpt2Mlp<B: Backend> {
     pub c_proj: Conv1D<B>,
 }
 
+impl<B: Backend> Gpt2Mlp<B> {
+    /// `c_proj(gelu_tanh(c_fc(x)))` for `x` `[..., n_embd]`.
+    pub fn forward(&self, x: &Tensor<B>) -> Result<Tensor<B>> {
+        self.c_proj.forward(&self.c_fc.forward(x)?.gelu_tanh()?)
+    }
+}
+
 /// A pre-norm transformer block: `x + attn(ln_1(x))`, then `x + mlp(ln_2(x))`.
 #[derive(Module)]
 #[module(crate = nabla_nn)]
@@ -166,12 +173,7 @@ impl<B: Backend> Gpt2Block<B> {
     /// The block on `x` `[N, T, C]`.
     pub fn forward(&self, x: &Tensor<B>) -> Result<Tensor<B>> {
         let x = x.add(&self.attn.forward(&self.ln_1.forward(x)?)?)?;
-        let hidden = self
-            .mlp
-            .c_fc
-            .forward(&self.ln_2.forward(&x)?)?
-            .gelu_tanh()?;
-        x.add(&self.mlp.c_proj.forward(&hidden)?)
+        x.add(&self.mlp.forward(&self.ln_2.forward(&x)?)?)
     }
 }
 

@@ -275,7 +275,8 @@ pub fn save_module<B: Backend, M: Module<B> + ?Sized>(
 /// safetensors file ([`load_safetensors`]).
 pub fn load_tensors<B: Backend>(path: impl AsRef<Path>, backend: &B) -> Result<TensorFile<B>> {
     let path = path.as_ref();
-    if crate::torch_io::is_zip(path) {
+    // A file that cannot be opened is left to the safetensors reader, whose error names it.
+    if crate::torch_io::is_zip(path).unwrap_or(false) {
         crate::torch_io::load_torch(path, backend)
     } else {
         load_safetensors(path, backend)

@@ -57,10 +57,7 @@ pub fn load_torch<B: Backend>(path: impl AsRef<Path>, backend: &B) -> Result<Ten
     if let Some(why) = not_a_file(&meta) {
         return Err(error(&why));
     }
-    let mut head = [0u8; 4];
-    let mut file = File::open(path).map_err(|e| error(&e))?;
-    let got = file.read(&mut head).map_err(|e| error(&e))?;
-    if got < 4 || &head != ZIP_MAGIC {
+    if !is_zip(path).map_err(|e| error(&e))? {
         return Err(error(
             &"not a zip archive: torch.save has written zip archives since PyTorch 1.6; re-save \
               older files with a current PyTorch (torch.save(torch.load(path), path))",
@@ -347,12 +344,14 @@ fn is_row_major(size: &[u64], stride: &[u64]) -> bool {
 }
 
 /// Whether the file at `path` starts like a zip archive (a `torch.save` file) rather than a
-/// safetensors file.
-pub(crate) fn is_zip(path: &Path) -> bool {
+/// safetensors file (one shorter than the magic bytes does not).
+pub(crate) fn is_zip(path: &Path) -> std::io::Result<bool> {
     let mut head = [0u8; 4];
-    File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| &head == ZIP_MAGIC)
+    match File::open(path)?.read_exact(&mut head) {
+        Ok(()) => Ok(&head == ZIP_MAGIC),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]
