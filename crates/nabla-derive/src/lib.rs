@@ -36,7 +36,8 @@ pub fn differentiate(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Derives `Module` for a struct whose fields are modules, parameters or plain settings.
 ///
-/// Field attribute `#[module(skip)]` leaves a field out; struct attribute
+/// Field attribute `#[module(skip)]` leaves a field out and `#[module(rename = "LayerNorm")]` names
+/// it in parameter paths (for names Rust fields cannot have); struct attribute
 /// `#[module(crate = path)]` names the library's path when it is not `::nabla::nn`.
 #[proc_macro_derive(Module, attributes(module))]
 pub fn derive_module(input: TokenStream) -> TokenStream {
@@ -76,12 +77,15 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
         Fields::Named(named) => {
             let mut out = Vec::new();
             for f in &named.named {
-                if skipped(&f.attrs)? {
+                let options = field_options(&f.attrs)?;
+                if options.skip {
                     continue;
                 }
                 let ident = f.ident.clone().expect("named field");
-                let name = ident.to_string();
-                let name = name.strip_prefix("r#").unwrap_or(&name).to_string();
+                let name = match options.rename {
+                    Some(name) => name,
+                    None => ident.to_string().trim_start_matches("r#").to_string(),
+                };
                 out.push((quote!(#ident), name));
             }
             out
@@ -89,11 +93,15 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
         Fields::Unnamed(unnamed) => {
             let mut out = Vec::new();
             for (i, f) in unnamed.unnamed.iter().enumerate() {
-                if skipped(&f.attrs)? {
+                let options = field_options(&f.attrs)?;
+                if options.skip {
                     continue;
                 }
                 let index = Index::from(i);
-                out.push((quote!(#index), i.to_string()));
+                out.push((
+                    quote!(#index),
+                    options.rename.unwrap_or_else(|| i.to_string()),
+                ));
             }
             out
         }
@@ -154,21 +162,39 @@ fn crate_path(input: &DeriveInput) -> syn::Result<TokenStream2> {
     Ok(path)
 }
 
-/// `true` for a field marked `#[module(skip)]`.
-fn skipped(attrs: &[syn::Attribute]) -> syn::Result<bool> {
-    let mut skip = false;
+/// What `#[module(...)]` says about one field.
+#[derive(Default)]
+struct FieldOptions {
+    /// `skip`: the field is left out.
+    skip: bool,
+    /// `rename = "name"`: the field's name in parameter paths, where the Rust name cannot be the
+    /// one a checkpoint uses (`self`, `LayerNorm`).
+    rename: Option<String>,
+}
+
+/// The options of a field's `#[module(skip)]` / `#[module(rename = "name")]` attributes.
+fn field_options(attrs: &[syn::Attribute]) -> syn::Result<FieldOptions> {
+    let mut options = FieldOptions::default();
     for attr in attrs {
         if !attr.path().is_ident("module") {
             continue;
         }
         attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("skip") {
-                skip = true;
+                options.skip = true;
+                Ok(())
+            } else if meta.path.is_ident("rename") {
+                let name: syn::LitStr = meta.value()?.parse()?;
+                if name.value().is_empty() || name.value().contains('.') {
+                    return Err(meta.error("a renamed field needs a non-empty name without dots"));
+                }
+                options.rename = Some(name.value());
                 Ok(())
             } else {
-                Err(meta.error("expected `skip` in #[module(...)] on a field"))
+                Err(meta
+                    .error("expected `skip` or `rename = \"name\"` in #[module(...)] on a field"))
             }
         })?;
     }
-    Ok(skip)
+    Ok(options)
 }

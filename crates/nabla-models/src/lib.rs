@@ -1,5 +1,6 @@
 //! Owns nabla's model zoo: reference architectures whose modules and parameters carry the names of
-//! the libraries their weights come from (torchvision's ResNets, Hugging Face `transformers`' GPT-2),
+//! the libraries their weights come from (torchvision's ResNets, Hugging Face `transformers`' GPT-2,
+//! BERT and ViT),
 //! so that a state dict saved there (safetensors, or a `torch.save` file) loads by name, and a state
 //! dict saved here loads there. Each model has a configuration with the published sizes, a
 //! constructor with its library's initialisation, `load` for weights, and a forward pass checked
@@ -8,11 +9,16 @@
 //! Must depend only on `nabla-core`, `nabla-tensor` and `nabla-nn`: the zoo is built from the public
 //! layers, as a user's own model would be. The command line and the Python package build on it.
 
+pub mod bert;
+pub mod encoder;
 pub mod gpt2;
 pub mod resnet;
+pub mod vit;
 
+pub use bert::{Bert, BertConfig, BertOutput};
 pub use gpt2::{Gpt2, Gpt2Config};
 pub use resnet::{ResNet, ResNetConfig};
+pub use vit::{Vit, VitConfig};
 
 use nabla_core::{Backend, Result};
 use nabla_nn::{Module, Strictness, load_state_dict, load_tensors};

@@ -1,13 +1,13 @@
 //! The zoo's models against their reference libraries (fixtures written by
 //! `scripts/gen_model_zoo_fixtures.py` with torchvision and Hugging Face `transformers`): weights
 //! loaded by the libraries' names from their own files (`torch.save` for torchvision, safetensors
-//! and `pytorch_model.bin` for GPT-2), then logits and every parameter's gradient of a
+//! and `pytorch_model.bin` for GPT-2, BERT and ViT), then logits and every parameter's gradient of a
 //! cross-entropy loss compared in float32 (to 1e-5 of each tensor's scale) and float64 (to 1e-12,
 //! the reference also running in float64).
 
 use nabla_core::{DType, Generator};
 use nabla_cpu::CpuBackend;
-use nabla_models::{Gpt2, Gpt2Config, ResNet, ResNetConfig};
+use nabla_models::{Bert, BertConfig, Gpt2, Gpt2Config, ResNet, ResNetConfig, Vit, VitConfig};
 use nabla_nn::loss::{CrossEntropyOptions, cross_entropy};
 use nabla_nn::{Forward, Module, load_safetensors};
 use nabla_tensor::Tensor;
@@ -180,6 +180,126 @@ fn gpt2_matches_transformers() {
     }
 }
 
+fn bert_config() -> BertConfig {
+    BertConfig {
+        vocab_size: 64,
+        hidden_size: 32,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        intermediate_size: 48,
+        max_position_embeddings: 16,
+        ..BertConfig::from_name("bert-base-uncased").unwrap()
+    }
+}
+
+#[test]
+fn bert_matches_transformers() {
+    let cpu = CpuBackend::new();
+    let want = reference("bert_tiny", &cpu);
+    let (ids, mask, types) = (
+        &want["ids"],
+        &want["attention_mask"],
+        &want["token_type_ids"],
+    );
+    // save_pretrained's safetensors (BertModel's names) and torch.save's state dict of
+    // BertForSequenceClassification (`bert.` names and a classifier head) load alike.
+    for (dtype, file) in [
+        (DType::F64, "bert_tiny.safetensors"),
+        (DType::F32, "bert_tiny.bin"),
+    ] {
+        let mut model = Bert::new(bert_config(), dtype, &mut Generator::new(1), &cpu).unwrap();
+        model.load(fixture(file), &cpu).unwrap();
+        // Evaluation mode: dropout off, as the reference ran.
+        model.eval();
+        let out = model.run(ids, Some(types), Some(mask)).unwrap();
+        check("hidden states", &out.last_hidden_state, &want, |tag| {
+            format!("hidden.{tag}")
+        });
+        check("pooled output", &out.pooler_output, &want, |tag| {
+            format!("pooled.{tag}")
+        });
+        let weighted = |t: &T, w: &str| t.mul(want[w].cast(dtype).unwrap()).unwrap().sum_all();
+        let loss = weighted(&out.last_hidden_state, "weights_h")
+            .unwrap()
+            .add(weighted(&out.pooler_output, "weights_p").unwrap())
+            .unwrap();
+        check_grads(&model, &loss, &want);
+    }
+}
+
+#[test]
+fn bert_masks_padding_and_drops_out_in_training() {
+    let cpu = CpuBackend::new();
+    let mut config = bert_config();
+    config.hidden_dropout_prob = 0.5;
+    let mut model = Bert::new(config, DType::F64, &mut Generator::new(3), &cpu).unwrap();
+    model.eval();
+    let ids = Tensor::from_vec(vec![5i64, 9, 2, 0, 0], [1, 5], &cpu).unwrap();
+    let mask = Tensor::from_vec(vec![1i64, 1, 1, 0, 0], [1, 5], &cpu).unwrap();
+    let padded = model.run(&ids, None, Some(&mask)).unwrap();
+    let short = model
+        .run(&ids.narrow(1, 0, 3).unwrap(), None, None)
+        .unwrap();
+    // The unpadded tokens see only each other: the same states as without the padding.
+    let (_, error) = scale_and_error(
+        &short.last_hidden_state,
+        &padded.last_hidden_state.narrow(1, 0, 3).unwrap(),
+    );
+    assert!(error < 1e-12, "padding leaks into attention: {error:e}");
+    model.train();
+    let a = model.forward(&ids).unwrap().to_f64_vec().unwrap();
+    let b = model.forward(&ids).unwrap().to_f64_vec().unwrap();
+    assert_ne!(a, b, "dropout draws anew in training");
+    let err = model
+        .run(
+            &ids,
+            None,
+            Some(&Tensor::zeros([1, 4], DType::I64, &cpu).unwrap()),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("attention_mask"), "{err}");
+}
+
+fn vit_config() -> VitConfig {
+    VitConfig {
+        image_size: 16,
+        patch_size: 4,
+        hidden_size: 32,
+        num_hidden_layers: 2,
+        num_attention_heads: 4,
+        intermediate_size: 48,
+        ..VitConfig::from_name("vit-base", 5).unwrap()
+    }
+}
+
+#[test]
+fn vit_matches_transformers() {
+    let cpu = CpuBackend::new();
+    let want = reference("vit_tiny", &cpu);
+    // save_pretrained's safetensors (the published checkpoints' names) and torch.save's state dict
+    // (transformers 5's module names) load alike.
+    for (dtype, file) in [
+        (DType::F32, "vit_tiny.safetensors"),
+        (DType::F64, "vit_tiny.bin"),
+    ] {
+        let model = Vit::new(vit_config(), dtype, &mut Generator::new(1), &cpu).unwrap();
+        model.load(fixture(file), &cpu).unwrap();
+        let x = want["x"].cast(dtype).unwrap();
+        let logits = model.forward(&x).unwrap();
+        check("logits", &logits, &want, |tag| format!("logits.{tag}"));
+        let loss =
+            cross_entropy(&logits, &want["labels"], &CrossEntropyOptions::default()).unwrap();
+        check_grads(&model, &loss, &want);
+    }
+    let model = Vit::new(vit_config(), DType::F32, &mut Generator::new(1), &cpu).unwrap();
+    let err = model
+        .forward(&Tensor::zeros([1, 3, 32, 32], DType::F32, &cpu).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("[batch, 3, 16, 16]"), "{err}");
+}
+
 #[test]
 fn loading_refuses_weights_of_another_shape_or_model() {
     let cpu = CpuBackend::new();
@@ -240,4 +360,22 @@ fn published_configurations_have_their_sizes() {
     let gpt2 = Gpt2Config::from_name("gpt2").unwrap();
     assert_eq!((gpt2.n_embd, gpt2.n_layer, gpt2.n_head), (768, 12, 12));
     assert!(ResNetConfig::from_name("resnet19", 10).is_none());
+    // transformers' bert-base-uncased BertModel: 109,482,240 parameters.
+    let bert = Bert::new(
+        BertConfig::from_name("bert-base-uncased").unwrap(),
+        DType::F32,
+        &mut Generator::new(0),
+        &cpu,
+    )
+    .unwrap();
+    assert_eq!(bert.num_parameters(), 109_482_240);
+    // google/vit-base-patch16-224 (ViTForImageClassification, 1000 classes): 86,567,656.
+    let vit = Vit::new(
+        VitConfig::from_name("vit-base", 1000).unwrap(),
+        DType::F32,
+        &mut Generator::new(0),
+        &cpu,
+    )
+    .unwrap();
+    assert_eq!(vit.num_parameters(), 86_567_656);
 }
