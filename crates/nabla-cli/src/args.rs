@@ -153,9 +153,11 @@ pub struct TrainArgs {
     /// Continue the run saved in --checkpoint exactly where it stopped (same options needed).
     #[arg(long)]
     pub resume: bool,
-    /// Start a zoo model (resnet18, resnet34, resnet50) from published weights by torchvision's
-    /// names: a .pth file (torch.save) or safetensors. The stem and the classifier keep their fresh
-    /// start when the file's are for other images or classes (ImageNet's 7x7 stem and 1,000 classes).
+    /// Start a zoo model from published weights: torchvision's for resnet18, resnet34 and
+    /// resnet50, Hugging Face transformers' for vit-tiny; a .pth/.bin file (torch.save) or
+    /// safetensors. The stem, the ViT's positions and the classifier keep their fresh start when
+    /// the file's are for other images or classes (ImageNet's 7x7 stem or 16x16 patches, 1,000
+    /// classes).
     #[arg(long, value_name = "FILE")]
     pub pretrained: Option<PathBuf>,
     /// Check every op of each training step for NaN and infinity (slower): a diverged run stops with
@@ -306,7 +308,7 @@ impl TrainArgs {
                 "--pretrained",
                 format!(
                     "--model {} has no published weights; --pretrained applies to resnet18, \
-                     resnet34 and resnet50",
+                     resnet34, resnet50 and vit-tiny",
                     self.model.name()
                 ),
             ));

@@ -63,6 +63,7 @@ const VALUES: &[&str] = &[
     "resnet",
     "resnet18",
     "resnet50",
+    "vit-tiny",
     "vgg",
     "digits",
     "mnist",

@@ -314,7 +314,7 @@ fn train_on<B: Backend>(args: &TrainArgs, comm: &Arc<dyn Communicator>, backend:
         && !args.resume
     {
         check_input_file(path, "pretrained weights")?;
-        let fresh = load_pretrained(&model, path, backend)?;
+        let fresh = load_pretrained(args.model, &model, path, backend)?;
         if !args.quiet && speaks {
             let note = match fresh.as_slice() {
                 [] => String::new(),

@@ -1,8 +1,9 @@
-//! The three classifiers of the command line, built from a model kind and the input shape.
+//! The classifiers of the command line, built from a model kind and the input shape: three small
+//! networks and the zoo's ResNets and ViT-Tiny.
 
 use clap::ValueEnum;
 use nabla_core::{Backend, DType, Error, Generator, Result};
-use nabla_models::{ResNet, ResNetConfig};
+use nabla_models::{ResNet, ResNetConfig, Vit, VitConfig};
 use nabla_nn::activation::{Flatten, ReLU};
 use nabla_nn::{
     AdaptiveAvgPool2d, BatchNorm2d, Conv2d, ConvOptions, Forward, Linear, MaxPool2d, Module,
@@ -32,6 +33,11 @@ pub enum ModelKind {
     Resnet34,
     /// ResNet-50 (bottleneck blocks), as ResNet-18.
     Resnet50,
+    /// ViT-Tiny of the model zoo (Hugging Face's ViT names and DeiT-Tiny's sizes: 12 blocks of
+    /// width 192 with 3 heads, so `--pretrained` takes `transformers` weights); 4x4 patches for
+    /// images under 64x64 (CIFAR's 32x32: 64 tokens), ImageNet's 16x16 above. Square images only.
+    #[value(name = "vit-tiny")]
+    VitTiny,
 }
 
 impl ModelKind {
@@ -44,6 +50,7 @@ impl ModelKind {
             ModelKind::Resnet18 => "resnet18",
             ModelKind::Resnet34 => "resnet34",
             ModelKind::Resnet50 => "resnet50",
+            ModelKind::VitTiny => "vit-tiny",
         }
     }
 
@@ -51,7 +58,39 @@ impl ModelKind {
     pub fn is_zoo(self) -> bool {
         match self {
             ModelKind::Mlp | ModelKind::Cnn | ModelKind::Resnet => false,
-            ModelKind::Resnet18 | ModelKind::Resnet34 | ModelKind::Resnet50 => true,
+            ModelKind::Resnet18
+            | ModelKind::Resnet34
+            | ModelKind::Resnet50
+            | ModelKind::VitTiny => true,
+        }
+    }
+
+    /// The parameters of a zoo model whose shape follows the data rather than the architecture:
+    /// the stem (image channels and patch or kernel size), the ViT's positions (the image size)
+    /// and the classifier (the number of classes). [`load_pretrained`] lets them start fresh when
+    /// the file's do not fit.
+    fn data_shaped(self) -> &'static [&'static str] {
+        match self {
+            ModelKind::Mlp | ModelKind::Cnn | ModelKind::Resnet => &[],
+            ModelKind::Resnet18 | ModelKind::Resnet34 | ModelKind::Resnet50 => {
+                &["conv1.weight", "fc.weight", "fc.bias"]
+            }
+            ModelKind::VitTiny => &[
+                "vit.embeddings.patch_embeddings.projection.weight",
+                "vit.embeddings.position_embeddings",
+                "classifier.weight",
+                "classifier.bias",
+            ],
+        }
+    }
+
+    /// The model's name for a tensor of a published file (`None` leaves it out): `transformers`'
+    /// module names of a ViT mapped to its files' ([`nabla_models::vit::hf_name`]); torchvision's
+    /// names as they are.
+    fn file_name(self, name: &str) -> Option<String> {
+        match self {
+            ModelKind::VitTiny => nabla_models::vit::hf_name(name),
+            _ => Some(name.to_string()),
         }
     }
 
@@ -61,8 +100,8 @@ impl ModelKind {
             Error::invalid(
                 "model",
                 format!(
-                    "unknown model kind `{name}` (expected mlp, cnn, resnet, resnet18, resnet34 \
-                     or resnet50)"
+                    "unknown model kind `{name}` (expected mlp, cnn, resnet, resnet18, resnet34, \
+                     resnet50 or vit-tiny)"
                 ),
             )
         })
@@ -232,25 +271,43 @@ pub fn build_model<B: Backend>(
             };
             Sequential::new().push(ResNet::new(config, DType::F32, rng, backend)?)
         }
+        ModelKind::VitTiny => {
+            let patch_size = if h < 64 { 4 } else { 16 };
+            if h != w || !h.is_multiple_of(patch_size) {
+                return Err(Error::invalid(
+                    "model",
+                    format!(
+                        "vit-tiny needs square images whose side is a multiple of its {patch_size}x\
+                         {patch_size} patches, got {h}x{w}"
+                    ),
+                ));
+            }
+            let config = VitConfig {
+                image_size: h,
+                patch_size,
+                num_channels: c,
+                ..VitConfig::from_name("vit-tiny", classes).expect("a zoo name")
+            };
+            Sequential::new().push(Vit::new(config, DType::F32, rng, backend)?)
+        }
     };
     Ok(model)
 }
 
-/// The parameters whose shape follows the data rather than the architecture: the stem (image
-/// channels, and a 3x3 kernel for small images where ImageNet's is 7x7) and the classifier (the
-/// number of classes). [`load_pretrained`] lets them start fresh when the file's do not fit.
-const DATA_SHAPED: [&str; 3] = ["conv1.weight", "fc.weight", "fc.bias"];
-
-/// Loads published weights (torchvision's names: a `.pth` file or safetensors) into a zoo model
-/// built by [`build_model`], the single layer of `model`. Every parameter and buffer must be in the
-/// file with its shape, except those of [`DATA_SHAPED`], which keep their fresh initialisation when
-/// the file has none or one of another shape (ImageNet weights fine-tuned on CIFAR: a 3x3 stem and
-/// 10 classes, as CIFAR recipes do). Returns the names that start fresh.
+/// Loads published weights (torchvision's names for the ResNets, `transformers`' for ViT-Tiny: a
+/// `.pth` / `.bin` file of `torch.save` or safetensors) into the zoo model of `kind` built by
+/// [`build_model`], the single layer of `model`. Every parameter and buffer must be in the file
+/// with its shape, except the kind's data-shaped ones (its stem, positions and classifier), which
+/// keep their fresh initialisation when the file has none or one of another shape (ImageNet
+/// weights fine-tuned on CIFAR: a 3x3 stem or 4x4 patches and 10 classes, as CIFAR recipes do).
+/// Returns the names that start fresh.
 pub fn load_pretrained<B: Backend>(
+    kind: ModelKind,
     model: &Sequential<B>,
     path: &Path,
     backend: &B,
 ) -> Result<Vec<String>> {
+    let data_shaped = kind.data_shaped();
     let file = load_tensors(path, backend)?;
     // The model's names are `0.<torchvision name>` (the one layer of the Sequential).
     let ours: HashMap<String, Vec<usize>> = model
@@ -261,8 +318,9 @@ pub fn load_pretrained<B: Backend>(
     let state: Vec<_> = file
         .tensors
         .into_iter()
+        .filter_map(|(name, t)| Some((kind.file_name(&name)?, t)))
         .filter(|(name, t)| {
-            !DATA_SHAPED.contains(&name.as_str())
+            !data_shaped.contains(&name.as_str())
                 || ours.get(name).is_some_and(|s| s.as_slice() == t.shape())
         })
         .map(|(name, t)| (format!("0.{name}"), t))
@@ -272,7 +330,7 @@ pub fn load_pretrained<B: Backend>(
         .missing
         .iter()
         .filter_map(|n| n.strip_prefix("0."))
-        .filter(|n| DATA_SHAPED.contains(n))
+        .filter(|n| data_shaped.contains(n))
         .map(str::to_string)
         .collect();
     if report.missing.len() != fresh.len() || !report.unexpected.is_empty() {

@@ -1,13 +1,14 @@
-//! `nabla train --dataset cifar10 --model resnet18` on a tiny CIFAR-10 directory this test writes in
-//! the binary format (a label byte, then the red, green and blue 32x32 planes), then `nabla eval`
-//! on its checkpoint; starting from published weights (`--pretrained`, torchvision's names, here
-//! written from the zoo's ResNet-18 in ImageNet's layout); and the refusals of bad CIFAR files.
+//! `nabla train --dataset cifar10 --model resnet18` (and `vit-tiny`) on a tiny CIFAR-10 directory
+//! this test writes in the binary format (a label byte, then the red, green and blue 32x32 planes),
+//! then `nabla eval` on its checkpoint; starting from published weights (`--pretrained`,
+//! torchvision's and transformers' names, here written from the zoo's ResNet-18 and ViT-Tiny in
+//! ImageNet's layout); and the refusals of bad CIFAR files.
 
 mod support;
 
 use nabla_core::{DType, Generator};
 use nabla_cpu::CpuBackend;
-use nabla_models::{ResNet, ResNetConfig};
+use nabla_models::{ResNet, ResNetConfig, Vit, VitConfig};
 use nabla_nn::{Module, save_safetensors};
 use std::path::{Path, PathBuf};
 use support::{assert_one_line_error, nabla, stderr, stdout, temp};
@@ -52,6 +53,10 @@ fn cifar_dir(name: &str, per_batch: usize) -> PathBuf {
 }
 
 fn train(dir: &Path, ckpt: &Path, extra: &[&str]) -> std::process::Output {
+    train_model("resnet18", dir, ckpt, extra)
+}
+
+fn train_model(model: &str, dir: &Path, ckpt: &Path, extra: &[&str]) -> std::process::Output {
     let (d, c) = (dir.to_string_lossy(), ckpt.to_string_lossy());
     let mut args = vec![
         "train",
@@ -60,7 +65,7 @@ fn train(dir: &Path, ckpt: &Path, extra: &[&str]) -> std::process::Output {
         "--data-dir",
         &d,
         "--model",
-        "resnet18",
+        model,
         "--checkpoint",
         &c,
         "--no-plot",
@@ -137,6 +142,37 @@ fn pretrained_weights_load_by_torchvision_names() {
         &nabla(&["train", "--model", "mlp", "--pretrained", &w]),
         "no published weights",
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn vit_tiny_trains_from_published_weights() {
+    let dir = cifar_dir("cifar-vit", 4);
+    let cpu = CpuBackend::new();
+    // DeiT-Tiny's layout: 224x224 images in 16x16 patches, 1,000 classes.
+    let config = VitConfig::from_name("vit-tiny", 1000).unwrap();
+    let published = Vit::new(config, DType::F32, &mut Generator::new(3), &cpu).unwrap();
+    let weights = dir.join("vit-tiny.safetensors");
+    save_safetensors(&weights, &published.state_dict(), &Default::default()).unwrap();
+    let w = weights.to_string_lossy().into_owned();
+    let ckpt = dir.join("ckpt.safetensors");
+    let extra = ["--epochs", "1", "--max-steps", "2", "--pretrained", &w];
+    let o = train_model("vit-tiny", &dir, &ckpt, &extra);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{out}\n{err}");
+    // CIFAR's 32x32 images take 4x4 patches (64 tokens): the patch projection, the positions and
+    // the classifier start fresh, every block comes from the file.
+    let note = "(vit.embeddings.position_embeddings, \
+                vit.embeddings.patch_embeddings.projection.weight, classifier.weight, \
+                classifier.bias start fresh";
+    assert!(err.contains(note), "{err}");
+    assert!(err.contains("training vit-tiny"), "{err}");
+    assert!(out.contains("test accuracy"), "{out}");
+    // The checkpoint names its model, so `nabla eval` rebuilds the ViT.
+    let (c, d) = (ckpt.to_string_lossy(), dir.to_string_lossy());
+    let e = nabla(&["eval", "--checkpoint", &c, "--data-dir", &d]);
+    assert!(e.status.success(), "{}", stderr(&e));
+    assert!(stdout(&e).contains("accuracy"), "{}", stdout(&e));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -1,10 +1,11 @@
 //! The layers of several inputs or outputs behind `nabla_rs.nn` (recurrent layers, attention,
-//! Transformer layers, `Bilinear`): their configs from PyTorch's arguments, and how the binding
+//! Transformer layers, `Bilinear`, the zoo's BERT): their configs from PyTorch's arguments, and how the binding
 //! calls each (inputs in PyTorch's order, `None` for optional ones left out).
 
 use crate::json::Args;
 use crate::layers::{Layer, input, optional};
 use nabla_core::{Backend, Error, Result};
+use nabla_models::Bert;
 use nabla_nn::{
     AttentionArgs, Bilinear, GRU, LSTM, MultiheadAttention, MultiheadAttentionConfig, RNN,
     RnnConfig, RnnNonlinearity, TransformerActivation, TransformerDecoderLayer,
@@ -196,5 +197,15 @@ impl<B: Backend> Layer<B> for Bilinear<B> {
     fn call(&self, inputs: &[Option<Tensor<B>>], _: &Args<'_>) -> Outputs<B> {
         let out = self.forward2(input(inputs, 0, "input1")?, input(inputs, 1, "input2")?)?;
         Ok(vec![Some(out)])
+    }
+}
+
+/// `[input_ids, attention_mask?, token_type_ids?]` (`transformers`' order) to
+/// `[last_hidden_state, pooler_output]`.
+impl<B: Backend> Layer<B> for Bert<B> {
+    fn call(&self, inputs: &[Option<Tensor<B>>], _: &Args<'_>) -> Outputs<B> {
+        let ids = input(inputs, 0, "input_ids")?;
+        let out = self.run(ids, optional(inputs, 2), optional(inputs, 1))?;
+        Ok(vec![Some(out.last_hidden_state), Some(out.pooler_output)])
     }
 }

@@ -16,7 +16,7 @@ use crate::tensor::PyTensor;
 use crate::value::{Group, Value, unify};
 use nabla_any::AnyBackend;
 use nabla_core::{Backend, DType, Error, Generator, Result};
-use nabla_models::{Gpt2, Gpt2Config, ResNet, ResNetConfig};
+use nabla_models::{Bert, BertConfig, Gpt2, Gpt2Config, ResNet, ResNetConfig, Vit, VitConfig};
 use nabla_nn::activation::{
     ELU, Flatten, GELU, Identity, LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Softplus,
     Tanh,
@@ -297,6 +297,33 @@ layer_table! {
         Single |a, d, r, b| Gpt2::new(Gpt2Config {
             vocab_size: a.count("vocab_size")?, n_positions: a.count("n_positions")?, n_embd: a.count("n_embd")?,
             n_layer: a.count("n_layer")?, n_head: a.count("n_head")?, layer_norm_epsilon: a.real("layer_norm_epsilon")?,
+        }, d, r, b);
+    "BERT" ["vocab_size" = 30522, "hidden_size" = 768, "num_hidden_layers" = 12, "num_attention_heads" = 12,
+            "intermediate_size" = 3072, "max_position_embeddings" = 512, "type_vocab_size" = 2,
+            "layer_norm_eps" = 1e-12, "hidden_dropout_prob" = 0.1, "attention_probs_dropout_prob" = 0.1,
+            "pad_token_id" = 0] =>
+        direct |a, d, r, b| Bert::new(BertConfig {
+            vocab_size: a.count("vocab_size")?, hidden_size: a.count("hidden_size")?,
+            num_hidden_layers: a.count("num_hidden_layers")?, num_attention_heads: a.count("num_attention_heads")?,
+            intermediate_size: a.count("intermediate_size")?,
+            max_position_embeddings: a.count("max_position_embeddings")?,
+            type_vocab_size: a.count("type_vocab_size")?, layer_norm_eps: a.real("layer_norm_eps")?,
+            hidden_dropout_prob: a.real("hidden_dropout_prob")?,
+            attention_probs_dropout_prob: a.real("attention_probs_dropout_prob")?,
+            pad_token_id: a.count("pad_token_id")?,
+        }, d, r, b);
+    "ViT" ["image_size" = 224, "patch_size" = 16, "num_channels" = 3, "hidden_size" = 768,
+           "num_hidden_layers" = 12, "num_attention_heads" = 12, "intermediate_size" = 3072,
+           "layer_norm_eps" = 1e-12, "hidden_dropout_prob" = 0.0, "attention_probs_dropout_prob" = 0.0,
+           "num_labels" = 2] =>
+        Single |a, d, r, b| Vit::new(VitConfig {
+            image_size: a.count("image_size")?, patch_size: a.count("patch_size")?,
+            num_channels: a.count("num_channels")?, hidden_size: a.count("hidden_size")?,
+            num_hidden_layers: a.count("num_hidden_layers")?, num_attention_heads: a.count("num_attention_heads")?,
+            intermediate_size: a.count("intermediate_size")?, layer_norm_eps: a.real("layer_norm_eps")?,
+            hidden_dropout_prob: a.real("hidden_dropout_prob")?,
+            attention_probs_dropout_prob: a.real("attention_probs_dropout_prob")?,
+            num_labels: a.count("num_labels")?,
         }, d, r, b);
 }
 

@@ -9,6 +9,7 @@ use crate::value::{Group, Value, unify};
 use crate::{map_value, on_group};
 use nabla_core::{Conv2dParams, Error, Pool2dParams, Result};
 use nabla_tensor::Tensor;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -312,14 +313,30 @@ fn load_torch<'py>(py: Python<'py>, path: std::path::PathBuf) -> PyResult<Bound<
     Ok(out)
 }
 
-/// `gpt2_state(state) -> dict`: a Hugging Face GPT-2 state dict (from `load_safetensors` or
-/// `load_torch`) under the names of `nn.GPT2`: `transformer.` dropped, the tied `lm_head.weight`
-/// and old files' causal-mask buffers left out (as the Rust `Gpt2::load`).
+/// `hf_state(model, state) -> dict`: a Hugging Face state dict (from `load_safetensors` or
+/// `load_torch`) under the names of the zoo's `nn.GPT2`, `nn.BERT` or `nn.ViT` (`model` is
+/// `"gpt2"`, `"bert"` or `"vit"`), renamed and filtered as the Rust models' `load` does: task
+/// models' prefixes dropped (`transformer.`, `bert.`), heads, tied weights and index buffers left
+/// out, `transformers` 5's ViT module names mapped to its files'.
 #[pyfunction]
-fn gpt2_state<'py>(py: Python<'py>, state: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
+fn hf_state<'py>(
+    py: Python<'py>,
+    model: &str,
+    state: &Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let rename: fn(&str) -> Option<String> = match model {
+        "gpt2" => nabla_models::gpt2::hf_name,
+        "bert" => nabla_models::bert::hf_name,
+        "vit" => nabla_models::vit::hf_name,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "hf_state: unknown model {other:?} (expected 'gpt2', 'bert' or 'vit')"
+            )));
+        }
+    };
     let out = PyDict::new(py);
     for (k, v) in state.iter() {
-        if let Some(name) = nabla_models::gpt2::hf_name(&k.extract::<String>()?) {
+        if let Some(name) = rename(&k.extract::<String>()?) {
             out.set_item(name, v)?;
         }
     }
@@ -355,7 +372,7 @@ pub fn nn_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
         wrap_pyfunction!(save_safetensors, &m)?,
         wrap_pyfunction!(load_safetensors, &m)?,
         wrap_pyfunction!(load_torch, &m)?,
-        wrap_pyfunction!(gpt2_state, &m)?,
+        wrap_pyfunction!(hf_state, &m)?,
         wrap_pyfunction!(load_digits, &m)?,
     ] {
         m.add_function(f)?;

@@ -292,7 +292,8 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
         Ok(&self.history)
     }
 
-    /// Writes an epoch's scalars and the parameters' histograms to the TensorBoard file, if any.
+    /// Writes an epoch's scalars and the parameters' histograms to the TensorBoard file, if any (the
+    /// gradients' were written by the epoch's last step).
     fn log_tensorboard(&mut self, r: &EpochRecord) -> Result<()> {
         let Some(tb) = self.tensorboard.as_mut() else {
             return Ok(());
@@ -450,19 +451,45 @@ impl<B: Backend, M: Forward<B>> Trainer<B, M> {
     /// whether it stepped.
     fn backward(&mut self, loss: &Tensor<B>, done: usize, batches: usize) -> Result<bool> {
         let k = self.config.accumulate_grad_batches;
-        if k == 1 {
+        // The epoch's last step keeps its gradients whole for TensorBoard's histograms.
+        let histograms = self.tensorboard.is_some() && done == batches;
+        if k == 1 && !histograms {
             // Each parameter is updated as soon as its gradient is complete, while it is in cache.
             self.optimizer.backward_step(loss)?;
             return Ok(true);
         }
-        self.optimizer
-            .accumulate(&loss.div(k as f64)?.backward()?)?;
+        let grads = if k == 1 {
+            loss.backward()?
+        } else {
+            loss.div(k as f64)?.backward()?
+        };
+        self.optimizer.accumulate(&grads)?;
         if !done.is_multiple_of(k) && done < batches {
             return Ok(false);
+        }
+        if histograms {
+            self.log_gradient_histograms()?;
         }
         self.optimizer.step_accumulated()?;
         self.optimizer.zero_grad();
         Ok(true)
+    }
+
+    /// Writes a histogram of each parameter's gradient, as the optimizer is about to apply it, at
+    /// the coming step (`gradients/<name>`; frozen parameters and those without a gradient have
+    /// none).
+    fn log_gradient_histograms(&mut self) -> Result<()> {
+        let Some(tb) = self.tensorboard.as_mut() else {
+            return Ok(());
+        };
+        let step = self.step + 1;
+        for (name, p) in self.model.named_parameters() {
+            if let Some(g) = self.optimizer.accumulated_mut().get(p.id()) {
+                let values = g.detach().cast(nabla_core::DType::F64)?.to_vec::<f64>()?;
+                tb.add_histogram(&format!("gradients/{name}"), &values, step)?;
+            }
+        }
+        Ok(())
     }
 
     /// Evaluates the model on `loader` without recording gradients (in evaluation mode): mean

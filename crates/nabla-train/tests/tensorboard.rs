@@ -107,6 +107,24 @@ fn a_training_run_writes_steps_epochs_histograms_and_hparams() -> Result<()> {
     assert_eq!(histos[0].num, 32.0);
     assert_eq!(histos[0].bucket.iter().sum::<f64>(), 32.0);
     assert!(histos[0].min <= histos[0].max);
+    // And of every parameter's gradient at each epoch's last step, as applied.
+    let grads: Vec<_> = events
+        .iter()
+        .filter_map(|e| e.histogram("gradients/2.bias").map(|h| (e.step, h)))
+        .collect();
+    assert_eq!(
+        grads.iter().map(|g| g.0).collect::<Vec<_>>(),
+        history
+            .epochs
+            .iter()
+            .map(|r| r.step as i64)
+            .collect::<Vec<_>>()
+    );
+    let g = &grads[0].1;
+    assert_eq!(g.num, 3.0);
+    // The bias gradient of a mean cross-entropy sums to zero over the classes.
+    assert!(g.sum.abs() < 1e-5, "{}", g.sum);
+    assert!(g.min < 0.0 && g.max > 0.0);
     std::fs::remove_dir_all(&dir).ok();
     Ok(())
 }

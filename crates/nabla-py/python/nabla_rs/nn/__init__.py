@@ -366,9 +366,9 @@ for _kind in _nabla.nn.LAYERS:
     globals()[_kind] = _layer_class(_kind)
 del _kind
 
-# A Hugging Face GPT-2 state dict under ``GPT2``'s names (``transformer.`` dropped, the tied head and
-# old causal-mask buffers left out), as the Rust ``Gpt2::load`` renames it.
-gpt2_state = _nabla.nn.gpt2_state
+# A Hugging Face state dict under the names of ``GPT2``, ``BERT`` or ``ViT`` (prefixes, heads, tied
+# weights and index buffers as the Rust models' ``load`` treats them).
+hf_state = _nabla.nn.hf_state
 
 
 # The layers of several inputs or outputs: PyTorch's call signatures over the Rust layers.
@@ -409,6 +409,15 @@ class MultiheadAttention(MultiheadAttention):  # noqa: F811
         flags = dict(need_weights=need_weights, average_attn_weights=average_attn_weights, is_causal=is_causal)
         out, weights = self._call([query, key, value, key_padding_mask, attn_mask], flags)
         return out, weights
+
+
+class BERT(BERT):  # noqa: F811
+    __doc__ = BERT.__doc__
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None):
+        """``(last_hidden_state, pooler_output)``, the first two fields of ``BertModel``'s output;
+        ``attention_mask`` is 1 for tokens and 0 for padding, ``token_type_ids`` the segments."""
+        return tuple(self._call([input_ids, attention_mask, token_type_ids]))
 
 
 class TransformerEncoderLayer(TransformerEncoderLayer):  # noqa: F811
