@@ -18,7 +18,8 @@ const EXAMPLES: &str = "Examples:
   nabla train --epochs 30 --resume         continue the saved run up to epoch 30
   nabla train --backend wgpu               train on the GPU (wgpu: Vulkan, Metal, DirectX 12)
   nabla eval                               test metrics of nabla-checkpoint.safetensors
-  nabla predict --input images.npy         classify the rows of a .npy or .csv file";
+  nabla predict --input images.npy         classify the rows of a .npy or .csv file
+  nabla generate --weights model.safetensors --prompt-ids 464,3290 --top-k 40";
 
 /// Train, evaluate and run small image classifiers with nabla.
 ///
@@ -50,6 +51,9 @@ pub enum Command {
     Eval(EvalArgs),
     /// Classify the examples of a .npy or .csv file with a saved checkpoint.
     Predict(PredictArgs),
+    /// Sample tokens from a GPT-2 checkpoint (Hugging Face's names: model.safetensors or
+    /// pytorch_model.bin) with temperature and top-k, over the model's key-value cache.
+    Generate(GenerateArgs),
 }
 
 /// The optimizers `--optimizer` offers.
@@ -240,6 +244,45 @@ pub struct PredictArgs {
     /// Open a checkpoint whose weights hold NaN or infinity (refused otherwise), to inspect it.
     #[arg(long)]
     pub allow_non_finite: bool,
+    /// Threads and backend.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `nabla generate`.
+#[derive(Args, Debug)]
+pub struct GenerateArgs {
+    /// The weights: Hugging Face's GPT-2 (`transformer.` names or not), safetensors or a torch.save
+    /// file. The sizes come from the weights; the heads from --n-head, a config.json beside the
+    /// weights, or GPT-2's width of 64 per head.
+    #[arg(long, value_name = "FILE")]
+    pub weights: PathBuf,
+    /// The prompt's token ids, comma-separated (`464,3290,318`).
+    #[arg(long, value_name = "IDS", conflicts_with = "prompt_text")]
+    pub prompt_ids: Option<String>,
+    /// The prompt as text, for a byte-level model (a vocabulary of 256: each byte a token); the
+    /// continuation is printed as text too.
+    #[arg(long, value_name = "TEXT")]
+    pub prompt_text: Option<String>,
+    /// Tokens to sample (fewer when --eos-id comes up or the context is full).
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub max_new_tokens: usize,
+    /// Divides the logits before sampling: below 1 sharper, above 1 flatter; 0 takes the most
+    /// likely token every step (greedy).
+    #[arg(long, default_value_t = 1.0, value_name = "T")]
+    pub temperature: f64,
+    /// Sample among the K most likely tokens only (0: all of them).
+    #[arg(long, default_value_t = 50, value_name = "K")]
+    pub top_k: usize,
+    /// Stop after sampling this token.
+    #[arg(long, value_name = "ID")]
+    pub eos_id: Option<i64>,
+    /// Attention heads (default: from config.json beside the weights, or 64 features per head).
+    #[arg(long, value_name = "N")]
+    pub n_head: Option<usize>,
+    /// The seed of the sampling.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
     /// Threads and backend.
     #[command(flatten)]
     pub common: CommonArgs,

@@ -33,6 +33,14 @@ const FLAGS: &[&str] = &[
     "--threads",
     "--backend",
     "--input",
+    "--weights",
+    "--prompt-ids",
+    "--prompt-text",
+    "--max-new-tokens",
+    "--temperature",
+    "--top-k",
+    "--eos-id",
+    "--n-head",
     "--help",
     "--version",
     "--",
@@ -113,7 +121,7 @@ proptest! {
 
     #[test]
     fn random_command_lines_parse_or_fail_cleanly(
-        sub in proptest::sample::select(&["train", "eval", "predict", "bogus"][..]),
+        sub in proptest::sample::select(&["train", "eval", "predict", "generate", "bogus"][..]),
         tokens in proptest::collection::vec(token(), 0..8),
     ) {
         let argv = std::iter::once("nabla".to_string())

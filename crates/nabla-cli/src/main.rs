@@ -1,4 +1,5 @@
-//! Owns the `nabla` binary: its arguments, built-in models and the train/eval/predict commands.
+//! Owns the `nabla` binary: its arguments, built-in models and the train/eval/predict/generate
+//! commands.
 //! Must not depend on the `nabla` facade or `nabla-py`; MPI only through its opt-in `mpi` feature.
 //!
 //! `nabla`: train, evaluate and run small image classifiers from the command line.
@@ -17,6 +18,7 @@ mod args_fuzz;
 mod backend;
 mod commands;
 mod data;
+mod generate;
 mod info;
 mod models;
 
@@ -69,6 +71,7 @@ fn main() -> ExitCode {
         Command::Train(a) => return train(a),
         Command::Eval(a) => commands::eval(a),
         Command::Predict(a) => commands::predict(a),
+        Command::Generate(a) => generate::generate(a),
     };
     finish(result)
 }

@@ -133,6 +133,42 @@ impl HostData {
         with_host_data!(self, v => Element::view_of(v.as_slice()))
     }
 
+    /// The values as little-endian bytes, element after element (a complex value as its real then
+    /// its imaginary part; a bool as one byte, 0 or 1): the layout of safetensors' and ONNX's raw
+    /// data.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        fn flat<T: Copy, const N: usize>(values: &[T], to_le: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+            values.iter().flat_map(|&v| to_le(v)).collect()
+        }
+        match self {
+            HostData::F16(v) => flat(v, f16::to_le_bytes),
+            HostData::BF16(v) => flat(v, bf16::to_le_bytes),
+            HostData::F32(v) => flat(v, f32::to_le_bytes),
+            HostData::F64(v) => flat(v, f64::to_le_bytes),
+            HostData::C64(v) => flat(v, |z| {
+                let mut b = [0; 8];
+                b[..4].copy_from_slice(&z.re.to_le_bytes());
+                b[4..].copy_from_slice(&z.im.to_le_bytes());
+                b
+            }),
+            HostData::C128(v) => flat(v, |z| {
+                let mut b = [0; 16];
+                b[..8].copy_from_slice(&z.re.to_le_bytes());
+                b[8..].copy_from_slice(&z.im.to_le_bytes());
+                b
+            }),
+            HostData::I8(v) => flat(v, i8::to_le_bytes),
+            HostData::I16(v) => flat(v, i16::to_le_bytes),
+            HostData::I32(v) => flat(v, i32::to_le_bytes),
+            HostData::I64(v) => flat(v, i64::to_le_bytes),
+            HostData::U8(v) => v.clone(),
+            HostData::U16(v) => flat(v, u16::to_le_bytes),
+            HostData::U32(v) => flat(v, u32::to_le_bytes),
+            HostData::U64(v) => flat(v, u64::to_le_bytes),
+            HostData::Bool(v) => v.iter().map(|&b| u8::from(b)).collect(),
+        }
+    }
+
     /// A vector of `len` copies of `value` converted to `dtype`.
     pub fn filled(dtype: DType, len: usize, value: Scalar) -> HostData {
         fn fill<T: Element>(len: usize, value: Scalar) -> HostData {

@@ -5,7 +5,8 @@
 //! are), the tanh-approximated GELU (`gelu_new`), pre-norm blocks and the same initialisation.
 //! [`Gpt2::load`] reads `model.safetensors` or `pytorch_model.bin`, with or without the
 //! `transformer.` prefix of `GPT2LMHeadModel`, leaving out the tied `lm_head.weight` and the causal
-//! mask buffers of older files (`attn.bias`, `attn.masked_bias`).
+//! mask buffers of older files (`attn.bias`, `attn.masked_bias`). [`Gpt2::generate`] samples a
+//! continuation with temperature and top-k over a key-value cache ([`KvCache`]).
 
 use crate::load_renamed;
 use nabla_core::{Backend, DType, Error, Generator, Result};
@@ -13,6 +14,7 @@ use nabla_nn::{
     Embedding, Forward, LayerNorm, Module, Param, SdpaArgs, init, scaled_dot_product_attention,
 };
 use nabla_tensor::Tensor;
+use nabla_tensor::no_grad;
 use std::path::Path;
 
 /// The model's name for the tensor `name` of a `transformers` GPT-2 state dict: `GPT2LMHeadModel`'s
@@ -71,6 +73,165 @@ impl Gpt2Config {
 
     /// The names [`Gpt2Config::from_name`] knows.
     pub const NAMES: [&'static str; 4] = ["gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"];
+
+    /// The configuration of a checkpoint from its tensors' names (the model's, see [`hf_name`]) and
+    /// shapes: the vocabulary and width from `wte.weight`, the context from `wpe.weight`, the blocks
+    /// from `h.N`; the heads are `n_head`, or GPT-2's 64 features per head when `None` (every
+    /// published size has them).
+    pub fn from_weights(shapes: &[(&str, &[usize])], n_head: Option<usize>) -> Result<Self> {
+        let shape = |name: &str| {
+            shapes
+                .iter()
+                .find(|(n, _)| *n == name)
+                .and_then(|(_, s)| match **s {
+                    [rows, width] => Some((rows, width)),
+                    _ => None,
+                })
+                .ok_or_else(|| {
+                    Error::invalid(
+                        "Gpt2",
+                        format!("the weights have no 2-D `{name}`: not GPT-2's"),
+                    )
+                })
+        };
+        let (vocab_size, n_embd) = shape("wte.weight")?;
+        let (n_positions, _) = shape("wpe.weight")?;
+        let n_layer = shapes
+            .iter()
+            .filter_map(|(n, _)| {
+                n.strip_prefix("h.")?
+                    .split_once('.')?
+                    .0
+                    .parse::<usize>()
+                    .ok()
+            })
+            .max()
+            .map_or(0, |last| last + 1);
+        let n_head = match n_head {
+            Some(h) => h,
+            None if n_embd % 64 == 0 => n_embd / 64,
+            None => {
+                return Err(Error::invalid(
+                    "Gpt2",
+                    format!("a width of {n_embd} is not 64 features per head: give n_head"),
+                ));
+            }
+        };
+        Ok(Gpt2Config {
+            vocab_size,
+            n_positions,
+            n_embd,
+            n_layer,
+            n_head,
+            layer_norm_epsilon: 1e-5,
+        })
+    }
+}
+
+/// How [`Gpt2::generate`] samples (the arguments of `transformers`' `generate` of that name).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenerateOptions {
+    /// Tokens to sample (fewer when `eos_token_id` is drawn or the context is full).
+    pub max_new_tokens: usize,
+    /// Divides the logits: below 1 sharper, above 1 flatter; 0 takes the most likely token.
+    pub temperature: f64,
+    /// Sample among the `k` most likely tokens only.
+    pub top_k: Option<usize>,
+    /// Stop after this token.
+    pub eos_token_id: Option<i64>,
+    /// The seed of the draws.
+    pub seed: u64,
+}
+
+impl Default for GenerateOptions {
+    /// `transformers`' defaults: 20 tokens, temperature 1, the 50 most likely.
+    fn default() -> Self {
+        GenerateOptions {
+            max_new_tokens: 20,
+            temperature: 1.0,
+            top_k: Some(50),
+            eos_token_id: None,
+            seed: 0,
+        }
+    }
+}
+
+/// The token drawn from `logits` (one position's) with `temperature` and `top_k`, by inverting the
+/// cumulative distribution at `u` in `[0, 1)`: the most likely token (the first of equals) at
+/// temperature 0.
+pub fn sample_token(
+    logits: &[f64],
+    temperature: f64,
+    top_k: Option<usize>,
+    u: f64,
+) -> Result<usize> {
+    if logits.is_empty() || logits.iter().any(|l| l.is_nan()) {
+        return Err(Error::invalid("generate", "the logits are empty or NaN"));
+    }
+    if !(temperature.is_finite() && temperature >= 0.0) || top_k == Some(0) {
+        return Err(Error::invalid(
+            "generate",
+            format!(
+                "needs a finite temperature >= 0 and top_k >= 1, got {temperature} and {top_k:?}"
+            ),
+        ));
+    }
+    let mut order: Vec<usize> = (0..logits.len()).collect();
+    // Stable: equal logits keep the lower token first.
+    order.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]));
+    if temperature == 0.0 {
+        return Ok(order[0]);
+    }
+    order.truncate(top_k.unwrap_or(order.len()));
+    let top = logits[order[0]];
+    let weights: Vec<f64> = order
+        .iter()
+        .map(|&i| ((logits[i] - top) / temperature).exp())
+        .collect();
+    let target = u * weights.iter().sum::<f64>();
+    let mut sum = 0.0;
+    for (&i, w) in order.iter().zip(&weights) {
+        sum += w;
+        if sum > target {
+            return Ok(i);
+        }
+    }
+    Ok(order[weights.len() - 1])
+}
+
+/// The keys and values of the tokens a [`Gpt2`] has seen, per block (`[N, heads, T, head_dim]`
+/// each), so that a new token attends to them without recomputing them (`transformers`'
+/// `past_key_values`).
+#[derive(Clone, Debug)]
+pub struct KvCache<B: Backend> {
+    blocks: Vec<Option<(Tensor<B>, Tensor<B>)>>,
+    len: usize,
+}
+
+impl<B: Backend> Default for KvCache<B> {
+    fn default() -> Self {
+        KvCache {
+            blocks: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<B: Backend> KvCache<B> {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The number of tokens seen.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` before the first token.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 /// `transformers`' `Conv1D`: `y = x W + b` with `weight` `[in, out]` (the transpose of
@@ -126,6 +287,16 @@ pub struct Gpt2Attention<B: Backend> {
 impl<B: Backend> Gpt2Attention<B> {
     /// Attention over `x` `[N, T, C]`.
     pub fn forward(&self, x: &Tensor<B>) -> Result<Tensor<B>> {
+        self.forward_cached(x, None)
+    }
+
+    /// Attention over `x` `[N, T, C]` and, with `past`, the keys and values it holds (which
+    /// then gain `x`'s): query `i` attends to every earlier position and itself.
+    fn forward_cached(
+        &self,
+        x: &Tensor<B>,
+        past: Option<&mut Option<(Tensor<B>, Tensor<B>)>>,
+    ) -> Result<Tensor<B>> {
         let (n, t, c) = (x.shape()[0], x.shape()[1], x.shape()[2]);
         let h = self.n_head;
         let heads = |part: usize, qkv: &Tensor<B>| -> Result<Tensor<B>> {
@@ -134,12 +305,35 @@ impl<B: Backend> Gpt2Attention<B> {
                 .transpose(1, 2)
         };
         let qkv = self.c_attn.forward(x)?;
-        let (q, k, v) = (heads(0, &qkv)?, heads(1, &qkv)?, heads(2, &qkv)?);
-        let causal = SdpaArgs {
-            is_causal: true,
-            ..SdpaArgs::default()
+        let (q, mut k, mut v) = (heads(0, &qkv)?, heads(1, &qkv)?, heads(2, &qkv)?);
+        let mut offset = 0;
+        if let Some(slot) = past {
+            if let Some((pk, pv)) = slot.take() {
+                offset = pk.shape()[2];
+                k = Tensor::cat(&[&pk, &k], 2)?;
+                v = Tensor::cat(&[&pv, &v], 2)?;
+            }
+            *slot = Some((k.clone(), v.clone()));
+        }
+        // Query i sits at position offset + i and sees keys 0..=offset + i.
+        let s = offset + t;
+        let mask;
+        let args = match (offset, t) {
+            (0, _) => SdpaArgs {
+                is_causal: true,
+                ..SdpaArgs::default()
+            },
+            (_, 1) => SdpaArgs::default(),
+            _ => {
+                let allowed = (0..t * s).map(|i| i % s <= offset + i / s).collect();
+                mask = Tensor::from_vec(allowed, [t, s], x.backend())?;
+                SdpaArgs {
+                    attn_mask: Some(&mask),
+                    ..SdpaArgs::default()
+                }
+            }
         };
-        let y = scaled_dot_product_attention(&q, &k, &v, causal)?;
+        let y = scaled_dot_product_attention(&q, &k, &v, args)?;
         self.c_proj.forward(&y.transpose(1, 2)?.reshape([n, t, c])?)
     }
 }
@@ -172,7 +366,16 @@ pub struct Gpt2Block<B: Backend> {
 impl<B: Backend> Gpt2Block<B> {
     /// The block on `x` `[N, T, C]`.
     pub fn forward(&self, x: &Tensor<B>) -> Result<Tensor<B>> {
-        let x = x.add(&self.attn.forward(&self.ln_1.forward(x)?)?)?;
+        self.forward_cached(x, None)
+    }
+
+    /// The block on `x`, its attention over the cached keys and values `past` as well.
+    fn forward_cached(
+        &self,
+        x: &Tensor<B>,
+        past: Option<&mut Option<(Tensor<B>, Tensor<B>)>>,
+    ) -> Result<Tensor<B>> {
+        let x = x.add(&self.attn.forward_cached(&self.ln_1.forward(x)?, past)?)?;
         x.add(&self.mlp.forward(&self.ln_2.forward(&x)?)?)
     }
 }
@@ -275,24 +478,90 @@ impl<B: Backend> Gpt2<B> {
     /// The final hidden states `[N, T, n_embd]` for token ids `[N, T]` (an integer tensor, `T` at
     /// most `n_positions`).
     pub fn hidden_states(&self, ids: &Tensor<B>) -> Result<Tensor<B>> {
+        self.run(ids, None)
+    }
+
+    /// Next-token logits `[N, T, vocab_size]` for token ids `[N, T]` that follow the tokens of
+    /// `cache` (which then holds these too): the logits of the whole sequence, computed one part
+    /// at a time.
+    pub fn logits_cached(&self, ids: &Tensor<B>, cache: &mut KvCache<B>) -> Result<Tensor<B>> {
+        let hidden = self.run(ids, Some(cache))?;
+        self.head(&hidden)
+    }
+
+    /// A continuation of `prompt` (token ids) sampled as `options` say, without recording
+    /// gradients: each step runs the new token only, over the cache of the earlier ones. Returns
+    /// the new tokens.
+    pub fn generate(&self, prompt: &[i64], options: &GenerateOptions) -> Result<Vec<i64>> {
+        let backend = self.wte.weight.value().backend().clone();
+        let mut rng = Generator::new(options.seed);
+        let mut cache = KvCache::new();
+        no_grad(|| {
+            let ids = Tensor::from_vec(prompt.to_vec(), [1, prompt.len()], &backend)?;
+            let mut logits = self.logits_cached(&ids, &mut cache)?;
+            let mut out = Vec::new();
+            while out.len() < options.max_new_tokens {
+                let last = logits.narrow(1, logits.shape()[1] - 1, 1)?.to_f64_vec()?;
+                let u = rng.next_key(1).uniform_f64(0);
+                let token = sample_token(&last, options.temperature, options.top_k, u)? as i64;
+                out.push(token);
+                let full = cache.len() >= self.config.n_positions;
+                if Some(token) == options.eos_token_id
+                    || full
+                    || out.len() == options.max_new_tokens
+                {
+                    break;
+                }
+                let next = Tensor::from_vec(vec![token], [1, 1], &backend)?;
+                logits = self.logits_cached(&next, &mut cache)?;
+            }
+            Ok(out)
+        })
+    }
+
+    /// The logits of hidden states `[N, T, C]`: the products with the token embedding (the tied
+    /// head).
+    fn head(&self, x: &Tensor<B>) -> Result<Tensor<B>> {
+        let (n, t, c) = (x.shape()[0], x.shape()[1], x.shape()[2]);
+        let logits = x
+            .reshape([n * t, c])?
+            .matmul(&self.wte.weight.value().transpose(0, 1)?)?;
+        logits.reshape([n, t, self.config.vocab_size])
+    }
+
+    /// The final hidden states of `ids`, after the tokens of `cache` when given.
+    fn run(&self, ids: &Tensor<B>, cache: Option<&mut KvCache<B>>) -> Result<Tensor<B>> {
+        let start = cache.as_ref().map_or(0, |c| c.len);
         let t = match ids.shape() {
-            &[_, t] if ids.dtype().is_int() && t <= self.config.n_positions => t,
+            &[_, t] if ids.dtype().is_int() && start + t <= self.config.n_positions => t,
             shape => {
                 return Err(Error::invalid(
                     "Gpt2",
                     format!(
-                        "token ids must be an integer tensor [batch, T] with T <= n_positions = {}, \
-                         got {:?} {shape:?}",
+                        "token ids must be an integer tensor [batch, T] with T <= n_positions = {} \
+                         (less the {start} cached), got {:?} {shape:?}",
                         self.config.n_positions,
                         ids.dtype()
                     ),
                 ));
             }
         };
-        let positions = Tensor::arange(0i64, t as i64, 1i64, DType::I64, ids.backend())?;
+        let (first, last) = (start as i64, (start + t) as i64);
+        let positions = Tensor::arange(first, last, 1i64, DType::I64, ids.backend())?;
         let mut x = self.wte.forward(ids)?.add(&self.wpe.forward(&positions)?)?;
-        for block in &self.h {
-            x = block.forward(&x)?;
+        match cache {
+            Some(cache) => {
+                cache.blocks.resize(self.h.len(), None);
+                for (block, past) in self.h.iter().zip(&mut cache.blocks) {
+                    x = block.forward_cached(&x, Some(past))?;
+                }
+                cache.len += t;
+            }
+            None => {
+                for block in &self.h {
+                    x = block.forward(&x)?;
+                }
+            }
         }
         self.ln_f.forward(&x)
     }
@@ -302,11 +571,6 @@ impl<B: Backend> Forward<B> for Gpt2<B> {
     /// Next-token logits `[N, T, vocab_size]` for token ids `[N, T]`: the hidden states times the
     /// token embedding's transpose (the tied head).
     fn forward(&self, ids: &Tensor<B>) -> Result<Tensor<B>> {
-        let x = self.hidden_states(ids)?;
-        let (n, t, c) = (x.shape()[0], x.shape()[1], x.shape()[2]);
-        let logits = x
-            .reshape([n * t, c])?
-            .matmul(&self.wte.weight.value().transpose(0, 1)?)?;
-        logits.reshape([n, t, self.config.vocab_size])
+        self.head(&self.hidden_states(ids)?)
     }
 }

@@ -7,6 +7,7 @@
 
 use nabla_core::{DType, Generator};
 use nabla_cpu::CpuBackend;
+use nabla_models::gpt2::{GenerateOptions, KvCache, sample_token};
 use nabla_models::{Bert, BertConfig, Gpt2, Gpt2Config, ResNet, ResNetConfig, Vit, VitConfig};
 use nabla_nn::loss::{CrossEntropyOptions, cross_entropy};
 use nabla_nn::{Forward, Module, load_safetensors};
@@ -378,4 +379,113 @@ fn published_configurations_have_their_sizes() {
     )
     .unwrap();
     assert_eq!(vit.num_parameters(), 86_567_656);
+}
+
+#[test]
+fn gpt2_with_a_kv_cache_gives_the_logits_of_the_whole_sequence() {
+    let cpu = CpuBackend::new();
+    let model = Gpt2::new(gpt2_config(), DType::F64, &mut Generator::new(4), &cpu).unwrap();
+    let ids: Vec<i64> = (0..12).map(|i| (i * 29 + 3) % 64).collect();
+    let all = Tensor::from_vec(ids.clone(), [1, 12], &cpu).unwrap();
+    let want = model.forward(&all).unwrap();
+    // A prompt, one token, three tokens (a causal mask offset by the cache), then one.
+    let mut cache = KvCache::new();
+    let mut start = 0;
+    for len in [5, 1, 3, 1, 2] {
+        let part = all.narrow(1, start, len).unwrap();
+        let got = model.logits_cached(&part, &mut cache).unwrap();
+        let (_, error) = scale_and_error(&want.narrow(1, start, len).unwrap(), &got);
+        assert!(
+            error < 1e-12,
+            "tokens {start}..{}: off by {error:e}",
+            start + len
+        );
+        start += len;
+    }
+    assert_eq!(cache.len(), 12);
+    let err = model
+        .logits_cached(
+            &Tensor::zeros([1, 5], DType::I64, &cpu).unwrap(),
+            &mut cache,
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("less the 12 cached"), "{err}");
+}
+
+#[test]
+fn gpt2_generates_greedily_and_samples_reproducibly() {
+    let cpu = CpuBackend::new();
+    let model = Gpt2::new(gpt2_config(), DType::F64, &mut Generator::new(5), &cpu).unwrap();
+    let prompt = [7i64, 21, 3];
+    let greedy = GenerateOptions {
+        max_new_tokens: 6,
+        temperature: 0.0,
+        ..GenerateOptions::default()
+    };
+    let tokens = model.generate(&prompt, &greedy).unwrap();
+    // Greedy decoding over the cache picks each step's argmax of the full recomputation.
+    let mut sequence = prompt.to_vec();
+    for &token in &tokens {
+        let ids = Tensor::from_vec(sequence.clone(), [1, sequence.len()], &cpu).unwrap();
+        let logits = model.forward(&ids).unwrap();
+        let last = logits
+            .narrow(1, sequence.len() - 1, 1)
+            .unwrap()
+            .to_f64_vec()
+            .unwrap();
+        assert_eq!(sample_token(&last, 0.0, None, 0.5).unwrap() as i64, token);
+        sequence.push(token);
+    }
+    let sampled = GenerateOptions {
+        max_new_tokens: 8,
+        seed: 11,
+        top_k: Some(5),
+        ..GenerateOptions::default()
+    };
+    let a = model.generate(&prompt, &sampled).unwrap();
+    assert_eq!(a, model.generate(&prompt, &sampled).unwrap());
+    assert_eq!(a.len(), 8);
+    // The context of 16 positions ends the continuation.
+    let long = GenerateOptions {
+        max_new_tokens: 100,
+        ..sampled.clone()
+    };
+    assert_eq!(model.generate(&prompt, &long).unwrap().len(), 16 - 3 + 1);
+    let stop = GenerateOptions {
+        eos_token_id: Some(a[2]),
+        ..sampled
+    };
+    assert!(model.generate(&prompt, &stop).unwrap().len() <= 3);
+}
+
+#[test]
+fn sampling_keeps_the_top_k_and_follows_the_temperature() {
+    let logits = [0.0, 2.0, 1.0, 2.0];
+    // Ties go to the lower token; top-1 is greedy whatever the draw.
+    assert_eq!(sample_token(&logits, 0.0, None, 0.99).unwrap(), 1);
+    assert_eq!(sample_token(&logits, 1.0, Some(1), 0.99).unwrap(), 1);
+    // Top-2 keeps tokens 1 and 3, each with half the mass.
+    assert_eq!(sample_token(&logits, 1.0, Some(2), 0.49).unwrap(), 1);
+    assert_eq!(sample_token(&logits, 1.0, Some(2), 0.51).unwrap(), 3);
+    // A high temperature flattens the four weights: u = 0.3 lands on the second, token 3.
+    assert_eq!(sample_token(&logits, 1e6, None, 0.3).unwrap(), 3);
+    assert!(sample_token(&logits, -1.0, None, 0.5).is_err());
+    assert!(sample_token(&[f64::NAN], 1.0, None, 0.5).is_err());
+    assert!(sample_token(&logits, 1.0, Some(0), 0.5).is_err());
+}
+
+#[test]
+fn gpt2_configurations_follow_from_the_weights() {
+    let cpu = CpuBackend::new();
+    let model = Gpt2::new(gpt2_config(), DType::F32, &mut Generator::new(0), &cpu).unwrap();
+    let state = model.state_dict();
+    let shapes: Vec<(&str, &[usize])> =
+        state.iter().map(|(n, t)| (n.as_str(), t.shape())).collect();
+    assert_eq!(
+        Gpt2Config::from_weights(&shapes, Some(4)).unwrap(),
+        gpt2_config()
+    );
+    // 32 features are not 64 per head: the heads must be given.
+    assert!(Gpt2Config::from_weights(&shapes, None).is_err());
+    assert!(Gpt2Config::from_weights(&shapes[1..], Some(4)).is_err());
 }

@@ -26,6 +26,7 @@ mod losses;
 mod matrices;
 mod methods;
 mod nn;
+mod onnx;
 mod ops;
 mod optim;
 mod optim_state;
@@ -92,6 +93,7 @@ fn _nabla(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_submodule(&linalg::fft_module(m.py())?)?;
     m.add_submodule(&special::special_module(m.py())?)?;
     m.add_submodule(&nn::nn_module(m.py())?)?;
+    m.add_submodule(&onnx::onnx_module(m.py())?)?;
     m.add_submodule(&optim::optim_module(m.py())?)?;
     Ok(())
 }

@@ -33,6 +33,7 @@ pub use nabla_fft as fft;
 pub use nabla_linalg as linalg;
 pub use nabla_models as models;
 pub use nabla_nn as nn;
+pub use nabla_onnx as onnx;
 pub use nabla_special as special;
 /// Scalar automatic differentiation (`nabla-scalar`): dual numbers, the reverse-mode tape, static-shape
 /// vectors and matrices, and `#[differentiate]`, whose generated code refers to this module.

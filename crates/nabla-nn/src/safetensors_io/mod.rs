@@ -17,7 +17,7 @@ use crate::module::Module;
 use crate::state::{LoadReport, Strictness, load_state_dict};
 pub(crate) use atomic::not_a_file;
 pub use atomic::{create_temp_file, destination_problem, remove_stale_temp_files, write_atomic};
-use nabla_core::{Backend, Error, HostData, Result, max_allocation_bytes};
+use nabla_core::{Backend, DType, Error, HostData, Result, max_allocation_bytes};
 use nabla_tensor::Tensor;
 use read::{FileLayout, LEN_BYTES, MAX_HEADER_BYTES, describe};
 
@@ -58,11 +58,6 @@ impl safetensors::View for &Bytes {
     }
 }
 
-/// Flattens `values` to little-endian bytes with `to_le` per element.
-fn le_bytes<T: Copy, const N: usize>(values: &[T], to_le: impl Fn(T) -> [u8; N]) -> Vec<u8> {
-    values.iter().flat_map(|&v| to_le(v)).collect()
-}
-
 impl Bytes {
     /// `data` as a 1-D `U8` tensor (a blob of text, such as JSON).
     pub(crate) fn blob(data: Vec<u8>) -> Self {
@@ -91,21 +86,21 @@ pub(crate) fn all_finite(host: &HostData) -> bool {
 
 /// The bytes of tensor `name` for a file, from its values `host` (contiguous) and its shape.
 fn to_bytes(name: &str, host: HostData, shape: &[usize]) -> Result<Bytes> {
-    let (dtype, data) = match host {
-        HostData::F16(v) => (Dtype::F16, le_bytes(&v, |x| x.to_le_bytes())),
-        HostData::BF16(v) => (Dtype::BF16, le_bytes(&v, |x| x.to_le_bytes())),
-        HostData::F32(v) => (Dtype::F32, le_bytes(&v, f32::to_le_bytes)),
-        HostData::F64(v) => (Dtype::F64, le_bytes(&v, f64::to_le_bytes)),
-        HostData::I8(v) => (Dtype::I8, le_bytes(&v, i8::to_le_bytes)),
-        HostData::I16(v) => (Dtype::I16, le_bytes(&v, i16::to_le_bytes)),
-        HostData::I32(v) => (Dtype::I32, le_bytes(&v, i32::to_le_bytes)),
-        HostData::I64(v) => (Dtype::I64, le_bytes(&v, i64::to_le_bytes)),
-        HostData::U8(v) => (Dtype::U8, v),
-        HostData::U16(v) => (Dtype::U16, le_bytes(&v, u16::to_le_bytes)),
-        HostData::U32(v) => (Dtype::U32, le_bytes(&v, u32::to_le_bytes)),
-        HostData::U64(v) => (Dtype::U64, le_bytes(&v, u64::to_le_bytes)),
-        HostData::Bool(v) => (Dtype::BOOL, v.into_iter().map(u8::from).collect()),
-        HostData::C64(_) | HostData::C128(_) => {
+    let dtype = match host.dtype() {
+        DType::F16 => Dtype::F16,
+        DType::BF16 => Dtype::BF16,
+        DType::F32 => Dtype::F32,
+        DType::F64 => Dtype::F64,
+        DType::I8 => Dtype::I8,
+        DType::I16 => Dtype::I16,
+        DType::I32 => Dtype::I32,
+        DType::I64 => Dtype::I64,
+        DType::U8 => Dtype::U8,
+        DType::U16 => Dtype::U16,
+        DType::U32 => Dtype::U32,
+        DType::U64 => Dtype::U64,
+        DType::Bool => Dtype::BOOL,
+        DType::C64 | DType::C128 => {
             return Err(Error::UnsupportedDType {
                 op: "save_safetensors",
                 dtype: host.dtype(),
@@ -116,6 +111,7 @@ fn to_bytes(name: &str, host: HostData, shape: &[usize]) -> Result<Bytes> {
             });
         }
     };
+    let data = host.to_le_bytes();
     Ok(Bytes {
         dtype,
         shape: shape.to_vec(),

@@ -48,7 +48,7 @@ def _join_the_thread_pool() -> None:
 
 
 _join_the_thread_pool()
-from . import amp, data, nn, optim  # noqa: F401
+from . import amp, data, nn, onnx, optim  # noqa: F401
 from ._custom_jvp import custom_jvp  # noqa: F401
 from ._serialization import load, save  # noqa: F401
 from ._pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten  # noqa: F401

@@ -1568,10 +1568,12 @@ by `1/(1-p)` (the identity when not training)."""
         """`gelu(x, approximate='none')`: the exact GELU, or the tanh approximation."""
         ...
 
-    def gpt2_state(self, state) -> Any:
-        """`gpt2_state(state) -> dict`: a Hugging Face GPT-2 state dict (from `load_safetensors` or
-`load_torch`) under the names of `nn.GPT2`: `transformer.` dropped, the tied `lm_head.weight`
-and old files' causal-mask buffers left out (as the Rust `Gpt2::load`)."""
+    def hf_state(self, model, state) -> Any:
+        """`hf_state(model, state) -> dict`: a Hugging Face state dict (from `load_safetensors` or
+`load_torch`) under the names of the zoo's `nn.GPT2`, `nn.BERT` or `nn.ViT` (`model` is
+`"gpt2"`, `"bert"` or `"vit"`), renamed and filtered as the Rust models' `load` does: task
+models' prefixes dropped (`transformer.`, `bert.`), heads, tied weights and index buffers left
+out, `transformers` 5's ViT module names mapped to its files'."""
         ...
 
     def huber_loss(self, input, target, reduction="mean", delta=...) -> Any:
@@ -1687,6 +1689,34 @@ def ones(*shape, dtype=None) -> Any:
 def ones_like(x, dtype=None) -> Any:
     """`ones_like(x, dtype=None)`."""
     ...
+
+class _onnx_module:
+
+    def OPSET(self, *args: Any, **kwargs: Any) -> Any:
+        """int([x]) -> integer
+int(x, base=10) -> integer
+
+Convert a number or string to an integer, or return 0 if no arguments
+are given.  If x is a number, return x.__int__().  For floating point
+numbers, this truncates towards zero.
+
+If x is not a number or if base is given, then x must be a string,
+bytes, or bytearray instance representing an integer literal in the
+given base.  The literal can be preceded by '+' or '-' and be surrounded
+by whitespace.  The base defaults to 10.  Valid bases are 0 and 2-36.
+Base 0 means to interpret the base from the string as an integer literal.
+>>> int('0b100', base=0)
+4"""
+        ...
+
+    def _export(self, f, specs, path, input_names, output_names, dynamic_batch) -> Any:
+        """`_export(f, specs, path, input_names, output_names, dynamic_batch)`: traces `f` (a list of
+tensors to a list of tensors) on placeholders of `specs` (`(shape, dtype)` pairs) and writes the
+ONNX model to `path`; with `dynamic_batch`, axis 0 of every input has any size."""
+        ...
+
+
+onnx: _onnx_module
 
 class _optim_module:
 
