@@ -9,6 +9,7 @@ use crate::Lowered;
 use crate::emit::{Emitter, OP, attr_int};
 use crate::proto::TensorProto;
 use nabla_core::{Error, Result};
+use std::collections::HashMap;
 
 /// The batch sizes of the three traces: two to fit each affine size, a third to check the fit. All
 /// are above 1, so that no batch axis is mistaken for a size-1 axis.
@@ -129,12 +130,32 @@ fn compute_from_batch(first: &mut Lowered, affine: Vec<(usize, Vec<i64>, Vec<i64
         vec![attr_int("start", 0), attr_int("end", 1)],
     );
     let mut removed = Vec::new();
+    // One computation per distinct size vector; its readers are renamed to it.
+    let mut computed: HashMap<(Vec<i64>, Vec<i64>), String> = HashMap::new();
+    let mut renamed: HashMap<String, String> = HashMap::new();
     for (i, slope, intercept) in affine {
         let target = first.emitter.initializers[i].name.clone();
-        let (a, c) = (head.sizes(&slope), head.sizes(&intercept));
-        let scaled = head.op("Mul", &[&batch, &a], vec![]);
-        head.op_into("Add", &[&scaled, &c], &target);
         removed.push(i);
+        if let Some(name) = computed.get(&(slope.clone(), intercept.clone())) {
+            renamed.insert(target, name.clone());
+            continue;
+        }
+        let a = head.sizes(&slope);
+        if intercept.iter().all(|&c| c == 0) {
+            head.op_into("Mul", &[&batch, &a], &target);
+        } else {
+            let scaled = head.op("Mul", &[&batch, &a], vec![]);
+            let c = head.sizes(&intercept);
+            head.op_into("Add", &[&scaled, &c], &target);
+        }
+        computed.insert((slope, intercept), target);
+    }
+    for node in &mut first.emitter.nodes {
+        for input in &mut node.input {
+            if let Some(name) = renamed.get(input) {
+                *input = name.clone();
+            }
+        }
     }
     let inits = std::mem::take(&mut first.emitter.initializers);
     first.emitter.initializers = inits

@@ -199,8 +199,36 @@ impl Emitter {
 
     /// `x` reshaped to `shape` (sizes taken literally, zeros included).
     pub(crate) fn reshape(&mut self, x: &str, shape: &[usize]) -> String {
+        // A reshape of a reshape is one reshape of the first's input (the first is pruned when
+        // nothing else reads it).
+        let source = self
+            .nodes
+            .iter()
+            .rev()
+            .find(|n| n.output.first().is_some_and(|o| o == x))
+            .filter(|n| n.op_type == "Reshape")
+            .map_or_else(|| x.to_string(), |n| n.input[0].clone());
         let s = self.sizes(&i64s(shape));
-        self.op("Reshape", &[x, &s], vec![attr_int("allowzero", 1)])
+        self.op("Reshape", &[&source, &s], vec![attr_int("allowzero", 1)])
+    }
+
+    /// Removes the nodes no graph output depends on, and the initialisers no node reads.
+    pub(crate) fn prune(&mut self, outputs: &[String]) {
+        let mut needed: std::collections::HashSet<&str> =
+            outputs.iter().map(String::as_str).collect();
+        let mut keep = vec![false; self.nodes.len()];
+        for (i, node) in self.nodes.iter().enumerate().rev() {
+            if node.output.iter().any(|o| needed.contains(o.as_str())) {
+                keep[i] = true;
+                needed.extend(node.input.iter().map(String::as_str));
+            }
+        }
+        let needed: std::collections::HashSet<String> =
+            needed.into_iter().map(str::to_string).collect();
+        let mut k = keep.into_iter();
+        self.nodes.retain(|_| k.next().unwrap_or(false));
+        self.initializers.retain(|t| needed.contains(&t.name));
+        self.shape_args.retain(|name| needed.contains(name));
     }
 
     /// `x[start..end]` along `axes`, with `steps` when given.

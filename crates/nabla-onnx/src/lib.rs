@@ -168,6 +168,7 @@ fn lower_program(
         e.op_into("Identity", &[&view], name);
         outputs.push(port(name, o.value, o.layout.shape()));
     }
+    e.prune(&output_names);
     let inputs = inputs
         .iter()
         .zip(&input_names)
