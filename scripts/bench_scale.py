@@ -17,6 +17,9 @@ PyTorch and JAX models):
   next-token mean cross-entropy over all 1,024 positions, AdamW with PyTorch's defaults (lr 1e-3,
   weight decay 0.01). PyTorch builds it from nn.TransformerEncoderLayer (the same modules and names
   as nabla's), JAX by hand.
+- gpt2-hf: GPT-2 small as Hugging Face builds it (GPT2LMHeadModel, 1,024 positions, the tanh GELU,
+  transformers' initialisation) against nabla's model zoo's Gpt2, which shares its names and
+  layout; the batch, loss and optimizer of gpt2. No JAX run: transformers 5 has no Flax models.
 - bert: a BERT-base-sized encoder, 110M parameters: token (30,522) and learned position (512) embeddings
   of width 768 and a layer norm, 12 post-norm transformer layers (12 heads, feed-forward 3,072 with
   exact GELU, bidirectional, no dropout), the head tied to the token embedding; batch 8 of sequence
@@ -67,7 +70,7 @@ import bench_scale_models as models  # noqa: E402
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 NABLA_EXE = os.path.join(REPO, "target", "release", "examples", "bench_scale")
-WORKLOADS = ("gpt2", "bert", "resnet18", "resnet50")
+WORKLOADS = ("gpt2", "gpt2-hf", "bert", "resnet18", "resnet50")
 
 
 def median(values):
@@ -94,7 +97,10 @@ def worker_torch(workload: str, mode: str, weights: str, steps: int, warmup: int
 
     torch.set_num_threads(2)
     model = models.torch_model(workload)
-    model.load_state_dict(load_file(weights))
+    missing, unexpected = model.load_state_dict(load_file(weights), strict=False)
+    # A head tied to the token embedding is not in the file; nothing else may be missing.
+    if unexpected or set(missing) - {"lm_head.weight"}:
+        raise RuntimeError(f"{weights} does not fit {workload}: missing {missing}, unexpected {unexpected}")
     opt = models.torch_optimizer(workload, model)
     if mode == "compile":
         model = torch.compile(model)
@@ -268,6 +274,8 @@ def main():
             subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
                             f"import bench_scale_models as m; m.write_weights({workload!r}, {weights!r})"], check=True)
             runs = base_runs[:1] + ["nabla-bf16"] + base_runs[1:]
+            if workload == "gpt2-hf":
+                runs = [r for r in runs if r != "jax"]
             results = {run: [] for run in runs}
             for r in range(args.rounds):
                 for run in (runs if r % 2 == 0 else runs[::-1]):

@@ -39,8 +39,8 @@ def blocks(workload: str = "resnet18"):
 def flops(workload: str) -> float:
     """Floating-point operations of one training step: 3 x the forward's, 2 per multiply-add (GEMMs,
     convolutions, and attention's two products over the full context, as computed)."""
-    if workload in ("gpt2", "bert"):
-        vocab, seq, batch = (VOCAB, CONTEXT, BATCH) if workload == "gpt2" else (BERT_VOCAB, BERT_SEQ, BERT_BATCH)
+    if workload in ("gpt2", "gpt2-hf", "bert"):
+        vocab, seq, batch = (BERT_VOCAB, BERT_SEQ, BERT_BATCH) if workload == "bert" else (VOCAB, CONTEXT, BATCH)
         per_layer = 2 * 12 * WIDTH * WIDTH + 2 * 2 * seq * WIDTH
         return 3 * batch * seq * (LAYERS * per_layer + 2 * WIDTH * vocab)
     spec = RESNETS[workload]
@@ -70,7 +70,7 @@ def token(i: int, j: int, vocab: int = VOCAB) -> int:
 def inputs(workload: str):
     """The fixed batch as nested lists: (ids [4, 256], targets [1024]) or (images [32, 3, 32, 32],
     labels [32])."""
-    if workload == "gpt2":
+    if workload in ("gpt2", "gpt2-hf"):
         ids = [[token(i, j) for j in range(CONTEXT)] for i in range(BATCH)]
         return ids, [token(i, j + 1) for i in range(BATCH) for j in range(CONTEXT)]
     if workload == "bert":
@@ -124,7 +124,25 @@ def torch_model(workload: str, context: int = CONTEXT):
 
     if workload in RESNETS:
         return torch_resnet(workload)
+    if workload == "gpt2-hf":
+        return hf_gpt2()
     return {"gpt2": Gpt2, "bert": Bert}[workload]()
+
+
+def hf_gpt2():
+    """Hugging Face's GPT2LMHeadModel at GPT-2 small's published configuration (1,024 positions,
+    the tanh GELU, no dropout), whose names and layout nabla's model zoo shares; called on ids it
+    returns the logits of every position as rows."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(n_positions=1024, n_embd=WIDTH, n_layer=LAYERS, n_head=HEADS, resid_pdrop=0.0,
+                        embd_pdrop=0.0, attn_pdrop=0.0)
+
+    class Gpt2Rows(GPT2LMHeadModel):
+        def forward(self, ids):
+            return super().forward(input_ids=ids).logits.reshape(-1, VOCAB)
+
+    return Gpt2Rows(config)
 
 
 def torch_resnet(workload: str):
@@ -154,6 +172,11 @@ def write_weights(workload: str, path: str, context: int = CONTEXT) -> None:
 
     torch.manual_seed(0)
     model = torch_model(workload, context)
+    if workload == "gpt2-hf":
+        # transformers' own initialisation; the head is tied to wte, so the file leaves it out.
+        state = {k: v for k, v in model.state_dict().items() if k != "lm_head.weight"}
+        save_file({k: v.contiguous() for k, v in state.items()}, path)
+        return
     if workload in ("gpt2", "bert"):
         with torch.no_grad():
             model.tok.weight.normal_(0.0, 0.02)
@@ -164,7 +187,7 @@ def write_weights(workload: str, path: str, context: int = CONTEXT) -> None:
 def torch_optimizer(workload: str, model):
     import torch
 
-    if workload in ("gpt2", "bert"):
+    if workload in ("gpt2", "gpt2-hf", "bert"):
         return torch.optim.AdamW(model.parameters())
     return torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 

@@ -19,7 +19,7 @@ const EXAMPLES: &str = "Examples:
   nabla train --backend wgpu               train on the GPU (wgpu: Vulkan, Metal, DirectX 12)
   nabla eval                               test metrics of nabla-checkpoint.safetensors
   nabla predict --input images.npy         classify the rows of a .npy or .csv file
-  nabla generate --weights model.safetensors --prompt-ids 464,3290 --top-k 40";
+  nabla generate --model gpt2 --weights model.safetensors --prompt-ids 464,3290 --top-k 40";
 
 /// Train, evaluate and run small image classifiers with nabla.
 ///
@@ -132,6 +132,11 @@ pub struct TrainArgs {
     /// checkpoint, which --resume continues).
     #[arg(long, value_name = "N")]
     pub max_steps: Option<u64>,
+    /// Sum the gradients of N batches (each loss divided by N) into every optimizer step: steps
+    /// of N x --batch-size examples in the memory of one batch. Steps, schedules,
+    /// --checkpoint-every and --max-steps count optimizer steps.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub accumulate: usize,
     /// Under `mpirun`: the size in MiB of the buckets in which gradients are all-reduced while the
     /// backward pass runs (PyTorch DDP's default, 25).
     #[arg(long, default_value_t = 25.0, value_name = "MIB")]
@@ -249,9 +254,19 @@ pub struct PredictArgs {
     pub common: CommonArgs,
 }
 
+/// The language models `nabla generate --model` offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GenerateModel {
+    /// GPT-2 of the model zoo (Hugging Face's names), any size.
+    Gpt2,
+}
+
 /// `nabla generate`.
 #[derive(Args, Debug)]
 pub struct GenerateArgs {
+    /// The architecture of --weights.
+    #[arg(long, value_enum, default_value_t = GenerateModel::Gpt2)]
+    pub model: GenerateModel,
     /// The weights: Hugging Face's GPT-2 (`transformer.` names or not), safetensors or a torch.save
     /// file. The sizes come from the weights; the heads from --n-head, a config.json beside the
     /// weights, or GPT-2's width of 64 per head.
@@ -321,9 +336,9 @@ impl TrainArgs {
                 format!("the learning rate must be a positive finite number, got {lr}"),
             ));
         }
-        if self.checkpoint_every == Some(0) || self.max_steps == Some(0) {
+        if self.checkpoint_every == Some(0) || self.max_steps == Some(0) || self.accumulate == 0 {
             return Err(Error::invalid(
-                "--checkpoint-every, --max-steps",
+                "--checkpoint-every, --max-steps, --accumulate",
                 "must be at least 1",
             ));
         }

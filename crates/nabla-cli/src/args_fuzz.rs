@@ -37,6 +37,7 @@ const FLAGS: &[&str] = &[
     "--prompt-ids",
     "--prompt-text",
     "--max-new-tokens",
+    "--accumulate",
     "--temperature",
     "--top-k",
     "--eos-id",

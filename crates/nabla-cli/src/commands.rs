@@ -184,6 +184,7 @@ fn hparams(args: &TrainArgs) -> Vec<(String, HParam)> {
         ),
         ("lr".into(), HParam::Number(args.learning_rate())),
         ("batch_size".into(), HParam::Number(args.batch_size as f64)),
+        ("accumulate".into(), HParam::Number(args.accumulate as f64)),
         ("epochs".into(), HParam::Number(args.epochs as f64)),
         ("seed".into(), HParam::Number(args.seed as f64)),
     ]
@@ -211,8 +212,7 @@ fn trainer_config(args: &TrainArgs, info: &ModelInfo, speaks: bool) -> TrainerCo
         plot_title: format!("{} on {}", args.model.name(), args.dataset.name()),
         detect_anomaly: args.detect_anomaly,
         max_steps: args.max_steps,
-        // Every batch is a step: --batch-size is the step's batch.
-        accumulate_grad_batches: 1,
+        accumulate_grad_batches: args.accumulate,
         metadata: info.to_json(),
         overwrite: args.overwrite,
     }

@@ -1,7 +1,7 @@
 //! `nabla generate`: token ids sampled from a GPT-2 checkpoint of Hugging Face's names (the zoo's
 //! `Gpt2`), with temperature and top-k, one token per step over the model's key-value cache.
 
-use crate::args::GenerateArgs;
+use crate::args::{GenerateArgs, GenerateModel};
 use crate::backend::{Job, dispatch};
 use nabla_core::{Backend, DType, Error, Generator, Result};
 use nabla_models::gpt2::{GenerateOptions, hf_name};
@@ -84,10 +84,8 @@ fn heads(args: &GenerateArgs, weights: &Path) -> Result<Option<usize>> {
         .map(|n| n as usize))
 }
 
-/// Loads the checkpoint, samples `--max-new-tokens` tokens and prints their ids (and, for a
-/// byte-level model, their text).
-fn generate_on<B: Backend>(args: &GenerateArgs, backend: &B) -> Result<()> {
-    nabla_train::check_input_file(&args.weights, "GPT-2 weights")?;
+/// The continuation of the prompt by the GPT-2 in `--weights`.
+fn gpt2_continuation<B: Backend>(args: &GenerateArgs, backend: &B) -> Result<Vec<i64>> {
     let file = load_tensors(&args.weights, backend)?;
     let state: Vec<(String, Tensor<B>)> = file
         .tensors
@@ -111,7 +109,16 @@ fn generate_on<B: Backend>(args: &GenerateArgs, backend: &B) -> Result<()> {
         eos_token_id: args.eos_id,
         seed: args.seed,
     };
-    let new = model.generate(&ids, &options)?;
+    model.generate(&ids, &options)
+}
+
+/// Loads the checkpoint, samples `--max-new-tokens` tokens and prints their ids (and, for a
+/// byte-level model, their text).
+fn generate_on<B: Backend>(args: &GenerateArgs, backend: &B) -> Result<()> {
+    nabla_train::check_input_file(&args.weights, "weights")?;
+    let new = match args.model {
+        GenerateModel::Gpt2 => gpt2_continuation(args, backend)?,
+    };
     let mut line = new.iter().map(i64::to_string).collect::<Vec<_>>().join(" ");
     if args.prompt_text.is_some() {
         let bytes: Vec<u8> = new.iter().map(|&i| i as u8).collect();

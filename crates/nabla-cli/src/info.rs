@@ -43,6 +43,8 @@ pub struct TrainOptions {
     pub schedule: ScheduleKind,
     /// `--batch-size`.
     pub batch_size: usize,
+    /// `--accumulate` (1 in checkpoints from before it was recorded).
+    pub accumulate: usize,
     /// `--seed`.
     pub seed: u64,
     /// `--epochs` of the run that wrote the checkpoint (schedules are planned over it).
@@ -57,6 +59,7 @@ impl TrainOptions {
             lr,
             schedule: args.schedule,
             batch_size: args.batch_size,
+            accumulate: args.accumulate,
             seed: args.seed,
             epochs: args.epochs,
         }
@@ -68,6 +71,7 @@ impl TrainOptions {
             "lr": self.lr,
             "schedule": value_name(self.schedule),
             "batch_size": self.batch_size,
+            "accumulate": self.accumulate,
             "seed": self.seed,
             "epochs": self.epochs,
         })
@@ -79,6 +83,7 @@ impl TrainOptions {
             lr: v["lr"].as_f64()?,
             schedule: ScheduleKind::from_str(v["schedule"].as_str()?, true).ok()?,
             batch_size: usize::try_from(v["batch_size"].as_u64()?).ok()?,
+            accumulate: usize::try_from(v["accumulate"].as_u64().unwrap_or(1)).ok()?,
             seed: v["seed"].as_u64()?,
             epochs: v["epochs"].as_u64()?,
         })
@@ -104,6 +109,11 @@ impl TrainOptions {
                 "--batch-size",
                 saved.batch_size.to_string(),
                 self.batch_size.to_string(),
+            ),
+            (
+                "--accumulate",
+                saved.accumulate.to_string(),
+                self.accumulate.to_string(),
             ),
             ("--seed", saved.seed.to_string(), self.seed.to_string()),
         ];

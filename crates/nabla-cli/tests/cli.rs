@@ -236,3 +236,62 @@ fn a_build_without_mpi_refuses_to_be_one_of_several_ranks() {
     assert!(ckpt.exists());
     std::fs::remove_file(&ckpt).ok();
 }
+
+/// `--accumulate N` makes each optimizer step of N batches: the run takes a Nth of the steps, and
+/// `--resume` must repeat it.
+#[test]
+fn accumulated_batches_make_fewer_steps_and_must_be_resumed_alike() {
+    let steps = |accumulate: &str| -> (u64, std::process::Output) {
+        let name = format!("accumulate-{accumulate}");
+        let (ckpt, log) = (temp(&format!("{name}.st")), temp(&format!("{name}.csv")));
+        let (c, l) = (ckpt.to_string_lossy(), log.to_string_lossy());
+        let args = [
+            "train",
+            "--model",
+            "mlp",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "64",
+            "--no-plot",
+            "-q",
+            "--accumulate",
+            accumulate,
+            "--checkpoint",
+            &c,
+            "--log",
+            &l,
+        ];
+        let o = nabla(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let csv = std::fs::read_to_string(&log).unwrap();
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let column = header.iter().position(|&h| h == "step").unwrap();
+        let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+        // Resuming with another --accumulate is refused, naming it.
+        let r = nabla(&[
+            "train",
+            "--model",
+            "mlp",
+            "--epochs",
+            "2",
+            "--resume",
+            "--checkpoint",
+            &c,
+            "--batch-size",
+            "64",
+            "--no-plot",
+            "-q",
+        ]);
+        for f in [ckpt, log] {
+            std::fs::remove_file(f).ok();
+        }
+        (row[column].parse().unwrap(), r)
+    };
+    let (one, resumed) = steps("1");
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let (three, refused) = steps("3");
+    assert_eq!(three, one.div_ceil(3), "{one} batches in steps of 3");
+    assert_one_line_error(&refused, "--accumulate 3");
+    assert_one_line_error(&nabla(&["train", "--accumulate", "0"]), "at least 1");
+}

@@ -36,7 +36,7 @@ fn checkpoint(dir: &Path, vocab_size: usize, n_embd: usize, n_head: usize) -> Pa
 
 fn generate(weights: &Path, extra: &[&str]) -> std::process::Output {
     let w = weights.to_string_lossy();
-    let mut args = vec!["generate", "--weights", &w];
+    let mut args = vec!["generate", "--model", "gpt2", "--weights", &w];
     args.extend_from_slice(extra);
     nabla(&args)
 }

@@ -16,6 +16,9 @@
 //!   weights come from `--weights`, a safetensors file whose names are the model's (`tok.weight`,
 //!   `layers.0.self_attn.in_proj_weight`, ...), written by the script from PyTorch, so that every
 //!   framework starts from the same model and the first losses agree.
+//! - `gpt2-hf`: GPT-2 small as the model zoo's `Gpt2` (Hugging Face's names and layout: 1,024
+//!   positions, the tanh GELU), loaded from `--weights` written from `transformers`'
+//!   `GPT2LMHeadModel`; the batch, loss and optimizer of `gpt2`.
 //! - `bert`: a BERT-base-sized encoder, 110M parameters: token (30,522) and learned position (512)
 //!   embeddings of width 768 and a layer norm, 12 post-norm transformer layers (12 heads,
 //!   feed-forward 3,072 with GELU, bidirectional, no dropout), a head tied to the token embedding;
@@ -37,7 +40,7 @@
 //! update) phases, the process's peak resident memory, and the CPU buffer cache's statistics (with
 //! the fresh memory a timed step asked for: 0 once the cache holds the step's working set).
 
-use nabla::models::{ResNet, ResNetConfig};
+use nabla::models::{Gpt2, Gpt2Config, ResNet, ResNetConfig};
 use nabla::nn::loss::{CrossEntropyOptions, cross_entropy};
 use nabla::nn::optim::{AdamConfig, AdamW, Optimizer, Sgd, SgdConfig};
 use nabla::nn::{Forward, Module};
@@ -162,7 +165,8 @@ fn parse_args() -> Result<Args> {
         };
         match flag.as_str() {
             "--workload"
-                if ["gpt2", "bert", "resnet18", "resnet50", "peak"].contains(&value.as_str()) =>
+                if ["gpt2", "gpt2-hf", "bert", "resnet18", "resnet50", "peak"]
+                    .contains(&value.as_str()) =>
             {
                 args.workload = value.clone()
             }
@@ -267,6 +271,22 @@ fn language_model(spec: Spec, args: &Args, cpu: &CpuBackend) -> Result<()> {
     run_steps(args, loss, &mut opt)
 }
 
+/// Training steps of the model zoo's GPT-2 small on `gpt2`'s batch (AdamW with PyTorch's defaults).
+fn zoo_gpt2(args: &Args, cpu: &CpuBackend) -> Result<()> {
+    let config = Gpt2Config::from_name("gpt2").expect("a published size");
+    let model = Gpt2::new(config, DType::F32, &mut Generator::new(0), cpu)?;
+    model.load(weights(args)?, cpu)?;
+    let (ids, targets) = batch(GPT2, cpu)?;
+    let rows = GPT2.batch * GPT2.context;
+    let options = CrossEntropyOptions::default();
+    let mut opt = AdamW::new(model.parameters(), AdamConfig::adamw())?;
+    let loss = || {
+        let logits = model.forward(&ids)?.reshape([rows, config.vocab_size])?;
+        cross_entropy(&logits, &targets, &options)
+    };
+    run_steps(args, loss, &mut opt)
+}
+
 /// Training steps of the ResNet `spec` (SGD with momentum 0.9, lr 0.01).
 fn resnet(spec: ResNetSpec, args: &Args, cpu: &CpuBackend) -> Result<()> {
     let model = spec.load(weights(args)?, cpu)?;
@@ -290,6 +310,7 @@ fn main() -> Result<()> {
         "resnet18" => resnet(RESNET18, &args, &cpu),
         "resnet50" => resnet(RESNET50, &args, &cpu),
         "bert" => language_model(BERT, &args, &cpu),
+        "gpt2-hf" => zoo_gpt2(&args, &cpu),
         _ => language_model(GPT2, &args, &cpu),
     }
 }
