@@ -7,6 +7,9 @@
 
 use nabla_core::{DType, Generator};
 use nabla_cpu::CpuBackend;
+mod fixture_configs;
+
+use fixture_configs::{bert_config, gpt2_config, resnet_config, vit_config};
 use nabla_models::gpt2::{GenerateOptions, KvCache, sample_token};
 use nabla_models::{Bert, BertConfig, Gpt2, Gpt2Config, ResNet, ResNetConfig, Vit, VitConfig};
 use nabla_nn::loss::{CrossEntropyOptions, cross_entropy};
@@ -82,22 +85,6 @@ fn check_grads<M: Module<CpuBackend>>(model: &M, loss: &T, want: &HashMap<String
     }
 }
 
-fn resnet_config(bottleneck: bool) -> ResNetConfig {
-    let (layers, base_width) = if bottleneck {
-        ([1, 1, 2, 1], 2)
-    } else {
-        ([2, 1, 1, 1], 4)
-    };
-    ResNetConfig {
-        layers,
-        bottleneck,
-        num_classes: 5,
-        in_channels: 3,
-        base_width,
-        small_images: false,
-    }
-}
-
 fn check_resnet(name: &str, bottleneck: bool) {
     let cpu = CpuBackend::new();
     let want = reference(name, &cpu);
@@ -139,17 +126,6 @@ fn resnet_bottleneck_blocks_match_torchvision() {
     check_resnet("resnet_bottleneck", true);
 }
 
-fn gpt2_config() -> Gpt2Config {
-    Gpt2Config {
-        vocab_size: 64,
-        n_positions: 16,
-        n_embd: 32,
-        n_layer: 2,
-        n_head: 4,
-        layer_norm_epsilon: 1e-5,
-    }
-}
-
 #[test]
 fn gpt2_matches_transformers() {
     let cpu = CpuBackend::new();
@@ -178,18 +154,6 @@ fn gpt2_matches_transformers() {
             .unwrap();
         let loss = cross_entropy(&inputs, &targets, &CrossEntropyOptions::default()).unwrap();
         check_grads(&model, &loss, &want);
-    }
-}
-
-fn bert_config() -> BertConfig {
-    BertConfig {
-        vocab_size: 64,
-        hidden_size: 32,
-        num_hidden_layers: 2,
-        num_attention_heads: 4,
-        intermediate_size: 48,
-        max_position_embeddings: 16,
-        ..BertConfig::from_name("bert-base-uncased").unwrap()
     }
 }
 
@@ -260,18 +224,6 @@ fn bert_masks_padding_and_drops_out_in_training() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("attention_mask"), "{err}");
-}
-
-fn vit_config() -> VitConfig {
-    VitConfig {
-        image_size: 16,
-        patch_size: 4,
-        hidden_size: 32,
-        num_hidden_layers: 2,
-        num_attention_heads: 4,
-        intermediate_size: 48,
-        ..VitConfig::from_name("vit-base", 5).unwrap()
-    }
 }
 
 #[test]

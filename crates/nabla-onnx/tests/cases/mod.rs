@@ -8,7 +8,10 @@
 
 use nabla_core::{Backend, Conv2dParams, DType, Generator, Pool2dParams, Result};
 use nabla_cpu::CpuBackend;
-use nabla_models::{Bert, BertConfig, Gpt2, Gpt2Config, ResNet, ResNetConfig, Vit, VitConfig};
+#[path = "../../../nabla-models/tests/fixture_configs/mod.rs"]
+mod fixture_configs;
+
+use nabla_models::{Bert, Gpt2, ResNet, Vit};
 use nabla_nn::{ConvOptions, ConvTranspose2d, Forward, Module};
 use nabla_onnx::proto::ModelProto;
 use nabla_onnx::{ExportOptions, InputSpec, traced_to_model};
@@ -116,42 +119,20 @@ impl Case {
     pub fn run<B: Backend>(self, backend: &B, x: &[Tensor<B>]) -> Result<Vec<Tensor<B>>> {
         match self {
             Case::ResNet => {
-                let config = ResNetConfig {
-                    layers: [2, 1, 1, 1],
-                    bottleneck: false,
-                    num_classes: 5,
-                    in_channels: 3,
-                    base_width: 4,
-                    small_images: false,
-                };
+                let config = fixture_configs::resnet_config(false);
                 let mut model = ResNet::new(config, DType::F32, &mut Generator::new(1), backend)?;
                 model.load(zoo_fixture("resnet_basic.pt"), backend)?;
                 model.eval();
                 Ok(vec![model.forward(&x[0])?])
             }
             Case::Gpt2 => {
-                let config = Gpt2Config {
-                    vocab_size: 64,
-                    n_positions: 16,
-                    n_embd: 32,
-                    n_layer: 2,
-                    n_head: 4,
-                    layer_norm_epsilon: 1e-5,
-                };
+                let config = fixture_configs::gpt2_config();
                 let model = Gpt2::new(config, DType::F32, &mut Generator::new(1), backend)?;
                 model.load(zoo_fixture("gpt2_tiny.safetensors"), backend)?;
                 Ok(vec![model.forward(&x[0])?])
             }
             Case::Bert => {
-                let config = BertConfig {
-                    vocab_size: 64,
-                    hidden_size: 32,
-                    num_hidden_layers: 2,
-                    num_attention_heads: 4,
-                    intermediate_size: 48,
-                    max_position_embeddings: 16,
-                    ..BertConfig::from_name("bert-base-uncased").expect("a name")
-                };
+                let config = fixture_configs::bert_config();
                 let mut model = Bert::new(config, DType::F32, &mut Generator::new(1), backend)?;
                 model.load(zoo_fixture("bert_tiny.safetensors"), backend)?;
                 model.eval();
@@ -159,15 +140,7 @@ impl Case {
                 Ok(vec![out.last_hidden_state, out.pooler_output])
             }
             Case::Vit => {
-                let config = VitConfig {
-                    image_size: 16,
-                    patch_size: 4,
-                    hidden_size: 32,
-                    num_hidden_layers: 2,
-                    num_attention_heads: 4,
-                    intermediate_size: 48,
-                    ..VitConfig::from_name("vit-base", 5).expect("a name")
-                };
+                let config = fixture_configs::vit_config();
                 let model = Vit::new(config, DType::F32, &mut Generator::new(1), backend)?;
                 model.load(zoo_fixture("vit_tiny.safetensors"), backend)?;
                 Ok(vec![model.forward(&x[0])?])
