@@ -493,6 +493,9 @@ impl<B: Backend> Gpt2<B> {
     /// gradients: each step runs the new token only, over the cache of the earlier ones. Returns
     /// the new tokens.
     pub fn generate(&self, prompt: &[i64], options: &GenerateOptions) -> Result<Vec<i64>> {
+        if prompt.is_empty() {
+            return Err(Error::invalid("generate", "the prompt is empty"));
+        }
         let backend = self.wte.weight.value().backend().clone();
         let mut rng = Generator::new(options.seed);
         let mut cache = KvCache::new();

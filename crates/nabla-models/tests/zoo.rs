@@ -408,6 +408,10 @@ fn gpt2_generates_greedily_and_samples_reproducibly() {
         ..sampled
     };
     assert!(model.generate(&prompt, &stop).unwrap().len() <= 3);
+    let err = model
+        .generate(&[], &GenerateOptions::default())
+        .unwrap_err();
+    assert!(err.to_string().contains("prompt is empty"), "{err}");
 }
 
 #[test]
