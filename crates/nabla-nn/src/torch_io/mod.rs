@@ -293,21 +293,26 @@ fn gather(t: &TensorRef, storage: &[u8]) -> std::result::Result<Vec<u8>, String>
     if numel == 0 {
         return Ok(Vec::new());
     }
-    let last = t
-        .size
+    t.size
         .iter()
         .zip(&t.stride)
         .try_fold(t.offset, |at, (&d, &s)| {
             at.checked_add((d - 1).checked_mul(s)?)
         })
-        .filter(|&last| last < t.storage.numel)
+        // Within the declared storage and within the bytes read: another tensor may have declared
+        // the same storage smaller, or of another dtype.
+        .filter(|&last| {
+            last < t.storage.numel
+                && (last + 1)
+                    .checked_mul(esize as u64)
+                    .is_some_and(|end| end <= storage.len() as u64)
+        })
         .ok_or_else(|| {
             format!(
                 "size {:?}, stride {:?} and offset {} reach past the {} elements of its storage",
                 t.size, t.stride, t.offset, t.storage.numel
             )
         })?;
-    debug_assert!((last as usize + 1) * esize <= storage.len());
     let mut out = Vec::with_capacity(numel as usize * esize);
     if is_row_major(&t.size, &t.stride) {
         let start = t.offset as usize * esize;
@@ -392,6 +397,9 @@ mod tests {
         );
         let err = gather(&view(&[2], &[1], 11, 12), &storage).unwrap_err();
         assert!(err.contains("reach past the 12 elements"), "{err}");
+        // A storage another tensor declared (and so read) smaller than this one declares it.
+        let err = gather(&view(&[4], &[1], 6, 12), &storage[..8]).unwrap_err();
+        assert!(err.contains("reach past"), "{err}");
         let err = gather(&view(&[2, 2], &[u64::MAX, 1], 0, 12), &storage).unwrap_err();
         assert!(err.contains("reach past"), "{err}");
     }
