@@ -407,6 +407,15 @@ fn check_unary(dtype: DType, l: &Layout, len: usize, seed: u64) -> Result<(), Te
                 {
                     continue;
                 }
+                // num_complex's tangents divide by `cos 2y + cosh 2x`, which cancels near a pole:
+                // the reference itself is off by about |tan|² rounding errors there (at
+                // tanh(-1.5736855314229024i) it is off by 3e-12 where the kernel is exact).
+                let near_pole = matches!(op, UnaryOp::Tan | UnaryOp::Tanh | UnaryOp::Sigmoid);
+                let tol = if near_pole {
+                    tol * want.norm_sqr().max(1.0)
+                } else {
+                    tol
+                };
                 prop_assert!(
                     close_complex(*g, want, tol),
                     "{:?}({}) = {} want {} ({})",

@@ -273,6 +273,18 @@ pub(crate) trait Cplx:
     fn from_c64(z: num_complex::Complex64) -> Self;
 }
 
+/// `ln |z|` of `re + i im`, without the cancellation of `ln(hypot(re, im))` near `|z| = 1`: there
+/// it is `ln_1p(|z|² - 1) / 2`, with `|z|² - 1` from a fused multiply-add (exact for `f32` parts,
+/// so complex64's logarithm is correctly rounded next to the unit circle).
+fn ln_norm(re: f64, im: f64) -> f64 {
+    let r2 = re * re + im * im;
+    if (0.5..=2.0).contains(&r2) {
+        0.5 * (re - 1.0).mul_add(re + 1.0, im * im).ln_1p()
+    } else {
+        re.hypot(im).ln()
+    }
+}
+
 macro_rules! impl_cplx {
     ($t:ty, $r:ty) => {
         impl Cplx for $t {
@@ -289,7 +301,11 @@ macro_rules! impl_cplx {
             fn im(self) -> $r {
                 self.im
             }
-            forward!($t: exp, ln);
+            forward!($t: exp);
+            #[inline(always)]
+            fn ln(self) -> Self {
+                Complex::new(ln_norm(self.re as f64, self.im as f64) as $r, self.im.atan2(self.re))
+            }
             #[inline(always)]
             fn conj(self) -> Self {
                 Complex::new(self.re, -self.im)
