@@ -288,6 +288,10 @@ impl Backend for AnyBackend {
         on_device!(self, |b, H| b.device())
     }
 
+    fn fast_path_kernels(&self) -> Option<nabla_core::FastKernels> {
+        on_device!(self, |b, H| b.fast_path_kernels())
+    }
+
     fn storage_dtype(&self, storage: &AnyStorage) -> DType {
         storage.dtype()
     }

@@ -2,9 +2,9 @@
 //!
 //! An extension op is a value implementing [`ExtensionOp`]: a namespaced name, a shape and dtype rule,
 //! and a kernel on host memory that every backend can run. A backend with its own kernel for the op
-//! (a GPU shader, say) finds it through [`ExtensionOp::device_kernel`]; every other backend moves the
-//! inputs to the host, runs [`ExtensionOp::host_kernel`] and uploads the result (the default
-//! [`crate::Backend::extension`]). On the CPU backend the host kernel is the native kernel and runs on
+//! (a GPU shader, say) overrides [`crate::Backend::extension`] and recognises the op by its type
+//! (`op.as_any()`); every other backend moves the inputs to the host, runs
+//! [`ExtensionOp::host_kernel`] and uploads the result (the default [`crate::Backend::extension`]). On the CPU backend the host kernel is the native kernel and runs on
 //! the tensors' memory without copies.
 //!
 //! Derivative rules are not part of the op (this crate knows nothing about autodiff): a family binds
@@ -153,14 +153,6 @@ pub trait ExtensionOp: OpIdentity + Debug + Send + Sync + 'static {
     /// [`ExtensionOp::output_spec`]. Must return data of the spec's dtype and element count. Large
     /// output buffers should come from `alloc` ([`HostAllocator::vec`]), which the backend provides.
     fn host_kernel(&self, inputs: &[HostView<'_>], alloc: &dyn HostAllocator) -> Result<HostData>;
-
-    /// A backend-specific kernel for devices of kind `device_kind` (`"wgpu"`, `"cuda"`), if the family
-    /// provides one; the backend downcasts it to the kernel type it defines. `None` (the default) runs
-    /// the host kernel.
-    fn device_kernel(&self, device_kind: &str) -> Option<&dyn Any> {
-        let _ = device_kind;
-        None
-    }
 
     /// The op as [`Any`], so rules can read the parameters of their own op type.
     fn as_any(&self) -> &dyn Any;

@@ -11,7 +11,6 @@ use crate::{
     Backend, BinaryOp, CompareOp, DType, Error, HostLoop, Layout, Result, Scalar, UnaryOp,
 };
 use std::fmt;
-use std::sync::Arc;
 
 /// What one step of a [`FusedKernel`] computes. Operands are indices of earlier steps.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -89,7 +88,7 @@ pub struct FusedKernel {
     steps: Vec<FusedStep>,
     inputs: Vec<DType>,
     outputs: Vec<usize>,
-    host_loop: Option<Arc<dyn HostLoop>>,
+    host_loop: Option<HostLoop>,
 }
 
 /// Two kernels are equal when they compute the same steps with the same results (an attached host
@@ -166,15 +165,15 @@ impl FusedKernel {
     }
 
     /// The hand-written host loop attached to the kernel, if any ([`FusedKernel::with_host_loop`]).
-    pub fn host_loop(&self) -> Option<&dyn HostLoop> {
-        self.host_loop.as_deref()
+    pub fn host_loop(&self) -> Option<&HostLoop> {
+        self.host_loop.as_ref()
     }
 
-    /// Attaches a host loop computing exactly what the steps compute (see [`HostLoop`]), which host
-    /// backends may run instead of interpreting the steps. The caller vouches for the agreement; the
-    /// steps stay the reference every other backend runs. An error when the loop's updates do not
-    /// name one distinct input per result.
-    pub fn with_host_loop(mut self, host_loop: Arc<dyn HostLoop>) -> Result<Self> {
+    /// Attaches the description of a host loop computing exactly what the steps compute (see
+    /// [`HostLoop`]), which host backends may run instead of interpreting the steps. The caller
+    /// vouches for the agreement; the steps stay the reference every other backend runs. An error
+    /// when the loop's updates do not name one distinct input per result.
+    pub fn with_host_loop(mut self, host_loop: HostLoop) -> Result<Self> {
         let updates = host_loop.updates();
         let distinct = updates
             .iter()

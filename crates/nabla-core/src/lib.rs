@@ -15,6 +15,7 @@ mod dtype;
 mod element;
 mod error;
 mod extension;
+pub mod fast_path;
 mod fused;
 mod fused_builder;
 mod host_loop;
@@ -28,7 +29,6 @@ mod random;
 mod rng;
 mod scalar;
 mod shape;
-pub mod simd_math;
 mod wrapper;
 
 pub use backend::{Backend, Device, round_operand};
@@ -39,6 +39,7 @@ pub use error::{Error, Result};
 pub use extension::{
     ExtensionOp, HostAllocator, HostView, OpIdentity, OutputSpec, SystemAllocator,
 };
+pub use fast_path::{FastKernels, FastPath, FastPathKernels, FastPathOp};
 pub use fused::{FusedKernel, FusedOp, FusedStep};
 pub use fused_builder::{FusedBuilder, KernelValue};
 pub use host_loop::HostLoop;
@@ -52,7 +53,7 @@ pub use ops::{
     ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, Distribution, Pool2dParams, Precision,
     ReduceOp, UnaryOp,
 };
-pub use primitive::{ExtensionCall, Primitive, PrimitiveKind};
+pub use primitive::{ExtensionCall, IdentityWords, Primitive, PrimitiveKind};
 pub use profile::{KernelTime, Profile, format_profile};
 pub use random::{Fill, InOrder, random_host};
 pub use rng::{Generator, RngKey, philox4x32_10};

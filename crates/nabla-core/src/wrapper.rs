@@ -183,6 +183,10 @@ impl<B: Backend, W: Wrapper<B>> Backend for Wrapped<B, W> {
         self.inner.is_symbolic()
     }
 
+    fn fast_path_kernels(&self) -> Option<crate::FastKernels> {
+        self.inner.fast_path_kernels()
+    }
+
     fn synchronize(&self) -> Result<()> {
         self.wrapper
             .around("synchronize", || self.inner.synchronize())

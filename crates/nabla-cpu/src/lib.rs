@@ -23,12 +23,15 @@
 
 mod conv;
 mod elementwise;
+mod fast_path;
+pub use fast_path::host_loop_runs;
 mod host_pool;
 mod matmul;
 mod movement;
 mod pool2d;
 mod random;
 mod reduce;
+pub mod simd_math;
 mod sort;
 mod storage;
 mod strided;
@@ -69,6 +72,10 @@ impl Backend for CpuBackend {
 
     fn name(&self) -> &'static str {
         "cpu"
+    }
+
+    fn fast_path_kernels(&self) -> Option<nabla_core::FastKernels> {
+        Some(nabla_core::FastKernels(&fast_path::CpuFastPaths))
     }
 
     fn device(&self) -> Device {

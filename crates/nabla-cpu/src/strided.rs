@@ -267,7 +267,7 @@ where
     out
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// The innermost unary loop, compiled for each SIMD level the CPU may have.
     pub(crate) fn apply1<T: Copy, U, F: Fn(T) -> U>(src: &[T], dst: &mut [MaybeUninit<U>], f: &F) {
         for (o, &s) in dst.iter_mut().zip(src) {
@@ -276,7 +276,7 @@ nabla_core::simd_kernel! {
     }
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// The innermost binary loop, compiled for each SIMD level the CPU may have.
     pub(crate) fn apply2<A: Copy, B: Copy, U, F: Fn(A, B) -> U>(
         a: &[A],
@@ -496,7 +496,7 @@ fn then1<A: Copy, B: Copy, C: Copy, U, F, RA, RB>(
     }
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// The innermost ternary loop, compiled for each SIMD level the CPU may have.
     fn apply3<A, B, C, U, F, RA, RB, RC>(a: RA, b: RB, c: RC, dst: &mut [MaybeUninit<U>], f: &F)
     where

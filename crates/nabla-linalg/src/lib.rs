@@ -32,7 +32,7 @@
 //!    (`"linalg.solve"`), `output_spec` (validates dtypes and shapes, gives the output's), and a
 //!    `host_kernel` on contiguous host data (see `ops.rs`, `kernels.rs`). The CPU backend runs the
 //!    host kernel on the tensors' memory; other backends run it through a host round trip unless
-//!    they provide a native kernel found with `ExtensionOp::device_kernel`.
+//!    their `Backend::extension` has a native kernel for the op's type.
 //! 2. **User functions.** Thin functions calling [`Tensor::apply_family_op`] with the family type
 //!    ([`Linalg`]), generic over the backend, so they work eagerly, on traced tensors (they record
 //!    a program node that [`nabla_tensor::GraphExecutor`] runs) and under autodiff (they record a

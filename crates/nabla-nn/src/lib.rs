@@ -12,6 +12,7 @@
 //! Parameters are [`Param`]s: shared handles with a stable identity whose values are graph leaves,
 //! so the eager autodiff of `nabla-tensor` gives their gradients with `loss.backward()`.
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 // Lets `#[derive(Module)]` inside this crate name it by its public path.
 extern crate self as nabla_nn;

@@ -37,13 +37,13 @@
 //!   gradient ops `conv2d_input_grad` and `conv2d_weight_grad`. Solvers and factorisations are not
 //!   here: they are the extension family of `nabla-linalg`.
 //!
-//! Fused kernels:
+//! Fast paths (the kernels are the backend's, [`nabla_core::fast_path`]; this crate holds no kernel
+//! and no `unsafe`):
 //! - `fused_rows/`: softmax and layer norm over the trailing axes as one pass per row, and their
-//!   vector-Jacobian products, as an extension family with its own rules; used on the CPU backend
-//!   for `f32` and `f64`.
+//!   vector-Jacobian products, as an extension family with its own rules; used for `f32` and `f64`
+//!   on a backend with fast-path kernels ([`nabla_core::Backend::fast_path_kernels`], the CPU's).
 //! - `fused_relu`: ReLU and its vector-Jacobian product in one pass each, without the boolean mask
-//!   of the composite; used on the CPU backend for `f32` and `f64`. These two modules hold the
-//!   crate's only `unsafe`: output buffers that their kernels fill before they are read.
+//!   of the composite, on the same backends.
 //! - `fused_call`: `Tensor::fused` and `fused_many`, which run a hand-built fused elementwise
 //!   kernel on tensors in one pass, optionally in place.
 //!
@@ -147,6 +147,7 @@
 //! # Ok::<(), nabla_core::Error>(())
 //! ```
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod autocast;
 mod autograd;

@@ -77,6 +77,15 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
         false
     }
 
+    /// The backend's fused fast-path kernels (softmax, layer norm, ReLU, an LSTM layer, attention,
+    /// batch norm: see [`crate::fast_path`]), if it has them. `Some` also says that the backend
+    /// computes on host memory on this process's threads, so independent kernels may run side by
+    /// side on the thread pool. `None` (the default) gives the composites, which are correct on
+    /// every backend.
+    fn fast_path_kernels(&self) -> Option<crate::FastKernels> {
+        None
+    }
+
     /// Waits until all queued work has finished.
     fn synchronize(&self) -> Result<()>;
 
@@ -354,8 +363,8 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
     /// element count).
     ///
     /// The default reads each input to the host, runs [`ExtensionOp::host_kernel`] and uploads the
-    /// result, which is correct on every device; a backend with native kernels for an op looks them up
-    /// with [`ExtensionOp::device_kernel`] first.
+    /// result, which is correct on every device; a backend with native kernels for an op overrides
+    /// this and recognises the op by its type (`op.as_any()`).
     fn extension(
         &self,
         op: &Arc<dyn ExtensionOp>,

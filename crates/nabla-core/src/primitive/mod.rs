@@ -12,7 +12,10 @@
 //! match (dispatch, shape rule, printing, the compiler's tables) has its entry.
 
 mod dispatch;
+mod identity;
 mod specs;
+
+pub use identity::IdentityWords;
 
 use crate::{
     ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, DType, Distribution, ExtensionOp, FusedKernel,
@@ -31,7 +34,7 @@ macro_rules! primitive_catalogue {
         {
             $(
                 $(#[doc = $vdoc:literal])*
-                $variant:ident $( ( $($tuple:ty),* ) )? $( { $( $(#[doc = $fdoc:literal])* $field:ident : $fty:ty ),* $(,)? } )? => $text:literal,
+                $variant:ident $( ( $tfield:ident : $tuple:ty ) )? $( { $( $(#[doc = $fdoc:literal])* $field:ident : $fty:ty ),* $(,)? } )? => $text:literal,
             )*
         }
     ) => {
@@ -40,7 +43,7 @@ macro_rules! primitive_catalogue {
         pub enum $name {
             $(
                 $(#[doc = $vdoc])*
-                $variant $( ( $($tuple),* ) )? $( { $( $(#[doc = $fdoc])* $field : $fty ),* } )?,
+                $variant $( ( $tuple ) )? $( { $( $(#[doc = $fdoc])* $field : $fty ),* } )?,
             )*
         }
 
@@ -72,6 +75,21 @@ macro_rules! primitive_catalogue {
                     $($name::$variant { .. } => $kind::$variant,)*
                 }
             }
+
+            /// Appends the primitive's kind and parameters to `out` as words (see
+            /// [`IdentityWords`]): equal words, the same function (extension ops aside, see
+            /// [`Primitive::same_function`]).
+            pub fn identity_words(&self, out: &mut Vec<u64>) {
+                out.push(self.kind() as u64);
+                match self {
+                    $(
+                        $name::$variant $( ( $tfield ) )? $( { $( $field ),* } )? => {
+                            $( $tfield.identity_words(out); )?
+                            $( $( $field.identity_words(out); )* )?
+                        }
+                    )*
+                }
+            }
         }
     };
 }
@@ -96,7 +114,7 @@ primitive_catalogue! {
     pub enum PrimitiveKind;
     {
         /// Host data uploaded as is ([`crate::Backend::upload`]).
-        Constant(HostData) => "constant",
+        Constant(data: HostData) => "constant",
         /// `len` elements of `dtype`, all `value` ([`crate::Backend::full`]).
         Full {
             /// The fill value.
@@ -120,15 +138,15 @@ primitive_catalogue! {
         /// Materialisation of a view ([`crate::Backend::copy`]).
         Copy => "copy",
         /// Elementwise unary op.
-        Unary(UnaryOp) => "unary",
+        Unary(op: UnaryOp) => "unary",
         /// Elementwise binary op on two views of one shape.
-        Binary(BinaryOp) => "binary",
+        Binary(op: BinaryOp) => "binary",
         /// Elementwise comparison on two views of one shape.
-        Compare(CompareOp) => "compare",
+        Compare(op: CompareOp) => "compare",
         /// `cond ? on_true : on_false` on three views of one shape.
         Select => "select",
         /// Conversion to a dtype.
-        Cast(DType) => "cast",
+        Cast(dtype: DType) => "cast",
         /// Reduction over axes, which are kept with size 1.
         Reduce {
             /// The reduction.
@@ -152,7 +170,7 @@ primitive_catalogue! {
         Matmul => "matmul",
         /// [`Primitive::Matmul`] at a precision: F32 inputs with each element rounded to bf16 or f16 and
         /// the products summed in f32 (autocast's products).
-        MatmulRounded(Precision) => "matmul_rounded",
+        MatmulRounded(precision: Precision) => "matmul_rounded",
         /// Constant padding.
         Pad {
             /// `(before, after)` per dimension.
@@ -204,9 +222,9 @@ primitive_catalogue! {
             largest: bool,
         } => "topk",
         /// 2-D max pooling (two outputs: values, flat `I64` positions of the maxima).
-        MaxPool2d(Pool2dParams) => "max_pool2d",
+        MaxPool2d(params: Pool2dParams) => "max_pool2d",
         /// 2-D convolution of `[x, w]`.
-        Conv2d(Conv2dParams) => "conv2d",
+        Conv2d(params: Conv2dParams) => "conv2d",
         /// Gradient of a 2-D convolution with respect to its input, on `[grad_out, w]`.
         Conv2dInputGrad {
             /// Spatial size of the input.
@@ -222,7 +240,7 @@ primitive_catalogue! {
             params: Conv2dParams,
         } => "conv2d_weight_grad",
         /// An extension op ([`ExtensionOp`]), run with [`crate::Backend::extension`].
-        Extension(ExtensionCall) => "extension",
+        Extension(call: ExtensionCall) => "extension",
         /// A fused elementwise kernel over views of `shape` ([`crate::Backend::fused`]).
         Fused {
             /// The kernel.
@@ -245,6 +263,32 @@ impl PartialEq for ExtensionCall {
 }
 
 impl Primitive {
+    /// The primitive's identity as words ([`Primitive::identity_words`]).
+    pub fn identity(&self) -> Vec<u64> {
+        let mut words = Vec::new();
+        self.identity_words(&mut words);
+        words
+    }
+
+    /// `true` when `self` and `other` compute the same function, bit for bit: equal identity words,
+    /// and for extension ops the same op ([`ExtensionOp::same_as`]).
+    ///
+    /// ```
+    /// use nabla_core::{DType, Primitive, Scalar};
+    /// let full = |value: f64| Primitive::Full { value: Scalar::F64(value), len: 3, dtype: DType::F32 };
+    /// assert!(full(1.5).same_function(&full(1.5)));
+    /// // Equal as numbers, different bits: not the same function.
+    /// assert!(!full(0.0).same_function(&full(-0.0)));
+    /// assert!(full(f64::NAN).same_function(&full(f64::NAN)));
+    /// ```
+    pub fn same_function(&self, other: &Primitive) -> bool {
+        let same_ops = match (self, other) {
+            (Primitive::Extension(a), Primitive::Extension(b)) => a == b,
+            _ => true,
+        };
+        same_ops && self.identity() == other.identity()
+    }
+
     /// The op's own name for errors and dumps: the elementwise op's name for unary, binary and
     /// comparison primitives (`"exp"`, `"add"`), the extension op's name for extensions, otherwise the
     /// kind's name.

@@ -177,7 +177,7 @@ pub(super) fn im2col<T: Runs>(x: &[T], img: Image, g: &Geom, cols: &mut [T], ld:
     });
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// Adds the columns matrix `cols` (`taps x pixels`, rows `ld` apart) back onto the contiguous
     /// `[channels, h, w]` image group `dx`: the adjoint of [`im2col`]. Compiled per SIMD level, so
     /// that the adds of a short run are vector adds.

@@ -133,7 +133,7 @@ fn round_operands<T: Real>(values: &mut [T], precision: Precision) {
     }
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `round` applied to every element of `values`, compiled per SIMD level so that the rounding
     /// (bf16's integer arithmetic on the bits, f16's conversions) runs on whole vectors. Under
     /// bf16 autocast nothing is rounded as read (see [`Rounding`]); f16 is.
@@ -338,7 +338,7 @@ fn transform_weights<T: Real>(
     u
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `G g Gᵀ` of `n` kernels at once: `taps` holds tap `k` of kernel `i` at `k * n + i`, and
     /// position `ξ` of its transform goes to `dst[ξ * n + i]`.
     fn transform_kernels<T: Real>(taps: &[T], dst: &mut [MaybeUninit<T>], n: usize) {
@@ -360,7 +360,7 @@ nabla_core::simd_kernel! {
     }
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `dg = Gᵀ dU G` for output channel `oc`: `du` is `[16][o][c]` and `dst` the channel's
     /// `[c, 3, 3]` gradient.
     fn untransform_kernels<T: Real>(
@@ -420,7 +420,7 @@ struct Columns<'a, T> {
     col0: usize,
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `V = Bᵀ d B` for every tile of one image's channels `plan.c`, into its columns of the
     /// `[16][c][ld]` windows `v`; `rows` is scratch.
     fn transform_input<T: Real>(x: Source<'_, T>, plan: &Plan, v: Columns<'_, T>, rows: &mut Vec<T>) {
@@ -483,7 +483,7 @@ fn vertical_input<T: Real>(r: [&[T]; 4], [o0, o1, o2, o3]: [&mut [T]; 4]) {
     }
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `Y = Aᵀ M A` for every tile of every output channel of one image, from columns `col0..` of
     /// the `[16][o][ld]` products `m`, into the image's `[o, oh, ow]` planes `dst`; `rows` is
     /// scratch.
@@ -549,7 +549,7 @@ fn horizontal_output<T: Real>(c: [&[T]; 4], out: &mut [MaybeUninit<T>]) {
     }
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `P = A dY Aᵀ` for every tile of one image's output gradient (channels `plan.o`), into its
     /// columns of the `[16][o][ld]` buffer `p`; `rows` is scratch.
     fn transform_grad<T: Real>(dy: Source<'_, T>, plan: &Plan, p: Columns<'_, T>, rows: &mut Vec<T>) {

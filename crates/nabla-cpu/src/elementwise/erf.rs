@@ -24,7 +24,7 @@
 //! The result is within 2 ulp of the correctly rounded `erf` for `f64` (checked against mpmath values in
 //! the tests); `f32` is computed through `f64` and rounded once.
 
-use nabla_core::simd_math::{exp_f64, poly};
+use crate::simd_math::{exp_f64, poly};
 
 /// `erf(x) / x` as a polynomial in `x^2` on `[0, 1]`, lowest degree first.
 const SMALL: [f64; 12] = [

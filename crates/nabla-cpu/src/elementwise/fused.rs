@@ -260,7 +260,7 @@ fn finish<T: Real + CastFrom>(
 /// written nothing the blocked evaluation relies on, when an input is not a contiguous view of `n`
 /// elements, is donated to another result than the one updating it, or the loop declines the dtype.
 fn native_loop<T: Real>(
-    host_loop: &dyn HostLoop,
+    host_loop: &HostLoop,
     inputs: &[(CpuStorage, &Layout)],
     donor: &[Option<usize>],
     outs: &mut [OutBuf<T>],
@@ -303,7 +303,7 @@ fn native_loop<T: Real>(
             OutBuf::Bool(_) => None,
         })
         .collect();
-    T::run_host_loop(host_loop, &mut results, &reads)
+    crate::fast_path::run_host_loop(host_loop, &mut results, &reads)
 }
 
 impl<'a, T: Real + CastFrom> Plan<'a, T> {

@@ -25,6 +25,7 @@ mod tests;
 mod tests_cases;
 
 pub(crate) use fused::{fast_dtype, fused, fused_many};
+pub(crate) use traits::Real;
 
 use crate::CpuStorage;
 use crate::strided::gather_view;

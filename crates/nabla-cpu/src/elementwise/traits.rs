@@ -9,8 +9,8 @@ use super::vector::{
     SliceKernel, erf_slice_f32, erf_slice_f64, exp_slice_f32, exp_slice_f64, sigmoid_slice_f32,
     sigmoid_slice_f64, tanh_slice_f32, tanh_slice_f64,
 };
-use nabla_core::simd_math::{exp_f32, exp_f64, sigmoid_f32, sigmoid_f64, tanh_f32, tanh_f64};
-use nabla_core::{Element, HostLoop, UnaryOp};
+use crate::simd_math::{exp_f32, exp_f64, sigmoid_f32, sigmoid_f64, tanh_f32, tanh_f64};
+use nabla_core::{Element, UnaryOp};
 use num_complex::{Complex, Complex32, Complex64};
 use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
 
@@ -33,18 +33,11 @@ pub(crate) trait Real:
     const NAN: Self;
     /// The complex type whose parts are `Self`.
     type Complex: Cplx<Real = Self>;
-    /// Runs a fused kernel's host loop over elements of this type ([`HostLoop::run_f32`] or
-    /// [`HostLoop::run_f64`]).
-    fn run_host_loop(
-        host_loop: &dyn HostLoop,
-        results: &mut [&mut [Self]],
-        reads: &[&[Self]],
-    ) -> bool;
     /// Absolute value.
     fn abs(self) -> Self;
     /// Square root.
     fn sqrt(self) -> Self;
-    /// `e^x` through the vectorisable kernel of [`nabla_core::simd_math`].
+    /// `e^x` through the vectorisable kernel of [`crate::simd_math`].
     fn exp(self) -> Self;
     /// `e^x - 1`.
     fn exp_m1(self) -> Self;
@@ -119,19 +112,12 @@ macro_rules! forward {
 }
 
 macro_rules! impl_real {
-    ($t:ident, $c:ty, $run_loop:ident, $exp:path, $sigmoid:path, $tanh:path, $erf:path, [$ek:path, $sk:path, $tk:path, $fk:path]) => {
+    ($t:ident, $c:ty, $exp:path, $sigmoid:path, $tanh:path, $erf:path, [$ek:path, $sk:path, $tk:path, $fk:path]) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             const NAN: Self = <$t>::NAN;
             type Complex = $c;
-            fn run_host_loop(
-                host_loop: &dyn HostLoop,
-                results: &mut [&mut [Self]],
-                reads: &[&[Self]],
-            ) -> bool {
-                host_loop.$run_loop(results, reads)
-            }
             forward!($t: abs, sqrt, exp_m1, ln, ln_1p, sin, cos, tan, asin, acos, atan, sinh, cosh);
             // Through f64, so that f32 keeps full accuracy (std's f32 atanh is 12 ulps off near ±1).
             #[inline(always)]
@@ -219,7 +205,6 @@ macro_rules! impl_real {
 impl_real!(
     f32,
     Complex32,
-    run_f32,
     exp_f32,
     sigmoid_f32,
     tanh_f32,
@@ -234,7 +219,6 @@ impl_real!(
 impl_real!(
     f64,
     Complex64,
-    run_f64,
     exp_f64,
     sigmoid_f64,
     tanh_f64,

@@ -7,9 +7,9 @@
 //! vectorises.
 
 use super::erf::{erf_f32, erf_f64};
+use crate::simd_math::{exp_f32, exp_f64, sigmoid_f32, sigmoid_f64, tanh_f32, tanh_f64};
 use crate::strided::{CHUNK, gather_view, output_vec};
 use nabla_core::Layout;
-use nabla_core::simd_math::{exp_f32, exp_f64, sigmoid_f32, sigmoid_f64, tanh_f32, tanh_f64};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
@@ -24,7 +24,7 @@ pub(crate) type SliceKernel<T> = fn(&[T], &mut [MaybeUninit<T>]);
 
 macro_rules! slice_kernels {
     ($($name:ident: $t:ty => $f:path;)*) => {$(
-        nabla_core::simd_kernel! {
+        crate::simd_kernel! {
             /// Applies the function to every element of `src`, writing `dst`; compiled for each
             /// SIMD level the CPU may have.
             pub(crate) fn $name(src: &[$t], dst: &mut [MaybeUninit<$t>]) {

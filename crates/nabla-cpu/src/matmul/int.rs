@@ -6,7 +6,7 @@ use crate::PARALLEL_THRESHOLD;
 use crate::reduce::Arith;
 use rayon::prelude::*;
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `dst[j] = dst[j] + s * src[j]` (wrapping).
     fn axpy<T: Arith>(dst: &mut [T], s: T, src: &[T]) {
         for (d, &v) in dst.iter_mut().zip(src) {

@@ -269,7 +269,7 @@ mod x86 {
     }
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// Pools one plane whose whole `KH x KW` windows also tile each row (column stride `KW`, as in
     /// the usual `2x2` stride-2 pooling; rows `row_stride` apart), into `vals`/`idx` rows of equal
     /// length. Window row `r` of all outputs in an output row is one branch-free sweep over

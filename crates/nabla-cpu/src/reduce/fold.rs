@@ -13,7 +13,7 @@ const STRIDED_LEAF: usize = 128;
 /// Runs at least this long are split across threads when parallelism is allowed.
 pub(super) const PAR_LEAF: usize = 1 << 16;
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// Folds a non-empty slice with `LANES` independent accumulators, then combines the lanes as a
     /// tree.
     pub(super) fn fold_lanes<T: Copy, F: Fn(T, T) -> T>(x: &[T], f: &F) -> T {
@@ -45,7 +45,7 @@ nabla_core::simd_kernel! {
     }
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `dst[j] = f(dst[j], src[j])` over two slices of one length.
     pub(super) fn combine_into<T: Copy, F: Fn(T, T) -> T>(dst: &mut [T], src: &[T], f: &F) {
         for (d, &s) in dst.iter_mut().zip(src) {
@@ -54,7 +54,7 @@ nabla_core::simd_kernel! {
     }
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `dst[j] = f(dst[j], f(f(a[j], b[j]), f(c[j], d[j])))` for four source rows `[a, b, c, d]`:
     /// one pass over `dst` per four rows.
     pub(super) fn combine4_into<T: Copy, F: Fn(T, T) -> T>(dst: &mut [T], src: [&[T]; 4], f: &F) {

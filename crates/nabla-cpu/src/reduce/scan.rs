@@ -170,7 +170,7 @@ pub(super) fn cumsum_typed<T: Arith>(x: &[T], layout: &Layout, axis: usize) -> V
     v
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `dst[j] = dst[j] + src[j]`.
     fn add_assign<T: Arith>(dst: &mut [T], src: &[T]) {
         for (d, &s) in dst.iter_mut().zip(src) {

@@ -3,18 +3,18 @@
 //! (higher orders, forward mode) differentiate the composite formula of the same output; their vjp
 //! ops return the input cotangents flattened one after another.
 
-use nabla_core::{Error, Result};
+use nabla_core::{Error, FastPath, FastPathOp, Result};
 use nabla_tensor::{RuleArgs, Tensor, jvp_n, vjp_n};
 
-/// The op a rule runs for, when it is an `O` that `is_forward` accepts (the family's forward op; its
-/// vjp op has no rules), or an error naming `name`.
-pub(crate) fn recorded_op<B: nabla_core::Backend, O: Copy + 'static>(
+/// The op a rule runs for, when it is a fast path `O` that `is_forward` accepts (the family's
+/// forward op; its vjp op has no rules), or an error naming `name`.
+pub(crate) fn recorded_op<B: nabla_core::Backend, O: FastPath>(
     args: &RuleArgs<'_, B>,
     name: &'static str,
     is_forward: impl Fn(&O) -> bool,
-) -> Result<O> {
-    match args.op.as_any().downcast_ref::<O>() {
-        Some(op) if is_forward(op) => Ok(*op),
+) -> Result<FastPathOp<O>> {
+    match args.op.as_any().downcast_ref::<FastPathOp<O>>() {
+        Some(op) if is_forward(&op.op) => Ok(*op),
         _ => Err(Error::invalid(
             name,
             format!("the rule was bound to another op ({})", args.op.name()),
@@ -82,9 +82,24 @@ pub(crate) fn split_flat<B: nabla_core::Backend>(
 /// Helpers of the fused ops' unit tests.
 #[cfg(test)]
 pub(crate) mod test_support {
-    use nabla_core::DType;
+    use nabla_core::{Backend, DType, FastKernels, FastPath, FastPathOp};
     use nabla_cpu::CpuBackend;
     use nabla_tensor::Tensor;
+
+    /// The CPU backend's fast-path kernels.
+    pub(crate) fn on_cpu_kernels() -> FastKernels {
+        CpuBackend::new()
+            .fast_path_kernels()
+            .expect("the CPU backend has fast-path kernels")
+    }
+
+    /// `op` run by the CPU backend's fast-path kernels.
+    pub(crate) fn on_cpu<O: FastPath>(op: O) -> FastPathOp<O> {
+        FastPathOp {
+            op,
+            kernels: on_cpu_kernels(),
+        }
+    }
 
     /// The elements of `t` (any layout) as `f64`.
     pub(crate) fn vals(t: &Tensor<CpuBackend>) -> Vec<f64> {

@@ -186,13 +186,14 @@ impl<B: Backend, const D: usize> BatchNorm<B, D> {
             self.weight.as_ref().map(Param::value),
             self.bias.as_ref().map(Param::value),
         );
-        if x.numel() == 0 || !batch_norm_fused::applies(x, weight.iter().chain(&bias)) {
+        let kernels = batch_norm_fused::applies(x, weight.iter().chain(&bias));
+        let Some(kernels) = kernels.filter(|_| x.numel() > 0) else {
             return Ok(None);
-        }
+        };
         let c = [self.num_features];
         let w = weight.map_or_else(|| Tensor::ones(c, x.dtype(), x.backend()), Ok)?;
         let b = bias.map_or_else(|| Tensor::zeros(c, x.dtype(), x.backend()), Ok)?;
-        let out = batch_norm_fused::batch_norm(x, &w, &b, self.eps, relu)?;
+        let out = batch_norm_fused::batch_norm(kernels, x, &w, &b, self.eps, relu)?;
         if self.training {
             self.update_running(&out.mean, &out.var, n)?;
         }

@@ -1,13 +1,12 @@
-//! One Adam/AdamW update as a fused kernel with several results, carrying a native loop
-//! ([`nabla_core::HostLoop`]) that host backends run instead of interpreting the steps: each
-//! element's update in registers, one pass over the parameter, gradient and moments. The loop's
-//! operations, their order and their roundings are the steps' ([`AdamCoefficients`]), so results
-//! agree bit for bit.
+//! One Adam/AdamW update as a fused kernel with several results, carrying the description of a
+//! native loop ([`nabla_core::HostLoop::Adam`]) that host backends run instead of interpreting the
+//! steps: each element's update in registers, one pass over the parameter, gradient and moments.
+//! The loop's operations, their order and their roundings are the steps' ([`AdamCoefficients`]),
+//! so results agree bit for bit. The loop itself is the backend's (the CPU's `fast_path::adam`).
 
-use nabla_core::Element;
-use nabla_core::{BinaryOp, DType, FusedBuilder, FusedKernel, HostLoop, Result, Scalar, UnaryOp};
-use rayon::prelude::*;
-use std::sync::Arc;
+pub use nabla_core::fast_path::AdamCoefficients;
+use nabla_core::fast_path::AdamUpdate;
+use nabla_core::{DType, FusedKernel, Result};
 
 /// The hyper-parameters of one Adam/AdamW update (PyTorch's `torch.optim.Adam` and `AdamW`
 /// formulas, single-tensor implementation) at step `step`.
@@ -62,36 +61,6 @@ impl Default for AdamStep {
     }
 }
 
-/// The constants of one update, each used as the kernel's steps use it (converted from `f64` to the
-/// element type): a native kernel computes, in this order and with one rounding per operation,
-///
-/// ```text
-/// g'  = l2_decay.map_or(g, |wd| g + p * wd)
-/// m'  = m + (g' - m) * one_minus_beta1
-/// v'  = v * beta2 + (g' * g') * one_minus_beta2
-/// s   = amsgrad ? maximum(max, v') : v'          (max' = s)
-/// p'  = param_decay.map_or(p, |c| p * c) - m' / (sqrt(s) / bias_correction2_sqrt + eps) * step_size
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct AdamCoefficients {
-    /// The L2 weight decay added to the gradient (Adam with `weight_decay`).
-    pub l2_decay: Option<f64>,
-    /// `1 - beta1`.
-    pub one_minus_beta1: f64,
-    /// `beta2`.
-    pub beta2: f64,
-    /// `1 - beta2`.
-    pub one_minus_beta2: f64,
-    /// AdamW's parameter factor `1 - lr * weight_decay`.
-    pub param_decay: Option<f64>,
-    /// `sqrt(1 - beta2^step)`.
-    pub bias_correction2_sqrt: f64,
-    /// `eps`.
-    pub eps: f64,
-    /// `lr / (1 - beta1^step)`.
-    pub step_size: f64,
-}
-
 impl AdamStep {
     /// Number of state buffers: 2 (the moments), 3 with `amsgrad`.
     pub fn num_moments(&self) -> usize {
@@ -116,238 +85,13 @@ impl AdamStep {
     }
 
     /// The update as a fused kernel over values of `dtype` (see the type's documentation for its
-    /// inputs and results), with its native host loop attached.
+    /// inputs and results), with its native host loop attached ([`AdamUpdate::kernel`]).
     pub fn kernel(&self, dtype: DType) -> Result<FusedKernel> {
-        let c = self.coefficients();
-        let mut k = FusedBuilder::new(dtype);
-        let (p, g, m, v) = (k.input(), k.input(), k.input(), k.input());
-        let g = match c.l2_decay {
-            Some(wd) => {
-                let decay = k.scale(p, wd);
-                k.add(g, decay)
-            }
-            None => g,
-        };
-        // exp_avg + (1 - beta1) * (g - exp_avg): PyTorch's lerp.
-        let d = k.sub(g, m);
-        let d = k.scale(d, c.one_minus_beta1);
-        let m_new = k.add(m, d);
-        // exp_avg_sq * beta2 + (1 - beta2) * g * g.
-        let v_decayed = k.scale(v, c.beta2);
-        let g2 = k.mul(g, g);
-        let g2 = k.scale(g2, c.one_minus_beta2);
-        let v_new = k.add(v_decayed, g2);
-        let (second, max_new) = if self.amsgrad {
-            let max = k.input();
-            let max_new = k.binary(BinaryOp::Maximum, max, v_new);
-            (max_new, Some(max_new))
-        } else {
-            (v_new, None)
-        };
-        let p_base = match c.param_decay {
-            Some(factor) => k.scale(p, factor),
-            None => p,
-        };
-        let root = k.unary(UnaryOp::Sqrt, second);
-        let bc2 = k.constant(c.bias_correction2_sqrt);
-        let denom = k.div(root, bc2);
-        let denom = k.offset(denom, c.eps);
-        let ratio = k.div(m_new, denom);
-        let delta = k.scale(ratio, c.step_size);
-        let p_new = k.sub(p_base, delta);
-        let mut results = vec![m_new, v_new];
-        results.extend(max_new);
-        results.push(p_new);
-        let updates = if self.amsgrad {
-            vec![2, 3, 4, 0]
-        } else {
-            vec![2, 3, 0]
-        };
-        k.finish_many(&results)?.with_host_loop(Arc::new(AdamLoop {
-            step: *self,
-            updates,
-        }))
-    }
-}
-
-/// The native loop of an [`AdamStep`] kernel.
-#[derive(Debug)]
-struct AdamLoop {
-    step: AdamStep,
-    /// The inputs the results update: the moments, then the parameter.
-    updates: Vec<usize>,
-}
-
-impl HostLoop for AdamLoop {
-    fn updates(&self) -> &[usize] {
-        &self.updates
-    }
-
-    fn run_f32(&self, results: &mut [&mut [f32]], reads: &[&[f32]]) -> bool {
-        run(&self.step, results, reads)
-    }
-
-    fn run_f64(&self, results: &mut [&mut [f64]], reads: &[&[f64]]) -> bool {
-        run(&self.step, results, reads)
-    }
-}
-
-/// The element types the loop runs on: `f32` and `f64`.
-trait Float: Element + num_traits::Float {}
-
-impl<T: Element + num_traits::Float> Float for T {}
-
-/// `maximum` as the kernel's step computes it: NaN wins.
-#[inline]
-fn maximum<T: Float>(x: T, y: T) -> T {
-    if x >= y || x.is_nan() { x } else { y }
-}
-
-/// The coefficients converted to the element type, as the kernel's constant steps convert them.
-#[derive(Clone, Copy)]
-struct Coefficients<T> {
-    l2_decay: T,
-    one_minus_beta1: T,
-    beta2: T,
-    one_minus_beta2: T,
-    param_decay: T,
-    bias_correction2_sqrt: T,
-    eps: T,
-    step_size: T,
-}
-
-impl<T: Element> Coefficients<T> {
-    fn new(c: &AdamCoefficients) -> Self {
-        let t = |x: f64| T::from_scalar(Scalar::F64(x));
-        Coefficients {
-            l2_decay: t(c.l2_decay.unwrap_or(0.0)),
-            one_minus_beta1: t(c.one_minus_beta1),
-            beta2: t(c.beta2),
-            one_minus_beta2: t(c.one_minus_beta2),
-            param_decay: t(c.param_decay.unwrap_or(1.0)),
-            bias_correction2_sqrt: t(c.bias_correction2_sqrt),
-            eps: t(c.eps),
-            step_size: t(c.step_size),
+        AdamUpdate {
+            coefficients: self.coefficients(),
+            amsgrad: self.amsgrad,
         }
-    }
-}
-
-#[cfg(test)]
-thread_local! {
-    /// Runs of the native loop on this thread, so tests can tell it ran.
-    static NATIVE_RUNS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-/// Elements per task: large enough to amortise scheduling, small enough to stay in cache.
-const CHUNK: usize = 1 << 14;
-
-/// Tensors smaller than this are updated on the calling thread.
-const PARALLEL_THRESHOLD: usize = 1 << 15;
-
-/// One task's slices: the parameter, gradient, moments and (AMSGrad) running maximum.
-type Task<'a, T> = (
-    &'a mut [T],
-    &'a [T],
-    &'a mut [T],
-    &'a mut [T],
-    Option<&'a mut [T]>,
-);
-
-/// Runs `step` in place on `results = [m, v, (max,) p]` with `reads = [grad]`; `false` when the
-/// slices are not of that form.
-fn run<T: Float>(step: &AdamStep, results: &mut [&mut [T]], reads: &[&[T]]) -> bool {
-    let (m, v, max, p) = match results {
-        [m, v, p] if !step.amsgrad => (m, v, None, p),
-        [m, v, max, p] if step.amsgrad => (m, v, Some(&mut **max), p),
-        _ => return false,
-    };
-    let [grad] = reads else { return false };
-    let n = p.len();
-    if [m.len(), v.len(), grad.len()].iter().any(|&len| len != n)
-        || max.as_ref().is_some_and(|x| x.len() != n)
-    {
-        return false;
-    }
-    #[cfg(test)]
-    NATIVE_RUNS.with(|runs| runs.set(runs.get() + 1));
-    let c = step.coefficients();
-    let k = Coefficients::<T>::new(&c);
-    let (l2, decay) = (c.l2_decay.is_some(), c.param_decay.is_some());
-    let run_task = |(p, g, m, v, max): Task<'_, T>| {
-        // The options pick a loop compiled without their branches.
-        match (l2, decay) {
-            (false, false) => update::<T, false, false>(&k, p, g, m, v, max),
-            (true, false) => update::<T, true, false>(&k, p, g, m, v, max),
-            (false, true) => update::<T, false, true>(&k, p, g, m, v, max),
-            (true, true) => update::<T, true, true>(&k, p, g, m, v, max),
-        }
-    };
-    let mut maxes: Vec<Option<&mut [T]>> = match max {
-        Some(x) => x.chunks_mut(CHUNK).map(Some).collect(),
-        None => (0..n.div_ceil(CHUNK)).map(|_| None).collect(),
-    };
-    let tasks: Vec<Task<'_, T>> = p
-        .chunks_mut(CHUNK)
-        .zip(grad.chunks(CHUNK))
-        .zip(m.chunks_mut(CHUNK))
-        .zip(v.chunks_mut(CHUNK))
-        .zip(maxes.drain(..))
-        .map(|((((p, g), m), v), max)| (p, g, m, v, max))
-        .collect();
-    if n < PARALLEL_THRESHOLD {
-        tasks.into_iter().for_each(run_task);
-    } else {
-        tasks.into_par_iter().for_each(run_task);
-    }
-    true
-}
-
-/// The update of one task's elements; `L2` adds the decay to the gradient, `DECAY` scales the
-/// parameter (AdamW).
-fn update<T: Float, const L2: bool, const DECAY: bool>(
-    k: &Coefficients<T>,
-    p: &mut [T],
-    g: &[T],
-    m: &mut [T],
-    v: &mut [T],
-    max: Option<&mut [T]>,
-) {
-    match max {
-        None => update_loop::<T, L2, DECAY, false>(k, p, g, m, v, &mut []),
-        Some(max) => update_loop::<T, L2, DECAY, true>(k, p, g, m, v, max),
-    }
-}
-
-nabla_core::simd_kernel! {
-    /// The element loop, compiled for each SIMD level the CPU may have (no operation is contracted
-    /// into a fused multiply-add: each rounds as its step does).
-    fn update_loop<T: Float, const L2: bool, const DECAY: bool, const AMS: bool>(
-        k: &Coefficients<T>,
-        p: &mut [T],
-        g: &[T],
-        m: &mut [T],
-        v: &mut [T],
-        max: &mut [T],
-    ) {
-        let n = p.len();
-        let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
-        for i in 0..n {
-            let pi = p[i];
-            let gi = if L2 { g[i] + pi * k.l2_decay } else { g[i] };
-            let mi = m[i] + (gi - m[i]) * k.one_minus_beta1;
-            let vi = v[i] * k.beta2 + (gi * gi) * k.one_minus_beta2;
-            m[i] = mi;
-            v[i] = vi;
-            let second = if AMS {
-                let s = maximum(max[i], vi);
-                max[i] = s;
-                s
-            } else {
-                vi
-            };
-            let base = if DECAY { pi * k.param_decay } else { pi };
-            p[i] = base - mi / (second.sqrt() / k.bias_correction2_sqrt + k.eps) * k.step_size;
-        }
+        .kernel(dtype)
     }
 }
 
@@ -359,7 +103,7 @@ mod tests {
 
     /// Runs of the native loop on this thread so far.
     fn native_runs() -> usize {
-        NATIVE_RUNS.with(|runs| runs.get())
+        nabla_cpu::host_loop_runs()
     }
 
     /// Deterministic values in `[-2, 2)`, with infinities, NaNs and signed zeros first when

@@ -430,7 +430,9 @@ impl<B: Backend> Tensor<B> {
         let backend = first.backend();
         let storage = backend.extension(op, &parts)?;
         let len = backend.storage_len(&storage);
-        if backend.storage_dtype(&storage) != spec.dtype || len != spec.shape.iter().product() {
+        if backend.storage_dtype(&storage) != spec.dtype
+            || len != spec.shape.iter().product::<usize>()
+        {
             return Err(Error::Backend {
                 backend: backend.name().to_string(),
                 message: format!(

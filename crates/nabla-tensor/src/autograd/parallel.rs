@@ -28,7 +28,8 @@
 //!
 //! The pass runs this way only where it can gain and cannot change anything else: on a thread of a
 //! rayon pool with two or more threads (the pool that `nabla_cpu::init_thread_pool` sets up for the
-//! CPU kernels, whose splits depend on its size), on the CPU backend, without `create_graph` (whose
+//! CPU kernels, whose splits depend on its size), on a backend whose kernels run on host threads (one
+//! with fast-path kernels, as the CPU), without `create_graph` (whose
 //! rules record new nodes) and without anomaly detection. Rules of custom functions re-run user code,
 //! which may hold thread-local state, so they only run on the driver, as do the gradient sinks. A
 //! graph in which no node has two different inputs made by ops (a chain) takes the sequential pass.
@@ -110,9 +111,11 @@ pub(super) fn min_work<B: Backend>(root: &Tensor<B>, opts: &BackwardOptions) -> 
     };
     let on_pool = rayon::current_thread_index().is_some() && rayon::current_num_threads() >= 2;
     let backend = root.backend();
-    let cpu = !backend.is_symbolic() && backend.device().kind == "cpu";
+    // Kernels that run on this process's threads (what fast-path kernels say) gain from a second
+    // lane; a device queue would only serialise them.
+    let host = !backend.is_symbolic() && backend.fast_path_kernels().is_some();
     let plain = !opts.create_graph && !super::anomaly::is_anomaly_detection_enabled();
-    (on_pool && cpu && plain).then_some(min)
+    (on_pool && host && plain).then_some(min)
 }
 
 /// The work of a node's rule in elements read or written, at least its output's or its inputs'

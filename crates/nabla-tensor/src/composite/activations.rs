@@ -26,8 +26,8 @@ impl<B: Backend> Tensor<B> {
         }
         self.check_real_float("relu")?;
         // One pass each way on the CPU backend (same values and derivatives, see `fused_relu`).
-        if crate::fused_rows::applies(self, 0) {
-            return crate::fused_relu::relu(self);
+        if let Some(kernels) = crate::fused_rows::applies(self, 0) {
+            return crate::fused_relu::relu(kernels, self);
         }
         self.le(0.0)?.where_(0.0, self)
     }

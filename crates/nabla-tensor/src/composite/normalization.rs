@@ -74,9 +74,9 @@ impl<B: Backend> Tensor<B> {
         self.check_real_float("layer_norm")?;
         self.reduced_count("layer_norm", axes)?;
         if let Some(row_axes) = self.trailing_axes("layer_norm", axes)?
-            && fused_rows::applies(self, row_axes)
+            && let Some(kernels) = fused_rows::applies(self, row_axes)
         {
-            return fused_rows::layer_norm(self, row_axes, eps);
+            return fused_rows::layer_norm(kernels, self, row_axes, eps);
         }
         let centered = self.sub(self.mean(axes, true)?)?;
         let var = centered.square()?.mean(axes, true)?;

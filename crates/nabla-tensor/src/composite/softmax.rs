@@ -32,8 +32,10 @@ impl<B: Backend> Tensor<B> {
         }
         self.check_real_float("softmax")?;
         let axis = normalize_axis("softmax", axis, self.rank())?;
-        if axis + 1 == self.rank() && fused_rows::applies(self, 1) {
-            return fused_rows::softmax(self);
+        if axis + 1 == self.rank()
+            && let Some(kernels) = fused_rows::applies(self, 1)
+        {
+            return fused_rows::softmax(kernels, self);
         }
         let axis = [axis as isize];
         let m = self.max(&axis, true)?.detach();
@@ -51,8 +53,10 @@ impl<B: Backend> Tensor<B> {
         }
         self.check_real_float("log_softmax")?;
         let axis = normalize_axis("log_softmax", axis, self.rank())?;
-        if axis + 1 == self.rank() && fused_rows::applies(self, 1) {
-            return fused_rows::log_softmax(self);
+        if axis + 1 == self.rank()
+            && let Some(kernels) = fused_rows::applies(self, 1)
+        {
+            return fused_rows::log_softmax(kernels, self);
         }
         let axis = [axis as isize];
         let shifted = self.sub(self.max(&axis, true)?.detach())?;

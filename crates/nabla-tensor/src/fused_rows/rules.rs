@@ -19,9 +19,11 @@
 //!   `δf = δr P g - r a δx̂ - r x̂ mean(g ⊙ δx̂)`, whose transpose maps `u` to
 //!   `-r² (mean(u ⊙ P g) x̂ + mean(u ⊙ x̂) P g) - r² a P u`.
 
-use super::{RowKernel, RowOp, apply};
+use super::apply;
 use crate::Tensor;
 use crate::autograd::{ExtensionRules, RuleArgs};
+use nabla_core::FastPathOp;
+use nabla_core::fast_path::{RowKernel, RowOp};
 use nabla_core::{Backend, Error, Result};
 
 /// The family's rules.
@@ -76,17 +78,17 @@ pub(super) fn rules<B: Backend>() -> ExtensionRules<B> {
 }
 
 /// The node's op.
-fn row_op<B: Backend>(args: &RuleArgs<'_, B>) -> Result<RowOp> {
+fn row_op<B: Backend>(args: &RuleArgs<'_, B>) -> Result<FastPathOp<RowOp>> {
     args.op
         .as_any()
-        .downcast_ref::<RowOp>()
+        .downcast_ref::<FastPathOp<RowOp>>()
         .copied()
         .ok_or_else(|| Error::invalid("fused row op", "rule called with another op"))
 }
 
 /// The node's `eps` (as bits), for the layer norm ops.
 fn eps_bits<B: Backend>(args: &RuleArgs<'_, B>) -> Result<u64> {
-    match row_op(args)?.kernel {
+    match row_op(args)?.op.kernel {
         RowKernel::LayerNorm { eps } | RowKernel::LayerNormVjp { eps } => Ok(eps),
         other => Err(Error::invalid(
             "fused row op",
@@ -101,7 +103,8 @@ fn apply_with<B: Backend>(
     kernel: RowKernel,
     inputs: &[&Tensor<B>],
 ) -> Result<Tensor<B>> {
-    apply(row_op(args)?.with(kernel), inputs)
+    let node = row_op(args)?;
+    apply(node.with(node.op.with(kernel)), inputs)
 }
 
 /// The reverse rule of a two-input op for its second input, in which it is linear with the
@@ -128,7 +131,7 @@ fn softmax_vjp_reverse<B: Backend>(
     u: &Tensor<B>,
     needs: &[bool],
 ) -> Result<Vec<Option<Tensor<B>>>> {
-    let axes = row_op(args)?.axes();
+    let axes = row_op(args)?.op.axes();
     let (y, g) = (&args.inputs[0], &args.inputs[1]);
     let dy = if needs[0] {
         let centered = g.sub(row_dot(g, y, &axes)?)?;
@@ -146,7 +149,7 @@ fn softmax_vjp_forward<B: Backend>(
     args: &RuleArgs<'_, B>,
     t: &[Option<Tensor<B>>],
 ) -> Result<Option<Tensor<B>>> {
-    let axes = row_op(args)?.axes();
+    let axes = row_op(args)?.op.axes();
     let (y, g) = (&args.inputs[0], &args.inputs[1]);
     let from_y = t[0]
         .as_ref()
@@ -173,7 +176,7 @@ fn log_softmax_linear_reverse<B: Backend>(
     transpose: RowKernel,
     sums_cotangent: bool,
 ) -> Result<Vec<Option<Tensor<B>>>> {
-    let axes = row_op(args)?.axes();
+    let axes = row_op(args)?.op.axes();
     let (y, second) = (&args.inputs[0], &args.inputs[1]);
     let dy = if needs[0] {
         let (summed, scaled) = if sums_cotangent {
@@ -192,7 +195,7 @@ fn log_softmax_vjp_forward<B: Backend>(
     args: &RuleArgs<'_, B>,
     t: &[Option<Tensor<B>>],
 ) -> Result<Option<Tensor<B>>> {
-    let axes = row_op(args)?.axes();
+    let axes = row_op(args)?.op.axes();
     let (y, g) = (&args.inputs[0], &args.inputs[1]);
     let from_y = t[0]
         .as_ref()
@@ -209,7 +212,7 @@ fn log_softmax_jvp_forward<B: Backend>(
     args: &RuleArgs<'_, B>,
     tangents: &[Option<Tensor<B>>],
 ) -> Result<Option<Tensor<B>>> {
-    let axes = row_op(args)?.axes();
+    let axes = row_op(args)?.op.axes();
     let (y, t) = (&args.inputs[0], &args.inputs[1]);
     let from_y = tangents[0]
         .as_ref()
@@ -244,7 +247,7 @@ struct Normalized<B: Backend> {
 
 impl<B: Backend> Normalized<B> {
     fn new(args: &RuleArgs<'_, B>) -> Result<Self> {
-        let axes = row_op(args)?.axes();
+        let axes = row_op(args)?.op.axes();
         let eps = f64::from_bits(eps_bits(args)?);
         let x = &args.inputs[0];
         let centered = x.sub(x.mean(&axes, true)?)?;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::layers::fused::test_support::{assert_adjoint, near, one, vals};
+use crate::layers::fused::test_support::{assert_adjoint, near, on_cpu, one, vals};
 use nabla_core::Generator;
 use nabla_cpu::CpuBackend;
 use nabla_tensor::{GradCheckOptions, check_gradients, check_second_order, vjp_n};
@@ -40,7 +40,7 @@ fn settings(relu: bool) -> Settings {
 
 fn fused_with(v: &[T], relu: bool) -> Result<T> {
     Tensor::apply_family_op::<FusedBatchNorm>(
-        Arc::new(BatchNormOp::Forward(settings(relu))),
+        Arc::new(on_cpu(BatchNormOp::Forward(settings(relu)))),
         &[&v[0], &v[1], &v[2]],
     )
 }

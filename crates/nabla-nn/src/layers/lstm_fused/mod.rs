@@ -19,18 +19,17 @@
 //! Derivatives of any order: the reverse rule runs the fused vjp op when nothing it returns is
 //! tracked (plain `backward`, the training case); when the pass builds a graph (`create_graph`,
 //! higher order) and for forward mode, it differentiates the composite layer (the same steps from
-//! tensor ops), which has the same values up to rounding. The fused op runs on the CPU backend for
-//! `f32` and `f64`; elsewhere (other backends, traced programs) the layer is the composite.
+//! tensor ops), which has the same values up to rounding. The fused op ([`LstmOp`]) runs for `f32`
+//! and `f64` on a backend with fast-path kernels ([`Backend::fast_path_kernels`]); elsewhere (other
+//! backends, traced programs) the layer is the composite.
 
-mod kernel;
 #[cfg(test)]
 mod tests;
 
 use crate::layers::fused::{composite_jvp, composite_vjp_if_tracked, recorded_op, split_flat};
-use nabla_core::Result;
-use nabla_core::{
-    Backend, DType, Error, ExtensionOp, HostAllocator, HostData, HostView, OutputSpec,
-};
+use nabla_core::fast_path::LstmOp;
+pub(crate) use nabla_core::fast_path::time_of_step;
+use nabla_core::{Backend, DType, Error, FastPathOp, Result};
 use nabla_tensor::{ExtensionFamily, ExtensionRules, RuleArgs, Tensor, is_recorded};
 use std::sync::Arc;
 
@@ -70,10 +69,10 @@ pub(crate) fn lstm_layer<B: Backend>(
     let w_hh = w.w_hh;
     // The fused op takes one float dtype; mixed dtypes promote through the composite's ops.
     let dtypes = [w.w_ih, w_hh, h0, c0].into_iter().chain(w.bias);
-    let fused = x.backend().device().kind == "cpu"
-        && matches!(x.dtype(), DType::F32 | DType::F64)
+    let one_float_dtype = matches!(x.dtype(), DType::F32 | DType::F64)
         && dtypes.into_iter().all(|t| t.dtype() == x.dtype());
-    if !fused {
+    let kernels = x.backend().fast_path_kernels().filter(|_| one_float_dtype);
+    let Some(kernels) = kernels else {
         let xw = x.matmul(&w.w_ih.t()?)?;
         let xw = match w.bias {
             Some(b) => xw.add(b)?,
@@ -86,7 +85,7 @@ pub(crate) fn lstm_layer<B: Backend>(
             h_n: steps[last].h.clone(),
             c_n: steps[last].c.clone(),
         });
-    }
+    };
     let zeros;
     let bias = match w.bias {
         Some(b) => b,
@@ -98,11 +97,14 @@ pub(crate) fn lstm_layer<B: Backend>(
     let inputs = [x, w.w_ih, w_hh, h0, c0, bias];
     // Only the vjp reads the activations, and it runs only where the op is recorded.
     let activations = is_recorded(&inputs);
-    let op = LstmOp::Layer {
-        reverse,
-        activations,
+    let op = FastPathOp {
+        op: LstmOp::Layer {
+            reverse,
+            activations,
+        },
+        kernels,
     };
-    let planes = op.planes() as isize;
+    let planes = op.op.planes() as isize;
     let out = Tensor::apply_family_op::<FusedLstm>(Arc::new(op), &inputs)?;
     let outputs = out.select_index(0, planes - 2)?;
     let cells = out.select_index(0, planes - 1)?;
@@ -111,11 +113,6 @@ pub(crate) fn lstm_layer<B: Backend>(
         c_n: cells.select_index(0, last as isize)?,
         outputs,
     })
-}
-
-/// The time index of the `step`-th step run over `len` steps, counting down when `reverse`.
-pub(crate) fn time_of_step(step: usize, len: usize, reverse: bool) -> usize {
-    if reverse { len - 1 - step } else { step }
 }
 
 /// One step of the composite layer: the activations `[σ(i), σ(f), tanh(g), σ(o)]`, `h` and `c`.
@@ -183,40 +180,6 @@ fn composite_layer<B: Backend>(v: &[Tensor<B>], op: LstmOp) -> Result<Tensor<B>>
     Tensor::cat(&[&acts, &hs.unsqueeze(0)?, &cs.unsqueeze(0)?], 0)
 }
 
-/// The fused layer and its vector-Jacobian product.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum LstmOp {
-    /// `(x [L, N, I], w_ih [4H, I], w_hh [4H, H], h0 [N, H], c0 [N, H], bias [4H]) -> [6, L, N, H]`:
-    /// the activations, then every step's `h` and `c`; without `activations`, `[2, L, N, H]`, the
-    /// states only.
-    Layer { reverse: bool, activations: bool },
-    /// `(x, w_ih, w_hh, h0, c0, states [6, L, N, H], cotangent [6, L, N, H])
-    /// -> [LNI + 2NH + 4H·I + 4H·H + 4H]`: the cotangents of `x`, `h0`, `c0`, `w_ih`, `w_hh` and
-    /// the bias, flattened one after another, from the layer's output and its cotangent (whose
-    /// activation part is ignored: only `h` and `c` leave the layer). Without `input_grad`, the
-    /// cotangent of `x` (the first `LNI` elements) is left out.
-    LayerVjp { reverse: bool, input_grad: bool },
-}
-
-/// The sizes of one layer: steps, batch rows, input features and hidden units.
-#[derive(Clone, Copy, Debug)]
-struct Dims {
-    len: usize,
-    n: usize,
-    input: usize,
-    h: usize,
-}
-
-impl Dims {
-    /// The lengths of the vjp's flat output, in its order: `dx` (none without `input_grad`), `dh0`,
-    /// `dc0`, `dw_ih`, `dw_hh`, `db`.
-    fn vjp_lengths(self, input_grad: bool) -> [usize; 6] {
-        let (len, n, i, h) = (self.len, self.n, self.input, self.h);
-        let dx = if input_grad { len * n * i } else { 0 };
-        [dx, n * h, n * h, 4 * h * i, 4 * h * h, 4 * h]
-    }
-}
-
 /// The family binding the layer's rules.
 struct FusedLstm;
 
@@ -225,14 +188,14 @@ impl ExtensionFamily for FusedLstm {
         ExtensionRules::new()
             .reverse("fused.lstm_layer", layer_reverse)
             .forward("fused.lstm_layer", |args, t| {
-                let op = layer_of(args)?;
+                let op = layer_of(args)?.op;
                 composite_jvp(args, t, |v| composite_layer(v, op))
             })
     }
 }
 
 /// The recorded layer op (a [`LstmOp::Layer`]).
-fn layer_of<B: Backend>(args: &RuleArgs<'_, B>) -> Result<LstmOp> {
+fn layer_of<B: Backend>(args: &RuleArgs<'_, B>) -> Result<FastPathOp<LstmOp>> {
     recorded_op(args, "fused.lstm_layer", |op| {
         matches!(op, LstmOp::Layer { .. })
     })
@@ -244,7 +207,8 @@ fn layer_reverse<B: Backend>(
     g: &Tensor<B>,
     needs: &[bool],
 ) -> Result<Vec<Option<Tensor<B>>>> {
-    let layer = layer_of(args)?;
+    let recorded = layer_of(args)?;
+    let layer = recorded.op;
     // An op run without its activations is one that was not expected to be recorded; its
     // composite still gives the right cotangents.
     let composite = |v: &[Tensor<B>]| composite_layer(v, layer);
@@ -260,10 +224,10 @@ fn layer_reverse<B: Backend>(
     };
     // The input's cotangent only when asked for: a first layer's input is often data.
     let input_grad = needs.first().copied().unwrap_or(true);
-    let op = Arc::new(LstmOp::LayerVjp {
+    let op = Arc::new(recorded.with(LstmOp::LayerVjp {
         reverse: layer.reverse(),
         input_grad,
-    });
+    }));
     let inputs = [x, w_ih, w_hh, h0, c0, args.output, g];
     let flat = Tensor::apply_family_op::<FusedLstm>(op, &inputs)?;
     // The flat cotangent's pieces, in its order: dx, dh0, dc0, dw_ih, dw_hh, db.
@@ -278,127 +242,4 @@ fn layer_reverse<B: Backend>(
     let [dx, dh0, dc0, dw_ih, dw_hh, db] = <[_; 6]>::try_from(split_flat(&flat, &likes)?)
         .map_err(|_| Error::invalid("fused.lstm_layer", "expected six cotangents"))?;
     Ok(vec![dx, dw_ih, dw_hh, dh0, dc0, db])
-}
-
-impl LstmOp {
-    fn op_name(self) -> &'static str {
-        match self {
-            LstmOp::Layer { .. } => "fused.lstm_layer",
-            LstmOp::LayerVjp { .. } => "fused.lstm_layer_vjp",
-        }
-    }
-
-    fn reverse(self) -> bool {
-        match self {
-            LstmOp::Layer { reverse, .. } | LstmOp::LayerVjp { reverse, .. } => reverse,
-        }
-    }
-
-    /// The `[L, N, H]` planes of the layer's output: the activations' four (where kept), `h`, `c`.
-    fn planes(self) -> usize {
-        match self {
-            LstmOp::Layer { activations, .. } => 2 + 4 * usize::from(activations),
-            LstmOp::LayerVjp { .. } => 6,
-        }
-    }
-
-    /// The expected input shapes for the sizes `d`.
-    fn input_shapes(self, d: Dims) -> Vec<Vec<usize>> {
-        let (len, n, i, h) = (d.len, d.n, d.input, d.h);
-        let mut shapes = vec![
-            vec![len, n, i],
-            vec![4 * h, i],
-            vec![4 * h, h],
-            vec![n, h],
-            vec![n, h],
-        ];
-        match self {
-            LstmOp::Layer { .. } => shapes.push(vec![4 * h]),
-            LstmOp::LayerVjp { .. } => shapes.extend([vec![6, len, n, h], vec![6, len, n, h]]),
-        }
-        shapes
-    }
-
-    /// The dtype and sizes from the input shapes, or an error naming the op and the expected
-    /// shapes.
-    fn dims(self, inputs: &[(DType, &[usize])]) -> Result<(DType, Dims)> {
-        let bad = || {
-            let shapes: Vec<_> = inputs.iter().map(|(d, s)| (*d, s.to_vec())).collect();
-            Error::invalid(
-                self.op_name(),
-                format!(
-                    "expected f32 or f64 inputs of one dtype: input [L, N, I], weights [4H, I] \
-                     and [4H, H], states [N, H], then bias [4H] for the layer, or output and \
-                     cotangent [6, L, N, H] for its vjp; got {shapes:?}"
-                ),
-            )
-        };
-        // The sizes come from the input and the recurrent weight.
-        let (Some((dtype, x)), Some((_, w_hh))) = (inputs.first(), inputs.get(2)) else {
-            return Err(bad());
-        };
-        let sizes = match (*x, *w_hh) {
-            (&[len, n, input], &[_, h]) => Dims { len, n, input, h },
-            _ => return Err(bad()),
-        };
-        let dtype = *dtype;
-        // Every size the op works out fits a usize (a zero-size input may have huge dimensions).
-        let Dims { len, n, input, h } = sizes;
-        let fits = |factors: &[usize]| factors.iter().try_fold(1usize, |p, &f| p.checked_mul(f));
-        let sized = [
-            [4, h, input, 1],
-            [4, h, h, 1],
-            [6, len, n, h],
-            [len, n, input, 1],
-        ]
-        .iter()
-        .all(|f| fits(f).is_some());
-        if !sized {
-            return Err(bad());
-        }
-        let want = self.input_shapes(sizes);
-        let ok = inputs.len() == want.len()
-            && sizes.len > 0
-            && sizes.h > 0
-            && matches!(dtype, DType::F32 | DType::F64)
-            && inputs
-                .iter()
-                .zip(&want)
-                .all(|((d, s), w)| *d == dtype && *s == w.as_slice());
-        if ok { Ok((dtype, sizes)) } else { Err(bad()) }
-    }
-}
-
-impl ExtensionOp for LstmOp {
-    fn name(&self) -> &str {
-        self.op_name()
-    }
-
-    fn output_spec(&self, inputs: &[(DType, &[usize])]) -> Result<OutputSpec> {
-        let (dtype, d) = self.dims(inputs)?;
-        let shape = match self {
-            LstmOp::Layer { .. } => vec![self.planes(), d.len, d.n, d.h],
-            LstmOp::LayerVjp { input_grad, .. } => vec![d.vjp_lengths(*input_grad).iter().sum()],
-        };
-        Ok(OutputSpec { dtype, shape })
-    }
-
-    fn host_kernel(&self, views: &[HostView<'_>], alloc: &dyn HostAllocator) -> Result<HostData> {
-        let specs: Vec<_> = views.iter().map(|v| (v.data.dtype(), v.shape)).collect();
-        let (_, dims) = self.dims(&specs)?;
-        let data: Vec<&HostData> = views.iter().map(|v| v.data).collect();
-        match data[0] {
-            HostData::F32(_) => Ok(HostData::F32(kernel::run::<f32>(
-                *self, &data, dims, alloc,
-            )?)),
-            HostData::F64(_) => Ok(HostData::F64(kernel::run::<f64>(
-                *self, &data, dims, alloc,
-            )?)),
-            other => Err(Error::dtype(self.op_name(), other.dtype())),
-        }
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::layers::fused::test_support::{assert_adjoint, near, one, vals};
+use crate::layers::fused::test_support::{assert_adjoint, near, on_cpu, one, vals};
 use nabla_core::Generator;
 use nabla_cpu::CpuBackend;
 use nabla_tensor::{GradCheckOptions, check_gradients, check_second_order, vjp_n};
@@ -126,10 +126,10 @@ fn derivatives_match_finite_differences_to_second_order() {
     // random cotangent, so that each step's `c` gets an outside cotangent too.
     let states = |x: &[T]| -> Result<T> {
         Tensor::apply_family_op::<FusedLstm>(
-            Arc::new(LstmOp::Layer {
+            Arc::new(on_cpu(LstmOp::Layer {
                 reverse: true,
                 activations: true,
-            }),
+            })),
             &[&x[0], &x[1], &x[2], &x[3], &x[4], &x[5]],
         )?
         .narrow(0, 4, 2)
@@ -183,10 +183,10 @@ fn bad_shapes_and_dtypes_are_errors() {
     let v = inputs(2, 2, 3, 11);
     let op = |x: &[&T]| {
         Tensor::apply_family_op::<FusedLstm>(
-            Arc::new(LstmOp::Layer {
+            Arc::new(on_cpu(LstmOp::Layer {
                 reverse: false,
                 activations: true,
-            }),
+            })),
             x,
         )
         .unwrap_err()
@@ -249,15 +249,15 @@ fn the_fused_vjp_matches_the_composite_for_every_output() {
         let v = inputs(19, 3, 6, 18);
         let mut rng = Generator::new(19);
         let cot = Tensor::randn([2, 19, 3, 6], DType::F64, &mut rng, &cpu).unwrap();
-        let op = Arc::new(LstmOp::Layer {
+        let op = Arc::new(on_cpu(LstmOp::Layer {
             reverse,
             activations: true,
-        });
+        }));
         let fused = |x: &[T]| -> Result<T> {
             Tensor::apply_family_op::<FusedLstm>(op.clone(), &x.iter().collect::<Vec<_>>())?
                 .narrow(0, 4, 2)
         };
-        let composite = |x: &[T]| composite_layer(x, *op)?.narrow(0, 4, 2);
+        let composite = |x: &[T]| composite_layer(x, op.op)?.narrow(0, 4, 2);
         let (yf, gf) = vjp_n(fused, &v, &cot).unwrap();
         let (yc, gc) = vjp_n(composite, &v, &cot).unwrap();
         near(&vals(&yf), &vals(&yc), 1e-13);
@@ -332,10 +332,10 @@ fn without_gradients_the_states_are_the_same_and_the_activations_are_not_kept() 
             near(&vals(&without.c_n), &vals(&with.c_n), 0.0);
         }
         // The untracked op's output is the two state planes only.
-        let op = Arc::new(LstmOp::Layer {
+        let op = Arc::new(on_cpu(LstmOp::Layer {
             reverse,
             activations: false,
-        });
+        }));
         let states =
             Tensor::apply_family_op::<FusedLstm>(op.clone(), &v.iter().collect::<Vec<_>>())
                 .unwrap();
@@ -346,7 +346,7 @@ fn without_gradients_the_states_are_the_same_and_the_activations_are_not_kept() 
         };
         let cot = states.ones_like().unwrap();
         let (yf, gf) = vjp_n(fused, &v, &cot).unwrap();
-        let (yc, gc) = vjp_n(|x| composite_layer(x, *op), &v, &cot).unwrap();
+        let (yc, gc) = vjp_n(|x| composite_layer(x, op.op), &v, &cot).unwrap();
         near(&vals(&yf), &vals(&yc), 1e-13);
         for (f, c) in gf.iter().zip(&gc) {
             near(&vals(f), &vals(c), 1e-12);

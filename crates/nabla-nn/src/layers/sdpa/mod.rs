@@ -1,8 +1,7 @@
 //! Scaled dot-product attention, PyTorch's `torch.nn.functional.scaled_dot_product_attention`:
-//! `softmax(Q Kᵀ · scale + mask) V`, fused on the CPU (memory linear in the sequence length, the
-//! causal mask never built) and the composite formula elsewhere.
+//! `softmax(Q Kᵀ · scale + mask) V`, fused where the backend has fast-path kernels (memory linear
+//! in the sequence length, the causal mask never built) and the composite formula elsewhere.
 
-mod kernel;
 mod op;
 #[cfg(test)]
 mod tests;
@@ -53,8 +52,8 @@ impl<B: Backend> Default for SdpaArgs<'_, B> {
 /// `[..., L, Ev]` output `softmax(query keyᵀ · scale + mask) value`. A query that may attend to no
 /// key gets NaN, as in PyTorch; with no keys at all (`S = 0`) the output is zero.
 ///
-/// On the CPU backend, for `f32` and `f64`, without `attn_mask` and dropout (the causal mask
-/// included), it runs as one fused op: an online softmax over blocks of keys, which never holds the
+/// On a backend with fast-path kernels (the CPU), for `f32` and `f64`, without `attn_mask` and
+/// dropout (the causal mask included), it runs as one fused op: an online softmax over blocks of keys, which never holds the
 /// `[L, S]` scores, and a fused backward that recomputes them block by block from each query's
 /// saved log-sum-exp. Every transform differentiates it to any order; higher orders and forward
 /// mode differentiate the composite formula (which does hold the scores). Elsewhere (masks,
@@ -125,11 +124,9 @@ pub fn scaled_dot_product_attention<B: Backend>(
         return Tensor::zeros(out_shape, dtype, query.backend());
     }
     let dropout_p = args.dropout_p;
-    let fused = query.backend().device().kind == "cpu"
-        && matches!(dtype, DType::F32 | DType::F64)
-        && bias.is_none()
-        && dropout_rng.is_none();
-    if fused {
+    let fusable =
+        matches!(dtype, DType::F32 | DType::F64) && bias.is_none() && dropout_rng.is_none();
+    if let Some(kernels) = query.backend().fast_path_kernels().filter(|_| fusable) {
         let expand = |t: &Tensor<B>| -> Result<Tensor<B>> {
             let r = t.rank();
             let shape: Vec<usize> = lead.iter().chain(&t.shape()[r - 2..]).copied().collect();
@@ -140,7 +137,7 @@ pub fn scaled_dot_product_attention<B: Backend>(
             }
         };
         let (q, k, v) = (expand(query)?, expand(&key)?, expand(&value)?);
-        let packed = op::apply(&q, &k, &v, scale, args.is_causal)?;
+        let packed = op::apply(kernels, &q, &k, &v, scale, args.is_causal)?;
         return packed.narrow(-1, 0, ev);
     }
     // The query is scaled, not the scores: L E elements rather than L S (E <= S in most layers).

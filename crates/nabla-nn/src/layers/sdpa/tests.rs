@@ -1,5 +1,5 @@
 use super::*;
-use crate::layers::fused::test_support::{assert_adjoint, near, one, vals};
+use crate::layers::fused::test_support::{assert_adjoint, near, on_cpu, on_cpu_kernels, one, vals};
 use nabla_cpu::CpuBackend;
 use nabla_tensor::{GradCheckOptions, check_gradients, check_second_order, no_grad, vjp_n, vmap};
 
@@ -108,7 +108,7 @@ fn derivatives_match_finite_differences_to_second_order() {
     }
     // The log-sum-exp column of the packed output gets a cotangent of its own here, as it does when
     // a higher-order pass reaches it.
-    let packed = |x: &[T]| op::apply(&x[0], &x[1], &x[2], 0.7, true);
+    let packed = |x: &[T]| op::apply(on_cpu_kernels(), &x[0], &x[1], &x[2], 0.7, true);
     check_gradients(packed, &qkv(&[2], 3, 4, 2, 3, 2), &opts)
         .unwrap()
         .assert_close(1e-7, 1e-6)
@@ -373,10 +373,10 @@ fn bad_arguments_are_errors_naming_the_op() {
 fn the_ops_reject_inputs_they_cannot_run() {
     let v = qkv(&[2], 4, 5, 3, 2, 130);
     let bad = |inputs: &[&T]| {
-        let op = op::AttentionOp::Forward {
+        let op = on_cpu(op::AttentionOp::Forward {
             scale: 1f64.to_bits(),
             causal: false,
-        };
+        });
         let e = Tensor::apply_family_op::<op::FusedAttention>(std::sync::Arc::new(op), inputs)
             .unwrap_err()
             .to_string();

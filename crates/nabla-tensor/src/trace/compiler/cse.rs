@@ -15,75 +15,35 @@
 //! backend whose matrix product sums every element in one order (the CPU backend's does; a test
 //! checks it over shapes that take every path of its kernels).
 //!
-//! Ops are compared bit for bit. Constants compare their elements' bits (so `[0.0]` and `[-0.0]` stay
-//! apart, and equal NaNs merge). Extension ops compare by their explicit identity (name and
-//! parameters, [`nabla_core::ExtensionOp::same_as`]). Other ops must be equal by `PartialEq` *and*
-//! print the same `Debug` text, so `Full(0.0)` and `Full(-0.0)` (equal as numbers) stay apart, and an
-//! op holding a NaN (never equal to itself) is never merged.
+//! Ops are compared bit for bit, structurally ([`Primitive::same_function`]): every parameter by its
+//! bits (so `Full(0.0)` and `Full(-0.0)` stay apart, and equal NaNs merge), constants by their
+//! elements' bits, extension ops by their explicit identity (name and parameters,
+//! [`nabla_core::ExtensionOp::same_as`]). Program inputs are never merged.
 
 use super::rebuild;
 use crate::trace::graph::{Node, Program, TraceOp, TraceOperand, ValueId};
-use nabla_core::{DType, Element, HostData, Layout, Primitive, Result, Scalar, with_host_data};
+use nabla_core::{DType, Layout, Primitive, Result};
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
-use std::fmt::{self, Write as _};
 use std::hash::{Hash, Hasher};
 
-/// Streams `Debug` text into a hasher, so that ops are fingerprinted without building a string.
-struct HashWriter<'a>(&'a mut DefaultHasher);
-
-impl fmt::Write for HashWriter<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.0.write(s.as_bytes());
-        Ok(())
-    }
-}
-
-/// The bits of a scalar (every element type converts to a scalar exactly).
-fn bits(s: Option<Scalar>) -> Option<(u8, u64, u64)> {
-    Some(match s? {
-        Scalar::F64(x) => (0, x.to_bits(), 0),
-        Scalar::C128(c) => (1, c.re.to_bits(), c.im.to_bits()),
-        Scalar::I64(i) => (2, i as u64, 0),
-        Scalar::Bool(b) => (3, b as u64, 0),
-        Scalar::U64(u) => (4, u, 0),
-    })
-}
-
+/// A hash of the op's identity ([`Primitive::identity_words`]).
 fn fingerprint(op: &TraceOp) -> u64 {
     let mut h = DefaultHasher::new();
     match op {
-        TraceOp::Primitive(Primitive::Constant(data)) => {
-            data.dtype().hash(&mut h);
-            with_host_data!(data, v => v.iter().for_each(|x| bits(Some(x.to_scalar())).hash(&mut h)));
-        }
-        TraceOp::Primitive(Primitive::Extension(call)) => call.0.hash_identity(&mut h),
-        _ => {
-            // Writing into a hasher cannot fail.
-            let _ = write!(HashWriter(&mut h), "{op:?}");
-        }
+        TraceOp::Input { index } => (u64::MAX, *index).hash(&mut h),
+        TraceOp::Primitive(p) => p.identity().hash(&mut h),
     }
     h.finish()
-}
-
-fn same_constant(a: &HostData, b: &HostData) -> bool {
-    a.dtype() == b.dtype()
-        && a.len() == b.len()
-        && (0..a.len()).all(|i| bits(a.get(i)) == bits(b.get(i)))
 }
 
 /// Bit-exact op equality (see the module documentation).
 fn same_op(a: &TraceOp, b: &TraceOp) -> bool {
     match (a, b) {
-        (
-            TraceOp::Primitive(Primitive::Constant(x)),
-            TraceOp::Primitive(Primitive::Constant(y)),
-        ) => same_constant(x, y),
-        (
-            TraceOp::Primitive(Primitive::Extension(x)),
-            TraceOp::Primitive(Primitive::Extension(y)),
-        ) => x == y,
-        _ => a == b && format!("{a:?}") == format!("{b:?}"),
+        (TraceOp::Primitive(x), TraceOp::Primitive(y)) => x.same_function(y),
+        (TraceOp::Input { index: i }, TraceOp::Input { index: j }) => i == j,
+        (TraceOp::Input { .. }, TraceOp::Primitive(_))
+        | (TraceOp::Primitive(_), TraceOp::Input { .. }) => false,
     }
 }
 

@@ -2,13 +2,14 @@
 //!
 //! The functions here contain no calls, no loops and no data-dependent branches (only `if`
 //! expressions between values that are already computed, which become vector blends), so the loops
-//! that call them (the CPU backend's elementwise kernels, the host kernels of fused row ops)
-//! compile to SIMD code, including the AVX-512 and AVX2+FMA builds of those loops
-//! ([`simd_kernel!`](crate::simd_kernel)). They live here, below every backend, so that each kernel
-//! needing them shares one implementation and one set of accuracy tests.
+//! that call them (the CPU backend's elementwise kernels, its fast-path kernels: fused rows,
+//! attention, the LSTM layer, batch norm, Adam's loop) compile to SIMD code, including the AVX-512
+//! and AVX2+FMA builds of those loops ([`simd_kernel!`](crate::simd_kernel)). They live with the
+//! host kernels that use them, so that each shares one implementation and one set of accuracy
+//! tests.
 //!
 //! ```
-//! use nabla_core::simd_math::{exp_f32, tanh_f64};
+//! use nabla_cpu::simd_math::{exp_f32, tanh_f64};
 //! assert!((exp_f32(1.0) - std::f32::consts::E).abs() <= f32::EPSILON * 3.0);
 //! assert!((tanh_f64(0.5) - 0.5f64.tanh()).abs() < 1e-15);
 //! ```
@@ -47,11 +48,11 @@ use std::ops::{Add, Mul};
 
 /// Compiles a kernel function once per SIMD level worth its own build (AVX-512, then AVX2 with FMA,
 /// on x86-64) besides the baseline, and runs the best one the CPU has (the `multiversion` crate's
-/// dispatch, so the calling crate depends on `multiversion`). Every vectorised loop of the backends
-/// goes through here, so that the levels are named once.
+/// dispatch, so the calling crate depends on `multiversion`). Every vectorised loop of the host
+/// kernels goes through here, so that the levels are named once.
 ///
 /// ```
-/// nabla_core::simd_kernel! {
+/// nabla_cpu::simd_kernel! {
 ///     /// `dst += src`, elementwise.
 ///     fn add_assign(dst: &mut [f32], src: &[f32]) {
 ///         for (d, s) in dst.iter_mut().zip(src) {

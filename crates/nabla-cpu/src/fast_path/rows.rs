@@ -5,16 +5,92 @@
 //!
 //! Sums run in eight independent lanes (combined at the end), so the SIMD builds of these loops
 //! vectorise without reassociating anything the compiler would have to prove; `exp` is the
-//! branch-free one of [`nabla_core::simd_math`]. Rows are split across the thread pool in tasks of
+//! branch-free one of [`crate::simd_math`]. Rows are split across the thread pool in tasks of
 //! at least [`TASK_ELEMENTS`] elements.
 
-use super::RowKernel;
-pub(super) use nabla_core::simd_math::SimdFloat as RowFloat;
+use crate::simd_math::SimdFloat as RowFloat;
+use nabla_core::fast_path::{RowKernel, RowOp};
+use nabla_core::{Error, FastPath, HostAllocator, HostData, HostView, Result};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
+/// Runs `op` over rows of `row_len` elements of its one or two inputs.
+pub(super) fn run(
+    op: RowOp,
+    row_len: usize,
+    views: &[HostView<'_>],
+    alloc: &dyn HostAllocator,
+) -> Result<HostData> {
+    let data = |i: usize| views.get(i).map(|v| v.data);
+    match (data(0), data(1)) {
+        (Some(HostData::F32(a)), b) => Ok(HostData::F32(run_typed(
+            op,
+            a,
+            f32_or_empty(b),
+            row_len,
+            alloc,
+        )?)),
+        (Some(HostData::F64(a)), b) => Ok(HostData::F64(run_typed(
+            op,
+            a,
+            f64_or_empty(b),
+            row_len,
+            alloc,
+        )?)),
+        (other, _) => Err(Error::invalid(
+            op.name(),
+            format!("unsupported input {:?}", other.map(HostData::dtype)),
+        )),
+    }
+}
+
+/// The second input's `f32` values, or none.
+fn f32_or_empty(b: Option<&HostData>) -> &[f32] {
+    match b {
+        Some(HostData::F32(b)) => b,
+        _ => &[],
+    }
+}
+
+/// The second input's `f64` values, or none.
+fn f64_or_empty(b: Option<&HostData>) -> &[f64] {
+    match b {
+        Some(HostData::F64(b)) => b,
+        _ => &[],
+    }
+}
+
+/// The output over `a` (and `b`, which two-input kernels need of `a`'s length) in rows of `n`
+/// elements.
+fn run_typed<T: RowFloat>(
+    op: RowOp,
+    a: &[T],
+    b: &[T],
+    n: usize,
+    alloc: &dyn HostAllocator,
+) -> Result<Vec<T>> {
+    let b_len = if op.kernel.arity() == 2 { a.len() } else { 0 };
+    if b.len() != b_len || !a.len().is_multiple_of(n) {
+        return Err(Error::invalid(
+            op.name(),
+            format!(
+                "inputs of {} and {} elements do not make rows of {n}",
+                a.len(),
+                b.len()
+            ),
+        ));
+    }
+    let mut out: Vec<T> = alloc.vec(a.len());
+    if !a.is_empty() {
+        run_rows(op.kernel, n, a, b, &mut out.spare_capacity_mut()[..a.len()]);
+    }
+    // SAFETY: `run_rows` wrote all `a.len()` elements (an empty input has none to write).
+    unsafe { out.set_len(a.len()) };
+    Ok(out)
+}
+
 /// Elements per parallel task: below it a second thread costs more than it saves.
-pub(super) const TASK_ELEMENTS: usize = 1 << 14;
+const TASK_ELEMENTS: usize = 1 << 14;
 
 /// Independent accumulators of a row sum.
 const LANES: usize = 8;
@@ -154,7 +230,7 @@ unsafe fn assume_init<T>(s: &mut [MaybeUninit<T>]) -> &mut [T] {
     unsafe { &mut *(s as *mut [MaybeUninit<T>] as *mut [T]) }
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// Runs `kernel` over consecutive rows of `n` elements: `a` (and `b` for the two-input kernels,
     /// else empty) in, `out` written in full.
     fn rows_task<T: RowFloat>(
@@ -204,7 +280,7 @@ nabla_core::simd_kernel! {
 /// Applies `kernel` to rows of `n > 0` elements of `a` (and `b`, of `a`'s length, for the two-input
 /// kernels; empty otherwise), writing every element of `out` (of `a`'s length). Rows are split
 /// across the thread pool when there are enough of them.
-pub(super) fn run_rows<T: RowFloat>(
+fn run_rows<T: RowFloat>(
     kernel: RowKernel,
     n: usize,
     a: &[T],

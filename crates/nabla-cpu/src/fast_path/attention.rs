@@ -5,12 +5,12 @@
 //! a block that stays in cache; the thread pool runs blocks of queries (forward) or whole batch
 //! entries (backward, so that each task owns the key and value cotangents it accumulates).
 
-use super::op::Dims;
+use crate::simd_math::SimdFloat;
 use faer::linalg::matmul::matmul;
 use faer::traits::ComplexField;
 use faer::{Accum, MatMut, MatRef, Par};
-use nabla_core::Element;
-use nabla_core::simd_math::SimdFloat;
+use nabla_core::fast_path::{AttentionDims as Dims, AttentionOp};
+use nabla_core::{DType, Element, Error, FastPath, HostAllocator, HostData, HostView, Result};
 use rayon::prelude::*;
 
 /// Query rows per block: a forward task, and the rows of one backward step.
@@ -20,16 +20,16 @@ const BLOCK_ROWS: usize = 64;
 const BLOCK_COLS: usize = 128;
 
 /// The float types the kernels run in.
-pub(super) trait AttentionFloat: SimdFloat + Element + ComplexField {}
+trait AttentionFloat: SimdFloat + Element + ComplexField {}
 impl<T: SimdFloat + Element + ComplexField> AttentionFloat for T {}
 
 /// The problem: sizes, the factor the scores are multiplied by, and whether query `i` may only see
 /// keys `j <= i`.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Problem<T> {
-    pub dims: Dims,
-    pub scale: T,
-    pub causal: bool,
+struct Problem<T> {
+    dims: Dims,
+    scale: T,
+    causal: bool,
 }
 
 impl<T> Problem<T> {
@@ -42,6 +42,55 @@ impl<T> Problem<T> {
             cols
         }
     }
+}
+
+/// Runs `op` on inputs already validated by [`AttentionOp::dims`].
+pub(super) fn run_op(
+    op: AttentionOp,
+    dims: Dims,
+    views: &[HostView<'_>],
+    alloc: &dyn HostAllocator,
+) -> Result<HostData> {
+    match views.first().map(|v| v.data.dtype()) {
+        Some(DType::F32) => Ok(HostData::F32(run::<f32>(op, dims, views, alloc)?)),
+        Some(DType::F64) => Ok(HostData::F64(run::<f64>(op, dims, views, alloc)?)),
+        Some(other) => Err(Error::dtype(op.name(), other)),
+        None => Err(Error::invalid(op.name(), "no inputs")),
+    }
+}
+
+/// Runs `op` in `T` on inputs of `dims`.
+fn run<T: AttentionFloat>(
+    op: AttentionOp,
+    dims: Dims,
+    views: &[HostView<'_>],
+    alloc: &dyn HostAllocator,
+) -> Result<Vec<T>> {
+    let data: Vec<&[T]> = views
+        .iter()
+        .map(|v| T::slice_of(v.data).ok_or_else(|| Error::dtype(op.name(), v.data.dtype())))
+        .collect::<Result<_>>()?;
+    let (scale, causal) = op.params();
+    let problem = Problem {
+        dims,
+        scale: T::from_f64(scale),
+        causal,
+    };
+    let len = match op {
+        AttentionOp::Forward { .. } => dims.forward_len(),
+        AttentionOp::Vjp { .. } => dims.vjp_len(),
+    };
+    let len = len.ok_or_else(|| Error::invalid(op.name(), "sizes overflow"))?;
+    let mut out: Vec<T> = alloc.vec(len);
+    out.resize(len, T::ZERO);
+    match (op, data.as_slice()) {
+        (AttentionOp::Forward { .. }, &[q, k, v]) => forward(&problem, q, k, v, &mut out),
+        (AttentionOp::Vjp { .. }, &[q, k, v, packed, cot]) => {
+            backward(&problem, [q, k, v, packed, cot], &mut out)
+        }
+        _ => return Err(Error::invalid(op.name(), "wrong number of inputs")),
+    }
+    Ok(out)
 }
 
 /// A row-major `rows x cols` view of the start of `data`.
@@ -79,7 +128,7 @@ fn product<T: AttentionFloat>(
     matmul(dst, accum, a, b, alpha, Par::Seq);
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// One row of a block of scores folded into the running softmax of its query: the first
     /// `visible` scores become `e^(s - m')` (the rest 0), where `m'` is the new running maximum,
     /// and the running sum is rescaled and extended. Returns the factor `e^(m - m')` by which the
@@ -110,7 +159,7 @@ nabla_core::simd_kernel! {
     }
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `acc *= factor`, elementwise.
     fn scale_row<T: AttentionFloat>(acc: &mut [T], factor: T) {
         for a in acc.iter_mut() {
@@ -119,7 +168,7 @@ nabla_core::simd_kernel! {
     }
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// One row of the backward pass: from the scores `s` (first `visible` of them seen), the
     /// query's log-sum-exp and `dp = dO Vᵀ`, the probabilities `p = e^(s - lse)` into `s` and the
     /// score cotangents `p (dp - delta)` into `dp` (zero where hidden).
@@ -146,7 +195,7 @@ struct ForwardScratch<T> {
 /// The fused forward pass: from `q` `[B, L, E]`, `k` `[B, S, E]` and `v` `[B, S, Ev]`, fills `out`
 /// (`[B, L, Ev + 1]`) with each query's output row followed by its log-sum-exp. A query that sees
 /// no key (only when `S = 0`) gets a zero output and a log-sum-exp of `-inf`.
-pub(super) fn forward<T: AttentionFloat>(p: &Problem<T>, q: &[T], k: &[T], v: &[T], out: &mut [T]) {
+fn forward<T: AttentionFloat>(p: &Problem<T>, q: &[T], k: &[T], v: &[T], out: &mut [T]) {
     let Dims { l, s, e, ev, .. } = p.dims;
     let width = ev + 1;
     if out.is_empty() {
@@ -278,7 +327,7 @@ fn pieces<T>(data: &mut [T], size: usize, count: usize) -> Vec<&mut [T]> {
 /// output's cotangent (`[B, L, Ev + 1]`, the log-sum-exps' cotangents included), fills `out` with
 /// the cotangents of `q`, `k` and `v`, one after the other (`B L E + B S E + B S Ev` elements,
 /// which must be zero on entry).
-pub(super) fn backward<T: AttentionFloat>(p: &Problem<T>, inputs: [&[T]; 5], out: &mut [T]) {
+fn backward<T: AttentionFloat>(p: &Problem<T>, inputs: [&[T]; 5], out: &mut [T]) {
     let Dims { batch, l, s, e, ev } = p.dims;
     let [q, k, v, packed, cot] = inputs;
     let (dq, rest) = out.split_at_mut(batch * l * e);

@@ -1,15 +1,15 @@
 //! The host kernels of the fused LSTM layer: the recurrence forwards and its vector-Jacobian
-//! product backwards, each step one faer product (through the CPU backend's
-//! [`nabla_cpu::host_gemm`]) and one row-parallel pass of the cell. Forwards, the input projections
+//! product backwards, each step one faer product (through [`crate::host_gemm`]) and one
+//! row-parallel pass of the cell. Forwards, the input projections
 //! are one product before the steps; backwards, the products with the input's and the weights'
 //! cotangents run every [`CHUNK_STEPS`] steps, over those steps, while the gate cotangents they read
 //! are still in cache.
 
-use super::{Dims, LstmOp};
+use crate::simd_math::SimdFloat;
 use faer::traits::ComplexField;
 use faer::{MatMut, MatRef};
-use nabla_core::simd_math::SimdFloat;
-use nabla_core::{Element, Error, HostAllocator, HostData, Result};
+use nabla_core::fast_path::{LstmDims as Dims, LstmOp, time_of_step};
+use nabla_core::{Element, Error, FastPath, HostAllocator, HostData, HostView, Result};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
@@ -17,11 +17,27 @@ use std::mem::MaybeUninit;
 const ROWS_PER_TASK: usize = 8;
 
 /// The float types the kernels run in.
-pub(super) trait LayerFloat: SimdFloat + Element + ComplexField {}
+trait LayerFloat: SimdFloat + Element + ComplexField {}
 impl<T: SimdFloat + Element + ComplexField> LayerFloat for T {}
 
 /// Runs `op` on inputs already validated by [`LstmOp::dims`].
-pub(super) fn run<T: LayerFloat>(
+pub(super) fn run_op(
+    op: LstmOp,
+    dims: Dims,
+    views: &[HostView<'_>],
+    alloc: &dyn HostAllocator,
+) -> Result<HostData> {
+    let data: Vec<&HostData> = views.iter().map(|v| v.data).collect();
+    match data.first() {
+        Some(HostData::F32(_)) => Ok(HostData::F32(run::<f32>(op, &data, dims, alloc)?)),
+        Some(HostData::F64(_)) => Ok(HostData::F64(run::<f64>(op, &data, dims, alloc)?)),
+        Some(other) => Err(Error::dtype(op.name(), other.dtype())),
+        None => Err(Error::invalid(op.name(), "no inputs")),
+    }
+}
+
+/// [`run_op`] in `T`.
+fn run<T: LayerFloat>(
     op: LstmOp,
     data: &[&HostData],
     dims: Dims,
@@ -29,14 +45,14 @@ pub(super) fn run<T: LayerFloat>(
 ) -> Result<Vec<T>> {
     let slices: Vec<&[T]> = data
         .iter()
-        .map(|d| T::slice_of(d).ok_or_else(|| Error::dtype(op.op_name(), d.dtype())))
+        .map(|d| T::slice_of(d).ok_or_else(|| Error::dtype(op.name(), d.dtype())))
         .collect::<Result<_>>()?;
     let steps = Steps {
         len: dims.len,
         reverse: op.reverse(),
     };
     let [x, w_ih, w_hh, h0, c0, rest @ ..] = slices.as_slice() else {
-        return Err(Error::invalid(op.op_name(), "wrong number of inputs"));
+        return Err(Error::invalid(op.name(), "wrong number of inputs"));
     };
     let inputs = Inputs {
         x,
@@ -53,7 +69,7 @@ pub(super) fn run<T: LayerFloat>(
             let output = Cotangent { states, cot };
             backward(&inputs, output, input_grad, dims, steps, alloc)
         }
-        _ => Err(Error::invalid(op.op_name(), "wrong number of inputs")),
+        _ => Err(Error::invalid(op.name(), "wrong number of inputs")),
     }
 }
 
@@ -82,7 +98,7 @@ struct Steps {
 
 impl Steps {
     fn time(self, s: usize) -> usize {
-        super::time_of_step(s, self.len, self.reverse)
+        time_of_step(s, self.len, self.reverse)
     }
 
     /// The times of the chunk whose last run step is `end - 1`: run steps `end - count..end`, which
@@ -180,7 +196,7 @@ fn forward<T: LayerFloat>(
     // The input projections `x W_ihᵀ` of every step, as one product, into the activations' blocks:
     // each step's cell reads its block and overwrites it with the activations.
     let rows = d.len * n;
-    nabla_cpu::host_gemm_uninit(
+    crate::host_gemm_uninit(
         "fused.lstm_layer",
         acts,
         MatRef::from_row_major_slice(x.x, rows, d.input),
@@ -188,7 +204,7 @@ fn forward<T: LayerFloat>(
     )?;
     // `W_hhᵀ` row-major: the products read it faster than the transposed view of `W_hh` (about 40
     // against 48 µs per step at H = 256, batch 32), which pays for the copy a few times over.
-    let w_t = nabla_cpu::host_transpose(x.w_hh, 4 * h, h)?;
+    let w_t = crate::host_transpose(x.w_hh, 4 * h, h)?;
     let w_t = MatRef::from_row_major_slice(&w_t, h, 4 * h);
     for s in 0..d.len {
         let t = steps.time(s);
@@ -205,7 +221,7 @@ fn forward<T: LayerFloat>(
             (c_prev, c_out) = unsafe { read_and_write(cs, p, t, nh) };
         }
         if n > 0 {
-            nabla_cpu::host_gemm(
+            crate::host_gemm(
                 "fused.lstm_layer",
                 MatMut::from_row_major_slice_mut(&mut gh, n, 4 * h),
                 false,
@@ -293,7 +309,7 @@ fn backward<T: LayerFloat>(
                 cell_vjp_row(&row, dg, dc)
             });
         if n > 0 {
-            nabla_cpu::host_gemm(
+            crate::host_gemm(
                 "fused.lstm_layer_vjp",
                 MatMut::from_row_major_slice_mut(&mut dh_next, n, h),
                 false,
@@ -346,14 +362,14 @@ fn add_chunk_cotangents<T: LayerFloat>(
     let g = MatRef::from_row_major_slice(dg, rows.len(), 4 * h);
     const OP: &str = "fused.lstm_layer_vjp";
     if !dx.is_empty() {
-        nabla_cpu::host_gemm_uninit(
+        crate::host_gemm_uninit(
             OP,
             &mut dx[rows.start * input..rows.end * input],
             g,
             MatRef::from_row_major_slice(x.w_ih, 4 * h, input),
         )?;
     }
-    nabla_cpu::host_gemm(
+    crate::host_gemm(
         OP,
         MatMut::from_row_major_slice_mut(w.dw_ih, 4 * h, input),
         true,
@@ -384,7 +400,7 @@ fn add_recurrent_weight_cotangent<T: LayerFloat>(
     let (n, h) = (d.n, d.h);
     let nh = n * h;
     let mut product = |dg: &[T], hp: &[T], rows: usize| {
-        nabla_cpu::host_gemm(
+        crate::host_gemm(
             "fused.lstm_layer_vjp",
             MatMut::from_row_major_slice_mut(dw, 4 * h, h),
             true,
@@ -430,7 +446,7 @@ fn add_bias_cotangent<T: LayerFloat>(dg: &[T], h: usize, db: &mut [T]) {
         });
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `acc += x`, elementwise (`x` at least as long as `acc`).
     fn add_assign<T: SimdFloat>(acc: &mut [T], x: &[T]) {
         let x = &x[..acc.len()];
@@ -440,7 +456,7 @@ nabla_core::simd_kernel! {
     }
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// One batch row of the cell. `gates` holds the input part of the gate pre-activations on
     /// entry, to which the recurrent part and the bias (`more`, each `[4H]`) are added, and the
     /// activations `[σ(i), σ(f), tanh(g), σ(o)]` on return; then the new states.
@@ -487,7 +503,7 @@ struct RowIn<'a, T> {
     dc_out: &'a [T],
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// One batch row of the vjp: `dg` is `[di, df, dg, do]`. `dc` holds the cotangent of the new
     /// `c` from the later step on entry, and that of the previous `c` on return.
     fn cell_vjp_row<T: SimdFloat>(x: &RowIn<'_, T>, dg: &mut [T], dc: &mut [T]) {

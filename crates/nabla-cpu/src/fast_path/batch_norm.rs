@@ -4,19 +4,78 @@
 //! input's cotangent. Channels are independent tasks for the sums; the elementwise passes run one
 //! task per example. A channel's values are `N` contiguous runs of `S` (the spatial size).
 
-use super::Dims;
-use nabla_core::Element;
-use nabla_core::simd_math::SimdFloat;
+use crate::simd_math::SimdFloat;
+use nabla_core::fast_path::{BatchNormDims as Dims, BatchNormOp};
+use nabla_core::{DType, Element, Error, FastPath, HostAllocator, HostData, HostView, Result};
 use rayon::prelude::*;
 
 /// The float types the kernels run in.
-pub(super) trait NormFloat: SimdFloat + Element {}
+trait NormFloat: SimdFloat + Element {}
 impl<T: SimdFloat + Element> NormFloat for T {}
+
+/// Runs `op` on inputs already validated by [`BatchNormOp::dims`].
+pub(super) fn run_op(
+    op: BatchNormOp,
+    dims: Dims,
+    views: &[HostView<'_>],
+    alloc: &dyn HostAllocator,
+) -> Result<HostData> {
+    match views.first().map(|v| v.data.dtype()) {
+        Some(DType::F32) => Ok(HostData::F32(run::<f32>(op, dims, views, alloc)?)),
+        Some(DType::F64) => Ok(HostData::F64(run::<f64>(op, dims, views, alloc)?)),
+        Some(other) => Err(Error::dtype(op.name(), other)),
+        None => Err(Error::invalid(op.name(), "no inputs")),
+    }
+}
+
+/// Runs `op` in `T` on inputs of the sizes `d`.
+fn run<T: NormFloat>(
+    op: BatchNormOp,
+    d: Dims,
+    views: &[HostView<'_>],
+    alloc: &dyn HostAllocator,
+) -> Result<Vec<T>> {
+    let data: Vec<&[T]> = views
+        .iter()
+        .map(|v| T::slice_of(v.data).ok_or_else(|| Error::dtype(op.name(), v.data.dtype())))
+        .collect::<Result<_>>()?;
+    let numel = d.n * d.c * d.s;
+    let mut out: Vec<T> = alloc.vec(numel + 2 * d.c);
+    out.resize(numel + 2 * d.c, T::ZERO);
+    let settings = op.settings();
+    let eps = T::from_f64(settings.eps());
+    let (main, tail) = out.split_at_mut(numel);
+    let (first, second) = tail.split_at_mut(d.c);
+    match (op, data.as_slice()) {
+        (BatchNormOp::Forward(_), &[x, w, b]) => {
+            let stats = statistics(x, d);
+            normalize(x, d, &stats, (w, b), eps, settings.relu, main);
+            for (c, &(mean, var)) in stats.iter().enumerate() {
+                first[c] = mean;
+                second[c] = var;
+            }
+        }
+        (BatchNormOp::Vjp(_), &[x, w, packed, cot]) => {
+            let stats: Vec<(T, T)> = (0..d.c)
+                .map(|c| (packed[numel + c], packed[numel + d.c + c]))
+                .collect();
+            let g = OutputCotangents {
+                y: &cot[..numel],
+                relu_output: settings.relu.then(|| &packed[..numel]),
+                mean: &cot[numel..numel + d.c],
+                var: &cot[numel + d.c..],
+            };
+            backward(x, d, &stats, w, eps, &g, main, first, second);
+        }
+        _ => return Err(Error::invalid(op.name(), "wrong number of inputs")),
+    }
+    Ok(out)
+}
 
 /// Independent accumulators of a run's sums.
 const LANES: usize = 8;
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `(Σ f(a_i, b_i), Σ h(a_i, b_i))` over two runs of one length, in [`LANES`] accumulators each.
     fn lane_sums<T: NormFloat>(a: &[T], b: &[T], f: impl Fn(T, T) -> T, h: impl Fn(T, T) -> T) -> (T, T) {
         let (mut s, mut t) = ([T::ZERO; LANES], [T::ZERO; LANES]);
@@ -42,7 +101,7 @@ fn lanes_total<T: NormFloat>(v: [T; LANES]) -> T {
     ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `out_i = a_i p + b_i q + r` (`b` may be empty, then `out_i = a_i p + r`).
     fn affine_run<T: NormFloat>(out: &mut [T], a: &[T], b: &[T], p: T, q: T, r: T) {
         if b.is_empty() {
@@ -63,7 +122,7 @@ fn runs<T>(x: &[T], d: Dims, c: usize) -> impl Iterator<Item = &[T]> {
 }
 
 /// Per channel, `(mean, biased variance)` of `x` over its `N S` values (`NaN` for none).
-pub(super) fn statistics<T: NormFloat>(x: &[T], d: Dims) -> Vec<(T, T)> {
+fn statistics<T: NormFloat>(x: &[T], d: Dims) -> Vec<(T, T)> {
     let count = T::from_f64(d.count() as f64);
     (0..d.c)
         .into_par_iter()
@@ -80,7 +139,7 @@ pub(super) fn statistics<T: NormFloat>(x: &[T], d: Dims) -> Vec<(T, T)> {
         .collect()
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `out_i = max(0, a_i p + r)` (NaN stays NaN, as the ReLU's).
     fn affine_relu_run<T: NormFloat>(out: &mut [T], a: &[T], p: T, r: T) {
         for (o, &x) in out.iter_mut().zip(a) {
@@ -92,7 +151,7 @@ nabla_core::simd_kernel! {
 
 /// `out = (x - mean) r w + b` per channel, with `r = 1 / sqrt(var + eps)`, and `max(0, out)` when
 /// `relu`; `affine` is `(w, b)`.
-pub(super) fn normalize<T: NormFloat>(
+fn normalize<T: NormFloat>(
     x: &[T],
     d: Dims,
     stats: &[(T, T)],
@@ -121,7 +180,7 @@ pub(super) fn normalize<T: NormFloat>(
     });
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `(Σ h_i, Σ h_i (x_i - mean) r)` with `h_i = g_i` where `y_i > 0` and 0 elsewhere: the sums of
     /// the backward pass through a ReLU with output `y`.
     fn gated_sums<T: NormFloat>(g: &[T], x: &[T], y: &[T], mean: T, r: T) -> (T, T) {
@@ -145,7 +204,7 @@ nabla_core::simd_kernel! {
     }
 }
 
-nabla_core::simd_kernel! {
+crate::simd_kernel! {
     /// `out_i = h_i p + x_i q + r` with `h_i = g_i` where `y_i > 0` and 0 elsewhere.
     fn gated_affine_run<T: NormFloat>(out: &mut [T], g: &[T], x: &[T], y: &[T], p: T, q: T, r: T) {
         for (((o, &g), &x), &y) in out.iter_mut().zip(g).zip(x).zip(y) {
@@ -170,18 +229,18 @@ fn per_run<T: NormFloat>(out: &mut [T], d: Dims, f: impl Fn(&mut [T], usize, usi
 }
 
 /// The cotangents of the layer's outputs: of `y` (like `x`), of the means and of the variances.
-pub(super) struct OutputCotangents<'a, T> {
-    pub y: &'a [T],
-    pub mean: &'a [T],
-    pub var: &'a [T],
+struct OutputCotangents<'a, T> {
+    y: &'a [T],
+    mean: &'a [T],
+    var: &'a [T],
     /// The output `y` when a ReLU follows the normalisation: `y`'s cotangent passes only where it
     /// is positive.
-    pub relu_output: Option<&'a [T]>,
+    relu_output: Option<&'a [T]>,
 }
 
 /// The vector-Jacobian product: fills `dx` (like `x`), `dw` and `db` (`[C]`).
 #[allow(clippy::too_many_arguments)]
-pub(super) fn backward<T: NormFloat>(
+fn backward<T: NormFloat>(
     x: &[T],
     d: Dims,
     stats: &[(T, T)],

@@ -1,0 +1,88 @@
+//! The CPU's fast-path kernels ([`nabla_core::fast_path`]): fused row ops, ReLU, the LSTM layer,
+//! attention and batch norm, each forwards and backwards, and the native loops fused kernels carry
+//! (Adam's update), on host memory with the backend's allocator cache, SIMD builds and thread pool.
+
+mod adam;
+mod attention;
+mod batch_norm;
+mod lstm;
+mod relu;
+mod rows;
+
+use crate::elementwise::Real;
+use nabla_core::fast_path::{
+    AttentionDims, AttentionOp, BatchNormDims, BatchNormOp, LstmDims, LstmOp, ReluOp, RowOp,
+};
+use nabla_core::{FastPathKernels, HostAllocator, HostData, HostLoop, HostView, Result};
+
+/// Runs a fused kernel's native loop ([`HostLoop`]) in place on `results` with the read-only
+/// `reads`; `false`, having written nothing, when the slices are not of the loop's form.
+pub(crate) fn run_host_loop<T: Real>(
+    host_loop: &HostLoop,
+    results: &mut [&mut [T]],
+    reads: &[&[T]],
+) -> bool {
+    match host_loop {
+        HostLoop::Adam(update) => adam::run(update, results, reads),
+    }
+}
+
+/// Native host loops ([`HostLoop`]) run on this thread so far: a diagnostic that tells tests and
+/// profilers whether a fused kernel's loop ran natively or its steps were interpreted.
+pub fn host_loop_runs() -> usize {
+    adam::native_runs()
+}
+
+/// The CPU backend's [`FastPathKernels`].
+pub(crate) struct CpuFastPaths;
+
+impl FastPathKernels for CpuFastPaths {
+    fn rows(
+        &self,
+        op: RowOp,
+        row_len: usize,
+        inputs: &[HostView<'_>],
+        alloc: &dyn HostAllocator,
+    ) -> Result<HostData> {
+        rows::run(op, row_len, inputs, alloc)
+    }
+
+    fn relu(
+        &self,
+        op: ReluOp,
+        inputs: &[HostView<'_>],
+        alloc: &dyn HostAllocator,
+    ) -> Result<HostData> {
+        relu::run_op(op, inputs, alloc)
+    }
+
+    fn lstm(
+        &self,
+        op: LstmOp,
+        dims: LstmDims,
+        inputs: &[HostView<'_>],
+        alloc: &dyn HostAllocator,
+    ) -> Result<HostData> {
+        lstm::run_op(op, dims, inputs, alloc)
+    }
+
+    fn attention(
+        &self,
+        op: AttentionOp,
+        dims: AttentionDims,
+        inputs: &[HostView<'_>],
+        alloc: &dyn HostAllocator,
+    ) -> Result<HostData> {
+        attention::run_op(op, dims, inputs, alloc)
+    }
+
+    fn batch_norm(
+        &self,
+        op: BatchNormOp,
+        dims: BatchNormDims,
+        inputs: &[HostView<'_>],
+        alloc: &dyn HostAllocator,
+    ) -> Result<HostData> {
+        batch_norm::run_op(op, dims, inputs, alloc)
+    }
+}
