@@ -19,7 +19,10 @@
 //! not compile) and work with any of the above, including the LU [`Matrix::solve`].
 //!
 //! Every elementary function has one derivative rule (value and partials), shared by forward and
-//! reverse mode.
+//! reverse mode. At kinks and ties the rules take JAX's conventions, which the tensor tier takes
+//! too: `abs` has derivative 1 at 0, [`Scalar::relu`] 0 at 0, [`Scalar::sign`] 0 everywhere, a tie
+//! of [`Scalar::max`] or [`Scalar::min`] gives each argument one half, and [`Scalar::clamp`] is
+//! `min(max(x, lo), hi)` (one half at a bound).
 //!
 //! ```
 //! use nabla_scalar::{Dual, Scalar, Tape, gradient};

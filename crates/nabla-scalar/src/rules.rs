@@ -42,18 +42,41 @@ unary_rules! {
     tanh: |v, f| (-(f * f)).add_f64(1.0);
 }
 
-/// `|v|`, with derivative `sign(v)` and 0 at 0.
+/// `|v|`, with derivative 1 for `v >= 0` (so 1 at both zeros, as JAX and the tensor tier take it)
+/// and -1 below (and for NaN, where the tensor tier's `v >= 0` test is false too).
 #[inline]
 pub(crate) fn abs<T: Scalar>(v: T) -> Unary<T> {
-    let zero = T::zero();
-    let d = if v > zero {
-        T::one()
-    } else if v < zero {
-        -T::one()
-    } else {
-        zero
-    };
+    let d = if v >= T::zero() { T::one() } else { -T::one() };
     (v.abs(), d)
+}
+
+/// NumPy's `sign(v)`: 1 above 0, -1 below, 0 at both zeros, NaN for NaN; piecewise constant, so the
+/// derivative is 0 everywhere (as JAX and the tensor tier).
+#[inline]
+pub(crate) fn sign<T: Scalar>(v: T) -> Unary<T> {
+    let x = v.to_f64();
+    let s = if x > 0.0 {
+        1.0
+    } else if x < 0.0 {
+        -1.0
+    } else if x == 0.0 {
+        0.0
+    } else {
+        x
+    };
+    (T::from_f64(s), T::zero())
+}
+
+/// `relu(v) = v <= 0 ? 0 : v`, with derivative 0 for `v <= 0` (so 0 at the kink, as `jax.nn.relu`
+/// and the tensor tier, not the one-half of `max`'s tie rule) and 1 above (and for NaN, which stays
+/// NaN).
+#[inline]
+pub(crate) fn relu<T: Scalar>(v: T) -> Unary<T> {
+    if v <= T::zero() {
+        (T::zero(), T::zero())
+    } else {
+        (v, T::one())
+    }
 }
 
 /// `v^n`; the derivative of `v^0` is 0 everywhere (no `0 * inf` at 0).
@@ -114,20 +137,28 @@ pub(crate) fn hypot<T: Scalar>(a: T, b: T) -> Binary<T> {
     (h, a * inv, b * inv)
 }
 
-/// `min(a, b)`: the derivative follows the chosen argument (`a` on a tie).
+/// `min(a, b)`: the derivative follows the chosen argument; a tie (`a == b`) splits it evenly,
+/// one half to each argument (as JAX and the tensor tier).
 #[inline]
 pub(crate) fn min<T: Scalar>(a: T, b: T) -> Binary<T> {
-    if b < a {
+    if a == b {
+        let half = T::from_f64(0.5);
+        (a, half, half)
+    } else if b < a {
         (b, T::zero(), T::one())
     } else {
         (a, T::one(), T::zero())
     }
 }
 
-/// `max(a, b)`: the derivative follows the chosen argument (`a` on a tie).
+/// `max(a, b)`: the derivative follows the chosen argument; a tie (`a == b`) splits it evenly,
+/// one half to each argument (as JAX and the tensor tier).
 #[inline]
 pub(crate) fn max<T: Scalar>(a: T, b: T) -> Binary<T> {
-    if b > a {
+    if a == b {
+        let half = T::from_f64(0.5);
+        (a, half, half)
+    } else if b > a {
         (b, T::zero(), T::one())
     } else {
         (a, T::one(), T::zero())
@@ -146,7 +177,7 @@ macro_rules! scalar_functions_from_rules {
         fn abs(self) -> Self {
             self.chain1($crate::rules::abs(self.primal()))
         }
-        scalar_functions_from_rules!(@unary exp ln log1p sqrt sin cos tan asin acos atan sinh cosh tanh);
+        scalar_functions_from_rules!(@unary exp ln log1p sqrt sin cos tan asin acos atan sinh cosh tanh sign relu);
         scalar_functions_from_rules!(@binary powf atan2 hypot min max);
     };
     (@unary $($f:ident)*) => {

@@ -101,12 +101,34 @@ pub trait Scalar:
     fn cosh(self) -> Self;
     /// The hyperbolic tangent.
     fn tanh(self) -> Self;
-    /// The absolute value (derivative 0 at 0).
+    /// The absolute value. Its derivative is 1 at 0 (at `-0.0` too), as JAX and the tensor tier
+    /// take it: `sign(x)` for `x != 0`.
     fn abs(self) -> Self;
-    /// The smaller value; on a tie, `self` (and its derivative).
+    /// NumPy's sign: 1 above 0, -1 below, 0 at both zeros and NaN for NaN (unlike `f64::signum`,
+    /// which is ±1 at ±0). Piecewise constant: the derivative is 0 everywhere, as in JAX and the
+    /// tensor tier.
+    fn sign(self) -> Self;
+    /// The rectified linear unit `max(self, 0)`, computed as `self <= 0 ? 0 : self`. The derivative
+    /// at 0 is 0, as `jax.nn.relu` and the tensor tier's `relu` take it (not the one-half that the tie
+    /// rule of [`Scalar::max`] would give); NaN stays NaN, with derivative 1.
+    fn relu(self) -> Self;
+    /// The smaller value (`self` on a tie). The derivative follows the smaller argument; on a tie
+    /// (`self == other`) it is split evenly, one half to each argument, as JAX and the tensor tier
+    /// split it.
     fn min(self, other: Self) -> Self;
-    /// The larger value; on a tie, `self` (and its derivative).
+    /// The larger value (`self` on a tie). The derivative follows the larger argument; on a tie
+    /// (`self == other`) it is split evenly, one half to each argument, as JAX and the tensor tier
+    /// split it.
     fn max(self, other: Self) -> Self;
+    /// `self` clamped into `[lo, hi]`: `self.max(lo).min(hi)`, as the tensor tier's `clamp` (and
+    /// `jnp.clip`) compose it, so the derivative at a bound is the one-half of the tie rules of
+    /// [`Scalar::max`] and [`Scalar::min`] (with `lo < hi`: 1/2 at `lo` and at `hi`, 1 between, 0
+    /// outside), and `lo` and `hi` receive the rest when they are variables. With `lo > hi` the
+    /// result is `hi`, as in the tensor tier (method syntax on a plain `f64` picks the inherent
+    /// `f64::clamp`, which panics there instead).
+    fn clamp(self, lo: Self, hi: Self) -> Self {
+        self.max(lo).min(hi)
+    }
     /// `sqrt(self^2 + other^2)` without overflow (derivative 0 at the origin).
     fn hypot(self, other: Self) -> Self;
 }
@@ -146,6 +168,14 @@ macro_rules! impl_float_scalar {
             #[inline]
             fn log1p(self) -> Self {
                 <$t>::ln_1p(self)
+            }
+            #[inline]
+            fn sign(self) -> Self {
+                crate::rules::sign(self).0
+            }
+            #[inline]
+            fn relu(self) -> Self {
+                crate::rules::relu(self).0
             }
             #[inline]
             fn min(self, other: Self) -> Self {

@@ -23,10 +23,12 @@ enum Unary {
     Cosh,
     Tanh,
     Abs,
+    Sign,
+    Relu,
     Neg,
 }
 
-const UNARY: [Unary; 18] = [
+const UNARY: [Unary; 20] = [
     Unary::Exp,
     Unary::Ln,
     Unary::Log1p,
@@ -44,6 +46,8 @@ const UNARY: [Unary; 18] = [
     Unary::Cosh,
     Unary::Tanh,
     Unary::Abs,
+    Unary::Sign,
+    Unary::Relu,
     Unary::Neg,
 ];
 
@@ -67,6 +71,8 @@ impl Unary {
             Unary::Cosh => x.cosh(),
             Unary::Tanh => x.tanh(),
             Unary::Abs => x.abs(),
+            Unary::Sign => x.sign(),
+            Unary::Relu => x.relu(),
             Unary::Neg => -x,
         }
     }
@@ -90,6 +96,8 @@ impl Unary {
             Unary::Cosh => x.sinh(),
             Unary::Tanh => 1.0 - x.tanh() * x.tanh(),
             Unary::Abs => x.signum(),
+            Unary::Sign => 0.0,
+            Unary::Relu => f64::from(u8::from(x > 0.0)),
             Unary::Neg => -1.0,
         }
     }
@@ -158,15 +166,16 @@ impl Binary {
             Binary::Powf => (b * a.powf(b - 1.0), a.powf(b) * a.ln()),
             Binary::Atan2 => (b / (a * a + b * b), -a / (a * a + b * b)),
             Binary::Hypot => (a / a.hypot(b), b / a.hypot(b)),
+            Binary::Min | Binary::Max if a == b => (0.5, 0.5),
             Binary::Min => {
-                if a <= b {
+                if a < b {
                     (1.0, 0.0)
                 } else {
                     (0.0, 1.0)
                 }
             }
             Binary::Max => {
-                if a >= b {
+                if a > b {
                     (1.0, 0.0)
                 } else {
                     (0.0, 1.0)
@@ -265,8 +274,9 @@ fn binary_functions_forward_reverse_closed_form_and_finite_differences() {
 
 #[test]
 fn edge_cases_give_conventional_derivatives_not_nan() {
-    // |x| and hypot at the kink, powf with a constant exponent at a zero base, x^0 at 0.
-    assert_eq!(Dual::variable(0.0).abs().deriv(), 0.0);
+    // |x| and hypot at the kink, powf with a constant exponent at a zero base, x^0 at 0. The kinks
+    // of abs, relu, sign, min, max and clamp follow the tensor tier (the facade's `kinks` test).
+    assert_eq!(Dual::variable(0.0).abs().deriv(), 1.0);
     let h = Dual::variable(0.0).hypot(Dual::from_f64(0.0));
     assert_eq!((h.value(), h.deriv()), (0.0, 0.0));
     let p = Dual::variable(0.0).powf(Dual::from_f64(2.0));
@@ -276,11 +286,19 @@ fn edge_cases_give_conventional_derivatives_not_nan() {
     // A negative base with a constant integer exponent keeps the base derivative.
     let q = Dual::variable(-2.0).powf(Dual::from_f64(3.0));
     assert_eq!((q.value(), q.deriv()), (-8.0, 12.0));
-    // min/max ties follow the first argument.
+    // min/max ties split the derivative evenly.
     let tape = Tape::new();
     let [a, b] = tape.vars([1.0, 1.0]);
     let g = tape.backward(a.max(b) + a.min(b) * 2.0);
-    assert_eq!((g[a], g[b]), (3.0, 0.0));
+    assert_eq!((g[a], g[b]), (1.5, 1.5));
+    // relu'(0) = 0, sign is 0 at both zeros with derivative 0, clamp takes one half at a bound.
+    assert_eq!(Dual::variable(0.0).relu().deriv(), 0.0);
+    let s = Dual::variable(-0.0).sign();
+    assert_eq!((s.value(), s.deriv()), (0.0, 0.0));
+    let (lo, hi) = (Dual::from_f64(-1.0), Dual::from_f64(2.0));
+    assert_eq!(Dual::variable(-1.0).clamp(lo, hi).deriv(), 0.5);
+    assert_eq!(Dual::variable(2.0).clamp(lo, hi).deriv(), 0.5);
+    assert_eq!(Dual::variable(0.5).clamp(lo, hi).deriv(), 1.0);
 }
 
 #[test]
