@@ -7,7 +7,7 @@
 //! maps the three inputs, that packed output and its cotangent to the cotangents of `q`, `k` and
 //! `v`, flattened one after the other.
 
-use super::{FastPath, FastPathKernels};
+use super::{FastPath, FastPathKernels, input_specs};
 use crate::{DType, Error, HostAllocator, HostData, HostView, OutputSpec, Result};
 
 /// The sizes of one attention: batch entries (the leading axes, flattened), queries, keys, the
@@ -159,8 +159,7 @@ impl FastPath for AttentionOp {
         inputs: &[HostView<'_>],
         alloc: &dyn HostAllocator,
     ) -> Result<HostData> {
-        let specs: Vec<_> = inputs.iter().map(|v| (v.data.dtype(), v.shape)).collect();
-        let (_, dims) = self.dims(&specs)?;
+        let (_, dims) = self.dims(&input_specs(inputs))?;
         kernels.attention(*self, dims, inputs, alloc)
     }
 

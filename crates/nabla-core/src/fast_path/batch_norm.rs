@@ -4,7 +4,7 @@
 //! sqrt(var + eps) w + b`. Its output is flat: `y` (in `x`'s layout), then the `C` means, then the
 //! `C` variances. The vector-Jacobian product is one op too.
 
-use super::{FastPath, FastPathKernels};
+use super::{FastPath, FastPathKernels, input_specs};
 use crate::{DType, Error, HostAllocator, HostData, HostView, OutputSpec, Result};
 
 /// The sizes of one batch norm: examples, channels, spatial positions per channel and example.
@@ -121,8 +121,7 @@ impl FastPath for BatchNormOp {
         inputs: &[HostView<'_>],
         alloc: &dyn HostAllocator,
     ) -> Result<HostData> {
-        let specs: Vec<_> = inputs.iter().map(|v| (v.data.dtype(), v.shape)).collect();
-        let (_, dims) = self.dims(&specs)?;
+        let (_, dims) = self.dims(&input_specs(inputs))?;
         kernels.batch_norm(*self, dims, inputs, alloc)
     }
 }

@@ -1,7 +1,7 @@
 //! One LSTM layer as one op, and its vector-Jacobian product: the recurrence and the gates of every
 //! step in one kernel (what cuDNN's and PyTorch's fused LSTM layers are).
 
-use super::{FastPath, FastPathKernels};
+use super::{FastPath, FastPathKernels, input_specs};
 use crate::{DType, Error, HostAllocator, HostData, HostView, OutputSpec, Result};
 
 /// The fused layer and its vector-Jacobian product.
@@ -163,8 +163,7 @@ impl FastPath for LstmOp {
         inputs: &[HostView<'_>],
         alloc: &dyn HostAllocator,
     ) -> Result<HostData> {
-        let specs: Vec<_> = inputs.iter().map(|v| (v.data.dtype(), v.shape)).collect();
-        let (_, dims) = self.dims(&specs)?;
+        let (_, dims) = self.dims(&input_specs(inputs))?;
         kernels.lstm(*self, dims, inputs, alloc)
     }
 }

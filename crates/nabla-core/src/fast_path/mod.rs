@@ -169,6 +169,11 @@ impl<P: FastPath> ExtensionOp for FastPathOp<P> {
     }
 }
 
+/// The dtypes and shapes of host inputs, as [`FastPath::output_spec`] takes them.
+pub fn input_specs<'a>(inputs: &'a [HostView<'a>]) -> Vec<(DType, &'a [usize])> {
+    inputs.iter().map(|v| (v.data.dtype(), v.shape)).collect()
+}
+
 /// The output of a fused op over `arity` inputs of one shape and one float dtype (`f32` or `f64`):
 /// that shape and dtype, or an error naming `op` and what was expected.
 pub fn same_float_inputs(

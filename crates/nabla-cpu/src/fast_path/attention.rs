@@ -10,7 +10,7 @@ use faer::linalg::matmul::matmul;
 use faer::traits::ComplexField;
 use faer::{Accum, MatMut, MatRef, Par};
 use nabla_core::fast_path::{AttentionDims as Dims, AttentionOp};
-use nabla_core::{DType, Element, Error, FastPath, HostAllocator, HostData, HostView, Result};
+use nabla_core::{Element, Error, FastPath, HostAllocator, HostView, Result};
 use rayon::prelude::*;
 
 /// Query rows per block: a forward task, and the rows of one backward step.
@@ -20,7 +20,7 @@ const BLOCK_ROWS: usize = 64;
 const BLOCK_COLS: usize = 128;
 
 /// The float types the kernels run in.
-trait AttentionFloat: SimdFloat + Element + ComplexField {}
+pub(super) trait AttentionFloat: SimdFloat + Element + ComplexField {}
 impl<T: SimdFloat + Element + ComplexField> AttentionFloat for T {}
 
 /// The problem: sizes, the factor the scores are multiplied by, and whether query `i` may only see
@@ -44,32 +44,14 @@ impl<T> Problem<T> {
     }
 }
 
-/// Runs `op` on inputs already validated by [`AttentionOp::dims`].
-pub(super) fn run_op(
-    op: AttentionOp,
-    dims: Dims,
-    views: &[HostView<'_>],
-    alloc: &dyn HostAllocator,
-) -> Result<HostData> {
-    match views.first().map(|v| v.data.dtype()) {
-        Some(DType::F32) => Ok(HostData::F32(run::<f32>(op, dims, views, alloc)?)),
-        Some(DType::F64) => Ok(HostData::F64(run::<f64>(op, dims, views, alloc)?)),
-        Some(other) => Err(Error::dtype(op.name(), other)),
-        None => Err(Error::invalid(op.name(), "no inputs")),
-    }
-}
-
 /// Runs `op` in `T` on inputs of `dims`.
-fn run<T: AttentionFloat>(
+pub(super) fn run<T: AttentionFloat>(
     op: AttentionOp,
     dims: Dims,
     views: &[HostView<'_>],
     alloc: &dyn HostAllocator,
 ) -> Result<Vec<T>> {
-    let data: Vec<&[T]> = views
-        .iter()
-        .map(|v| T::slice_of(v.data).ok_or_else(|| Error::dtype(op.name(), v.data.dtype())))
-        .collect::<Result<_>>()?;
+    let data: Vec<&[T]> = super::typed_inputs(op.name(), views)?;
     let (scale, causal) = op.params();
     let problem = Problem {
         dims,

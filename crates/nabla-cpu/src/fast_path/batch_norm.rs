@@ -6,39 +6,21 @@
 
 use crate::simd_math::SimdFloat;
 use nabla_core::fast_path::{BatchNormDims as Dims, BatchNormOp};
-use nabla_core::{DType, Element, Error, FastPath, HostAllocator, HostData, HostView, Result};
+use nabla_core::{Element, Error, FastPath, HostAllocator, HostView, Result};
 use rayon::prelude::*;
 
 /// The float types the kernels run in.
-trait NormFloat: SimdFloat + Element {}
+pub(super) trait NormFloat: SimdFloat + Element {}
 impl<T: SimdFloat + Element> NormFloat for T {}
 
-/// Runs `op` on inputs already validated by [`BatchNormOp::dims`].
-pub(super) fn run_op(
-    op: BatchNormOp,
-    dims: Dims,
-    views: &[HostView<'_>],
-    alloc: &dyn HostAllocator,
-) -> Result<HostData> {
-    match views.first().map(|v| v.data.dtype()) {
-        Some(DType::F32) => Ok(HostData::F32(run::<f32>(op, dims, views, alloc)?)),
-        Some(DType::F64) => Ok(HostData::F64(run::<f64>(op, dims, views, alloc)?)),
-        Some(other) => Err(Error::dtype(op.name(), other)),
-        None => Err(Error::invalid(op.name(), "no inputs")),
-    }
-}
-
 /// Runs `op` in `T` on inputs of the sizes `d`.
-fn run<T: NormFloat>(
+pub(super) fn run<T: NormFloat>(
     op: BatchNormOp,
     d: Dims,
     views: &[HostView<'_>],
     alloc: &dyn HostAllocator,
 ) -> Result<Vec<T>> {
-    let data: Vec<&[T]> = views
-        .iter()
-        .map(|v| T::slice_of(v.data).ok_or_else(|| Error::dtype(op.name(), v.data.dtype())))
-        .collect::<Result<_>>()?;
+    let data: Vec<&[T]> = super::typed_inputs(op.name(), views)?;
     let numel = d.n * d.c * d.s;
     let mut out: Vec<T> = alloc.vec(numel + 2 * d.c);
     out.resize(numel + 2 * d.c, T::ZERO);

@@ -28,12 +28,7 @@ pub(super) fn run_op(
     alloc: &dyn HostAllocator,
 ) -> Result<HostData> {
     let data: Vec<&HostData> = views.iter().map(|v| v.data).collect();
-    match data.first() {
-        Some(HostData::F32(_)) => Ok(HostData::F32(run::<f32>(op, &data, dims, alloc)?)),
-        Some(HostData::F64(_)) => Ok(HostData::F64(run::<f64>(op, &data, dims, alloc)?)),
-        Some(other) => Err(Error::dtype(op.name(), other.dtype())),
-        None => Err(Error::invalid(op.name(), "no inputs")),
-    }
+    by_float_dtype!(op, views, run(op, &data, dims, alloc))
 }
 
 /// [`run_op`] in `T`.

@@ -2,6 +2,23 @@
 //! attention and batch norm, each forwards and backwards, and the native loops fused kernels carry
 //! (Adam's update), on host memory with the backend's allocator cache, SIMD builds and thread pool.
 
+/// Runs `$run::<f32>` or `$run::<f64>` (`$run` returning `Result<Vec<T>>`) by the dtype of the first
+/// of `$views`, as a [`HostData`] result; an error naming the op `$op` for any other dtype.
+macro_rules! by_float_dtype {
+    ($op:expr, $views:expr, $($run:ident)::+($($arg:expr),*)) => {
+        match $views.first().map(|v| v.data.dtype()) {
+            Some(nabla_core::DType::F32) => {
+                Ok(nabla_core::HostData::F32($($run)::+::<f32>($($arg),*)?))
+            }
+            Some(nabla_core::DType::F64) => {
+                Ok(nabla_core::HostData::F64($($run)::+::<f64>($($arg),*)?))
+            }
+            Some(other) => Err(nabla_core::Error::dtype(nabla_core::FastPath::name(&$op), other)),
+            None => Err(nabla_core::Error::invalid(nabla_core::FastPath::name(&$op), "no inputs")),
+        }
+    };
+}
+
 mod adam;
 mod attention;
 mod batch_norm;
@@ -25,6 +42,18 @@ pub(crate) fn run_host_loop<T: Real>(
     match host_loop {
         HostLoop::Adam(update) => adam::run(update, results, reads),
     }
+}
+
+/// The inputs' elements as `T`, or an error naming the op `op` (the dtypes were validated by the
+/// op's description; this is the typed view of them).
+fn typed_inputs<'a, T: nabla_core::Element>(
+    op: &'static str,
+    views: &'a [HostView<'a>],
+) -> Result<Vec<&'a [T]>> {
+    views
+        .iter()
+        .map(|v| T::slice_of(v.data).ok_or_else(|| nabla_core::Error::dtype(op, v.data.dtype())))
+        .collect()
 }
 
 /// Native host loops ([`HostLoop`]) run on this thread so far: a diagnostic that tells tests and
@@ -73,7 +102,7 @@ impl FastPathKernels for CpuFastPaths {
         inputs: &[HostView<'_>],
         alloc: &dyn HostAllocator,
     ) -> Result<HostData> {
-        attention::run_op(op, dims, inputs, alloc)
+        by_float_dtype!(op, inputs, attention::run(op, dims, inputs, alloc))
     }
 
     fn batch_norm(
@@ -83,6 +112,6 @@ impl FastPathKernels for CpuFastPaths {
         inputs: &[HostView<'_>],
         alloc: &dyn HostAllocator,
     ) -> Result<HostData> {
-        batch_norm::run_op(op, dims, inputs, alloc)
+        by_float_dtype!(op, inputs, batch_norm::run(op, dims, inputs, alloc))
     }
 }
