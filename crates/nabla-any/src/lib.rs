@@ -31,13 +31,8 @@
 //! ```
 #![warn(missing_docs)]
 
-use nabla_core::{
-    ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution, Error,
-    ExtensionOp, FusedKernel, HostData, Layout, Pool2dParams, ReduceOp, Result, RngKey, Scalar,
-    UnaryOp,
-};
+use nabla_core::{Backend, DType, Error, Layout, Result};
 use nabla_cpu::{CpuBackend, CpuStorage};
-use std::sync::Arc;
 
 #[cfg(feature = "cuda")]
 use nabla_cuda::{CudaBackend, CudaStorage};
@@ -155,7 +150,8 @@ impl AnyStorage {
         }
     }
 
-    fn dtype(&self) -> DType {
+    /// The buffer's dtype ([`Backend::storage_dtype`] of any device).
+    fn storage_dtype(&self) -> DType {
         match self {
             AnyStorage::Cpu(s) => s.dtype(),
             #[cfg(feature = "wgpu")]
@@ -165,7 +161,8 @@ impl AnyStorage {
         }
     }
 
-    fn len(&self) -> usize {
+    /// The buffer's element count ([`Backend::storage_len`] of any device).
+    fn storage_len(&self) -> usize {
         match self {
             AnyStorage::Cpu(s) => s.len(),
             #[cfg(feature = "wgpu")]
@@ -190,10 +187,25 @@ fn wrong_device(want: &'static str, found: &AnyStorage) -> Error {
 
 /// Borrowing and taking one device's handles out of [`AnyStorage`]: an error for another device's.
 trait Handles {
-    type Inner;
+    type Inner: 'static;
     fn get(s: &AnyStorage) -> Result<&Self::Inner>;
     fn take(s: AnyStorage) -> Result<Self::Inner>;
     fn wrap(s: Self::Inner) -> AnyStorage;
+
+    /// [`Handles::get`] of every buffer, with its view.
+    fn get_all<'a>(
+        parts: &[(&'a AnyStorage, &'a Layout)],
+    ) -> Result<Vec<(&'a Self::Inner, &'a Layout)>> {
+        parts.iter().map(|(s, l)| Ok((Self::get(s)?, *l))).collect()
+    }
+
+    /// [`Handles::take`] of every buffer, with its view.
+    fn take_all(parts: Vec<(AnyStorage, &Layout)>) -> Result<Vec<(Self::Inner, &Layout)>> {
+        parts
+            .into_iter()
+            .map(|(s, l)| Ok((Self::take(s)?, l)))
+            .collect()
+    }
 }
 
 struct OnCpu;
@@ -277,431 +289,76 @@ macro_rules! on_device {
     };
 }
 
-impl Backend for AnyBackend {
-    type Storage = AnyStorage;
-
-    fn name(&self) -> &'static str {
-        on_device!(self, |b, H| b.name())
-    }
-
-    fn device(&self) -> Device {
-        on_device!(self, |b, H| b.device())
-    }
-
-    fn fast_path_kernels(&self) -> Option<nabla_core::FastKernels> {
-        on_device!(self, |b, H| b.fast_path_kernels())
-    }
-
-    fn storage_dtype(&self, storage: &AnyStorage) -> DType {
-        storage.dtype()
-    }
-
-    fn storage_len(&self, storage: &AnyStorage) -> usize {
-        storage.len()
-    }
-
-    fn upload(&self, data: HostData) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.upload(data)?)))
-    }
-
-    fn read(&self, storage: &AnyStorage, layout: &Layout) -> Result<HostData> {
-        on_device!(self, |b, H| b.read(H::get(storage)?, layout))
-    }
-
-    fn synchronize(&self) -> Result<()> {
-        on_device!(self, |b, H| b.synchronize())
-    }
-
-    fn full(&self, len: usize, value: Scalar, dtype: DType) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.full(len, value, dtype)?)))
-    }
-
-    fn random(
-        &self,
-        dist: Distribution,
-        len: usize,
-        dtype: DType,
-        key: RngKey,
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.random(dist, len, dtype, key)?)))
-    }
-
-    fn copy(&self, x: &AnyStorage, layout: &Layout) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.copy(H::get(x)?, layout)?)))
-    }
-
-    fn unary(&self, op: UnaryOp, x: &AnyStorage, layout: &Layout) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.unary(op, H::get(x)?, layout)?)))
-    }
-
-    fn binary(
-        &self,
-        op: BinaryOp,
-        a: &AnyStorage,
-        a_layout: &Layout,
-        c: &AnyStorage,
-        c_layout: &Layout,
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.binary(
-            op,
-            H::get(a)?,
-            a_layout,
-            H::get(c)?,
-            c_layout
-        )?)))
-    }
-
-    fn compare(
-        &self,
-        op: CompareOp,
-        a: &AnyStorage,
-        a_layout: &Layout,
-        c: &AnyStorage,
-        c_layout: &Layout,
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.compare(
-            op,
-            H::get(a)?,
-            a_layout,
-            H::get(c)?,
-            c_layout
-        )?)))
-    }
-
-    fn select(
-        &self,
-        cond: &AnyStorage,
-        cond_layout: &Layout,
-        on_true: &AnyStorage,
-        true_layout: &Layout,
-        on_false: &AnyStorage,
-        false_layout: &Layout,
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.select(
-            H::get(cond)?,
-            cond_layout,
-            H::get(on_true)?,
-            true_layout,
-            H::get(on_false)?,
-            false_layout
-        )?)))
-    }
-
-    fn cast(&self, x: &AnyStorage, layout: &Layout, dtype: DType) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.cast(
-            H::get(x)?,
-            layout,
-            dtype
-        )?)))
-    }
-
-    fn reduce(
-        &self,
-        op: ReduceOp,
-        x: &AnyStorage,
-        layout: &Layout,
-        axes: &[usize],
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.reduce(
-            op,
-            H::get(x)?,
-            layout,
-            axes
-        )?)))
-    }
-
-    fn arg_reduce(
-        &self,
-        op: ArgReduceOp,
-        x: &AnyStorage,
-        layout: &Layout,
-        axis: usize,
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.arg_reduce(
-            op,
-            H::get(x)?,
-            layout,
-            axis
-        )?)))
-    }
-
-    fn cumsum(&self, x: &AnyStorage, layout: &Layout, axis: usize) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.cumsum(
-            H::get(x)?,
-            layout,
-            axis
-        )?)))
-    }
-
-    fn matmul(
-        &self,
-        a: &AnyStorage,
-        a_layout: &Layout,
-        c: &AnyStorage,
-        c_layout: &Layout,
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.matmul(
-            H::get(a)?,
-            a_layout,
-            H::get(c)?,
-            c_layout
-        )?)))
-    }
-
-    fn matmul_rounded(
-        &self,
-        a: &AnyStorage,
-        a_layout: &Layout,
-        c: &AnyStorage,
-        c_layout: &Layout,
-        precision: nabla_core::Precision,
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.matmul_rounded(
-            H::get(a)?,
-            a_layout,
-            H::get(c)?,
-            c_layout,
-            precision
-        )?)))
-    }
-
-    fn pad(
-        &self,
-        x: &AnyStorage,
-        layout: &Layout,
-        pads: &[(usize, usize)],
-        value: Scalar,
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.pad(
-            H::get(x)?,
-            layout,
-            pads,
-            value
-        )?)))
-    }
-
-    fn concat(&self, parts: &[(&AnyStorage, &Layout)], axis: usize) -> Result<AnyStorage> {
-        on_device!(self, |b, H| {
-            let inner = parts
-                .iter()
-                .map(|(s, l)| Ok((H::get(s)?, *l)))
-                .collect::<Result<Vec<_>>>()?;
-            Ok(H::wrap(b.concat(&inner, axis)?))
-        })
-    }
-
-    fn gather(
-        &self,
-        x: &AnyStorage,
-        x_layout: &Layout,
-        axis: usize,
-        index: &AnyStorage,
-        index_layout: &Layout,
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.gather(
-            H::get(x)?,
-            x_layout,
-            axis,
-            H::get(index)?,
-            index_layout
-        )?)))
-    }
-
-    fn index_select(
-        &self,
-        x: &AnyStorage,
-        x_layout: &Layout,
-        axis: usize,
-        index: &AnyStorage,
-        index_layout: &Layout,
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.index_select(
-            H::get(x)?,
-            x_layout,
-            axis,
-            H::get(index)?,
-            index_layout
-        )?)))
-    }
-
-    fn scatter_add(
-        &self,
-        dst: &AnyStorage,
-        dst_layout: &Layout,
-        axis: usize,
-        index: &AnyStorage,
-        index_layout: &Layout,
-        src: &AnyStorage,
-        src_layout: &Layout,
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.scatter_add(
-            H::get(dst)?,
-            dst_layout,
-            axis,
-            H::get(index)?,
-            index_layout,
-            H::get(src)?,
-            src_layout
-        )?)))
-    }
-
-    fn one_hot(
-        &self,
-        index: &AnyStorage,
-        layout: &Layout,
-        classes: usize,
-        dtype: DType,
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.one_hot(
-            H::get(index)?,
-            layout,
-            classes,
-            dtype
-        )?)))
-    }
-
-    fn sort(
-        &self,
-        x: &AnyStorage,
-        layout: &Layout,
-        axis: usize,
-        descending: bool,
-    ) -> Result<(AnyStorage, AnyStorage)> {
-        on_device!(self, |b, H| {
-            let (values, positions) = b.sort(H::get(x)?, layout, axis, descending)?;
-            Ok((H::wrap(values), H::wrap(positions)))
-        })
-    }
-
-    fn topk(
-        &self,
-        x: &AnyStorage,
-        layout: &Layout,
-        axis: usize,
-        k: usize,
-        largest: bool,
-    ) -> Result<(AnyStorage, AnyStorage)> {
-        on_device!(self, |b, H| {
-            let (values, positions) = b.topk(H::get(x)?, layout, axis, k, largest)?;
-            Ok((H::wrap(values), H::wrap(positions)))
-        })
-    }
-
-    fn conv2d(
-        &self,
-        x: &AnyStorage,
-        x_layout: &Layout,
-        w: &AnyStorage,
-        w_layout: &Layout,
-        params: &Conv2dParams,
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.conv2d(
-            H::get(x)?,
-            x_layout,
-            H::get(w)?,
-            w_layout,
-            params
-        )?)))
-    }
-
-    fn conv2d_input_grad(
-        &self,
-        dy: &AnyStorage,
-        dy_layout: &Layout,
-        w: &AnyStorage,
-        w_layout: &Layout,
-        input_hw: (usize, usize),
-        params: &Conv2dParams,
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.conv2d_input_grad(
-            H::get(dy)?,
-            dy_layout,
-            H::get(w)?,
-            w_layout,
-            input_hw,
-            params
-        )?)))
-    }
-
-    fn conv2d_weight_grad(
-        &self,
-        x: &AnyStorage,
-        x_layout: &Layout,
-        dy: &AnyStorage,
-        dy_layout: &Layout,
-        kernel_hw: (usize, usize),
-        params: &Conv2dParams,
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| Ok(H::wrap(b.conv2d_weight_grad(
-            H::get(x)?,
-            x_layout,
-            H::get(dy)?,
-            dy_layout,
-            kernel_hw,
-            params
-        )?)))
-    }
-
-    fn max_pool2d(
-        &self,
-        x: &AnyStorage,
-        layout: &Layout,
-        params: &Pool2dParams,
-    ) -> Result<(AnyStorage, AnyStorage)> {
-        on_device!(self, |b, H| {
-            let (values, positions) = b.max_pool2d(H::get(x)?, layout, params)?;
-            Ok((H::wrap(values), H::wrap(positions)))
-        })
-    }
-
-    fn extension(
-        &self,
-        op: &Arc<dyn ExtensionOp>,
-        inputs: &[(&AnyStorage, &Layout)],
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| {
-            let inner = inputs
-                .iter()
-                .map(|(s, l)| Ok((H::get(s)?, *l)))
-                .collect::<Result<Vec<_>>>()?;
-            Ok(H::wrap(b.extension(op, &inner)?))
-        })
-    }
-
-    fn fused(
-        &self,
-        kernel: &FusedKernel,
-        inputs: Vec<(AnyStorage, &Layout)>,
-        shape: &[usize],
-        donate: Option<usize>,
-    ) -> Result<AnyStorage> {
-        on_device!(self, |b, H| {
-            let inner = inputs
-                .into_iter()
-                .map(|(s, l)| Ok((H::take(s)?, l)))
-                .collect::<Result<Vec<_>>>()?;
-            Ok(H::wrap(b.fused(kernel, inner, shape, donate)?))
-        })
-    }
-
-    fn fused_many(
-        &self,
-        kernel: &FusedKernel,
-        inputs: Vec<(AnyStorage, &Layout)>,
-        shape: &[usize],
-        donate: &[Option<usize>],
-    ) -> Result<Vec<AnyStorage>> {
-        on_device!(self, |b, H| {
-            let inner = inputs
-                .into_iter()
-                .map(|(s, l)| Ok((H::take(s)?, l)))
-                .collect::<Result<Vec<_>>>()?;
-            let outputs = b.fused_many(kernel, inner, shape, donate)?;
-            Ok(outputs.into_iter().map(H::wrap).collect())
-        })
-    }
-
-    fn fused_reuses_donation(&self, kernel: &FusedKernel) -> bool {
-        on_device!(self, |b, H| b.fused_reuses_donation(kernel))
-    }
+/// Implements [`Backend`] for [`AnyBackend`] from the method list of
+/// [`nabla_core::backend_methods!`]: every method runs on the chosen device's backend.
+macro_rules! dispatch_to_device {
+    ($(
+        $(#[$meta:meta])*
+        $recipe:ident fn $name:ident(&$self:ident $(, $arg:ident: $kind:tt)* $(,)?) -> $ret:tt $body:tt
+    )*) => {
+        impl Backend for AnyBackend {
+            type Storage = AnyStorage;
+            $(
+                dispatch_method! { $recipe $name ($self) [$($arg: $kind),*] $ret }
+            )*
+        }
+    };
 }
+
+/// One method of [`AnyBackend`]'s [`Backend`], by its recipe (see `nabla_core::backend_methods!`).
+macro_rules! dispatch_method {
+    // A fact of the buffer, whichever device it is on.
+    (buffer $name:ident ($self:ident) [$arg:ident: buf] $ret:tt) => {
+        fn $name(&$self, $arg: &AnyStorage) -> nabla_core::backend_return_type!($ret) {
+            $arg.$name()
+        }
+    };
+    // A fact of the device, or a call passing through as it is.
+    ($recipe:ident $name:ident ($self:ident) [$($arg:ident: $kind:tt),*] ($($ret:tt)*)) => {
+        fn $name(&$self $(, $arg: nabla_core::backend_arg_type!($kind))*) -> $($ret)* {
+            on_device!($self, |b, H| b.$name($(device_arg!(H, $kind, $arg)),*))
+        }
+    };
+    ($recipe:ident $name:ident ($self:ident) [$($arg:ident: $kind:tt),*] one) => {
+        fn $name(&$self $(, $arg: nabla_core::backend_arg_type!($kind))*) -> Result<AnyStorage> {
+            on_device!($self, |b, H| Ok(H::wrap(b.$name($(device_arg!(H, $kind, $arg)),*)?)))
+        }
+    };
+    ($recipe:ident $name:ident ($self:ident) [$($arg:ident: $kind:tt),*] two) => {
+        fn $name(&$self $(, $arg: nabla_core::backend_arg_type!($kind))*)
+            -> Result<(AnyStorage, AnyStorage)>
+        {
+            on_device!($self, |b, H| {
+                let (first, second) = b.$name($(device_arg!(H, $kind, $arg)),*)?;
+                Ok((H::wrap(first), H::wrap(second)))
+            })
+        }
+    };
+    ($recipe:ident $name:ident ($self:ident) [$($arg:ident: $kind:tt),*] many) => {
+        fn $name(&$self $(, $arg: nabla_core::backend_arg_type!($kind))*) -> Result<Vec<AnyStorage>> {
+            on_device!($self, |b, H| {
+                let results = b.$name($(device_arg!(H, $kind, $arg)),*)?;
+                Ok(results.into_iter().map(H::wrap).collect())
+            })
+        }
+    };
+}
+
+/// An argument as the chosen device's backend takes it: buffers unwrapped (an error for another
+/// device's buffer), anything else as it is.
+macro_rules! device_arg {
+    ($h:ident, buf, $arg:ident) => {
+        $h::get($arg)?
+    };
+    ($h:ident, bufs, $arg:ident) => {
+        &$h::get_all($arg)?
+    };
+    ($h:ident, owned, $arg:ident) => {
+        $h::take_all($arg)?
+    };
+    ($h:ident, ($($ty:tt)*), $arg:ident) => {
+        $arg
+    };
+}
+
+nabla_core::backend_methods!(dispatch_to_device);

@@ -275,85 +275,84 @@ fn element_dtype<T: Element>(_: &[T]) -> DType {
     T::DTYPE
 }
 
-/// Runs `$body` with the type alias `$T` set to the element type of the runtime dtype `$dtype`.
+/// Runs a body with the type alias `$T` set to the element type of the runtime dtype `$dtype`: the
+/// one dtype-to-element-type dispatch, used by every crate.
+///
+/// - `dispatch_dtype!(dtype, T => body)` covers every dtype with one body.
+/// - `dispatch_dtype!(dtype, T, { FAMILIES => body, ..., _ => otherwise })` chooses a body by the
+///   dtype's family, where `FAMILIES` joins with `|` one or more of `half` (F16, BF16), `real` (F32,
+///   F64), `complex` (C64, C128), `int` (the eight integer types) and `bool`; `_ => otherwise`
+///   covers the dtypes no family named (and is left out when every dtype is named).
+///
+/// ```
+/// use nabla_core::{DType, Element, dispatch_dtype};
+/// let bits = |d: DType| dispatch_dtype!(d, T, {
+///     real | complex => Some(8 * std::mem::size_of::<T>()),
+///     _ => None,
+/// });
+/// assert_eq!(bits(DType::F32), Some(32));
+/// assert_eq!(bits(DType::C128), Some(128));
+/// assert_eq!(bits(DType::I8), None);
+/// assert_eq!(dispatch_dtype!(DType::U16, T => T::DTYPE), DType::U16);
+/// ```
 #[macro_export]
 macro_rules! dispatch_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype {
-            $crate::DType::F16 => {
-                type $T = $crate::half::f16;
-                $body
-            }
-            $crate::DType::BF16 => {
-                type $T = $crate::half::bf16;
-                $body
-            }
-            $crate::DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            $crate::DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            $crate::DType::C64 => {
-                type $T = $crate::num_complex::Complex32;
-                $body
-            }
-            $crate::DType::C128 => {
-                type $T = $crate::num_complex::Complex64;
-                $body
-            }
-            // The integers from their one list; what is left after them is bool.
-            other => $crate::dispatch_int!(other, $T => $body, _ => {
-                type $T = bool;
-                $body
-            }),
-        }
+        $crate::dispatch_dtype!($dtype, $T, { half | real | complex | int | bool => $body })
+    };
+    ($dtype:expr, $T:ident, { $($arms:tt)* }) => {
+        $crate::__dtype_arms!(@arms [$dtype] $T [] $($arms)*)
     };
 }
 
-/// Runs `$body` with the type alias `$T` set to the element type of the integer dtype `$dtype`, or
-/// evaluates `$otherwise` when `$dtype` is not an integer dtype. The one list of integer element types
-/// that kernels are instantiated over.
+/// The match arms of [`dispatch_dtype!`], built one family at a time; the families' dtype lists.
+#[doc(hidden)]
 #[macro_export]
-macro_rules! dispatch_int {
-    ($dtype:expr, $T:ident => $body:expr, _ => $otherwise:expr) => {
-        match $dtype {
-            $crate::DType::I8 => {
-                type $T = i8;
-                $body
-            }
-            $crate::DType::I16 => {
-                type $T = i16;
-                $body
-            }
-            $crate::DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            $crate::DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            $crate::DType::U8 => {
-                type $T = u8;
-                $body
-            }
-            $crate::DType::U16 => {
-                type $T = u16;
-                $body
-            }
-            $crate::DType::U32 => {
-                type $T = u32;
-                $body
-            }
-            $crate::DType::U64 => {
-                type $T = u64;
-                $body
-            }
+macro_rules! __dtype_arms {
+    (@arms [$d:expr] $T:ident [$($done:tt)*] $(,)?) => {
+        match $d {
+            $($done)*
+        }
+    };
+    (@arms [$d:expr] $T:ident [$($done:tt)*] _ => $otherwise:expr $(,)?) => {
+        match $d {
+            $($done)*
             _ => $otherwise,
         }
+    };
+    (@arms [$d:expr] $T:ident [$($done:tt)*] $($family:ident)|+ => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__dtype_arms!(@family [$d] $T [$($done)*] ($body) [$($family)+] [$($($rest)*)?])
+    };
+    (@family [$d:expr] $T:ident [$($done:tt)*] ($body:expr) [] [$($rest:tt)*]) => {
+        $crate::__dtype_arms!(@arms [$d] $T [$($done)*] $($rest)*)
+    };
+    (@family [$d:expr] $T:ident [$($done:tt)*] ($body:expr) [half $($more:ident)*] $rest:tt) => {
+        $crate::__dtype_arms!(@types [$d] $T [$($done)*] ($body) [$($more)*] $rest
+            [F16: $crate::half::f16, BF16: $crate::half::bf16])
+    };
+    (@family [$d:expr] $T:ident [$($done:tt)*] ($body:expr) [real $($more:ident)*] $rest:tt) => {
+        $crate::__dtype_arms!(@types [$d] $T [$($done)*] ($body) [$($more)*] $rest [F32: f32, F64: f64])
+    };
+    (@family [$d:expr] $T:ident [$($done:tt)*] ($body:expr) [complex $($more:ident)*] $rest:tt) => {
+        $crate::__dtype_arms!(@types [$d] $T [$($done)*] ($body) [$($more)*] $rest
+            [C64: $crate::num_complex::Complex32, C128: $crate::num_complex::Complex64])
+    };
+    (@family [$d:expr] $T:ident [$($done:tt)*] ($body:expr) [int $($more:ident)*] $rest:tt) => {
+        $crate::__dtype_arms!(@types [$d] $T [$($done)*] ($body) [$($more)*] $rest
+            [I8: i8, I16: i16, I32: i32, I64: i64, U8: u8, U16: u16, U32: u32, U64: u64])
+    };
+    (@family [$d:expr] $T:ident [$($done:tt)*] ($body:expr) [bool $($more:ident)*] $rest:tt) => {
+        $crate::__dtype_arms!(@types [$d] $T [$($done)*] ($body) [$($more)*] $rest [Bool: bool])
+    };
+    // One arm per dtype of a family: `$T` aliases its element type.
+    (@types [$d:expr] $T:ident [$($done:tt)*] ($body:expr) $more:tt $rest:tt [$($v:ident: $t:ty),*]) => {
+        $crate::__dtype_arms!(@family [$d] $T [$($done)*
+            $($crate::DType::$v => {
+                #[allow(dead_code)]
+                type $T = $t;
+                $body
+            })*
+        ] ($body) $more $rest)
     };
 }
 
@@ -510,7 +509,7 @@ mod tests {
     fn dispatch_covers_every_dtype_and_exactly_the_integers() {
         for dt in DType::ALL {
             assert_eq!(dispatch_dtype!(dt, T => T::DTYPE), dt);
-            let int = crate::dispatch_int!(dt, T => Some(T::DTYPE), _ => None);
+            let int = dispatch_dtype!(dt, T, { int => Some(T::DTYPE), _ => None });
             assert_eq!(int, dt.is_int().then_some(dt), "{dt}");
         }
         let ints = DType::ALL.into_iter().filter(|d| d.is_int()).count();

@@ -10,7 +10,7 @@ use crate::{DType, Error, Result};
 macro_rules! op_catalogue {
     (
         $(#[doc = $doc:literal])*
-        pub enum $name:ident { $($(#[doc = $vdoc:literal])* $variant:ident => $text:literal,)* }
+        pub enum $name:ident { $($(#[doc = $vdoc:literal])* $variant:ident => $text:expr,)* }
     ) => {
         $(#[doc = $doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -35,86 +35,113 @@ macro_rules! op_catalogue {
     };
 }
 
-op_catalogue! {
-    /// Elementwise operations with one operand.
-    pub enum UnaryOp {
-        /// `-x` (wrapping for integers).
-        Neg => "neg",
-        /// `|x|` (for complex: the modulus, a real number).
-        Abs => "abs",
-        /// `-1`, `0` or `1` (NaN stays NaN; for complex: `x / |x|`, 0 at 0).
-        Sign => "sign",
-        /// `1 / x`.
-        Recip => "recip",
-        /// `x * x`.
-        Square => "square",
-        /// Square root.
-        Sqrt => "sqrt",
-        /// `1 / sqrt(x)`.
-        Rsqrt => "rsqrt",
-        /// `e^x`.
-        Exp => "exp",
-        /// `e^x - 1`, accurate near 0.
-        Expm1 => "expm1",
-        /// Natural logarithm.
-        Log => "log",
-        /// `ln(1 + x)`, accurate near 0.
-        Log1p => "log1p",
-        /// Sine.
-        Sin => "sin",
-        /// Cosine.
-        Cos => "cos",
-        /// Tangent.
-        Tan => "tan",
-        /// Inverse sine.
-        Asin => "asin",
-        /// Inverse cosine.
-        Acos => "acos",
-        /// Inverse tangent.
-        Atan => "atan",
-        /// Hyperbolic sine.
-        Sinh => "sinh",
-        /// Hyperbolic cosine.
-        Cosh => "cosh",
-        /// Hyperbolic tangent.
-        Tanh => "tanh",
-        /// Inverse hyperbolic sine.
-        Asinh => "asinh",
-        /// Inverse hyperbolic cosine.
-        Acosh => "acosh",
-        /// Inverse hyperbolic tangent.
-        Atanh => "atanh",
-        /// Logistic function `1 / (1 + e^-x)`, stable for large `|x|`.
-        Sigmoid => "sigmoid",
-        /// Error function.
-        Erf => "erf",
-        /// Round toward negative infinity.
-        Floor => "floor",
-        /// Round toward positive infinity.
-        Ceil => "ceil",
-        /// Round half to even (as NumPy and PyTorch do).
-        Round => "round",
-        /// Round toward zero.
-        Trunc => "trunc",
-        /// Logical not (bool only).
-        Not => "logical_not",
-        /// Complex conjugate (identity for real types).
-        Conj => "conj",
-        /// Real part (complex input gives a real output).
-        Real => "real",
-        /// Imaginary part (complex input gives a real output; real input gives zeros).
-        Imag => "imag",
-        /// `true` where the value is NaN (bool output).
-        IsNan => "isnan",
-        /// `true` where the value is finite (bool output).
-        IsFinite => "isfinite",
-        /// `true` where the sign bit is set: negative numbers, `-0.0` and NaNs with the bit set (bool
-        /// output; for integers, `x < 0`).
-        SignBit => "signbit",
-        /// Bitwise not of an integer (`!x`, two's complement); logical not of a bool.
-        BitNot => "bitwise_invert",
-    }
+/// An op enum (through [`op_catalogue!`]) from the list of `unary_ops!`, `binary_ops!` or
+/// `compare_ops!`, invoked with the enum's name and doc lines: each entry's name is its method's.
+macro_rules! op_enum {
+    (
+        [$name:ident, [$($doc:literal),*]]
+        $($(#[doc = $vdoc:literal])* $variant:ident => $method:ident,)*
+    ) => {
+        op_catalogue! {
+            $(#[doc = $doc])*
+            pub enum $name { $($(#[doc = $vdoc])* $variant => stringify!($method),)* }
+        }
+    };
 }
+
+/// Invokes `$callback! { ... }` with the list of [`UnaryOp`]s, each `Variant => name` with its doc:
+/// `name` is the op's [`UnaryOp::name`] and the name of its `Tensor` method (`nabla-tensor` makes
+/// one method per entry), so a new unary op is named once, here.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! unary_ops {
+    ($callback:ident $(, $extra:tt)*) => {
+        $callback! {
+            [$($extra),*]
+            /// `-x` (wrapping for integers).
+            Neg => neg,
+            /// `|x|` (the modulus for complex input, with a real result).
+            Abs => abs,
+            /// `-1`, `0` or `1` (NaN stays NaN; for complex: `x / |x|`, 0 at 0).
+            Sign => sign,
+            /// `1 / x`.
+            Recip => recip,
+            /// `x * x`.
+            Square => square,
+            /// Square root.
+            Sqrt => sqrt,
+            /// `1 / sqrt(x)`.
+            Rsqrt => rsqrt,
+            /// `e^x`.
+            Exp => exp,
+            /// `e^x - 1`, accurate near zero.
+            Expm1 => expm1,
+            /// Natural logarithm.
+            Log => log,
+            /// `ln(1 + x)`, accurate near zero.
+            Log1p => log1p,
+            /// Sine.
+            Sin => sin,
+            /// Cosine.
+            Cos => cos,
+            /// Tangent.
+            Tan => tan,
+            /// Inverse sine.
+            Asin => asin,
+            /// Inverse cosine.
+            Acos => acos,
+            /// Inverse tangent.
+            Atan => atan,
+            /// Hyperbolic sine.
+            Sinh => sinh,
+            /// Hyperbolic cosine.
+            Cosh => cosh,
+            /// Hyperbolic tangent.
+            Tanh => tanh,
+            /// Inverse hyperbolic sine.
+            Asinh => asinh,
+            /// Inverse hyperbolic cosine.
+            Acosh => acosh,
+            /// Inverse hyperbolic tangent.
+            Atanh => atanh,
+            /// Logistic function `1 / (1 + e^-x)`, stable for large `|x|`.
+            Sigmoid => sigmoid,
+            /// Error function.
+            Erf => erf,
+            /// Round toward negative infinity.
+            Floor => floor,
+            /// Round toward positive infinity.
+            Ceil => ceil,
+            /// Round half to even (as NumPy and PyTorch do).
+            Round => round,
+            /// Round toward zero.
+            Trunc => trunc,
+            /// Logical not of a bool tensor.
+            Not => logical_not,
+            /// Complex conjugate (identity for real types).
+            Conj => conj,
+            /// Real part (complex input gives a real output).
+            Real => real,
+            /// Imaginary part (complex input gives a real output; real input gives zeros).
+            Imag => imag,
+            /// `true` where the value is NaN (bool output).
+            IsNan => isnan,
+            /// `true` where the value is finite (bool output).
+            IsFinite => isfinite,
+            /// `true` where the sign bit is set: negative numbers, `-0.0` and NaNs with the bit set (bool
+            /// output; for integers, `x < 0`).
+            SignBit => signbit,
+            /// Bitwise not of an integer (`!x`, two's complement); logical not of a bool.
+            BitNot => bitwise_invert,
+        }
+    };
+}
+
+crate::unary_ops!(
+    op_enum,
+    UnaryOp,
+    ["Elementwise operations with one operand."]
+);
 
 impl UnaryOp {
     /// The dtype of the result for an input of `dtype`, or `None` if the op does not apply to it.
@@ -155,51 +182,64 @@ impl UnaryOp {
     }
 }
 
-op_catalogue! {
-    /// Elementwise operations with two operands of one dtype.
-    pub enum BinaryOp {
-        /// `a + b` (wrapping for integers; logical or for bool).
-        Add => "add",
-        /// `a - b` (wrapping for integers).
-        Sub => "sub",
-        /// `a * b` (wrapping for integers; logical and for bool).
-        Mul => "mul",
-        /// `a / b`; integers use floor division like NumPy's `//`. The kernel gives 0 for an integer
-        /// division by zero; `Tensor::div` refuses one with an error, as PyTorch does.
-        Div => "div",
-        /// Remainder with the sign of the divisor (NumPy's `%`). The kernel gives 0 for an integer
-        /// remainder by zero; `Tensor::rem` refuses one with an error.
-        Rem => "rem",
-        /// `a ^ b`; integer powers with negative exponents give 0 (except bases 1 and -1).
-        Pow => "pow",
-        /// Elementwise maximum (NaN propagates).
-        Maximum => "maximum",
-        /// Elementwise minimum (NaN propagates).
-        Minimum => "minimum",
-        /// Two-argument arctangent `atan2(a, b)` (real floats only).
-        Atan2 => "atan2",
-        /// Logical and (bool only).
-        And => "logical_and",
-        /// Logical or (bool only).
-        Or => "logical_or",
-        /// Logical exclusive or (bool only).
-        Xor => "logical_xor",
-        /// Bitwise and of integers (logical and of bools).
-        BitAnd => "bitwise_and",
-        /// Bitwise or of integers (logical or of bools).
-        BitOr => "bitwise_or",
-        /// Bitwise exclusive or of integers (logical exclusive or of bools).
-        BitXor => "bitwise_xor",
-        /// `a << b` for integers; a shift by the width or more (or by a negative count) gives 0.
-        ShiftLeft => "bitwise_left_shift",
-        /// `a >> b` for integers, arithmetic for signed ones; a shift by the width or more (or by a
-        /// negative count) gives 0, or -1 for a negative `a`.
-        ShiftRight => "bitwise_right_shift",
-        /// The next representable float after `a` toward `b` (`b` when they are equal; NaN when
-        /// either is).
-        NextAfter => "nextafter",
-    }
+/// Invokes `$callback! { ... }` with the list of [`BinaryOp`]s, each `Variant => name` with its doc:
+/// `name` is the op's [`BinaryOp::name`] and the name of its `Tensor` method (`nabla-tensor` makes
+/// one method per entry), so a new op is named once, here.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! binary_ops {
+    ($callback:ident $(, $extra:tt)*) => {
+        $callback! {
+            [$($extra),*]
+            /// `a + b` (wrapping for integers; logical or for bool).
+            Add => add,
+            /// `a - b` (wrapping for integers).
+            Sub => sub,
+            /// `a * b` (wrapping for integers; logical and for bool).
+            Mul => mul,
+            /// `a / b`; integers use floor division like NumPy's `//`. The kernel gives 0 for an integer
+            /// division by zero; `Tensor::div` refuses one with an error, as PyTorch does.
+            Div => div,
+            /// Remainder with the sign of the divisor (NumPy's `%`). The kernel gives 0 for an integer
+            /// remainder by zero; `Tensor::rem` refuses one with an error.
+            Rem => rem,
+            /// `a ^ b`; integer powers with negative exponents give 0 (except bases 1 and -1).
+            Pow => pow,
+            /// Elementwise maximum (NaN propagates).
+            Maximum => maximum,
+            /// Elementwise minimum (NaN propagates).
+            Minimum => minimum,
+            /// Two-argument arctangent `atan2(a, b)` (real floats only).
+            Atan2 => atan2,
+            /// Logical and of bool tensors.
+            And => logical_and,
+            /// Logical or of bool tensors.
+            Or => logical_or,
+            /// Logical exclusive or of bool tensors.
+            Xor => logical_xor,
+            /// Bitwise and of integer tensors (logical and of bools).
+            BitAnd => bitwise_and,
+            /// Bitwise or of integer tensors (logical or of bools).
+            BitOr => bitwise_or,
+            /// Bitwise exclusive or of integer tensors (logical exclusive or of bools).
+            BitXor => bitwise_xor,
+            /// `a << b` for integers; a shift by the width or more (or by a negative count) gives 0.
+            ShiftLeft => bitwise_left_shift,
+            /// `a >> b` for integers, arithmetic for signed ones; a shift by the width or more (or by a
+            /// negative count) gives 0, or -1 for a negative `a`.
+            ShiftRight => bitwise_right_shift,
+            /// The next representable float after `a` toward `b` (`b` when they are equal; NaN when
+            /// either is).
+            NextAfter => nextafter,
+        }
+    };
 }
+
+crate::binary_ops!(
+    op_enum,
+    BinaryOp,
+    ["Elementwise operations with two operands of one dtype."]
+);
 
 impl BinaryOp {
     /// `true` if the op is defined for operands of `dtype` (the result has the same dtype).
@@ -222,23 +262,36 @@ impl BinaryOp {
     }
 }
 
-op_catalogue! {
-    /// Elementwise comparisons; the result is bool.
-    pub enum CompareOp {
-        /// `a == b`.
-        Eq => "eq",
-        /// `a != b`.
-        Ne => "ne",
-        /// `a < b`.
-        Lt => "lt",
-        /// `a <= b`.
-        Le => "le",
-        /// `a > b`.
-        Gt => "gt",
-        /// `a >= b`.
-        Ge => "ge",
-    }
+/// Invokes `$callback! { ... }` with the list of [`CompareOp`]s, each `Variant => name` with its doc:
+/// `name` is the op's [`CompareOp::name`] and the name of its `Tensor` method (`nabla-tensor` makes
+/// one method per entry), so a new op is named once, here.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! compare_ops {
+    ($callback:ident $(, $extra:tt)*) => {
+        $callback! {
+            [$($extra),*]
+            /// `self == rhs` elementwise (bool result).
+            Eq => eq,
+            /// `self != rhs` elementwise (bool result).
+            Ne => ne,
+            /// `self < rhs` elementwise (bool result).
+            Lt => lt,
+            /// `self <= rhs` elementwise (bool result).
+            Le => le,
+            /// `self > rhs` elementwise (bool result).
+            Gt => gt,
+            /// `self >= rhs` elementwise (bool result).
+            Ge => ge,
+        }
+    };
 }
+
+crate::compare_ops!(
+    op_enum,
+    CompareOp,
+    ["Elementwise comparisons; the result is bool."]
+);
 
 impl CompareOp {
     /// `true` if the comparison is defined for `dtype` (ordering is undefined for complex numbers).

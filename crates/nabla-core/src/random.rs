@@ -58,30 +58,6 @@ random_float!(
     f64 => u64, 0x8000_0000_0000_0001
 );
 
-/// Runs `$body` with `$T` set to the element type of a real float `$dtype`, or returns `$other`.
-macro_rules! by_float {
-    ($dtype:expr, $T:ident => $body:expr, other => $other:expr) => {
-        match $dtype {
-            DType::F16 => {
-                type $T = f16;
-                $body
-            }
-            DType::BF16 => {
-                type $T = bf16;
-                $body
-            }
-            DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            _ => $other,
-        }
-    };
-}
 /// Uniform draws `low + (high - low) u` on `[low, high)` in the precision of `T`. A draw that rounds up
 /// to `high` in `T` becomes the largest value of `T` below `high` (or `low`, if `T` has nothing between).
 fn uniform<T: RandomFloat>(
@@ -165,14 +141,16 @@ pub fn random_host(
 ) -> Result<HostData> {
     validate(dist)?;
     match dist {
-        Distribution::Uniform { low, high } => by_float!(dtype, T => {
-            Ok(T::into_host(uniform::<T>(len, low, high, key, fill)))
-        }, other => Err(unsupported(dtype, "uniform"))),
-        Distribution::Normal { mean, std } => by_float!(dtype, T => {
-            Ok(T::into_host(fill.fill::<T>(len, |i| {
+        Distribution::Uniform { low, high } => dispatch_dtype!(dtype, T, {
+            half | real => Ok(T::into_host(uniform::<T>(len, low, high, key, fill))),
+            _ => Err(unsupported(dtype, "uniform")),
+        }),
+        Distribution::Normal { mean, std } => dispatch_dtype!(dtype, T, {
+            half | real => Ok(T::into_host(fill.fill::<T>(len, |i| {
                 T::cast_from(Scalar::F64(mean + std * key.normal_f64(i)))
-            })))
-        }, other => Err(unsupported(dtype, "normal"))),
+            }))),
+            _ => Err(unsupported(dtype, "normal")),
+        }),
         Distribution::Bernoulli { p } => {
             if dtype.is_complex() {
                 return Err(unsupported(dtype, "bernoulli"));

@@ -36,13 +36,8 @@
 //! }
 //! ```
 
-use crate::{
-    ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Device, Distribution,
-    ExtensionOp, FusedKernel, HostData, Layout, Pool2dParams, ReduceOp, Result, RngKey, Scalar,
-    UnaryOp,
-};
+use crate::{Backend, FusedKernel, Layout, Result};
 use std::fmt::Debug;
-use std::sync::Arc;
 
 /// A call of the inner backend's fused kernel on inner buffers (see [`Wrapper::forward_fused`]).
 pub type FusedCall<'a, B> =
@@ -139,386 +134,134 @@ impl<B: Backend, W: Wrapper<B>> Wrapped<B, W> {
         ))
     }
 
-    fn un<'a>(&self, s: &'a W::Storage) -> &'a B::Storage {
-        self.wrapper.unwrap(s)
-    }
-
-    fn unwrap_all<'a>(
+    /// Runs the fused-kernel call `op` (`call` on the inner backend) through the wrapper's
+    /// [`Wrapper::forward_fused`], with `donate` giving one entry per result.
+    fn fused_call(
         &self,
-        parts: &[(&'a W::Storage, &'a Layout)],
-    ) -> Vec<(&'a B::Storage, &'a Layout)> {
-        parts.iter().map(|(s, l)| (self.un(s), *l)).collect()
-    }
-}
-
-impl<B: Backend, W: Wrapper<B>> Backend for Wrapped<B, W> {
-    type Storage = W::Storage;
-
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-
-    fn device(&self) -> Device {
-        self.inner.device()
-    }
-
-    fn storage_dtype(&self, storage: &W::Storage) -> DType {
-        self.inner.storage_dtype(self.un(storage))
-    }
-
-    fn storage_len(&self, storage: &W::Storage) -> usize {
-        self.inner.storage_len(self.un(storage))
-    }
-
-    fn upload(&self, data: HostData) -> Result<W::Storage> {
-        self.one("upload", |b| b.upload(data))
-    }
-
-    fn read(&self, storage: &W::Storage, layout: &Layout) -> Result<HostData> {
-        self.wrapper
-            .around("read", || self.inner.read(self.un(storage), layout))
-    }
-
-    fn is_symbolic(&self) -> bool {
-        self.inner.is_symbolic()
-    }
-
-    fn fast_path_kernels(&self) -> Option<crate::FastKernels> {
-        self.inner.fast_path_kernels()
-    }
-
-    fn synchronize(&self) -> Result<()> {
-        self.wrapper
-            .around("synchronize", || self.inner.synchronize())
-    }
-
-    fn full(&self, len: usize, value: Scalar, dtype: DType) -> Result<W::Storage> {
-        self.one("full", |b| b.full(len, value, dtype))
-    }
-
-    fn random(
-        &self,
-        dist: Distribution,
-        len: usize,
-        dtype: DType,
-        key: RngKey,
-    ) -> Result<W::Storage> {
-        self.one("random", |b| b.random(dist, len, dtype, key))
-    }
-
-    fn copy(&self, x: &W::Storage, layout: &Layout) -> Result<W::Storage> {
-        self.one("copy", |b| b.copy(self.un(x), layout))
-    }
-
-    fn unary(&self, op: UnaryOp, x: &W::Storage, layout: &Layout) -> Result<W::Storage> {
-        self.one("unary", |b| b.unary(op, self.un(x), layout))
-    }
-
-    fn binary(
-        &self,
-        op: BinaryOp,
-        a: &W::Storage,
-        a_layout: &Layout,
-        c: &W::Storage,
-        c_layout: &Layout,
-    ) -> Result<W::Storage> {
-        self.one("binary", |b| {
-            b.binary(op, self.un(a), a_layout, self.un(c), c_layout)
-        })
-    }
-
-    fn compare(
-        &self,
-        op: CompareOp,
-        a: &W::Storage,
-        a_layout: &Layout,
-        c: &W::Storage,
-        c_layout: &Layout,
-    ) -> Result<W::Storage> {
-        self.one("compare", |b| {
-            b.compare(op, self.un(a), a_layout, self.un(c), c_layout)
-        })
-    }
-
-    fn select(
-        &self,
-        cond: &W::Storage,
-        cond_layout: &Layout,
-        on_true: &W::Storage,
-        true_layout: &Layout,
-        on_false: &W::Storage,
-        false_layout: &Layout,
-    ) -> Result<W::Storage> {
-        self.one("select", |b| {
-            b.select(
-                self.un(cond),
-                cond_layout,
-                self.un(on_true),
-                true_layout,
-                self.un(on_false),
-                false_layout,
-            )
-        })
-    }
-
-    fn cast(&self, x: &W::Storage, layout: &Layout, dtype: DType) -> Result<W::Storage> {
-        self.one("cast", |b| b.cast(self.un(x), layout, dtype))
-    }
-
-    fn reduce(
-        &self,
-        op: ReduceOp,
-        x: &W::Storage,
-        layout: &Layout,
-        axes: &[usize],
-    ) -> Result<W::Storage> {
-        self.one("reduce", |b| b.reduce(op, self.un(x), layout, axes))
-    }
-
-    fn arg_reduce(
-        &self,
-        op: ArgReduceOp,
-        x: &W::Storage,
-        layout: &Layout,
-        axis: usize,
-    ) -> Result<W::Storage> {
-        self.one("arg_reduce", |b| b.arg_reduce(op, self.un(x), layout, axis))
-    }
-
-    fn cumsum(&self, x: &W::Storage, layout: &Layout, axis: usize) -> Result<W::Storage> {
-        self.one("cumsum", |b| b.cumsum(self.un(x), layout, axis))
-    }
-
-    fn matmul(
-        &self,
-        a: &W::Storage,
-        a_layout: &Layout,
-        c: &W::Storage,
-        c_layout: &Layout,
-    ) -> Result<W::Storage> {
-        self.one("matmul", |b| {
-            b.matmul(self.un(a), a_layout, self.un(c), c_layout)
-        })
-    }
-
-    fn matmul_rounded(
-        &self,
-        a: &W::Storage,
-        a_layout: &Layout,
-        c: &W::Storage,
-        c_layout: &Layout,
-        precision: crate::Precision,
-    ) -> Result<W::Storage> {
-        self.one("matmul_rounded", |b| {
-            b.matmul_rounded(self.un(a), a_layout, self.un(c), c_layout, precision)
-        })
-    }
-
-    fn pad(
-        &self,
-        x: &W::Storage,
-        layout: &Layout,
-        pads: &[(usize, usize)],
-        value: Scalar,
-    ) -> Result<W::Storage> {
-        self.one("pad", |b| b.pad(self.un(x), layout, pads, value))
-    }
-
-    fn concat(&self, parts: &[(&W::Storage, &Layout)], axis: usize) -> Result<W::Storage> {
-        self.one("concat", |b| b.concat(&self.unwrap_all(parts), axis))
-    }
-
-    fn gather(
-        &self,
-        x: &W::Storage,
-        x_layout: &Layout,
-        axis: usize,
-        index: &W::Storage,
-        index_layout: &Layout,
-    ) -> Result<W::Storage> {
-        self.one("gather", |b| {
-            b.gather(self.un(x), x_layout, axis, self.un(index), index_layout)
-        })
-    }
-
-    fn index_select(
-        &self,
-        x: &W::Storage,
-        x_layout: &Layout,
-        axis: usize,
-        index: &W::Storage,
-        index_layout: &Layout,
-    ) -> Result<W::Storage> {
-        self.one("index_select", |b| {
-            b.index_select(self.un(x), x_layout, axis, self.un(index), index_layout)
-        })
-    }
-
-    fn scatter_add(
-        &self,
-        dst: &W::Storage,
-        dst_layout: &Layout,
-        axis: usize,
-        index: &W::Storage,
-        index_layout: &Layout,
-        src: &W::Storage,
-        src_layout: &Layout,
-    ) -> Result<W::Storage> {
-        self.one("scatter_add", |b| {
-            b.scatter_add(
-                self.un(dst),
-                dst_layout,
-                axis,
-                self.un(index),
-                index_layout,
-                self.un(src),
-                src_layout,
-            )
-        })
-    }
-
-    fn one_hot(
-        &self,
-        index: &W::Storage,
-        layout: &Layout,
-        classes: usize,
-        dtype: DType,
-    ) -> Result<W::Storage> {
-        self.one("one_hot", |b| {
-            b.one_hot(self.un(index), layout, classes, dtype)
-        })
-    }
-
-    fn sort(
-        &self,
-        x: &W::Storage,
-        layout: &Layout,
-        axis: usize,
-        descending: bool,
-    ) -> Result<(W::Storage, W::Storage)> {
-        self.two("sort", |b| b.sort(self.un(x), layout, axis, descending))
-    }
-
-    fn topk(
-        &self,
-        x: &W::Storage,
-        layout: &Layout,
-        axis: usize,
-        k: usize,
-        largest: bool,
-    ) -> Result<(W::Storage, W::Storage)> {
-        self.two("topk", |b| b.topk(self.un(x), layout, axis, k, largest))
-    }
-
-    fn conv2d(
-        &self,
-        x: &W::Storage,
-        x_layout: &Layout,
-        w: &W::Storage,
-        w_layout: &Layout,
-        params: &Conv2dParams,
-    ) -> Result<W::Storage> {
-        self.one("conv2d", |b| {
-            b.conv2d(self.un(x), x_layout, self.un(w), w_layout, params)
-        })
-    }
-
-    fn conv2d_input_grad(
-        &self,
-        dy: &W::Storage,
-        dy_layout: &Layout,
-        w: &W::Storage,
-        w_layout: &Layout,
-        input_hw: (usize, usize),
-        params: &Conv2dParams,
-    ) -> Result<W::Storage> {
-        self.one("conv2d_input_grad", |b| {
-            b.conv2d_input_grad(
-                self.un(dy),
-                dy_layout,
-                self.un(w),
-                w_layout,
-                input_hw,
-                params,
-            )
-        })
-    }
-
-    fn conv2d_weight_grad(
-        &self,
-        x: &W::Storage,
-        x_layout: &Layout,
-        dy: &W::Storage,
-        dy_layout: &Layout,
-        kernel_hw: (usize, usize),
-        params: &Conv2dParams,
-    ) -> Result<W::Storage> {
-        self.one("conv2d_weight_grad", |b| {
-            b.conv2d_weight_grad(
-                self.un(x),
-                x_layout,
-                self.un(dy),
-                dy_layout,
-                kernel_hw,
-                params,
-            )
-        })
-    }
-
-    fn max_pool2d(
-        &self,
-        x: &W::Storage,
-        layout: &Layout,
-        params: &Pool2dParams,
-    ) -> Result<(W::Storage, W::Storage)> {
-        self.two("max_pool2d", |b| b.max_pool2d(self.un(x), layout, params))
-    }
-
-    fn extension(
-        &self,
-        op: &Arc<dyn ExtensionOp>,
-        inputs: &[(&W::Storage, &Layout)],
-    ) -> Result<W::Storage> {
-        self.one("extension", |b| b.extension(op, &self.unwrap_all(inputs)))
-    }
-
-    fn fused(
-        &self,
-        kernel: &FusedKernel,
-        inputs: Vec<(W::Storage, &Layout)>,
-        shape: &[usize],
-        donate: Option<usize>,
-    ) -> Result<W::Storage> {
-        kernel.check_single_output()?;
-        let mut run = |ins: Vec<(B::Storage, &Layout)>| {
-            self.wrapper.around("fused", || {
-                Ok(vec![self.inner.fused(kernel, ins, shape, donate)?])
-            })
-        };
-        let mut out =
-            self.wrapper
-                .forward_fused(&self.inner, kernel, inputs, shape, &[donate], &mut run)?;
-        out.pop()
-            .ok_or_else(|| crate::Error::invalid("fused", "the wrapped backend returned no result"))
-    }
-
-    fn fused_many(
-        &self,
+        op: &'static str,
         kernel: &FusedKernel,
         inputs: Vec<(W::Storage, &Layout)>,
         shape: &[usize],
         donate: &[Option<usize>],
+        call: impl Fn(&B, Vec<(B::Storage, &Layout)>) -> Result<Vec<B::Storage>>,
     ) -> Result<Vec<W::Storage>> {
-        let mut run = |ins: Vec<(B::Storage, &Layout)>| {
-            self.wrapper.around("fused_many", || {
-                self.inner.fused_many(kernel, ins, shape, donate)
-            })
-        };
+        let mut run =
+            |ins: Vec<(B::Storage, &Layout)>| self.wrapper.around(op, || call(&self.inner, ins));
         self.wrapper
             .forward_fused(&self.inner, kernel, inputs, shape, donate, &mut run)
     }
 
-    fn fused_reuses_donation(&self, kernel: &FusedKernel) -> bool {
-        self.inner.fused_reuses_donation(kernel)
+    /// The inner buffers behind `parts`, with their views.
+    fn unwrap_all<'a>(
+        &self,
+        parts: &[(&'a W::Storage, &'a Layout)],
+    ) -> Vec<(&'a B::Storage, &'a Layout)> {
+        parts
+            .iter()
+            .map(|(s, l)| (self.wrapper.unwrap(s), *l))
+            .collect()
     }
 }
+
+/// Implements [`Backend`] for [`Wrapped`] from the method list of
+/// [`backend_methods!`](crate::backend_methods): every method runs on the inner backend.
+macro_rules! forward_to_inner {
+    ($(
+        $(#[$meta:meta])*
+        $recipe:ident fn $name:ident(&$self:ident $(, $arg:ident: $kind:tt)* $(,)?) -> $ret:tt $body:tt
+    )*) => {
+        impl<B: Backend, W: Wrapper<B>> Backend for Wrapped<B, W> {
+            type Storage = W::Storage;
+            $(
+                forward_method! { $recipe $name ($self) [$($arg: $kind),*] $ret }
+            )*
+        }
+    };
+}
+
+/// One method of [`Wrapped`]'s [`Backend`], by its recipe (see `backend/methods.rs`).
+macro_rules! forward_method {
+    // A fact of the backend or of a buffer: asked of the inner backend.
+    ($recipe:ident $name:ident ($self:ident) [$($arg:ident: $kind:tt),*] ($($ret:tt)*)) => {
+        forward_method! { @fact $recipe $name ($self) [$($arg: $kind),*] ($($ret)*) }
+    };
+    (@fact query $name:ident ($self:ident) [$($arg:ident: $kind:tt),*] $ret:tt) => {
+        forward_method! { @ask $name ($self) [$($arg: $kind),*] $ret }
+    };
+    (@fact buffer $name:ident ($self:ident) [$($arg:ident: $kind:tt),*] $ret:tt) => {
+        forward_method! { @ask $name ($self) [$($arg: $kind),*] $ret }
+    };
+    (@fact kernel $name:ident ($self:ident) [$($arg:ident: $kind:tt),*] $ret:tt) => {
+        fn $name(&$self $(, $arg: crate::backend_arg_type!($kind))*)
+            -> crate::backend_return_type!($ret)
+        {
+            $self.wrapper.around(stringify!($name), || {
+                $self.inner.$name($(inner_arg!($self, $kind, $arg)),*)
+            })
+        }
+    };
+    (@ask $name:ident ($self:ident) [$($arg:ident: $kind:tt),*] $ret:tt) => {
+        fn $name(&$self $(, $arg: crate::backend_arg_type!($kind))*)
+            -> crate::backend_return_type!($ret)
+        {
+            $self.inner.$name($(inner_arg!($self, $kind, $arg)),*)
+        }
+    };
+    // A kernel call with one or two new buffers: run through the wrapper's hook, results wrapped.
+    (kernel $name:ident ($self:ident) [$($arg:ident: $kind:tt),*] one) => {
+        fn $name(&$self $(, $arg: crate::backend_arg_type!($kind))*) -> Result<W::Storage> {
+            $self.one(stringify!($name), |inner| inner.$name($(inner_arg!($self, $kind, $arg)),*))
+        }
+    };
+    (kernel $name:ident ($self:ident) [$($arg:ident: $kind:tt),*] two) => {
+        fn $name(&$self $(, $arg: crate::backend_arg_type!($kind))*)
+            -> Result<(W::Storage, W::Storage)>
+        {
+            $self.two(stringify!($name), |inner| inner.$name($(inner_arg!($self, $kind, $arg)),*))
+        }
+    };
+    // A fused call: inputs by value, donations forwarded by the wrapper's hook.
+    (fused $name:ident ($self:ident)
+        [$kernel:ident: $kt:tt, $inputs:ident: owned, $shape:ident: $st:tt, $donate:ident: $dt:tt]
+        $ret:tt) => {
+        fn $name(
+            &$self,
+            $kernel: crate::backend_arg_type!($kt),
+            $inputs: Vec<(W::Storage, &Layout)>,
+            $shape: crate::backend_arg_type!($st),
+            $donate: crate::backend_arg_type!($dt),
+        ) -> crate::backend_return_type!($ret) {
+            forward_method! { @fused $ret $name $self ($kernel, $inputs, $shape, $donate) }
+        }
+    };
+    (@fused one $name:ident $self:ident ($kernel:ident, $inputs:ident, $shape:ident, $donate:ident)) => {{
+        $kernel.check_single_output()?;
+        let op = stringify!($name);
+        let mut results = $self.fused_call(op, $kernel, $inputs, $shape, &[$donate], |inner, ins| {
+            Ok(vec![inner.$name($kernel, ins, $shape, $donate)?])
+        })?;
+        results
+            .pop()
+            .ok_or_else(|| crate::Error::invalid(op, "the wrapped backend returned no result"))
+    }};
+    (@fused many $name:ident $self:ident ($kernel:ident, $inputs:ident, $shape:ident, $donate:ident)) => {
+        $self.fused_call(stringify!($name), $kernel, $inputs, $shape, $donate, |inner, ins| {
+            inner.$name($kernel, ins, $shape, $donate)
+        })
+    };
+}
+
+/// An argument as the inner backend takes it: buffers unwrapped, anything else as it is.
+macro_rules! inner_arg {
+    ($self:ident, buf, $arg:ident) => {
+        $self.wrapper.unwrap($arg)
+    };
+    ($self:ident, bufs, $arg:ident) => {
+        &$self.unwrap_all($arg)
+    };
+    ($self:ident, ($($ty:tt)*), $arg:ident) => {
+        $arg
+    };
+}
+
+crate::backend_methods!(forward_to_inner);

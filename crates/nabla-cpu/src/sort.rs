@@ -104,10 +104,13 @@ packed!(u64, u128);
 /// bool), or reports the dtype.
 macro_rules! with_sortable {
     ($op:expr, $x:expr, $v:ident => $body:expr) => {
-        crate::reduce::dispatch_ordered!($x.dtype(), T => {
-            let $v = $x.typed::<T>($op)?;
-            $body
-        }, _ => Err(unsortable($op, $x.dtype())))
+        nabla_core::dispatch_dtype!($x.dtype(), T, {
+            real | int | bool => {
+                let $v = $x.typed::<T>($op)?;
+                $body
+            },
+            _ => Err(unsortable($op, $x.dtype())),
+        })
     };
 }
 

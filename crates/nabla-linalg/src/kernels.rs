@@ -88,29 +88,16 @@ macro_rules! complex_field {
 }
 complex_field!(Complex32 => f32, Complex64 => f64);
 
-/// Runs `$body` with `$t` bound to the element type of `$data` (f32, f64, complex64, complex128).
+/// Runs `$body` with `$t` bound to the element type of `$data` (a [`Field`]: f32, f64, complex64,
+/// complex128), or an error naming the op `$op` for any other dtype.
 macro_rules! by_dtype {
-    ($op:expr, $data:expr, $t:ident => $body:expr) => {
-        match $data.dtype() {
-            nabla_core::DType::F32 => {
-                type $t = f32;
-                $body
-            }
-            nabla_core::DType::F64 => {
-                type $t = f64;
-                $body
-            }
-            nabla_core::DType::C64 => {
-                type $t = nabla_core::num_complex::Complex32;
-                $body
-            }
-            nabla_core::DType::C128 => {
-                type $t = nabla_core::num_complex::Complex64;
-                $body
-            }
-            other => Err(nabla_core::Error::dtype($op, other)),
-        }
-    };
+    ($op:expr, $data:expr, $t:ident => $body:expr) => {{
+        let dtype = $data.dtype();
+        nabla_core::dispatch_dtype!(dtype, $t, {
+            real | complex => $body,
+            _ => Err(nabla_core::Error::dtype($op, dtype)),
+        })
+    }};
 }
 pub(crate) use by_dtype;
 

@@ -4,11 +4,12 @@ use crate::autograd::Op;
 use crate::{Operand, Tensor};
 use nabla_core::{Backend, BinaryOp, CompareOp, Error, Result, Shape, UnaryOp};
 
+/// One method per [`UnaryOp`], named and documented by the list of [`nabla_core::unary_ops!`].
 macro_rules! unary_methods {
-    ($($(#[$doc:meta])* $name:ident => $op:ident),* $(,)?) => {
+    ([] $($(#[doc = $doc:literal])* $op:ident => $name:ident,)*) => {
         impl<B: Backend> Tensor<B> {
             $(
-                $(#[$doc])*
+                $(#[doc = $doc])*
                 pub fn $name(&self) -> Result<Self> {
                     self.unary(UnaryOp::$op)
                 }
@@ -17,88 +18,16 @@ macro_rules! unary_methods {
     };
 }
 
-unary_methods! {
-    /// `-x`.
-    neg => Neg,
-    /// `|x|` (the modulus for complex input, with a real result).
-    abs => Abs,
-    /// The sign: -1, 0 or 1.
-    sign => Sign,
-    /// `1 / x`.
-    recip => Recip,
-    /// `x * x`.
-    square => Square,
-    /// Square root.
-    sqrt => Sqrt,
-    /// `1 / sqrt(x)`.
-    rsqrt => Rsqrt,
-    /// `e^x`.
-    exp => Exp,
-    /// `e^x - 1`, accurate near zero.
-    expm1 => Expm1,
-    /// Natural logarithm.
-    log => Log,
-    /// `ln(1 + x)`, accurate near zero.
-    log1p => Log1p,
-    /// Sine.
-    sin => Sin,
-    /// Cosine.
-    cos => Cos,
-    /// Tangent.
-    tan => Tan,
-    /// Inverse sine.
-    asin => Asin,
-    /// Inverse cosine.
-    acos => Acos,
-    /// Inverse tangent.
-    atan => Atan,
-    /// Hyperbolic sine.
-    sinh => Sinh,
-    /// Inverse hyperbolic sine.
-    asinh => Asinh,
-    /// Inverse hyperbolic cosine.
-    acosh => Acosh,
-    /// Inverse hyperbolic tangent.
-    atanh => Atanh,
-    /// Hyperbolic cosine.
-    cosh => Cosh,
-    /// Hyperbolic tangent.
-    tanh => Tanh,
-    /// Logistic sigmoid, stable for large inputs.
-    sigmoid => Sigmoid,
-    /// Error function.
-    erf => Erf,
-    /// Round toward negative infinity.
-    floor => Floor,
-    /// Round toward positive infinity.
-    ceil => Ceil,
-    /// Round half to even.
-    round => Round,
-    /// Round toward zero.
-    trunc => Trunc,
-    /// Logical not of a bool tensor.
-    logical_not => Not,
-    /// Complex conjugate.
-    conj => Conj,
-    /// Real part.
-    real => Real,
-    /// Imaginary part.
-    imag => Imag,
-    /// `true` where NaN.
-    isnan => IsNan,
-    /// `true` where finite.
-    isfinite => IsFinite,
-    /// `true` where the sign bit is set (`-0.0` and negative NaNs included; `x < 0` for integers).
-    signbit => SignBit,
-    /// Bitwise not of integers (logical not of bools).
-    bitwise_invert => BitNot,
-}
+nabla_core::unary_ops!(unary_methods);
 
+/// One method per [`BinaryOp`], named and documented by the list of [`nabla_core::binary_ops!`].
 macro_rules! binary_methods {
-    ($($(#[$doc:meta])* $name:ident => $op:ident),* $(,)?) => {
+    ([] $($(#[doc = $doc:literal])* $op:ident => $name:ident,)*) => {
         impl<B: Backend> Tensor<B> {
             $(
-                $(#[$doc])*
+                $(#[doc = $doc])*
+                ///
+                /// `self` and `rhs` (a tensor or a scalar) broadcast to one shape (NumPy's rules).
                 pub fn $name(&self, rhs: impl Operand<B>) -> Result<Self> {
                     self.binary(BinaryOp::$op, rhs)
                 }
@@ -107,50 +36,16 @@ macro_rules! binary_methods {
     };
 }
 
-binary_methods! {
-    /// `self + rhs` with broadcasting.
-    add => Add,
-    /// `self - rhs` with broadcasting.
-    sub => Sub,
-    /// `self * rhs` with broadcasting.
-    mul => Mul,
-    /// `self / rhs` with broadcasting (floor division for integers).
-    div => Div,
-    /// Remainder with the sign of the divisor.
-    rem => Rem,
-    /// `self ^ rhs`.
-    pow => Pow,
-    /// Elementwise maximum (NaN propagates).
-    maximum => Maximum,
-    /// Elementwise minimum (NaN propagates).
-    minimum => Minimum,
-    /// `atan2(self, rhs)`.
-    atan2 => Atan2,
-    /// Logical and of bool tensors.
-    logical_and => And,
-    /// Logical or of bool tensors.
-    logical_or => Or,
-    /// Logical exclusive or of bool tensors.
-    logical_xor => Xor,
-    /// Bitwise and of integer tensors (logical and of bools).
-    bitwise_and => BitAnd,
-    /// Bitwise or of integer tensors (logical or of bools).
-    bitwise_or => BitOr,
-    /// Bitwise exclusive or of integer tensors (logical exclusive or of bools).
-    bitwise_xor => BitXor,
-    /// `self << rhs` for integer tensors (0 past the width).
-    bitwise_left_shift => ShiftLeft,
-    /// `self >> rhs` for integer tensors, arithmetic for signed ones.
-    bitwise_right_shift => ShiftRight,
-    /// The next representable float after `self` toward `rhs`.
-    nextafter => NextAfter,
-}
+nabla_core::binary_ops!(binary_methods);
 
+/// One method per [`CompareOp`], named and documented by the list of [`nabla_core::compare_ops!`].
 macro_rules! compare_methods {
-    ($($(#[$doc:meta])* $name:ident => $op:ident),* $(,)?) => {
+    ([] $($(#[doc = $doc:literal])* $op:ident => $name:ident,)*) => {
         impl<B: Backend> Tensor<B> {
             $(
-                $(#[$doc])*
+                $(#[doc = $doc])*
+                ///
+                /// `self` and `rhs` (a tensor or a scalar) broadcast to one shape (NumPy's rules).
                 pub fn $name(&self, rhs: impl Operand<B>) -> Result<Self> {
                     self.compare(CompareOp::$op, rhs)
                 }
@@ -159,20 +54,7 @@ macro_rules! compare_methods {
     };
 }
 
-compare_methods! {
-    /// `self == rhs` elementwise (bool result).
-    eq => Eq,
-    /// `self != rhs` elementwise (bool result).
-    ne => Ne,
-    /// `self < rhs` elementwise (bool result).
-    lt => Lt,
-    /// `self <= rhs` elementwise (bool result).
-    le => Le,
-    /// `self > rhs` elementwise (bool result).
-    gt => Gt,
-    /// `self >= rhs` elementwise (bool result).
-    ge => Ge,
-}
+nabla_core::compare_ops!(compare_methods);
 
 impl<B: Backend> Tensor<B> {
     /// Applies a unary primitive.

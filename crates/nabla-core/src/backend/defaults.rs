@@ -2,9 +2,11 @@
 //! overridden by a backend with a faster kernel of its own.
 
 use crate::{
-    ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Error, HostData, Layout,
-    Pool2dParams, ReduceOp, Result, Scalar, UnaryOp, checked_numel, dispatch_dtype,
+    ArgReduceOp, Backend, BinaryOp, CompareOp, Conv2dParams, DType, Error, ExtensionOp, HostData,
+    HostView, Layout, Pool2dParams, ReduceOp, Result, Scalar, UnaryOp, checked_numel,
+    dispatch_dtype,
 };
+use std::sync::Arc;
 
 /// [`Backend::pad`]: per padded axis, the input (or the previous result) between two filled blocks.
 pub(super) fn pad<B: Backend>(
@@ -431,4 +433,26 @@ pub(super) fn matmul_rounded<B: Backend>(
         &super::round_operand(b, y, y_layout, to)?,
         &Layout::row_major(y_layout.shape()),
     )
+}
+
+/// [`Backend::extension`]'s default: each input read to the host, the op's
+/// [`ExtensionOp::host_kernel`] run there, the result uploaded.
+pub(super) fn extension<B: Backend>(
+    b: &B,
+    op: &Arc<dyn ExtensionOp>,
+    inputs: &[(&B::Storage, &Layout)],
+) -> Result<B::Storage> {
+    let host = inputs
+        .iter()
+        .map(|(s, l)| b.read(s, l))
+        .collect::<Result<Vec<_>>>()?;
+    let views: Vec<HostView<'_>> = host
+        .iter()
+        .zip(inputs)
+        .map(|(data, (_, l))| HostView {
+            data,
+            shape: l.shape(),
+        })
+        .collect();
+    b.upload(op.host_kernel(&views, &crate::SystemAllocator)?)
 }

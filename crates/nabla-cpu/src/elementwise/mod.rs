@@ -29,39 +29,7 @@ pub(crate) use traits::Real;
 
 use crate::CpuStorage;
 use crate::strided::gather_view;
-use nabla_core::{
-    BinaryOp, CompareOp, DType, Error, Layout, Result, UnaryOp, dispatch_dtype,
-    num_complex::{Complex32, Complex64},
-};
-
-/// Runs the arm for the element family of `$dt`, with `$T` aliased to its element type.
-macro_rules! by_family {
-    ($dt:expr, $T:ident,
-     real => $real:expr, complex => $complex:expr, int => $int:expr, boolean => $bool:expr,
-     half => $half:expr $(,)?) => {
-        match $dt {
-            DType::F32 => {
-                type $T = f32;
-                $real
-            }
-            DType::F64 => {
-                type $T = f64;
-                $real
-            }
-            DType::C64 => {
-                type $T = Complex32;
-                $complex
-            }
-            DType::C128 => {
-                type $T = Complex64;
-                $complex
-            }
-            // What remains: the integers, bool, and the half-precision types.
-            other => nabla_core::dispatch_int!(other, $T => $int,
-                _ => if other == DType::Bool { $bool } else { $half }),
-        }
-    };
-}
+use nabla_core::{BinaryOp, CompareOp, DType, Error, Layout, Result, UnaryOp, dispatch_dtype};
 
 /// Checks that two operands have one dtype and one shape.
 fn check_pair(
@@ -98,13 +66,13 @@ pub(crate) fn unary(op: UnaryOp, x: &CpuStorage, layout: &Layout) -> Result<CpuS
     if op.output_dtype(dt).is_none() {
         return Err(Error::dtype(name, dt));
     }
-    by_family!(dt, T,
+    dispatch_dtype!(dt, T, {
         real => unary::real::<T>(op, x.typed(name)?, layout),
         complex => unary::complex::<T>(op, x.typed(name)?, layout),
         int => unary::int::<T>(op, x.typed(name)?, layout),
-        boolean => unary::boolean(op, x.typed(name)?, layout),
+        bool => unary::boolean(op, x.typed(name)?, layout),
         half => Err(Error::dtype(name, dt)),
-    )
+    })
 }
 
 /// Elementwise binary `op` on two views of one shape and dtype.
@@ -121,13 +89,13 @@ pub(crate) fn binary(
     if !op.supports(dt) {
         return Err(Error::dtype(name, dt));
     }
-    by_family!(dt, T,
+    dispatch_dtype!(dt, T, {
         real => binary::real::<T>(op, a.typed(name)?, la, b.typed(name)?, lb),
         complex => binary::complex::<T>(op, a.typed(name)?, la, b.typed(name)?, lb),
         int => binary::int::<T>(op, a.typed(name)?, la, b.typed(name)?, lb),
-        boolean => binary::boolean(op, a.typed(name)?, la, b.typed(name)?, lb),
+        bool => binary::boolean(op, a.typed(name)?, la, b.typed(name)?, lb),
         half => Err(Error::dtype(name, dt)),
-    )
+    })
 }
 
 /// Elementwise comparison of two views of one shape and dtype, giving bool.
@@ -144,13 +112,13 @@ pub(crate) fn compare(
     if !op.supports(dt) {
         return Err(Error::dtype(name, dt));
     }
-    by_family!(dt, T,
-        real => Ok(binary::compare_ordered::<T>(op, a.typed(name)?, la, b.typed(name)?, lb)),
+    dispatch_dtype!(dt, T, {
+        real | int | bool => {
+            Ok(binary::compare_ordered::<T>(op, a.typed(name)?, la, b.typed(name)?, lb))
+        },
         complex => binary::compare_complex::<T>(op, a.typed(name)?, la, b.typed(name)?, lb),
-        int => Ok(binary::compare_ordered::<T>(op, a.typed(name)?, la, b.typed(name)?, lb)),
-        boolean => Ok(binary::compare_ordered::<bool>(op, a.typed(name)?, la, b.typed(name)?, lb)),
         half => Err(Error::dtype(name, dt)),
-    )
+    })
 }
 
 /// `cond ? on_true : on_false` elementwise; `cond` is bool, the branches share a dtype (any dtype).

@@ -94,9 +94,10 @@ pub(super) fn host_of(dtype: DType, n: usize, seed: u64, specials: bool) -> Host
         DType::C128 => HostData::C128((0..n).map(|_| complex(&mut rng)).collect()),
         DType::Bool => HostData::Bool((0..n).map(|_| rng.next().is_multiple_of(2)).collect()),
         // Integers wrap from the i64 draws, so every width sees its extremes' neighbourhoods.
-        int => nabla_core::dispatch_int!(int, T => T::into_host(
-            (0..n).map(|_| T::from_scalar(Scalar::I64(rng.int()))).collect()
-        ), _ => unreachable!("every other dtype has its arm")),
+        int => nabla_core::dispatch_dtype!(int, T, {
+            int => T::into_host((0..n).map(|_| T::from_scalar(Scalar::I64(rng.int()))).collect()),
+            _ => unreachable!("every other dtype has its arm"),
+        }),
     }
 }
 

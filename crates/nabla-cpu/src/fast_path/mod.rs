@@ -2,18 +2,15 @@
 //! attention and batch norm, each forwards and backwards, and the native loops fused kernels carry
 //! (Adam's update), on host memory with the backend's allocator cache, SIMD builds and thread pool.
 
-/// Runs `$run::<f32>` or `$run::<f64>` (`$run` returning `Result<Vec<T>>`) by the dtype of the first
-/// of `$views`, as a [`HostData`] result; an error naming the op `$op` for any other dtype.
+/// Runs `$run::<T>` (returning `Result<Vec<T>>`) for the real float element type `T` of the first of
+/// `$views`, as a [`HostData`] result; an error naming the op `$op` for any other dtype.
 macro_rules! by_float_dtype {
     ($op:expr, $views:expr, $($run:ident)::+($($arg:expr),*)) => {
         match $views.first().map(|v| v.data.dtype()) {
-            Some(nabla_core::DType::F32) => {
-                Ok(nabla_core::HostData::F32($($run)::+::<f32>($($arg),*)?))
-            }
-            Some(nabla_core::DType::F64) => {
-                Ok(nabla_core::HostData::F64($($run)::+::<f64>($($arg),*)?))
-            }
-            Some(other) => Err(nabla_core::Error::dtype(nabla_core::FastPath::name(&$op), other)),
+            Some(dtype) => nabla_core::dispatch_dtype!(dtype, T, {
+                real => Ok(nabla_core::Element::into_host($($run)::+::<T>($($arg),*)?)),
+                _ => Err(nabla_core::Error::dtype(nabla_core::FastPath::name(&$op), dtype)),
+            }),
             None => Err(nabla_core::Error::invalid(nabla_core::FastPath::name(&$op), "no inputs")),
         }
     };

@@ -15,7 +15,7 @@ use crate::CpuStorage;
 use crate::reduce::Arith;
 use faer::traits::ComplexField;
 use faer::{Accum, MatMut, MatRef, Par};
-use nabla_core::{DType, Element, Error, Layout, Precision, Result};
+use nabla_core::{Element, Error, Layout, Precision, Result};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
@@ -128,14 +128,11 @@ pub(crate) fn matmul(
         let out = int::matmul_int(x, &Operand::new(la)?, y, &Operand::new(lb)?, dims);
         Ok(CpuStorage::from_vec(out))
     }
-    match dtype {
-        DType::F32 => float::<f32>(a, la, b, lb, dims),
-        DType::F64 => float::<f64>(a, la, b, lb, dims),
-        DType::C64 => float::<num_complex::Complex32>(a, la, b, lb, dims),
-        DType::C128 => float::<num_complex::Complex64>(a, la, b, lb, dims),
-        other => nabla_core::dispatch_int!(other, T => int::<T>(a, la, b, lb, dims),
-            _ => Err(Error::dtype("matmul", dtype))),
-    }
+    nabla_core::dispatch_dtype!(dtype, T, {
+        real | complex => float::<T>(a, la, b, lb, dims),
+        int => int::<T>(a, la, b, lb, dims),
+        _ => Err(Error::dtype("matmul", dtype)),
+    })
 }
 
 /// Batched product of `a: [..., m, k]` and `b: [..., k, n]` at `precision`

@@ -302,8 +302,10 @@ pub(crate) fn scatter_add(
             .map(CpuStorage::from_vec)
         };
     }
-    crate::reduce::dispatch_arith!(dst.dtype(), T => go!(dst.typed::<T>(OP)?),
-        _ => Err(Error::dtype(OP, dst.dtype())))
+    nabla_core::dispatch_dtype!(dst.dtype(), T, {
+        real | complex | int => go!(dst.typed::<T>(OP)?),
+        _ => Err(Error::dtype(OP, dst.dtype())),
+    })
 }
 
 /// The operands of one scatter-add, shapes and dtypes already checked: `src` added into a copy of

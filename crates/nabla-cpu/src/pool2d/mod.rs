@@ -363,14 +363,14 @@ pub(crate) fn max_pool2d(
             pool_typed::<$T>(x.typed::<$T>(OP)?, layout, &geometry, p)
         };
     }
-    match x.dtype() {
-        DType::F32 => go!(f32),
-        DType::F64 => go!(f64),
-        other => nabla_core::dispatch_int!(other, T => go!(T), _ => Err(Error::invalid(
+    let dtype = x.dtype();
+    nabla_core::dispatch_dtype!(dtype, T, {
+        real | int => go!(T),
+        _ => Err(Error::invalid(
             OP,
-            format!("max pooling supports real floats and integers, not {other}"),
-        ))),
-    }
+            format!("max pooling supports real floats and integers, not {dtype}"),
+        )),
+    })
 }
 
 fn pool_typed<T: Element + PartialOrd + GatheredPool + PairPool>(

@@ -1,4 +1,4 @@
-//! Element capabilities the reductions (and the integer matmul) need, with dtype dispatch macros.
+//! Element capabilities the reductions (and the integer matmul) need.
 
 use nabla_core::Element;
 use num_complex::{Complex32, Complex64};
@@ -57,53 +57,3 @@ pub(crate) fn min_nan<T: PartialOrd>(acc: T, v: T) -> T {
     #[allow(clippy::eq_op)]
     if (v < acc) | (v != v) { v } else { acc }
 }
-
-/// Runs `$body` with `$T` bound to the element type of a dtype that implements [`Arith`], or evaluates
-/// `$otherwise` for any other dtype.
-macro_rules! dispatch_arith {
-    ($dtype:expr, $T:ident => $body:expr, _ => $otherwise:expr) => {
-        match $dtype {
-            nabla_core::DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            nabla_core::DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            nabla_core::DType::C64 => {
-                type $T = num_complex::Complex32;
-                $body
-            }
-            nabla_core::DType::C128 => {
-                type $T = num_complex::Complex64;
-                $body
-            }
-            other => nabla_core::dispatch_int!(other, $T => $body, _ => $otherwise),
-        }
-    };
-}
-pub(crate) use dispatch_arith;
-
-/// Runs `$body` with `$T` bound to the element type of a totally ordered dtype (real floats, integers,
-/// bool), or evaluates `$otherwise` for any other dtype.
-macro_rules! dispatch_ordered {
-    ($dtype:expr, $T:ident => $body:expr, _ => $otherwise:expr) => {
-        match $dtype {
-            nabla_core::DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            nabla_core::DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            nabla_core::DType::Bool => {
-                type $T = bool;
-                $body
-            }
-            other => nabla_core::dispatch_int!(other, $T => $body, _ => $otherwise),
-        }
-    };
-}
-pub(crate) use dispatch_ordered;

@@ -12,11 +12,11 @@ mod walk;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use elem::{Arith, dispatch_arith, dispatch_ordered};
+pub(crate) use elem::Arith;
 
 use crate::{CpuStorage, PARALLEL_THRESHOLD};
 use elem::{max_nan, min_nan};
-use nabla_core::{ArgReduceOp, Element, Error, Layout, ReduceOp, Result};
+use nabla_core::{ArgReduceOp, Element, Error, Layout, ReduceOp, Result, dispatch_dtype};
 
 /// Checks that `axes` are sorted, distinct and below the rank of `layout`.
 fn check_axes(op: &'static str, layout: &Layout, axes: &[usize]) -> Result<()> {
@@ -54,18 +54,22 @@ pub(crate) fn reduce(
     check_axes(op.name(), layout, axes)?;
     let unsupported = || Err(Error::dtype(op.name(), dtype));
     match op {
-        ReduceOp::Sum => {
-            dispatch_arith!(dtype, T => run::<T, _>(op, x, layout, axes, Some(T::zero()), T::add), _ => unsupported())
-        }
-        ReduceOp::Prod => {
-            dispatch_arith!(dtype, T => run::<T, _>(op, x, layout, axes, Some(T::one()), T::mul), _ => unsupported())
-        }
-        ReduceOp::Max => {
-            dispatch_ordered!(dtype, T => run::<T, _>(op, x, layout, axes, None, max_nan::<T>), _ => unsupported())
-        }
-        ReduceOp::Min => {
-            dispatch_ordered!(dtype, T => run::<T, _>(op, x, layout, axes, None, min_nan::<T>), _ => unsupported())
-        }
+        ReduceOp::Sum => dispatch_dtype!(dtype, T, {
+            real | complex | int => run::<T, _>(op, x, layout, axes, Some(T::zero()), T::add),
+            _ => unsupported(),
+        }),
+        ReduceOp::Prod => dispatch_dtype!(dtype, T, {
+            real | complex | int => run::<T, _>(op, x, layout, axes, Some(T::one()), T::mul),
+            _ => unsupported(),
+        }),
+        ReduceOp::Max => dispatch_dtype!(dtype, T, {
+            real | int | bool => run::<T, _>(op, x, layout, axes, None, max_nan::<T>),
+            _ => unsupported(),
+        }),
+        ReduceOp::Min => dispatch_dtype!(dtype, T, {
+            real | int | bool => run::<T, _>(op, x, layout, axes, None, min_nan::<T>),
+            _ => unsupported(),
+        }),
     }
 }
 
@@ -176,7 +180,10 @@ pub(crate) fn arg_reduce(
         };
         Ok(CpuStorage::from_vec(out))
     }
-    dispatch_ordered!(dtype, T => arg_run::<T>(op, x, layout, axis), _ => Err(Error::dtype(op.name(), dtype)))
+    dispatch_dtype!(dtype, T, {
+        real | int | bool => arg_run::<T>(op, x, layout, axis),
+        _ => Err(Error::dtype(op.name(), dtype)),
+    })
 }
 
 /// Inclusive cumulative sum along `axis`; same shape as the input. Integers wrap on overflow.
@@ -186,8 +193,11 @@ pub(crate) fn cumsum(x: &CpuStorage, layout: &Layout, axis: usize) -> Result<Cpu
         return Err(Error::dtype("cumsum", dtype));
     }
     check_axes("cumsum", layout, &[axis])?;
-    dispatch_arith!(dtype, T => {
-        let data = x.typed::<T>("cumsum")?;
-        Ok(CpuStorage::from_vec(scan::cumsum_typed(data, layout, axis)))
-    }, _ => Err(Error::dtype("cumsum", dtype)))
+    dispatch_dtype!(dtype, T, {
+        real | complex | int => {
+            let data = x.typed::<T>("cumsum")?;
+            Ok(CpuStorage::from_vec(scan::cumsum_typed(data, layout, axis)))
+        },
+        _ => Err(Error::dtype("cumsum", dtype)),
+    })
 }

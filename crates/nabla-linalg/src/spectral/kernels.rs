@@ -6,7 +6,7 @@
 //! parallelism; a batch runs its matrices sequentially each, spread over threads.
 
 use super::expm;
-use crate::kernels::per_matrix;
+use crate::kernels::{by_dtype, per_matrix};
 use faer::diag::Diag;
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::evd::{self, ComputeEigenvectors};
@@ -15,7 +15,7 @@ use faer::traits::ComplexField;
 use faer::traits::math_utils::{abs, conj, from_real, is_finite, real};
 use faer::{Mat, MatRef, Par};
 use nabla_core::num_complex::{Complex32, Complex64};
-use nabla_core::{DType, Element, Error, HostAllocator, HostData, HostView, Result};
+use nabla_core::{Element, Error, HostAllocator, HostData, HostView, Result};
 use std::ops::{Add, Mul, Sub};
 
 /// The element types of the spectral kernels: faer scalars that are also nabla elements.
@@ -62,31 +62,6 @@ field!(Complex32, f32, Complex32, |x: f64| Complex32::new(
     x as f32, 0.0
 ));
 field!(Complex64, f64, Complex64, |x: f64| Complex64::new(x, 0.0));
-
-/// Runs `$body` with `$t` bound to the element type of `$data` (any of the four float types).
-macro_rules! by_field {
-    ($op:expr, $data:expr, $t:ident => $body:expr) => {
-        match $data.dtype() {
-            DType::F32 => {
-                type $t = f32;
-                $body
-            }
-            DType::F64 => {
-                type $t = f64;
-                $body
-            }
-            DType::C64 => {
-                type $t = Complex32;
-                $body
-            }
-            DType::C128 => {
-                type $t = Complex64;
-                $body
-            }
-            other => Err(Error::dtype($op, other)),
-        }
-    };
-}
 
 /// The typed elements of a validated input.
 fn elems<'a, T: Field>(op: &'static str, x: &HostView<'a>) -> Result<&'a [T]> {
@@ -386,12 +361,12 @@ fn eig_typed<T: Field>(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<Ho
 
 /// Eigenvalues and unit right eigenvectors of general matrices, packed `[w, V]`, complex.
 pub(super) fn eig(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
-    by_field!("linalg.eig", a.data, T => eig_typed::<T>(a, alloc))
+    by_dtype!("linalg.eig", a.data, T => eig_typed::<T>(a, alloc))
 }
 
 /// Eigenvalues (ascending) and eigenvectors of Hermitian matrices, packed `[w, V]` per matrix.
 pub(super) fn eigh(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
-    by_field!("linalg.eigh", a.data, T => eigh_typed::<T>(a, alloc))
+    by_dtype!("linalg.eigh", a.data, T => eigh_typed::<T>(a, alloc))
 }
 
 /// SVD packed `[U, S, Vh]` per matrix (reduced or full).
@@ -400,22 +375,22 @@ pub(super) fn svd(
     full_matrices: bool,
     alloc: &dyn HostAllocator,
 ) -> Result<HostData> {
-    by_field!("linalg.svd", a.data, T => svd_typed::<T>(a, full_matrices, alloc))
+    by_dtype!("linalg.svd", a.data, T => svd_typed::<T>(a, full_matrices, alloc))
 }
 
 /// Singular values (descending) in the real dtype.
 pub(super) fn svdvals(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
-    by_field!("linalg.svdvals", a.data, T => svdvals_typed::<T>(a, alloc))
+    by_dtype!("linalg.svdvals", a.data, T => svdvals_typed::<T>(a, alloc))
 }
 
 /// The matrix exponential per matrix.
 pub(super) fn matrix_exp(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
-    by_field!("linalg.matrix_exp", a.data, T => matrix_exp_typed::<T>(a, alloc))
+    by_dtype!("linalg.matrix_exp", a.data, T => matrix_exp_typed::<T>(a, alloc))
 }
 
 /// Eigenvalues of general matrices, in the complex dtype.
 pub(super) fn eigvals(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<HostData> {
-    by_field!("linalg.eigvals", a.data, T => eigvals_typed::<T>(a, alloc))
+    by_dtype!("linalg.eigvals", a.data, T => eigvals_typed::<T>(a, alloc))
 }
 
 /// `|x|` of a faer scalar as `f64` (the 1-norm of the matrix exponential's scaling).

@@ -1,8 +1,9 @@
 //! [`AdContext`]: graph-level transforms (`grad`, `vjp`, `jvp`, `hvp`) with options and rule overrides.
 
-use super::backward::{BackwardOptions, Targets, run_backward};
-use super::extension::ExtensionRules;
+use super::backward::{Targets, run_backward};
+use super::extension_rules::ExtensionRules;
 use super::forward::push_forward;
+use super::pass::BackwardOptions;
 use crate::Tensor;
 use nabla_core::{Backend, Error, Result};
 use std::any::{Any, TypeId};

@@ -7,11 +7,11 @@
 //! differentiable: every transform nests with every other (`jvp(grad(f))` is a Hessian-vector product,
 //! `grad` of a `jvp` output works, and so on).
 
-use super::backward::{Walk, take_saved};
-use super::extension::ExtensionRules;
+use super::extension_rules::ExtensionRules;
 use super::functional::{MarkedRun, run_marked, vjp_n};
 use super::node::{Node, NodeKind};
 use super::op::Op;
+use super::pass::{Walk, take_saved};
 use super::rules;
 use crate::Tensor;
 use crate::autograd::grad;
@@ -53,7 +53,7 @@ pub(crate) fn push_forward<B: Backend>(
         if inputs.iter().all(Option::is_none) {
             continue;
         }
-        super::extension::ensure_rule(op, ext, super::extension::Mode::Forward)?;
+        super::extension::ensure_rule(op, ext, super::extension_rules::Mode::Forward)?;
         let values = take_saved(node, op.name(), saved, true, nested)?;
         let tangent = match (gram_form(op, parents, marks), &inputs[..]) {
             // x @ xᵀ: p = ẋ xᵀ. xᵀ @ x: p = xᵀ ẋ.

@@ -2,7 +2,8 @@
 //! itself tracked (by an outer transform or a variable), the inner reverse pass is recorded, so
 //! `grad(grad(f))` is the second derivative.
 
-use super::backward::{BackwardOptions, Targets, captures_outer, not_one_element, run_backward};
+use super::backward::{Targets, not_one_element, run_backward};
+use super::pass::{BackwardOptions, captures_outer};
 use crate::Tensor;
 use nabla_core::{Backend, Result};
 

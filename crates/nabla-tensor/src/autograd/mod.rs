@@ -16,7 +16,9 @@ mod anomaly;
 mod backward;
 mod context;
 mod custom;
+mod custom_call;
 mod extension;
+mod extension_rules;
 mod forward;
 mod functional;
 mod grad_mode;
@@ -25,14 +27,16 @@ mod jacobian;
 mod node;
 mod op;
 mod parallel;
+mod pass;
 mod rules;
 mod sum_to;
 
 pub use anomaly::{AnomalyGuard, detect_anomaly, is_anomaly_detection_enabled};
-pub use backward::{BackwardOptions, Gradients, ParallelBackward, VarId};
+pub use backward::{Gradients, VarId};
 pub use context::{AdContext, AdContextBuilder};
-pub use custom::{CustomArgs, CustomFn, CustomForwardRule, CustomReverseRule, checkpoint};
-pub use extension::{ExtensionFamily, ExtensionRules, ForwardRule, ReverseRule, RuleArgs};
+pub use custom::checkpoint;
+pub use custom_call::{CustomArgs, CustomFn, CustomForwardRule, CustomReverseRule};
+pub use extension_rules::{ExtensionFamily, ExtensionRules, ForwardRule, ReverseRule, RuleArgs};
 pub use forward::{hessian, hvp, jacfwd, jacrev, jvp, jvp_n};
 pub use functional::{
     Pullback, grad, grad_n, value_and_grad, value_and_grad_n, vjp, vjp_fn_n, vjp_n,
@@ -48,3 +52,4 @@ pub use jacobian::{
 pub(crate) use node::Node;
 pub use node::is_recorded;
 pub(crate) use op::Op;
+pub use pass::{BackwardOptions, ParallelBackward};

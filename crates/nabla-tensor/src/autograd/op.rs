@@ -1,7 +1,7 @@
 //! The record an op leaves in the graph: which primitive ran, with the parameters its derivative needs.
 
-use super::custom::CustomCall;
-use super::extension::BoundExtension;
+use super::custom_call::CustomCall;
+use super::extension_rules::BoundExtension;
 use nabla_core::{Backend, BinaryOp, Conv2dParams, DType, ReduceOp, UnaryOp};
 use std::sync::Arc;
 

@@ -35,50 +35,13 @@
 //! graph in which no node has two different inputs made by ops (a chain) takes the sequential pass.
 
 use super::accumulate::Cotangent;
-use super::backward::{BackwardOptions, Contribution, GradientSink, Pass, Walk};
 use super::node::{Node, NodeKind};
 use super::op::Op;
+use super::pass::{BackwardOptions, Contribution, GradientSink, ParallelBackward, Pass, Walk};
 use crate::Tensor;
 use nabla_core::{Backend, Error, Result};
 use std::collections::BTreeSet;
 use std::sync::Arc;
-
-/// Whether the reverse pass may run independent branches of the graph on two threads
-/// ([`BackwardOptions::parallel`]). The gradients are bitwise the same in every setting; only the
-/// time differs.
-///
-/// ```
-/// # use nabla_tensor::{Tensor, BackwardOptions, ParallelBackward}; use nabla_cpu::CpuBackend;
-/// let cpu = CpuBackend::new();
-/// let x = Tensor::var("x", Tensor::from_vec(vec![1.0f32, 2.0], [2], &cpu)?)?;
-/// let y = x.exp()?.add(&x.sin()?)?.sum_all()?;
-/// let opts = BackwardOptions { parallel: ParallelBackward::Off, ..Default::default() };
-/// let one_thread = y.backward_opts(None, opts)?;
-/// assert!(one_thread.get(&x).is_some());
-/// # Ok::<(), nabla_core::Error>(())
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ParallelBackward {
-    /// Run nodes whose rules touch at least [`ParallelBackward::AUTO_MIN_ELEMENTS`] elements on a
-    /// second lane ahead of their turn, when
-    /// the pass runs on a thread of a rayon pool with two or more threads (as after
-    /// `nabla_cpu::init_thread_pool`) on the CPU backend, without `create_graph` and without anomaly
-    /// detection. Elsewhere the pass runs on one thread.
-    #[default]
-    Auto,
-    /// Always one thread.
-    Off,
-    /// As [`ParallelBackward::Auto`], with nodes whose rules touch at least this many elements on the
-    /// second lane (1 sends every op node that is ready). Nodes of 2^18 elements or more always stay
-    /// on the calling thread: their kernels already split across the pool's threads.
-    MinElements(usize),
-}
-
-impl ParallelBackward {
-    /// The work, in elements a rule reads or writes, from which [`ParallelBackward::Auto`] runs a
-    /// node beside another: below it, handing the rule to the other thread costs more than it saves.
-    pub const AUTO_MIN_ELEMENTS: usize = 1 << 13;
-}
 
 /// Nodes of this much work or more are left to the driver: their kernels split across the pool's
 /// threads (elementwise kernels from 32K elements, matrix products from 4M flops, which is 2^18 in

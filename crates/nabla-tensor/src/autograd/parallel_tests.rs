@@ -3,7 +3,7 @@
 
 use super::{LANE_JOBS, ParallelBackward, lane_contributions};
 use crate::autograd::accumulate::Cotangent;
-use crate::autograd::backward::{Contribution, Pass, Walk};
+use crate::autograd::pass::{Contribution, Pass, Walk};
 use crate::{BackwardOptions, Tensor};
 use nabla_core::{DType, Result};
 use nabla_cpu::CpuBackend;

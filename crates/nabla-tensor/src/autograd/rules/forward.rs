@@ -5,7 +5,8 @@
 
 use super::{SavedValues, elementwise, indexing, linalg, movement, reduce};
 use crate::Tensor;
-use crate::autograd::extension::{self, ExtensionRules};
+use crate::autograd::extension;
+use crate::autograd::extension_rules::ExtensionRules;
 use crate::autograd::op::Op;
 use nabla_core::{Backend, Result};
 

@@ -15,7 +15,8 @@ pub(crate) use forward::jvp;
 pub(crate) use linalg::{gram_jvp, is_transposed, rhs_cotangent_untransposed};
 pub(crate) use movement::slice as slice_cotangent;
 
-use super::extension::{self, ExtensionRules};
+use super::extension;
+use super::extension_rules::ExtensionRules;
 use super::op::{Op, SavedInputs};
 use crate::Tensor;
 use nabla_core::{Backend, Error, Result};
