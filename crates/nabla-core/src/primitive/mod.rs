@@ -24,7 +24,18 @@ use crate::{
 use std::fmt;
 use std::sync::Arc;
 
-/// Defines the primitive enum and its fieldless kind from one list of variants.
+/// `true` when the flag `$want` is among the listed flags (the catalogue's `[...]` after a variant).
+macro_rules! primitive_flag {
+    ($want:ident;) => { false };
+    (elementwise; elementwise $($rest:ident)*) => { true };
+    (folds; folds $($rest:ident)*) => { true };
+    ($want:ident; $other:ident $($rest:ident)*) => { primitive_flag!($want; $($rest)*) };
+}
+
+/// Defines the primitive enum and its fieldless kind from one list of variants. A variant's optional
+/// flags after its name state what the compiler may do with it: `elementwise` (each output element
+/// depends only on the inputs' elements at the same position, so fusion merges it) and `folds`
+/// (constant folding evaluates it when its inputs are constants).
 macro_rules! primitive_catalogue {
     (
         $(#[doc = $doc:literal])*
@@ -34,7 +45,7 @@ macro_rules! primitive_catalogue {
         {
             $(
                 $(#[doc = $vdoc:literal])*
-                $variant:ident $( ( $tfield:ident : $tuple:ty ) )? $( { $( $(#[doc = $fdoc:literal])* $field:ident : $fty:ty ),* $(,)? } )? => $text:literal,
+                $variant:ident $( ( $tfield:ident : $tuple:ty ) )? $( { $( $(#[doc = $fdoc:literal])* $field:ident : $fty:ty ),* $(,)? } )? => $text:literal $( [ $($flag:ident)* ] )?,
             )*
         }
     ) => {
@@ -64,6 +75,22 @@ macro_rules! primitive_catalogue {
             pub fn name(self) -> &'static str {
                 match self {
                     $($kind::$variant => $text,)*
+                }
+            }
+
+            /// `true` for the elementwise kinds: each output element depends only on the inputs'
+            /// elements at its own position (the primitives fusion merges).
+            pub fn is_elementwise(self) -> bool {
+                match self {
+                    $($kind::$variant => primitive_flag!(elementwise; $($($flag)*)?),)*
+                }
+            }
+
+            /// `true` for the kinds constant folding evaluates at compile time when every input is a
+            /// constant; constants, random draws, extension ops and fused kernels are not.
+            pub fn folds(self) -> bool {
+                match self {
+                    $($kind::$variant => primitive_flag!(folds; $($($flag)*)?),)*
                 }
             }
         }
@@ -107,6 +134,9 @@ primitive_catalogue! {
     /// assert_eq!(p.to_string(), "exp");
     /// let out = p.output_specs(&[(DType::F32, &[2, 3])])?;
     /// assert_eq!(out[0].shape, vec![2, 3]);
+    /// // What the compiler may do with it: fuse it with its neighbours, fold it on constants.
+    /// assert!(p.kind().is_elementwise() && p.kind().folds());
+    /// assert!(!PrimitiveKind::Matmul.is_elementwise() && !PrimitiveKind::Random.folds());
     /// # Ok::<(), nabla_core::Error>(())
     /// ```
     pub enum Primitive;
@@ -136,82 +166,82 @@ primitive_catalogue! {
             dtype: DType,
         } => "random",
         /// Materialisation of a view ([`crate::Backend::copy`]).
-        Copy => "copy",
+        Copy => "copy" [folds],
         /// Elementwise unary op.
-        Unary(op: UnaryOp) => "unary",
+        Unary(op: UnaryOp) => "unary" [elementwise folds],
         /// Elementwise binary op on two views of one shape.
-        Binary(op: BinaryOp) => "binary",
+        Binary(op: BinaryOp) => "binary" [elementwise folds],
         /// Elementwise comparison on two views of one shape.
-        Compare(op: CompareOp) => "compare",
+        Compare(op: CompareOp) => "compare" [elementwise folds],
         /// `cond ? on_true : on_false` on three views of one shape.
-        Select => "select",
+        Select => "select" [elementwise folds],
         /// Conversion to a dtype.
-        Cast(dtype: DType) => "cast",
+        Cast(dtype: DType) => "cast" [elementwise folds],
         /// Reduction over axes, which are kept with size 1.
         Reduce {
             /// The reduction.
             op: ReduceOp,
             /// Reduced axes.
             axes: Vec<usize>,
-        } => "reduce",
+        } => "reduce" [folds],
         /// Arg-max / arg-min along an axis (kept with size 1), as `I64` positions.
         ArgReduce {
             /// The reduction.
             op: ArgReduceOp,
             /// Reduced axis.
             axis: usize,
-        } => "arg_reduce",
+        } => "arg_reduce" [folds],
         /// Inclusive cumulative sum.
         Cumsum {
             /// Summed axis.
             axis: usize,
-        } => "cumsum",
+        } => "cumsum" [folds],
         /// Batched matrix product of two inputs with equal batch dimensions.
-        Matmul => "matmul",
+        Matmul => "matmul" [folds],
         /// [`Primitive::Matmul`] at a precision: F32 inputs with each element rounded to bf16 or f16 and
         /// the products summed in f32 (autocast's products).
-        MatmulRounded(precision: Precision) => "matmul_rounded",
+        MatmulRounded(precision: Precision) => "matmul_rounded" [folds],
         /// Constant padding.
         Pad {
             /// `(before, after)` per dimension.
             pads: Vec<(usize, usize)>,
             /// Fill value.
             value: Scalar,
-        } => "pad",
+        } => "pad" [folds],
         /// Concatenation of any number of inputs along an axis.
         Concat {
             /// Joined axis.
             axis: usize,
-        } => "concat",
+        } => "concat" [folds],
         /// `take_along_axis` of `[x, index]`.
         Gather {
             /// Indexed axis.
             axis: usize,
-        } => "gather",
+        } => "gather" [folds],
         /// Selection of entries of `[x, index]` by a 1-D index.
         IndexSelect {
             /// Indexed axis.
             axis: usize,
-        } => "index_select",
+        } => "index_select" [folds],
         /// Transpose of gather, on `[dst, index, src]`.
         ScatterAdd {
             /// Indexed axis.
             axis: usize,
-        } => "scatter_add",
+        } => "scatter_add" [folds],
         /// One-hot encoding of integer classes (a new last axis).
         OneHot {
             /// Number of classes.
             classes: usize,
             /// Output dtype.
             dtype: DType,
-        } => "one_hot",
+        } => "one_hot" [folds],
         /// Stable sort (two outputs: values, `I64` positions).
         Sort {
             /// Sorted axis.
             axis: usize,
             /// Descending order.
             descending: bool,
-        } => "sort",
+        } => "sort" [folds],
         /// Top-k (two outputs: values, `I64` positions).
         Topk {
             /// Axis.
@@ -220,25 +250,25 @@ primitive_catalogue! {
             k: usize,
             /// Largest (else smallest).
             largest: bool,
-        } => "topk",
+        } => "topk" [folds],
         /// 2-D max pooling (two outputs: values, flat `I64` positions of the maxima).
-        MaxPool2d(params: Pool2dParams) => "max_pool2d",
+        MaxPool2d(params: Pool2dParams) => "max_pool2d" [folds],
         /// 2-D convolution of `[x, w]`.
-        Conv2d(params: Conv2dParams) => "conv2d",
+        Conv2d(params: Conv2dParams) => "conv2d" [folds],
         /// Gradient of a 2-D convolution with respect to its input, on `[grad_out, w]`.
         Conv2dInputGrad {
             /// Spatial size of the input.
             input_hw: (usize, usize),
             /// Convolution parameters.
             params: Conv2dParams,
-        } => "conv2d_input_grad",
+        } => "conv2d_input_grad" [folds],
         /// Gradient of a 2-D convolution with respect to its weights, on `[x, grad_out]`.
         Conv2dWeightGrad {
             /// Spatial size of the kernel.
             kernel_hw: (usize, usize),
             /// Convolution parameters.
             params: Conv2dParams,
-        } => "conv2d_weight_grad",
+        } => "conv2d_weight_grad" [folds],
         /// An extension op ([`ExtensionOp`]), run with [`crate::Backend::extension`].
         Extension(call: ExtensionCall) => "extension",
         /// A fused elementwise kernel over views of `shape` ([`crate::Backend::fused`]).
@@ -247,7 +277,7 @@ primitive_catalogue! {
             kernel: FusedKernel,
             /// The output shape (every input is a view of it).
             shape: Vec<usize>,
-        } => "fused",
+        } => "fused" [elementwise],
     }
 }
 

@@ -54,43 +54,13 @@ impl Evaluator {
 /// Largest output, in elements, a folded node may have.
 const MAX_FOLDED_ELEMENTS: usize = 1 << 16;
 
-/// Ops this pass evaluates when their inputs are constant (an exhaustive match: a new op of the
-/// program IR must be placed here).
+/// Ops this pass evaluates when their inputs are constant: the catalogue's `folds` kinds
+/// ([`nabla_core::PrimitiveKind::folds`]). Constants and random draws are what folding starts from or
+/// leaves alone; extension and fused nodes are not evaluated at compile time.
 fn foldable(op: &TraceOp) -> bool {
-    let TraceOp::Primitive(prim) = op else {
-        return false; // a program input
-    };
-    match prim {
-        Primitive::Copy
-        | Primitive::Unary(_)
-        | Primitive::Binary(_)
-        | Primitive::Compare(_)
-        | Primitive::Select
-        | Primitive::Cast(_)
-        | Primitive::Reduce { .. }
-        | Primitive::ArgReduce { .. }
-        | Primitive::Cumsum { .. }
-        | Primitive::Matmul
-        | Primitive::MatmulRounded(_)
-        | Primitive::Pad { .. }
-        | Primitive::Concat { .. }
-        | Primitive::Gather { .. }
-        | Primitive::IndexSelect { .. }
-        | Primitive::ScatterAdd { .. }
-        | Primitive::OneHot { .. }
-        | Primitive::Sort { .. }
-        | Primitive::Topk { .. }
-        | Primitive::MaxPool2d(_)
-        | Primitive::Conv2d(_)
-        | Primitive::Conv2dInputGrad { .. }
-        | Primitive::Conv2dWeightGrad { .. } => true,
-        // Constants and random draws are what folding starts from or leaves alone; extension and
-        // fused nodes are not evaluated at compile time.
-        Primitive::Constant(_)
-        | Primitive::Full { .. }
-        | Primitive::Random { .. }
-        | Primitive::Extension(_)
-        | Primitive::Fused { .. } => false,
+    match op {
+        TraceOp::Primitive(prim) => prim.kind().folds(),
+        TraceOp::Input { .. } => false,
     }
 }
 

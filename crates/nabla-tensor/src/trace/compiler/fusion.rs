@@ -25,18 +25,11 @@ use crate::trace::graph::{Node, Program, TraceOp, TraceOperand, ValueId};
 use nabla_core::{FusedKernel, FusedOp, FusedStep, Primitive, Result, Scalar};
 use std::collections::HashMap;
 
-/// `true` for the nodes fusion merges.
+/// `true` for the nodes fusion merges: one output of an elementwise kind
+/// ([`nabla_core::PrimitiveKind::is_elementwise`]).
 fn elementwise(node: &Node) -> bool {
     node.outputs.len() == 1
-        && matches!(
-            node.op,
-            TraceOp::Primitive(Primitive::Unary(_))
-                | TraceOp::Primitive(Primitive::Binary(_))
-                | TraceOp::Primitive(Primitive::Compare(_))
-                | TraceOp::Primitive(Primitive::Select)
-                | TraceOp::Primitive(Primitive::Cast(_))
-                | TraceOp::Primitive(Primitive::Fused { .. })
-        )
+        && matches!(&node.op, TraceOp::Primitive(prim) if prim.kind().is_elementwise())
 }
 
 /// The one value every element of a `full` or one-element constant node has.
