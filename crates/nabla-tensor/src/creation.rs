@@ -1,7 +1,9 @@
 //! Constructors: filled, ranged, identity and random tensors.
 
 use crate::Tensor;
-use nabla_core::{Backend, DType, Distribution, Error, Generator, HostData, Result, Scalar, Shape};
+use nabla_core::{
+    Backend, DType, Distribution, Error, Generator, HostData, Primitive, Result, Scalar, Shape,
+};
 
 impl<B: Backend> Tensor<B> {
     /// A tensor of `shape` with every element equal to `value` converted to `dtype`.
@@ -20,8 +22,12 @@ impl<B: Backend> Tensor<B> {
     ) -> Result<Self> {
         let shape = shape.into();
         let len = nabla_core::check_allocation("full", shape.dims(), dtype)?;
-        let storage = backend.full(len, value.into(), dtype)?;
-        Ok(Tensor::from_output(storage, shape, backend))
+        let full = Primitive::Full {
+            value: value.into(),
+            len,
+            dtype,
+        };
+        Tensor::run_primitive(backend, full, &[], shape.dims())
     }
 
     /// A tensor of zeros.
@@ -160,8 +166,13 @@ impl<B: Backend> Tensor<B> {
         let shape = shape.into();
         let len = nabla_core::check_allocation("random", shape.dims(), dtype)?;
         let key = crate::random_replay::next_key(generator, len)?;
-        let storage = backend.random(dist, len, dtype, key)?;
-        Ok(Tensor::from_output(storage, shape, backend))
+        let random = Primitive::Random {
+            dist,
+            key,
+            len,
+            dtype,
+        };
+        Tensor::run_primitive(backend, random, &[], shape.dims())
     }
 
     /// The values [`Tensor::random`] would draw as `f64` on the CPU, drawn on the host (the same

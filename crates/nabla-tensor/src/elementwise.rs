@@ -1,8 +1,7 @@
 //! Elementwise math, comparisons and selection, with NumPy broadcasting.
 
-use crate::autograd::Op;
 use crate::{Operand, Tensor};
-use nabla_core::{Backend, BinaryOp, CompareOp, Error, Result, Shape, UnaryOp};
+use nabla_core::{Backend, BinaryOp, CompareOp, Error, Primitive, Result, Shape, UnaryOp};
 
 /// One method per [`UnaryOp`], named and documented by the list of [`nabla_core::unary_ops!`].
 macro_rules! unary_methods {
@@ -67,9 +66,7 @@ impl<B: Backend> Tensor<B> {
         if op.output_dtype(self.dtype()).is_none() {
             return Err(Error::dtype(op.name(), self.dtype()));
         }
-        let storage = self.backend().unary(op, self.storage(), self.layout())?;
-        Tensor::from_output_dims(storage, self.shape(), self.backend())
-            .record_checked(|| Op::Unary(op), &[self])
+        Tensor::run_primitive(self.backend(), Primitive::Unary(op), &[self], self.shape())
     }
 
     /// Broadcasts `self` and `other` to their common shape (views only).
@@ -132,11 +129,7 @@ impl<B: Backend> Tensor<B> {
         if matches!(op, BinaryOp::Div | BinaryOp::Rem) && a.dtype().is_int() {
             b.check_no_zero_divisor(op.name())?;
         }
-        let storage =
-            self.backend()
-                .binary(op, a.storage(), a.layout(), b.storage(), b.layout())?;
-        Tensor::from_output_dims(storage, a.shape(), self.backend())
-            .record_checked(|| Op::Binary(op), &[&a, &b])
+        Tensor::run_primitive(self.backend(), Primitive::Binary(op), &[&a, &b], a.shape())
     }
 
     /// Fails, as PyTorch does, when this integer divisor holds a zero: integer division and remainder
@@ -169,10 +162,8 @@ impl<B: Backend> Tensor<B> {
         if !op.supports(a.dtype()) {
             return Err(Error::dtype(op.name(), a.dtype()));
         }
-        let storage =
-            self.backend()
-                .compare(op, a.storage(), a.layout(), b.storage(), b.layout())?;
-        Ok(Tensor::from_output_dims(storage, a.shape(), self.backend()))
+        // A boolean output: nothing is recorded.
+        Tensor::run_primitive(self.backend(), Primitive::Compare(op), &[&a, &b], a.shape())
     }
 
     /// `cond ? on_true : on_false` elementwise, broadcasting all three (NumPy `where`). `self` is the
@@ -213,16 +204,12 @@ impl<B: Backend> Tensor<B> {
             t.broadcast_to(shape.dims())?,
             f.broadcast_to(shape.dims())?,
         );
-        let storage = self.backend().select(
-            c.storage(),
-            c.layout(),
-            t.storage(),
-            t.layout(),
-            f.storage(),
-            f.layout(),
-        )?;
-        Tensor::from_output(storage, shape, self.backend())
-            .record_checked(|| Op::Select, &[&c, &t, &f])
+        Tensor::run_primitive(
+            self.backend(),
+            Primitive::Select,
+            &[&c, &t, &f],
+            shape.dims(),
+        )
     }
 
     /// Clamps every element into `[min, max]`.

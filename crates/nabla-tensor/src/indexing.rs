@@ -2,7 +2,7 @@
 
 use crate::Tensor;
 use crate::autograd::Op;
-use nabla_core::{Backend, DType, Error, Pool2dParams, Result, normalize_axis};
+use nabla_core::{Backend, DType, Error, Pool2dParams, Primitive, Result, normalize_axis};
 
 impl<B: Backend> Tensor<B> {
     fn check_index(&self, op: &'static str, index: &Tensor<B>) -> Result<Tensor<B>> {
@@ -72,12 +72,8 @@ impl<B: Backend> Tensor<B> {
             self.broadcast_to(shape_x)?,
             index.broadcast_to(shape_i.clone())?,
         );
-        let storage =
-            self.backend()
-                .gather(x.storage(), x.layout(), a, index.storage(), index.layout())?;
-        let size = x.shape()[a];
-        Tensor::from_output(storage, shape_i, self.backend())
-            .record_checked(|| Op::Gather { axis: a, size }, &[&x, &index])
+        let gather = Primitive::Gather { axis: a };
+        Tensor::run_primitive(self.backend(), gather, &[&x, &index], &shape_i)
     }
 
     /// Selects entries of `axis` by a 1-D index (as `torch.index_select`; an embedding lookup for axis 0).
@@ -94,18 +90,8 @@ impl<B: Backend> Tensor<B> {
         let mut out = self.shape().to_vec();
         out[a] = index.numel();
         nabla_core::check_allocation(OP, &out, self.dtype())?;
-        let storage = self.backend().index_select(
-            self.storage(),
-            self.layout(),
-            a,
-            index.storage(),
-            index.layout(),
-        )?;
-        let mut shape = self.shape().to_vec();
-        shape[a] = index.numel();
-        let size = self.shape()[a];
-        Tensor::from_output(storage, shape, self.backend())
-            .record_checked(|| Op::IndexSelect { axis: a, size }, &[self, &index])
+        let select = Primitive::IndexSelect { axis: a };
+        Tensor::run_primitive(self.backend(), select, &[self, &index], &out)
     }
 
     /// A copy of `self` with `src[i.., j, k..]` added at `[i.., index[i.., j, k..], k..]` (the transpose of
@@ -134,17 +120,8 @@ impl<B: Backend> Tensor<B> {
                 )),
             );
         }
-        let storage = self.backend().scatter_add(
-            self.storage(),
-            self.layout(),
-            a,
-            index.storage(),
-            index.layout(),
-            src.storage(),
-            src.layout(),
-        )?;
-        Tensor::from_output_dims(storage, self.shape(), self.backend())
-            .record_checked(|| Op::ScatterAdd { axis: a }, &[self, &index, src])
+        let scatter = Primitive::ScatterAdd { axis: a };
+        Tensor::run_primitive(self.backend(), scatter, &[self, &index, src], self.shape())
     }
 
     /// Adds the slices of `src` along `axis` into `self` at the positions of a 1-D index (as
@@ -172,12 +149,8 @@ impl<B: Backend> Tensor<B> {
         let mut out = self.shape().to_vec();
         out.push(classes);
         nabla_core::check_allocation("one_hot", &out, dtype)?;
-        let storage = self
-            .backend()
-            .one_hot(index.storage(), index.layout(), classes, dtype)?;
-        let mut shape = self.shape().to_vec();
-        shape.push(classes);
-        Ok(Tensor::from_output(storage, shape, self.backend()))
+        let one_hot = Primitive::OneHot { classes, dtype };
+        Tensor::run_primitive(self.backend(), one_hot, &[&index], &out)
     }
 
     /// Stable sort along `axis`; returns the sorted values and their original indices (`I64`).
@@ -198,12 +171,12 @@ impl<B: Backend> Tensor<B> {
         if self.dtype().is_complex() || self.dtype().is_half() {
             return Err(Error::dtype("sort", self.dtype()));
         }
-        let (v, i) = self
-            .backend()
-            .sort(self.storage(), self.layout(), a, descending)?;
-        let shape = self.shape().to_vec();
-        let indices = Tensor::from_output(i, shape.clone(), self.backend());
-        let values = Tensor::from_output(v, shape, self.backend());
+        let sort = Primitive::Sort {
+            axis: a,
+            descending,
+        };
+        let (values, indices) =
+            Tensor::run_primitive_pair(self.backend(), sort, self, self.shape())?;
         Ok((self.values_at(a, values, &indices)?, indices))
     }
 
@@ -228,13 +201,14 @@ impl<B: Backend> Tensor<B> {
                 format!("k = {k} exceeds the size {n} of axis {axis}"),
             ));
         }
-        let (v, i) = self
-            .backend()
-            .topk(self.storage(), self.layout(), a, k, largest)?;
         let mut shape = self.shape().to_vec();
         shape[a] = k;
-        let indices = Tensor::from_output(i, shape.clone(), self.backend());
-        let values = Tensor::from_output(v, shape, self.backend());
+        let topk = Primitive::Topk {
+            axis: a,
+            k,
+            largest,
+        };
+        let (values, indices) = Tensor::run_primitive_pair(self.backend(), topk, self, &shape)?;
         Ok((self.values_at(a, values, &indices)?, indices))
     }
 
@@ -281,15 +255,13 @@ impl<B: Backend> Tensor<B> {
                 ),
             )
         })?;
-        let (v, i) = self
-            .backend()
-            .max_pool2d(self.storage(), self.layout(), params)?;
         let mut shape = self.shape().to_vec();
         shape[rank - 2] = oh;
         shape[rank - 1] = ow;
-        let indices = Tensor::from_output(i, shape.clone(), self.backend());
+        let pool = Primitive::MaxPool2d(*params);
+        let (values, indices) = Tensor::run_primitive_pair(self.backend(), pool, self, &shape)?;
         if !crate::is_recorded(&[self]) {
-            return Ok((Tensor::from_output(v, shape, self.backend()), indices));
+            return Ok((values, indices));
         }
         // The maxima are exactly `gather(x planes, -1, indices)`: record them as that gather of the
         // flattened planes (without computing it again), so that the gradient reaches them.
@@ -298,12 +270,14 @@ impl<B: Backend> Tensor<B> {
         let mut flat_index = shape[..rank - 2].to_vec();
         flat_index.push(oh * ow);
         let (planes, flat_indices) = (self.reshape(flat)?, indices.reshape(flat_index.clone())?);
-        let values = Tensor::from_output(v, flat_index, self.backend())
+        let values = values
+            .reshape(flat_index)?
             .record_checked(
-                || Op::Gather {
-                    // The last axis of the flattened `[..., H * W]` planes.
-                    axis: rank - 2,
-                    size: h * w,
+                || {
+                    Op::Primitive(Primitive::Gather {
+                        // The last axis of the flattened `[..., H * W]` planes.
+                        axis: rank - 2,
+                    })
                 },
                 &[&planes, &flat_indices],
             )?

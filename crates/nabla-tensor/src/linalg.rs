@@ -2,8 +2,16 @@
 
 use crate::Tensor;
 use crate::autocast::autocast_precision;
-use crate::autograd::Op;
-use nabla_core::{Backend, Conv2dParams, Error, Precision, Result, Shape};
+use nabla_core::{Backend, Conv2dParams, Error, Precision, Primitive, Result, Shape};
+
+/// The primitive of a matrix product at `precision`: the plain product at full precision (which the
+/// compiler's reassociation and deduplication recognise), else the rounded one.
+pub(crate) fn matmul_primitive(precision: Precision) -> Primitive {
+    match precision {
+        Precision::Full => Primitive::Matmul,
+        rounded => Primitive::MatmulRounded(rounded),
+    }
+}
 
 impl<B: Backend> Tensor<B> {
     /// Matrix product with NumPy `matmul` semantics: 1-D operands are promoted to a row (left) or column
@@ -100,15 +108,8 @@ impl<B: Backend> Tensor<B> {
         if a.dtype().is_bool() || a.dtype().is_half() {
             return Err(Error::dtype(OP, a.dtype()));
         }
-        let backend = self.backend();
-        let storage = match precision {
-            Precision::Full => backend.matmul(a.storage(), a.layout(), b.storage(), b.layout()),
-            Precision::Bf16 | Precision::F16 => {
-                backend.matmul_rounded(a.storage(), a.layout(), b.storage(), b.layout(), precision)
-            }
-        }?;
-        let mut out = Tensor::from_output(storage, out_shape, backend)
-            .record_checked(|| Op::Matmul { precision }, &[&a, &b])?;
+        let product = matmul_primitive(precision);
+        let mut out = Tensor::run_primitive(self.backend(), product, &[&a, &b], &out_shape)?;
         // Drop the row axis first: for 1-D @ 1-D the result [1, 1] then still has a last axis to drop.
         if self.rank() == 1 {
             out = out.squeeze(-2)?;
@@ -150,15 +151,8 @@ impl<B: Backend> Tensor<B> {
         params.precision.check_operand(OP, self.dtype())?;
         let (n, c_out, oh, ow) = conv_output_shape(OP, self.shape(), weight.shape(), params)?;
         nabla_core::check_allocation(OP, &[n, c_out, oh, ow], self.dtype())?;
-        let storage = self.backend().conv2d(
-            self.storage(),
-            self.layout(),
-            weight.storage(),
-            weight.layout(),
-            params,
-        )?;
-        Tensor::from_output(storage, [n, c_out, oh, ow], self.backend())
-            .record_checked(|| Op::Conv2d { params: *params }, &[self, weight])
+        let conv = Primitive::Conv2d(*params);
+        Tensor::run_primitive(self.backend(), conv, &[self, weight], &[n, c_out, oh, ow])
     }
 
     /// Gradient of [`Tensor::conv2d`] with respect to its input, for an input of spatial size `input_hw`.
@@ -190,21 +184,11 @@ impl<B: Backend> Tensor<B> {
                     )),
             );
         }
-        let storage = self.backend().conv2d_input_grad(
-            self.storage(),
-            self.layout(),
-            weight.storage(),
-            weight.layout(),
+        let conv = Primitive::Conv2dInputGrad {
+            params: *params,
             input_hw,
-            params,
-        )?;
-        Tensor::from_output(storage, x_shape, self.backend()).record_checked(
-            || Op::Conv2dInputGrad {
-                params: *params,
-                input_hw,
-            },
-            &[self, weight],
-        )
+        };
+        Tensor::run_primitive(self.backend(), conv, &[self, weight], &x_shape)
     }
 
     /// Gradient of [`Tensor::conv2d`] with respect to its weights, for a kernel of size `kernel_hw`.
@@ -251,21 +235,11 @@ impl<B: Backend> Tensor<B> {
             )
             .with_hint("the output gradient does not match the input and kernel size"));
         }
-        let storage = self.backend().conv2d_weight_grad(
-            self.storage(),
-            self.layout(),
-            grad_out.storage(),
-            grad_out.layout(),
+        let conv = Primitive::Conv2dWeightGrad {
+            params: *params,
             kernel_hw,
-            params,
-        )?;
-        Tensor::from_output(storage, w_shape, self.backend()).record_checked(
-            || Op::Conv2dWeightGrad {
-                params: *params,
-                kernel_hw,
-            },
-            &[self, grad_out],
-        )
+        };
+        Tensor::run_primitive(self.backend(), conv, &[self, grad_out], &w_shape)
     }
 }
 

@@ -1,9 +1,8 @@
 //! Reductions: sums, products, extrema, their arguments, means and cumulative sums.
 
 use crate::Tensor;
-use crate::autograd::Op;
 use nabla_core::{
-    ArgReduceOp, Backend, DType, Error, ReduceOp, Result, normalize_axes, normalize_axis,
+    ArgReduceOp, Backend, DType, Error, Primitive, ReduceOp, Result, normalize_axes, normalize_axis,
 };
 
 impl<B: Backend> Tensor<B> {
@@ -36,19 +35,15 @@ impl<B: Backend> Tensor<B> {
                 ),
             ));
         }
-        let storage = x.backend().reduce(op, x.storage(), x.layout(), &axes)?;
         let mut kept: Vec<usize> = x.shape().to_vec();
         for &a in &axes {
             kept[a] = 1;
         }
-        let out = Tensor::from_output(storage, kept.clone(), x.backend()).record_checked(
-            || Op::Reduce {
-                op,
-                axes: axes.clone(),
-                input: x.shape().to_vec(),
-            },
-            &[&x],
-        )?;
+        let reduce = Primitive::Reduce {
+            op,
+            axes: axes.clone(),
+        };
+        let out = Tensor::run_primitive(x.backend(), reduce, &[&x], &kept)?;
         if keepdims {
             return Ok(out);
         }
@@ -158,10 +153,10 @@ impl<B: Backend> Tensor<B> {
                 format!("axis {axis} of shape {:?} is empty", x.shape()),
             ));
         }
-        let storage = x.backend().arg_reduce(op, x.storage(), x.layout(), a)?;
         let mut shape = x.shape().to_vec();
         shape[a] = 1;
-        let out = Tensor::from_output(storage, shape, x.backend());
+        let arg = Primitive::ArgReduce { op, axis: a };
+        let out = Tensor::run_primitive(x.backend(), arg, &[&x], &shape)?;
         if keepdims && self.rank() > 0 {
             Ok(out)
         } else {
@@ -193,8 +188,6 @@ impl<B: Backend> Tensor<B> {
         if x.dtype().is_half() {
             return Err(Error::dtype("cumsum", x.dtype()));
         }
-        let storage = x.backend().cumsum(x.storage(), x.layout(), a)?;
-        Tensor::from_output_dims(storage, x.shape(), x.backend())
-            .record_checked(|| Op::Cumsum { axis: a }, &[&x])
+        Tensor::run_primitive(x.backend(), Primitive::Cumsum { axis: a }, &[&x], x.shape())
     }
 }

@@ -1,8 +1,8 @@
 //! Shape and movement ops. Everything here except `pad`, `cat` and copying reshapes is a zero-copy view.
 
 use crate::Tensor;
-use crate::autograd::Op;
-use nabla_core::{Backend, Error, Result, Scalar, Shape, normalize_axis};
+use crate::autograd::{Op, View};
+use nabla_core::{Backend, Error, Primitive, Result, Scalar, Shape, normalize_axis};
 
 /// A target shape for [`Tensor::reshape`]: dimensions where one entry may be `-1` (inferred).
 pub trait ReshapeDims {
@@ -136,22 +136,13 @@ impl<B: Backend> Tensor<B> {
                 .contiguous()?
                 .with_layout(nabla_core::Layout::contiguous(out)),
         };
-        Ok(reshaped.record(
-            || Op::Reshape {
-                from: self.shape().to_vec(),
-            },
-            &[self],
-        ))
+        Ok(reshaped.record(|| Op::View(View::Reshape), &[self]))
     }
 
     /// A view with layout `l` holding the same elements in another shape, recorded as a reshape.
     fn reshaped_view(&self, l: nabla_core::Layout) -> Self {
-        self.with_layout(l).record(
-            || Op::Reshape {
-                from: self.shape().to_vec(),
-            },
-            &[self],
-        )
+        self.with_layout(l)
+            .record(|| Op::View(View::Reshape), &[self])
     }
 
     /// The view of `len` elements of axis `a` from `first` by `step`, recorded as a slice.
@@ -169,14 +160,14 @@ impl<B: Backend> Tensor<B> {
         } else {
             self.with_layout(self.layout().slice(a, first, len, step)?)
         };
-        let size = self.shape()[a];
         Ok(out.record(
-            || Op::Slice {
-                axis: a,
-                first,
-                len,
-                step,
-                size,
+            || {
+                Op::View(View::Slice {
+                    axis: a,
+                    first,
+                    len,
+                    step,
+                })
             },
             &[self],
         ))
@@ -225,7 +216,7 @@ impl<B: Backend> Tensor<B> {
             .collect::<Result<Vec<_>>>()?;
         Ok(self
             .with_layout(self.layout().permute(&p)?)
-            .record(|| Op::Permute { perm: p.clone() }, &[self]))
+            .record(|| Op::View(View::Permute { perm: p.clone() }), &[self]))
     }
 
     /// Swaps two axes (a view).
@@ -237,7 +228,7 @@ impl<B: Backend> Tensor<B> {
             || {
                 let mut perm: Vec<usize> = (0..self.rank()).collect();
                 perm.swap(a, b);
-                Op::Permute { perm }
+                Op::View(View::Permute { perm })
             },
             &[self],
         ))
@@ -259,12 +250,7 @@ impl<B: Backend> Tensor<B> {
         }
         Ok(self
             .with_layout(self.layout().broadcast_to(shape.dims())?)
-            .record(
-                || Op::Broadcast {
-                    from: self.shape().to_vec(),
-                },
-                &[self],
-            ))
+            .record(|| Op::View(View::Broadcast), &[self]))
     }
 
     /// Broadcasts to the shape of `other`.
@@ -367,7 +353,9 @@ impl<B: Backend> Tensor<B> {
         for &a in &axes {
             l = l.flip(a)?;
         }
-        Ok(self.with_layout(l).record(|| Op::Flip { axes }, &[self]))
+        Ok(self
+            .with_layout(l)
+            .record(|| Op::View(View::Flip { axes }), &[self]))
     }
 
     /// Pads each axis `i` with `pads[i].0` elements before and `pads[i].1` after, all equal to `value`.
@@ -395,15 +383,12 @@ impl<B: Backend> Tensor<B> {
                 )
             })?;
         nabla_core::check_allocation("pad", &shape, self.dtype())?;
-        let storage = self
-            .backend()
-            .pad(self.storage(), self.layout(), pads, value.into())?;
-        Tensor::from_output(storage, shape, self.backend()).record_checked(
-            || Op::Pad {
-                pads: pads.to_vec(),
-            },
-            &[self],
-        )
+        let value: Scalar = value.into();
+        let pad = Primitive::Pad {
+            pads: pads.to_vec(),
+            value,
+        };
+        Tensor::run_primitive(self.backend(), pad, &[self], &shape)
     }
 
     /// Joins tensors along an existing axis.
@@ -455,14 +440,11 @@ impl<B: Backend> Tensor<B> {
                 .ok_or_else(|| Error::invalid("cat", "the joined axis overflows usize"))?;
         }
         nabla_core::check_allocation("cat", &shape, first.dtype())?;
-        let parts: Vec<_> = tensors.iter().map(|t| (t.storage(), t.layout())).collect();
-        let storage = first.backend().concat(&parts, a)?;
-        Tensor::from_output(storage, shape, first.backend()).record_checked(
-            || Op::Concat {
-                axis: a,
-                sizes: tensors.iter().map(|t| t.shape()[a]).collect(),
-            },
+        Tensor::run_primitive(
+            first.backend(),
+            Primitive::Concat { axis: a },
             tensors,
+            &shape,
         )
     }
 

@@ -1,7 +1,9 @@
 //! The tensor type: a handle to a device buffer plus a strided view of it.
 
 use crate::autograd::{Node, Op};
-use nabla_core::{Backend, DType, Element, Error, HostData, Layout, Result, Scalar, Shape};
+use nabla_core::{
+    Backend, DType, Element, Error, HostData, Layout, Primitive, Result, Scalar, Shape,
+};
 use std::any::Any;
 use std::sync::Arc;
 
@@ -55,6 +57,60 @@ impl<B: Backend> Tensor<B> {
     /// Wraps a freshly computed contiguous buffer of the given shape (kernel outputs).
     pub(crate) fn from_output(storage: B::Storage, shape: impl Into<Shape>, backend: &B) -> Self {
         Tensor::from_output_dims(storage, shape.into().dims(), backend)
+    }
+
+    /// Runs `primitive` on `inputs` (each read through its view) with `backend`'s kernel, through
+    /// [`Primitive::dispatch`], the one path by which every layer runs backend work; wraps its output
+    /// as a contiguous tensor of shape `dims` and records the primitive for the derivative when an input
+    /// is tracked (checked for new NaNs in anomaly-detection mode).
+    pub(crate) fn run_primitive(
+        backend: &B,
+        primitive: Primitive,
+        inputs: &[&Tensor<B>],
+        dims: &[usize],
+    ) -> Result<Tensor<B>> {
+        let [storage] = Tensor::dispatch_outputs(backend, &primitive, inputs)?;
+        let out = Tensor::from_output_dims(storage, dims, backend);
+        if inputs.is_empty() {
+            // A source (a fill, random draws): nothing to record, no input to compare it with.
+            return Ok(out);
+        }
+        out.record_checked(|| Op::Primitive(primitive), inputs)
+    }
+
+    /// [`Tensor::run_primitive`] for the primitives with two outputs of shape `dims` (sort, top-k and
+    /// max pooling: values and `I64` positions), which are not recorded: their callers record the
+    /// values as a gather of the positions.
+    pub(crate) fn run_primitive_pair(
+        backend: &B,
+        primitive: Primitive,
+        input: &Tensor<B>,
+        dims: &[usize],
+    ) -> Result<(Tensor<B>, Tensor<B>)> {
+        let [values, positions] = Tensor::dispatch_outputs(backend, &primitive, &[input])?;
+        Ok((
+            Tensor::from_output_dims(values, dims, backend),
+            Tensor::from_output_dims(positions, dims, backend),
+        ))
+    }
+
+    /// The `N` output buffers of `primitive` run on `inputs`; an error naming the primitive when it
+    /// returns another number.
+    fn dispatch_outputs<const N: usize>(
+        backend: &B,
+        primitive: &Primitive,
+        inputs: &[&Tensor<B>],
+    ) -> Result<[B::Storage; N]> {
+        let views: Vec<(&B::Storage, &Layout)> =
+            inputs.iter().map(|t| (t.storage(), t.layout())).collect();
+        let outputs = primitive.dispatch(backend, &views)?;
+        let count = outputs.len();
+        outputs.try_into().map_err(|_| {
+            Error::invalid(
+                "dispatch",
+                format!("{} returned {count} outputs, not {N}", primitive.name()),
+            )
+        })
     }
 
     /// Wraps a freshly computed contiguous buffer with the dimensions `dims` (kernel outputs shaped like
@@ -163,8 +219,12 @@ impl<B: Backend> Tensor<B> {
 
     /// A rank-0 tensor holding `value` converted to `dtype`.
     pub fn scalar(value: impl Into<Scalar>, dtype: DType, backend: &B) -> Result<Self> {
-        let storage = backend.full(1, value.into(), dtype)?;
-        Ok(Tensor::from_output(storage, Shape::scalar(), backend))
+        let full = Primitive::Full {
+            value: value.into(),
+            len: 1,
+            dtype,
+        };
+        Tensor::run_primitive(backend, full, &[], &[])
     }
 
     /// The shape.
@@ -382,9 +442,7 @@ impl<B: Backend> Tensor<B> {
         if self.is_contiguous() {
             return Ok(self.clone());
         }
-        let storage = self.backend.copy(&self.storage, &self.layout)?;
-        Tensor::from_output_dims(storage, self.shape(), &self.backend)
-            .record_checked(|| Op::Identity, &[self])
+        Tensor::run_primitive(&self.backend, Primitive::Copy, &[self], self.shape())
     }
 
     /// Converts to another dtype (NumPy `astype` semantics). Same dtype returns `self`.
@@ -392,10 +450,7 @@ impl<B: Backend> Tensor<B> {
         if dtype == self.dtype {
             return Ok(self.clone());
         }
-        let storage = self.backend.cast(&self.storage, &self.layout, dtype)?;
-        let from = self.dtype;
-        Tensor::from_output_dims(storage, self.shape(), &self.backend)
-            .record_checked(|| Op::Cast { from }, &[self])
+        Tensor::run_primitive(&self.backend, Primitive::Cast(dtype), &[self], self.shape())
     }
 
     /// Fails with a device-mismatch error if `other` lives on another device.

@@ -45,6 +45,27 @@ fn a_backward_nan_names_the_rule_and_where_its_op_was_recorded() -> Result<()> {
     Ok(())
 }
 
+/// Sources have no input to compare with: a fill with NaN or infinity is what was asked for, not an
+/// anomaly; ops with integer or boolean outputs (comparisons, arg-reductions) never are.
+#[test]
+fn sources_and_untracked_outputs_are_not_anomalies() -> Result<()> {
+    let cpu = CpuBackend::new();
+    let dtype = nabla_core::DType::F64;
+    detect_anomaly(|| -> Result<()> {
+        let nan = Tensor::full([2], f64::NAN, dtype, &cpu)?;
+        assert!(nan.to_vec::<f64>()?.iter().all(|v| v.is_nan()));
+        let inf = Tensor::scalar(f64::INFINITY, dtype, &cpu)?;
+        assert!(inf.item::<f64>()?.is_infinite());
+        let x = tensor(&[1.0, 3.0, 2.0])?;
+        assert_eq!(x.gt(1.5)?.to_vec::<bool>()?, vec![false, true, true]);
+        assert_eq!(x.argmax(0, false)?.item::<i64>()?, 1);
+        // A NaN made from finite values is still caught, by the op that made it.
+        let err = Tensor::var("x", x)?.sub(3.0)?.log().unwrap_err();
+        assert!(matches!(err, Error::NonFinite { op: "log", .. }), "{err}");
+        Ok(())
+    })
+}
+
 #[test]
 fn values_already_non_finite_pass_through_and_the_mode_is_scoped() -> Result<()> {
     let x = tensor(&[f64::NAN, 1.0])?;

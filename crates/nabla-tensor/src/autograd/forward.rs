@@ -10,12 +10,12 @@
 use super::extension_rules::ExtensionRules;
 use super::functional::{MarkedRun, run_marked, vjp_n};
 use super::node::{Node, NodeKind};
-use super::op::Op;
+use super::op::{Op, View};
 use super::pass::{Walk, take_saved};
 use super::rules;
 use crate::Tensor;
 use crate::autograd::grad;
-use nabla_core::{Backend, Error, Result};
+use nabla_core::{Backend, Error, Primitive, Result};
 use std::sync::Arc;
 
 /// Pushes the `tangents` of the marked nodes `marks` forward to `root`, with extension ops' rules from
@@ -41,7 +41,11 @@ pub(crate) fn push_forward<B: Backend>(
             continue;
         }
         let NodeKind::Op {
-            op, parents, saved, ..
+            op,
+            parents,
+            saved,
+            specs,
+            ..
         } = &node.kind
         else {
             continue;
@@ -54,7 +58,7 @@ pub(crate) fn push_forward<B: Backend>(
             continue;
         }
         super::extension::ensure_rule(op, ext, super::extension_rules::Mode::Forward)?;
-        let values = take_saved(node, op.name(), saved, true, nested)?;
+        let values = take_saved(node, op.name(), saved, specs, true, nested)?;
         let tangent = match (gram_form(op, parents, marks), &inputs[..]) {
             // x @ xᵀ: p = ẋ xᵀ. xᵀ @ x: p = xᵀ ẋ.
             (Some(Gram::RightIsLeftTransposed), [Some(ta), Some(_)]) => {
@@ -89,18 +93,12 @@ fn gram_form<B: Backend>(
     parents: &[Option<Arc<Node<B>>>],
     marks: &[(u64, Tensor<B>)],
 ) -> Option<Gram> {
-    let (
-        Op::Matmul {
-            precision: crate::Precision::Full,
-        },
-        [Some(a), Some(b)],
-    ) = (op, parents)
-    else {
+    let (Op::Primitive(Primitive::Matmul), [Some(a), Some(b)]) = (op, parents) else {
         return None;
     };
     let transposes = |t: &Arc<Node<B>>, x: &Arc<Node<B>>| {
         let NodeKind::Op {
-            op: Op::Permute { perm },
+            op: Op::View(View::Permute { perm }),
             parents: inner,
             ..
         } = &t.kind

@@ -51,5 +51,5 @@ pub use jacobian::{
 };
 pub(crate) use node::Node;
 pub use node::is_recorded;
-pub(crate) use op::Op;
+pub(crate) use op::{Op, View};
 pub use pass::{BackwardOptions, ParallelBackward};

@@ -1,7 +1,7 @@
 //! Graph nodes: what a tracked tensor remembers about how it was made, and how ops record it.
 
 use super::grad_mode::is_grad_enabled;
-use super::op::{Op, SavedInputs};
+use super::op::{InputSpec, Op, SavedInputs};
 use super::rules;
 use crate::Tensor;
 use nabla_core::{Backend, DType, Error, Result};
@@ -47,6 +47,8 @@ pub(crate) enum NodeKind<B: Backend> {
         /// One entry per input: the input's node, or `None` for an input that needs no gradient.
         parents: Vec<Option<Arc<Node<B>>>>,
         saved: Mutex<Saved<B>>,
+        /// The inputs' dtypes and shapes, when the op's rules read them (else empty).
+        specs: Vec<InputSpec>,
         /// Where the op was recorded, kept in anomaly-detection mode only.
         origin: Option<Box<str>>,
     },
@@ -143,6 +145,17 @@ impl<B: Backend> Tensor<B> {
                 .collect()
         };
         let output = saves.output.then(|| self.detach());
+        let specs = if saves.specs {
+            inputs
+                .iter()
+                .map(|t| InputSpec {
+                    dtype: t.dtype(),
+                    shape: t.shape().to_vec(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let node = Node {
             id: next_node_id(),
             shape: self.shape().to_vec(),
@@ -154,6 +167,7 @@ impl<B: Backend> Tensor<B> {
                     inputs: saved_inputs,
                     output,
                 }),
+                specs,
                 origin: if super::anomaly::is_anomaly_detection_enabled() {
                     super::anomaly::origin()
                 } else {
@@ -287,6 +301,7 @@ impl<B: Backend> Tensor<B> {
                     inputs: vec![None],
                     output: None,
                 }),
+                specs: Vec::new(),
                 origin: None,
             },
         };

@@ -2,78 +2,58 @@
 
 use super::custom_call::CustomCall;
 use super::extension_rules::BoundExtension;
-use nabla_core::{Backend, BinaryOp, Conv2dParams, DType, ReduceOp, UnaryOp};
+use nabla_core::{Backend, DType, Primitive};
 use std::sync::Arc;
 
-/// A recorded primitive. Every tracked tensor op reduces to one of these; composites record the
-/// primitives they are made of. Inputs are listed in the order the rules in `rules` expect.
+/// A recorded op: a backend primitive, a view, or one of the records that are not backend work
+/// (markers, extension ops with their rules, custom functions, device moves). Every tracked tensor op
+/// reduces to these; composites record what they are made of. Inputs are listed in the order of the
+/// primitive's (the backend method's) arguments.
 #[derive(Clone, Debug)]
 pub(crate) enum Op<B: Backend> {
-    /// `y = x` (a copy to contiguous memory, or the marker a functional transform differentiates at).
+    /// `y = x`: the marker a functional transform differentiates at.
     Identity,
-    /// Elementwise unary math on `[x]`.
-    Unary(UnaryOp),
-    /// Elementwise binary math on `[a, b]`, already broadcast to one shape.
-    Binary(BinaryOp),
-    /// `where(cond, on_true, on_false)` on `[cond, t, f]`, already broadcast.
-    Select,
-    /// Conversion from the input dtype `from`.
-    Cast { from: DType },
-    /// A reduction over `axes` of an input of shape `input`, with the reduced axes kept as size 1.
-    Reduce {
-        op: ReduceOp,
-        axes: Vec<usize>,
-        input: Vec<usize>,
-    },
-    /// Inclusive cumulative sum along `axis`.
-    Cumsum { axis: usize },
-    /// Batched matrix product of `[a, b]` with equal batch dimensions, at `precision` (which its
-    /// derivatives' products keep).
-    Matmul { precision: crate::Precision },
-    /// A reshape (also squeeze and unsqueeze) from shape `from`.
-    Reshape { from: Vec<usize> },
-    /// Output axis `i` is input axis `perm[i]`.
-    Permute { perm: Vec<usize> },
-    /// Broadcast from shape `from`.
-    Broadcast { from: Vec<usize> },
-    /// `len` elements of `axis` (of size `size`) starting at `first`, every `step`-th (may be negative).
-    Slice {
-        axis: usize,
-        first: usize,
-        len: usize,
-        step: isize,
-        size: usize,
-    },
-    /// Reversal of `axes`.
-    Flip { axes: Vec<usize> },
-    /// Constant padding with `pads[axis] = (before, after)`.
-    Pad { pads: Vec<(usize, usize)> },
-    /// Concatenation along `axis` of inputs with these sizes along it.
-    Concat { axis: usize, sizes: Vec<usize> },
-    /// `take_along_axis` on `[x, index]`; `size` is the length of `axis` in `x`.
-    Gather { axis: usize, size: usize },
-    /// Selection of `axis` entries by a 1-D index on `[x, index]`; `size` is the length of `axis` in `x`.
-    IndexSelect { axis: usize, size: usize },
-    /// Scatter-add on `[dst, index, src]`.
-    ScatterAdd { axis: usize },
-    /// 2-D convolution of `[x, w]`.
-    Conv2d { params: Conv2dParams },
-    /// Input-gradient convolution of `[grad_out, w]` for an input of spatial size `input_hw`.
-    Conv2dInputGrad {
-        params: Conv2dParams,
-        input_hw: (usize, usize),
-    },
-    /// Weight-gradient convolution of `[x, grad_out]` for a kernel of spatial size `kernel_hw`.
-    Conv2dWeightGrad {
-        params: Conv2dParams,
-        kernel_hw: (usize, usize),
-    },
+    /// A backend primitive ([`Primitive`], the vocabulary the tracing backend and traced programs
+    /// share); its rules sit in the family modules of `rules`.
+    Primitive(Primitive),
+    /// A new layout over the input's buffer.
+    View(View),
     /// An extension op (all inputs and the output saved) with the rules its family bound.
     Extension(BoundExtension<B>),
     /// A call of a custom function (its rules, or its body re-run); all inputs and the output saved.
     Custom(Arc<CustomCall<B>>),
     /// A move between two devices of one backend type ([`crate::Tensor::to_backend`]).
     Transfer { from: B, to: B },
+}
+
+/// A view: the output reads the input's buffer through another layout, with no kernel. The input's
+/// shape (the shape a cotangent goes back to) is recorded beside it ([`InputSpec`]).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum View {
+    /// A reshape (also squeeze and unsqueeze).
+    Reshape,
+    /// Output axis `i` is input axis `perm[i]`.
+    Permute { perm: Vec<usize> },
+    /// A broadcast to the output's shape.
+    Broadcast,
+    /// `len` elements of `axis` starting at `first`, every `step`-th (may be negative).
+    Slice {
+        axis: usize,
+        first: usize,
+        len: usize,
+        step: isize,
+    },
+    /// Reversal of `axes`.
+    Flip { axes: Vec<usize> },
+}
+
+/// The dtype and shape of an op's input, recorded for the rules that read them (the `specs` of the
+/// family's saves table): a reduction's or broadcast's input shape, a cast's source dtype, the sizes of
+/// concatenated parts.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct InputSpec {
+    pub(crate) dtype: DType,
+    pub(crate) shape: Vec<usize>,
 }
 
 /// Which inputs a reverse rule reads, so recording keeps a reference to them.
@@ -120,30 +100,23 @@ impl<B: Backend> Op<B> {
         }
     }
 
-    /// A short name for error messages and graph dumps.
+    /// A short name for error messages and graph dumps: the primitive's (`"exp"`, `"matmul"`), the
+    /// view's, or the record's.
     pub(crate) fn name(&self) -> &'static str {
         match self {
             Op::Identity => "identity",
-            Op::Unary(op) => op.name(),
-            Op::Binary(op) => op.name(),
-            Op::Select => "where",
-            Op::Cast { .. } => "cast",
-            Op::Reduce { op, .. } => op.name(),
-            Op::Cumsum { .. } => "cumsum",
-            Op::Matmul { .. } => "matmul",
-            Op::Reshape { .. } => "reshape",
-            Op::Permute { .. } => "permute",
-            Op::Broadcast { .. } => "broadcast_to",
-            Op::Slice { .. } => "slice",
-            Op::Flip { .. } => "flip",
-            Op::Pad { .. } => "pad",
-            Op::Concat { .. } => "cat",
-            Op::Gather { .. } => "gather",
-            Op::IndexSelect { .. } => "index_select",
-            Op::ScatterAdd { .. } => "scatter_add",
-            Op::Conv2d { .. } => "conv2d",
-            Op::Conv2dInputGrad { .. } => "conv2d_input_grad",
-            Op::Conv2dWeightGrad { .. } => "conv2d_weight_grad",
+            // An extension op is recorded as `Op::Extension`, whose own name `stage` adds.
+            Op::Primitive(Primitive::Extension(_)) => "extension",
+            Op::Primitive(Primitive::Unary(op)) => op.name(),
+            Op::Primitive(Primitive::Binary(op)) => op.name(),
+            Op::Primitive(Primitive::Compare(op)) => op.name(),
+            Op::Primitive(Primitive::ArgReduce { op, .. }) => op.name(),
+            Op::Primitive(p) => p.kind().name(),
+            Op::View(View::Reshape) => "reshape",
+            Op::View(View::Permute { .. }) => "permute",
+            Op::View(View::Broadcast) => "broadcast_to",
+            Op::View(View::Slice { .. }) => "slice",
+            Op::View(View::Flip { .. }) => "flip",
             Op::Extension(_) => "extension",
             Op::Transfer { .. } => "to_backend",
             Op::Custom(_) => "custom function",

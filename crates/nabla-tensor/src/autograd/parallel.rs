@@ -39,7 +39,7 @@ use super::node::{Node, NodeKind};
 use super::op::Op;
 use super::pass::{BackwardOptions, Contribution, GradientSink, ParallelBackward, Pass, Walk};
 use crate::Tensor;
-use nabla_core::{Backend, Error, Result};
+use nabla_core::{Backend, Error, Primitive, Result};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -88,7 +88,7 @@ fn work<B: Backend>(node: &Node<B>) -> usize {
     let elements = numel(node).max(inputs);
     match &node.kind {
         NodeKind::Op {
-            op: Op::Matmul { .. },
+            op: Op::Primitive(Primitive::Matmul | Primitive::MatmulRounded(_)),
             parents,
             ..
         } => {

@@ -6,10 +6,10 @@
 use super::accumulate::{Cotangent, THIN_PRODUCT_ROWS};
 use super::extension_rules::ExtensionRules;
 use super::node::{Node, NodeKind, Saved};
-use super::op::Op;
+use super::op::{InputSpec, Op, View};
 use super::rules::{self, SavedValues};
 use crate::Tensor;
-use nabla_core::{Backend, Error, Result};
+use nabla_core::{Backend, Error, Primitive, Result};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
@@ -146,6 +146,7 @@ impl<B: Backend> Pass<'_, B> {
             op,
             parents,
             saved,
+            specs,
             origin,
         } = &node.kind
         else {
@@ -158,7 +159,14 @@ impl<B: Backend> Pass<'_, B> {
             return Ok(());
         };
         super::extension::ensure_rule(op, self.ext, super::extension_rules::Mode::Reverse)?;
-        let values = take_saved(node, op.name(), saved, self.retain, self.create_graph)?;
+        let values = take_saved(
+            node,
+            op.name(),
+            saved,
+            specs,
+            self.retain,
+            self.create_graph,
+        )?;
         let g = if self.create_graph || !g.requires_grad() {
             g
         } else {
@@ -348,13 +356,12 @@ fn reverse_rule<B: Backend>(
 /// a non-empty slice with unit step.
 fn deferred_slice<B: Backend>(op: &Op<B>) -> Option<(usize, usize)> {
     match op {
-        Op::Slice {
+        Op::View(View::Slice {
             axis,
             first,
             len,
             step: 1,
-            ..
-        } if *len > 0 => Some((*axis, *first)),
+        }) if *len > 0 => Some((*axis, *first)),
         _ => None,
     }
 }
@@ -368,12 +375,8 @@ fn deferred_product<B: Backend>(
     values: &SavedValues<B>,
     rhs_slot: Option<usize>,
 ) -> Option<Tensor<B>> {
-    if !matches!(
-        op,
-        Op::Matmul {
-            precision: crate::Precision::Full
-        }
-    ) || rhs_slot.is_none()
+    if !matches!(op, Op::Primitive(Primitive::Matmul))
+        || rhs_slot.is_none()
         || super::anomaly::is_anomaly_detection_enabled()
     {
         return None;
@@ -388,8 +391,9 @@ fn deferred_product<B: Backend>(
 /// from the node unless the graph is retained.
 pub(crate) fn take_saved<B: Backend>(
     node: &Arc<Node<B>>,
-    op: &'static str,
+    op: &str,
     saved: &std::sync::Mutex<Saved<B>>,
+    specs: &[InputSpec],
     retain: bool,
     reattach: bool,
 ) -> Result<SavedValues<B>> {
@@ -417,12 +421,16 @@ pub(crate) fn take_saved<B: Backend>(
             t.ad = Some(node.clone());
         }
     }
-    Ok(SavedValues { inputs, output })
+    Ok(SavedValues {
+        inputs,
+        output,
+        specs: specs.to_vec(),
+    })
 }
 
 /// The error for a second reverse pass through a graph whose saved values (here `op`'s) the first
 /// pass freed: named after the user's call, not after the internal op.
-fn released(op: &'static str) -> Error {
+fn released(op: &str) -> Error {
     Error::autodiff(
         "backward",
         format!(

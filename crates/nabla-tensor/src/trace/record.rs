@@ -169,12 +169,7 @@ impl Backend for TracingBackend {
         b_layout: &Layout,
         precision: nabla_core::Precision,
     ) -> Result<TracedValue> {
-        // A product at full precision is recorded as the plain one, which the compiler's
-        // reassociation and deduplication recognise.
-        let op = match precision {
-            nabla_core::Precision::Full => Primitive::Matmul,
-            rounded => Primitive::MatmulRounded(rounded),
-        };
+        let op = crate::linalg::matmul_primitive(precision);
         self.apply_one(op, &[(a, a_layout), (b, b_layout)])
     }
 

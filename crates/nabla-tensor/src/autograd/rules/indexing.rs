@@ -15,23 +15,23 @@ fn zeros_with_axis<B: Backend>(g: &Tensor<B>, axis: usize, size: usize) -> Resul
 /// `gather` reads; its transpose adds back at the positions read.
 pub(super) fn gather<B: Backend>(
     axis: usize,
-    size: usize,
     s: &SavedValues<B>,
     g: &Tensor<B>,
 ) -> Result<Vec<Option<Tensor<B>>>> {
     let index = s.input(1)?;
-    let dx = zeros_with_axis(g, axis, size)?.scatter_add(axis as isize, index, g)?;
+    let dx =
+        zeros_with_axis(g, axis, s.input_axis(0, axis)?)?.scatter_add(axis as isize, index, g)?;
     Ok(vec![Some(dx), None])
 }
 
 pub(super) fn index_select<B: Backend>(
     axis: usize,
-    size: usize,
     s: &SavedValues<B>,
     g: &Tensor<B>,
 ) -> Result<Vec<Option<Tensor<B>>>> {
     let index = s.input(1)?;
-    let dx = zeros_with_axis(g, axis, size)?.index_add(axis as isize, index, g)?;
+    let dx =
+        zeros_with_axis(g, axis, s.input_axis(0, axis)?)?.index_add(axis as isize, index, g)?;
     Ok(vec![Some(dx), None])
 }
 

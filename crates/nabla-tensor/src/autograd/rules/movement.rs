@@ -2,8 +2,51 @@
 //! sum over broadcast axes, zero-filling the elements a slice skipped, slicing away padding); their
 //! forward rules move the tangent the same way as the values.
 
+use super::SavedValues;
 use crate::Tensor;
+use crate::autograd::op::View;
 use nabla_core::{Backend, DType, Result};
+
+/// The cotangent of a view's input: the transposed movement of `g`, back to the input's shape.
+pub(super) fn view_vjp<B: Backend>(
+    view: &View,
+    s: &SavedValues<B>,
+    g: &Tensor<B>,
+) -> Result<Tensor<B>> {
+    match view {
+        View::Reshape => g.reshape(s.input_shape(0)?.to_vec()),
+        View::Permute { perm } => permute(perm, g),
+        View::Broadcast => unbroadcast(s.input_shape(0)?, g),
+        View::Slice {
+            axis,
+            first,
+            len,
+            step,
+        } => slice(*axis, *first, *len, *step, s.input_axis(0, *axis)?, g),
+        View::Flip { axes } => g.flip(&signed(axes)),
+    }
+}
+
+/// The tangent of a view's output (of shape `out`): the input's tangent `t` moved as the values were.
+pub(super) fn view_jvp<B: Backend>(view: &View, t: &Tensor<B>, out: &[usize]) -> Result<Tensor<B>> {
+    match view {
+        View::Reshape => t.reshape(out.to_vec()),
+        View::Permute { perm } => t.permute(&signed(perm)),
+        View::Broadcast => t.broadcast_to(out.to_vec()),
+        View::Slice {
+            axis,
+            first,
+            len,
+            step,
+        } => t.slice_view(*axis, *first, *len, *step),
+        View::Flip { axes } => t.flip(&signed(axes)),
+    }
+}
+
+/// Axes as the signed indices tensor methods take.
+fn signed(axes: &[usize]) -> Vec<isize> {
+    axes.iter().map(|&a| a as isize).collect()
+}
 
 pub(super) fn permute<B: Backend>(perm: &[usize], g: &Tensor<B>) -> Result<Tensor<B>> {
     let mut inverse = vec![0isize; perm.len()];
@@ -72,15 +115,16 @@ pub(super) fn pad<B: Backend>(pads: &[(usize, usize)], g: &Tensor<B>) -> Result<
     Ok(out)
 }
 
+/// Each part's cotangent is its piece of `g` (the parts' lengths along `axis` are their saved shapes).
 pub(super) fn concat<B: Backend>(
     axis: usize,
-    sizes: &[usize],
+    s: &SavedValues<B>,
     g: &Tensor<B>,
 ) -> Result<Vec<Option<Tensor<B>>>> {
     let mut start = 0;
-    sizes
-        .iter()
-        .map(|&n| {
+    (0..s.specs.len())
+        .map(|i| {
+            let n = s.input_axis(i, axis)?;
             let part = g.narrow(axis as isize, start, n)?;
             start += n;
             Ok(Some(part))
@@ -91,23 +135,18 @@ pub(super) fn concat<B: Backend>(
 /// The tangent of a concatenation: the inputs' tangents joined, zeros for inputs without one.
 pub(super) fn concat_jvp<B: Backend>(
     axis: usize,
-    sizes: &[usize],
+    s: &SavedValues<B>,
     t: &[Option<Tensor<B>>],
-    out: &[usize],
 ) -> Result<Option<Tensor<B>>> {
     let Some(any) = t.iter().flatten().next() else {
         return Ok(None);
     };
     let parts = t
         .iter()
-        .zip(sizes)
-        .map(|(ti, &n)| match ti {
+        .enumerate()
+        .map(|(i, ti)| match ti {
             Some(ti) => Ok(ti.clone()),
-            None => {
-                let mut shape = out.to_vec();
-                shape[axis] = n;
-                Tensor::zeros(shape, any.dtype(), any.backend())
-            }
+            None => Tensor::zeros(s.input_shape(i)?.to_vec(), any.dtype(), any.backend()),
         })
         .collect::<Result<Vec<_>>>()?;
     let refs: Vec<&Tensor<B>> = parts.iter().collect();

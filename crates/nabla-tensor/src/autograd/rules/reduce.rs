@@ -8,13 +8,12 @@ use nabla_core::{Backend, ReduceOp, Result};
 pub(super) fn reduce<B: Backend>(
     op: ReduceOp,
     axes: &[usize],
-    input: &[usize],
     s: &SavedValues<B>,
     g: &Tensor<B>,
 ) -> Result<Tensor<B>> {
     let axes: Vec<isize> = axes.iter().map(|&a| a as isize).collect();
     match op {
-        ReduceOp::Sum => g.broadcast_to(input.to_vec()),
+        ReduceOp::Sum => g.broadcast_to(s.input_shape(0)?.to_vec()),
         ReduceOp::Max | ReduceOp::Min if g.dtype().is_complex() => {
             Err(super::elementwise::not_for_complex(op.name(), g))
         }
@@ -55,11 +54,11 @@ pub(super) fn cumsum<B: Backend>(axis: usize, g: &Tensor<B>) -> Result<Tensor<B>
     g.flip(&a)?.cumsum(axis as isize)?.flip(&a)
 }
 
-/// What the rules of reduction `op` read: nothing for a sum, the input for a product, input and output
-/// for a maximum or minimum.
+/// What the rules of reduction `op` read: the input's shape for a sum, the input for a product, input
+/// and output for a maximum or minimum.
 pub(super) fn reduce_saves(op: ReduceOp) -> Saves {
     match op {
-        ReduceOp::Sum => Saves::NOTHING,
+        ReduceOp::Sum => Saves::SPECS,
         ReduceOp::Prod => Saves::inputs(0b1),
         ReduceOp::Max | ReduceOp::Min => Saves::inputs(0b1).and_output(),
     }
@@ -69,10 +68,9 @@ pub(super) fn reduce_saves(op: ReduceOp) -> Saves {
 pub(super) fn reduce_jvp<B: Backend>(
     op: ReduceOp,
     axes: &[usize],
-    input: &[usize],
     s: &SavedValues<B>,
     t: &Tensor<B>,
 ) -> Result<Tensor<B>> {
     let signed: Vec<isize> = axes.iter().map(|&a| a as isize).collect();
-    reduce(op, axes, input, s, t)?.sum(&signed, true)
+    reduce(op, axes, s, t)?.sum(&signed, true)
 }
