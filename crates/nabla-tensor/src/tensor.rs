@@ -94,6 +94,12 @@ impl<B: Backend> Tensor<B> {
         ))
     }
 
+    /// The buffer and the layout it is read through, as backend methods and
+    /// [`Primitive::dispatch`] take an input.
+    fn view(&self) -> (&B::Storage, &Layout) {
+        (&self.storage, &self.layout)
+    }
+
     /// The `N` output buffers of `primitive` run on `inputs`; an error naming the primitive when it
     /// returns another number.
     fn dispatch_outputs<const N: usize>(
@@ -101,9 +107,17 @@ impl<B: Backend> Tensor<B> {
         primitive: &Primitive,
         inputs: &[&Tensor<B>],
     ) -> Result<[B::Storage; N]> {
-        let views: Vec<(&B::Storage, &Layout)> =
-            inputs.iter().map(|t| (t.storage(), t.layout())).collect();
-        let outputs = primitive.dispatch(backend, &views)?;
+        // The common arities on the stack: this is every eager op's path.
+        let outputs = match inputs {
+            [] => primitive.dispatch(backend, &[])?,
+            [a] => primitive.dispatch(backend, &[a.view()])?,
+            [a, b] => primitive.dispatch(backend, &[a.view(), b.view()])?,
+            [a, b, c] => primitive.dispatch(backend, &[a.view(), b.view(), c.view()])?,
+            many => {
+                let views: Vec<(&B::Storage, &Layout)> = many.iter().map(|t| t.view()).collect();
+                primitive.dispatch(backend, &views)?
+            }
+        };
         let count = outputs.len();
         outputs.try_into().map_err(|_| {
             Error::invalid(
