@@ -70,12 +70,8 @@ impl<B: Backend> Tensor<B> {
         dims: &[usize],
     ) -> Result<Tensor<B>> {
         let [storage] = Tensor::dispatch_outputs(backend, &primitive, inputs)?;
-        let out = Tensor::from_output_dims(storage, dims, backend);
-        if inputs.is_empty() {
-            // A source (a fill, random draws): nothing to record, no input to compare it with.
-            return Ok(out);
-        }
-        out.record_checked(|| Op::Primitive(primitive), inputs)
+        Tensor::from_output_dims(storage, dims, backend)
+            .record_checked(|| Op::Primitive(primitive), inputs)
     }
 
     /// [`Tensor::run_primitive`] for the primitives with two outputs of shape `dims` (sort, top-k and

@@ -41,11 +41,7 @@ pub(crate) fn push_forward<B: Backend>(
             continue;
         }
         let NodeKind::Op {
-            op,
-            parents,
-            saved,
-            specs,
-            ..
+            op, parents, saved, ..
         } = &node.kind
         else {
             continue;
@@ -58,7 +54,7 @@ pub(crate) fn push_forward<B: Backend>(
             continue;
         }
         super::extension::ensure_rule(op, ext, super::extension_rules::Mode::Forward)?;
-        let values = take_saved(node, op.name(), saved, specs, true, nested)?;
+        let values = take_saved(node, op.name(), saved, true, nested)?;
         let tangent = match (gram_form(op, parents, marks), &inputs[..]) {
             // x @ xᵀ: p = ẋ xᵀ. xᵀ @ x: p = xᵀ ẋ.
             (Some(Gram::RightIsLeftTransposed), [Some(ta), Some(_)]) => {

@@ -47,8 +47,6 @@ pub(crate) enum NodeKind<B: Backend> {
         /// One entry per input: the input's node, or `None` for an input that needs no gradient.
         parents: Vec<Option<Arc<Node<B>>>>,
         saved: Mutex<Saved<B>>,
-        /// The inputs' dtypes and shapes, when the op's rules read them (else empty).
-        specs: Vec<InputSpec>,
         /// Where the op was recorded, kept in anomaly-detection mode only.
         origin: Option<Box<str>>,
     },
@@ -60,6 +58,8 @@ pub(crate) enum Saved<B: Backend> {
     Held {
         inputs: Vec<Option<Tensor<B>>>,
         output: Option<Tensor<B>>,
+        /// The inputs' dtypes and shapes, when the op's rules read them (else empty).
+        specs: Vec<InputSpec>,
     },
     /// Backward already ran and freed the values.
     Released,
@@ -166,8 +166,8 @@ impl<B: Backend> Tensor<B> {
                 saved: Mutex::new(Saved::Held {
                     inputs: saved_inputs,
                     output,
+                    specs,
                 }),
-                specs,
                 origin: if super::anomaly::is_anomaly_detection_enabled() {
                     super::anomaly::origin()
                 } else {
@@ -300,8 +300,8 @@ impl<B: Backend> Tensor<B> {
                 saved: Mutex::new(Saved::Held {
                     inputs: vec![None],
                     output: None,
+                    specs: Vec::new(),
                 }),
-                specs: Vec::new(),
                 origin: None,
             },
         };

@@ -6,7 +6,7 @@
 use super::accumulate::{Cotangent, THIN_PRODUCT_ROWS};
 use super::extension_rules::ExtensionRules;
 use super::node::{Node, NodeKind, Saved};
-use super::op::{InputSpec, Op, View};
+use super::op::{Op, View};
 use super::rules::{self, SavedValues};
 use crate::Tensor;
 use nabla_core::{Backend, Error, Primitive, Result};
@@ -146,7 +146,6 @@ impl<B: Backend> Pass<'_, B> {
             op,
             parents,
             saved,
-            specs,
             origin,
         } = &node.kind
         else {
@@ -159,14 +158,7 @@ impl<B: Backend> Pass<'_, B> {
             return Ok(());
         };
         super::extension::ensure_rule(op, self.ext, super::extension_rules::Mode::Reverse)?;
-        let values = take_saved(
-            node,
-            op.name(),
-            saved,
-            specs,
-            self.retain,
-            self.create_graph,
-        )?;
+        let values = take_saved(node, op.name(), saved, self.retain, self.create_graph)?;
         let g = if self.create_graph || !g.requires_grad() {
             g
         } else {
@@ -393,24 +385,31 @@ pub(crate) fn take_saved<B: Backend>(
     node: &Arc<Node<B>>,
     op: &str,
     saved: &std::sync::Mutex<Saved<B>>,
-    specs: &[InputSpec],
     retain: bool,
     reattach: bool,
 ) -> Result<SavedValues<B>> {
     let mut guard = saved.lock().unwrap_or_else(|e| e.into_inner());
     let held = if retain {
         match &*guard {
-            Saved::Held { inputs, output } => (inputs.clone(), output.clone()),
+            Saved::Held {
+                inputs,
+                output,
+                specs,
+            } => (inputs.clone(), output.clone(), specs.clone()),
             Saved::Released => return Err(released(op)),
         }
     } else {
         match std::mem::replace(&mut *guard, Saved::Released) {
-            Saved::Held { inputs, output } => (inputs, output),
+            Saved::Held {
+                inputs,
+                output,
+                specs,
+            } => (inputs, output, specs),
             Saved::Released => return Err(released(op)),
         }
     };
     drop(guard);
-    let (mut inputs, mut output) = held;
+    let (mut inputs, mut output, specs) = held;
     if reattach {
         for (input, parent) in inputs.iter_mut().zip(node.parents()) {
             if let Some(t) = input {
@@ -424,7 +423,7 @@ pub(crate) fn take_saved<B: Backend>(
     Ok(SavedValues {
         inputs,
         output,
-        specs: specs.to_vec(),
+        specs,
     })
 }
 
