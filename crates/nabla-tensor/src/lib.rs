@@ -14,9 +14,10 @@
 //! - `complex`: `complex`, `polar` and `angle`, composed from primitives (no rules of their own).
 //!
 //! Primitive families: the methods that run the primitives of the `nabla-core` catalogue and
-//! record them; every family's reverse and forward rules are in `autograd/rules/`, one file per
-//! family (`elementwise`, `reduce`, `movement`, `indexing`, `linalg`; `forward.rs` routes forward
-//! mode).
+//! record them; every family's rules (what recording saves, reverse, forward and batching) are in
+//! `rules/`, one file per family (`elementwise`, `reduce`, `movement`, `indexing`, `linalg`), with
+//! the tables that route a primitive to them (`saves` and `vjp` in `rules/mod.rs`, `jvp` in
+//! `forward.rs`, `batch` in `batch.rs`).
 //! - `elementwise`: unary and binary math, comparisons, `where_` and `clamp`, with NumPy
 //!   broadcasting.
 //! - `reduce`: sums, products, extrema, `argmax`/`argmin`, means and `cumsum`.
@@ -167,6 +168,7 @@ mod operand;
 mod operators;
 mod random_replay;
 mod reduce;
+mod rules;
 mod shape_ops;
 mod tensor;
 mod trace;

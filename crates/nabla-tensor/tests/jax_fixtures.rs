@@ -29,7 +29,7 @@ const REL: f64 = 1e-9;
 
 /// Parts of expressions where nabla's derivative rule is known to disagree with JAX: the expression
 /// name, the part (`"grad"` or `"hvp"`, every other part is still checked) and the disagreement. These
-/// are rule issues for `src/autograd/rules/`. They are reported but do not fail the test; one that starts
+/// are rule issues for `src/rules/`. They are reported but do not fail the test; one that starts
 /// matching fails it, so that the list stays honest.
 const KNOWN_FAILURES: &[(&str, &str, &str)] = &[];
 

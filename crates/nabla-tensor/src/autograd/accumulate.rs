@@ -20,8 +20,8 @@
 //! them and they can be differentiated again.
 
 use super::node::{Node, NodeKind};
-use super::rules;
 use crate::Tensor;
+use crate::rules;
 use nabla_core::{Backend, DType, Error, Result};
 
 /// The cotangent collected so far for one node.

@@ -12,9 +12,9 @@ use super::functional::{MarkedRun, run_marked, vjp_n};
 use super::node::{Node, NodeKind};
 use super::op::{Op, View};
 use super::pass::{Walk, take_saved};
-use super::rules;
 use crate::Tensor;
 use crate::autograd::grad;
+use crate::rules;
 use nabla_core::{Backend, Error, Primitive, Result};
 use std::sync::Arc;
 

@@ -2,8 +2,8 @@
 
 use super::grad_mode::is_grad_enabled;
 use super::op::{InputSpec, Op, SavedInputs};
-use super::rules;
 use crate::Tensor;
+use crate::rules;
 use nabla_core::{Backend, DType, Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

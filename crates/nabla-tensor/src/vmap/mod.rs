@@ -3,10 +3,10 @@
 //! [`vmap`] traces the function once at the shape of one example (a [`Program`] of backend
 //! primitives, with every transform the function applies already in it: `grad`, `jvp`, `hessian`,
 //! custom rules, nested `vmap`) and replays that program on the batch, primitive by primitive, through
-//! each primitive's batching rule (`vmap/rules.rs`, one exhaustive match over the catalogue). The
-//! replay is written in ordinary tensor ops, so its result is differentiable (`grad` of `vmap`) and,
-//! on traced tensors, recorded into the enclosing program (`vmap` inside `jit`-style tracing, nested
-//! `vmap`).
+//! each primitive's batching rule (`rules/batch.rs` routes each primitive, in one exhaustive match over
+//! the catalogue, to the rule in its family's module). The replay is written in ordinary tensor ops,
+//! so its result is differentiable (`grad` of `vmap`) and, on traced tensors, recorded into the
+//! enclosing program (`vmap` inside `jit`-style tracing, nested `vmap`).
 //!
 //! Semantics, as `jax.vmap`:
 //! - `in_axes[i]` is the axis of input `i` that is mapped (negative counts from the end), or `None`
@@ -23,7 +23,6 @@
 //!   [`AdContext`](crate::AdContext) built `with_extension_rules` (the traced program keeps the op, not
 //!   the family that bound its rules); `vmap` of `grad` needs nothing.
 
-mod rules;
 mod view;
 
 use crate::Tensor;
@@ -39,7 +38,7 @@ pub(crate) struct BatchValue<B: Backend> {
 }
 
 impl<B: Backend> BatchValue<B> {
-    fn new(tensor: Tensor<B>, batched: bool) -> Self {
+    pub(crate) fn new(tensor: Tensor<B>, batched: bool) -> Self {
         BatchValue { tensor, batched }
     }
 
@@ -49,7 +48,7 @@ impl<B: Backend> BatchValue<B> {
     }
 
     /// The tensor with the batch dimension, broadcast along it when the value is unbatched.
-    fn expanded(&self, batch: usize) -> Result<Tensor<B>> {
+    pub(crate) fn expanded(&self, batch: usize) -> Result<Tensor<B>> {
         if self.batched {
             return Ok(self.tensor.clone());
         }
@@ -57,6 +56,41 @@ impl<B: Backend> BatchValue<B> {
         shape.extend(self.tensor.shape());
         self.tensor.unsqueeze(0)?.broadcast_to(shape)
     }
+}
+
+/// `axis` of one example as an axis of the batch: one further along when the operand is batched.
+pub(crate) fn batch_axis(axis: usize, batched: bool) -> isize {
+    (axis + usize::from(batched)) as isize
+}
+
+/// Every operand with the batch dimension (unbatched ones broadcast along it) when any operand has
+/// it; otherwise the operands as they are.
+pub(crate) fn expand_all<B: Backend>(
+    operands: &[BatchValue<B>],
+    batch: usize,
+) -> Result<Vec<Tensor<B>>> {
+    let lead = operands.iter().any(|v| v.batched);
+    operands
+        .iter()
+        .map(|v| {
+            if lead {
+                v.expanded(batch)
+            } else {
+                Ok(v.tensor.clone())
+            }
+        })
+        .collect()
+}
+
+/// [`expand_all`] of exactly `N` operands.
+pub(crate) fn expand_n<B: Backend, const N: usize>(
+    operands: &[BatchValue<B>],
+    batch: usize,
+) -> Result<[Tensor<B>; N]> {
+    let all = expand_all(operands, batch)?;
+    all.try_into().map_err(|v: Vec<Tensor<B>>| {
+        nabla_core::Error::invalid("vmap", format!("expected {N} operands, got {}", v.len()))
+    })
 }
 
 /// What a vmapped function returns: one traced tensor, a vector or a pair of them.
@@ -345,7 +379,7 @@ fn replay<B: Backend>(
                     .map(|o| read(&env, o))
                     .collect::<Result<Vec<_>>>()?;
                 let outs: Vec<_> = node.outputs.iter().map(|&v| infos[v].clone()).collect();
-                rules::apply(p, &operands, &outs, batch, backend)?
+                crate::rules::batch(p, &operands, &outs, batch, backend)?
             }
         };
         for (&v, value) in node.outputs.iter().zip(results) {

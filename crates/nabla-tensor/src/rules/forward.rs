@@ -4,8 +4,8 @@
 //! rules' derivative factors, which is exactly what a tangent needs.
 
 use super::{SavedValues, elementwise, indexing, linalg, movement, reduce};
+use crate::autograd::ExtensionRules;
 use crate::autograd::extension;
-use crate::autograd::extension_rules::ExtensionRules;
 use crate::autograd::op::Op;
 use crate::{Precision, Tensor};
 use nabla_core::{Backend, Primitive, Result};

@@ -1,9 +1,16 @@
-//! Reverse (vector-Jacobian product) rules for every recorded primitive, written in tensor ops so that
-//! a reverse pass with graph creation records them too and gradients can be differentiated again.
+//! The rules of every primitive, one module per family (`elementwise`, `reduce`, `linalg`,
+//! `movement`, `indexing`), each holding side by side what recording saves, the reverse
+//! (vector-Jacobian product) rule, the forward (Jacobian-vector product) rule and the batching rule.
+//! Four exhaustive tables route a primitive to its family: [`saves`] and [`vjp`] here, [`jvp`] in
+//! `forward.rs` and [`batch`] in `batch.rs`; a primitive's shape rule and kernels are the catalogue's
+//! (`nabla_core::primitive`) and the backends'.
 //!
-//! The rules are generic over the backend, so the same code serves every device and any backend that
+//! The rules are written in tensor ops, so that a reverse pass with graph creation records them too
+//! and gradients can be differentiated again, and a batched replay is differentiable and traceable.
+//! They are generic over the backend, so the same code serves every device and any backend that
 //! records instead of computing.
 
+mod batch;
 mod elementwise;
 mod forward;
 mod indexing;
@@ -11,13 +18,14 @@ mod linalg;
 mod movement;
 mod reduce;
 
+pub(crate) use batch::batch;
 pub(crate) use forward::jvp;
 pub(crate) use linalg::{gram_jvp, is_transposed, rhs_cotangent_untransposed};
 pub(crate) use movement::slice as slice_cotangent;
 
-use super::extension;
-use super::extension_rules::ExtensionRules;
-use super::op::{InputSpec, Op, SavedInputs, View};
+use crate::autograd::ExtensionRules;
+use crate::autograd::extension;
+use crate::autograd::op::{InputSpec, Op, SavedInputs, View};
 use crate::{Precision, Tensor};
 use nabla_core::{Backend, Error, Primitive, Result};
 

@@ -1,5 +1,6 @@
 //! Elementwise unary and binary math and `where`: what each op saves, its reverse rule and its forward
-//! rule.
+//! rule. Their batching rule is the op itself (an unbatched operand broadcasts along the batch
+//! dimension), written in the batching table.
 //!
 //! Complex inputs follow JAX's convention (see the crate docs): a holomorphic op multiplies the
 //! cotangent by `f'(z)` with no conjugation, exactly as the real rule does, so those rules serve both;

@@ -1,7 +1,8 @@
 //! The matrix product and the three convolutions (which are each other's transposes): each saves both
-//! operands; reverse and forward rules.
+//! operands; reverse, forward and batching rules.
 
 use super::{SavedValues, sum_terms};
+use crate::vmap::BatchValue;
 use crate::{Precision, Tensor};
 use nabla_core::{Backend, Conv2dParams, Result};
 
@@ -155,4 +156,109 @@ pub(super) fn bilinear_jvp<B: Backend>(
     let da = t[0].as_ref().map(|ta| f(ta, b)).transpose()?;
     let db = t[1].as_ref().map(|tb| f(a, tb)).transpose()?;
     sum_terms([da, db])
+}
+
+/// Batching the matrix product: a batched left operand against a shared matrix is one tall product;
+/// otherwise the product broadcasts over the batch dimension.
+pub(super) fn matmul_batch<B: Backend>(
+    operands: &[BatchValue<B>],
+    batch: usize,
+    precision: Precision,
+) -> Result<Tensor<B>> {
+    let (a, b) = (&operands[0], &operands[1]);
+    if a.batched && !b.batched && b.tensor.rank() == 2 {
+        let (m, k) = (a.tensor.shape()[a.tensor.rank() - 2], b.tensor.shape()[0]);
+        let mut out_shape = a.tensor.shape().to_vec();
+        let n = b.tensor.shape()[1];
+        *out_shape.last_mut().expect("rank >= 2") = n;
+        let rows = batch
+            * a.tensor.shape()[1..a.tensor.rank() - 2]
+                .iter()
+                .product::<usize>()
+            * m;
+        return a
+            .tensor
+            .reshape([rows, k])?
+            .matmul_with(&b.tensor, precision)?
+            .reshape(out_shape);
+    }
+    a.tensor.matmul_with(&b.tensor, precision)
+}
+
+/// Folds the batch into the images of `[B, N, C, H, W]`.
+fn fold<B: Backend>(t: &Tensor<B>) -> Result<Tensor<B>> {
+    let s = t.shape();
+    t.reshape([s[0] * s[1], s[2], s[3], s[4]])
+}
+
+/// `[B, N, C, H, W]` as `[N, B·C, H, W]`: the batch becomes channel groups.
+fn to_groups<B: Backend>(t: &Tensor<B>) -> Result<Tensor<B>> {
+    let s = t.shape();
+    t.permute(&[1, 0, 2, 3, 4])?
+        .reshape([s[1], s[0] * s[2], s[3], s[4]])
+}
+
+/// `[N, B·C, H, W]` back to `[B, N, C, H, W]`.
+fn from_groups<B: Backend>(t: &Tensor<B>, batch: usize) -> Result<Tensor<B>> {
+    let s = t.shape();
+    t.reshape([s[0], batch, s[1] / batch, s[2], s[3]])?
+        .permute(&[1, 0, 2, 3, 4])
+}
+
+/// Per-example weights `[B, O, C/g, KH, KW]` as the `[B·O, C/g, KH, KW]` weights of `B·g` groups.
+fn grouped_weights<B: Backend>(w: &Tensor<B>) -> Result<Tensor<B>> {
+    let s = w.shape();
+    w.reshape([s[0] * s[1], s[2], s[3], s[4]])
+}
+
+fn grouped(params: &Conv2dParams, batch: usize) -> Conv2dParams {
+    Conv2dParams {
+        groups: params.groups * batch,
+        ..*params
+    }
+}
+
+fn unfold<B: Backend>(t: &Tensor<B>, batch: usize) -> Result<Tensor<B>> {
+    let s = t.shape();
+    t.reshape([batch, s[0] / batch, s[1], s[2], s[3]])
+}
+
+/// Batching a convolution-like op of `[images, weights]` (the convolution, or its input gradient from output
+/// gradients): batched images against shared weights fold the batch into the images; batched weights
+/// make the batch a set of channel groups.
+pub(super) fn conv_batch<B: Backend>(
+    operands: &[BatchValue<B>],
+    params: &Conv2dParams,
+    batch: usize,
+    op: impl Fn(&Tensor<B>, &Tensor<B>, &Conv2dParams) -> Result<Tensor<B>>,
+) -> Result<Tensor<B>> {
+    let (x, w) = (&operands[0], &operands[1]);
+    match (x.batched, w.batched) {
+        (false, false) => op(&x.tensor, &w.tensor, params),
+        (true, false) => unfold(&op(&fold(&x.tensor)?, &w.tensor, params)?, batch),
+        (_, true) => {
+            let x = to_groups(&x.expanded(batch)?)?;
+            let y = op(&x, &grouped_weights(&w.tensor)?, &grouped(params, batch))?;
+            from_groups(&y, batch)
+        }
+    }
+}
+
+/// Batching the weight gradient: per-example weight gradients: images and output gradients become `B·g` channel groups, whose
+/// weight gradient is the stack of the per-example ones.
+pub(super) fn conv2d_weight_grad_batch<B: Backend>(
+    operands: &[BatchValue<B>],
+    kernel_hw: (usize, usize),
+    params: &Conv2dParams,
+    batch: usize,
+) -> Result<Tensor<B>> {
+    let (x, g) = (&operands[0], &operands[1]);
+    if !x.batched && !g.batched {
+        return x.tensor.conv2d_weight_grad(&g.tensor, kernel_hw, params);
+    }
+    let x = to_groups(&x.expanded(batch)?)?;
+    let g = to_groups(&g.expanded(batch)?)?;
+    let dw = x.conv2d_weight_grad(&g, kernel_hw, &grouped(params, batch))?;
+    let s = dw.shape();
+    dw.reshape([batch, s[0] / batch, s[1], s[2], s[3]])
 }

@@ -1,11 +1,13 @@
 //! Movement ops save nothing. Their reverse rules are the transposed movements (inverse permutation,
 //! sum over broadcast axes, zero-filling the elements a slice skipped, slicing away padding); their
-//! forward rules move the tangent the same way as the values.
+//! forward rules move the tangent the same way as the values; batching rules leave the batch dimension
+//! in front.
 
 use super::SavedValues;
 use crate::Tensor;
-use crate::autograd::op::View;
-use nabla_core::{Backend, DType, Result};
+use crate::autograd::View;
+use crate::vmap::{BatchValue, batch_axis, expand_all};
+use nabla_core::{Backend, DType, Result, Scalar};
 
 /// The cotangent of a view's input: the transposed movement of `g`, back to the input's shape.
 pub(super) fn view_vjp<B: Backend>(
@@ -151,4 +153,27 @@ pub(super) fn concat_jvp<B: Backend>(
         .collect::<Result<Vec<_>>>()?;
     let refs: Vec<&Tensor<B>> = parts.iter().collect();
     Ok(Some(Tensor::cat(&refs, axis as isize)?))
+}
+
+/// Batching: a batched operand's batch dimension gets no padding.
+pub(super) fn pad_batch<B: Backend>(
+    pads: &[(usize, usize)],
+    value: Scalar,
+    x: &BatchValue<B>,
+) -> Result<Tensor<B>> {
+    let mut all = if x.batched { vec![(0, 0)] } else { Vec::new() };
+    all.extend(pads);
+    x.tensor.pad(&all, value)
+}
+
+/// Batching: every part with the batch dimension (unbatched ones broadcast along it), joined along
+/// the shifted axis.
+pub(super) fn concat_batch<B: Backend>(
+    axis: usize,
+    operands: &[BatchValue<B>],
+    batch: usize,
+) -> Result<Tensor<B>> {
+    let lead = operands.iter().any(|v| v.batched);
+    let parts = expand_all(operands, batch)?;
+    Tensor::cat(&parts.iter().collect::<Vec<_>>(), batch_axis(axis, lead))
 }

@@ -1,7 +1,8 @@
-//! Reductions and the cumulative sum: what each saves, its reverse rule and its forward rule.
+//! Reductions and the cumulative sum: what each saves, its reverse, forward and batching rules.
 
 use super::{SavedValues, Saves};
 use crate::Tensor;
+use crate::vmap::{BatchValue, batch_axis};
 use nabla_core::{Backend, ReduceOp, Result};
 
 /// `g` has the input's rank with the reduced `axes` kept as size 1.
@@ -73,4 +74,22 @@ pub(super) fn reduce_jvp<B: Backend>(
 ) -> Result<Tensor<B>> {
     let signed: Vec<isize> = axes.iter().map(|&a| a as isize).collect();
     reduce(op, axes, s, t)?.sum(&signed, true)
+}
+
+/// Batching: the axes move past a batched operand's batch dimension (no axes: the identity).
+pub(super) fn reduce_batch<B: Backend>(
+    op: ReduceOp,
+    axes: &[usize],
+    x: &BatchValue<B>,
+) -> Result<Tensor<B>> {
+    if axes.is_empty() {
+        return Ok(x.tensor.clone());
+    }
+    let axes: Vec<isize> = axes.iter().map(|&a| batch_axis(a, x.batched)).collect();
+    x.tensor.reduce(op, &axes, true)
+}
+
+/// Batching: the sum runs along the shifted axis.
+pub(super) fn cumsum_batch<B: Backend>(axis: usize, x: &BatchValue<B>) -> Result<Tensor<B>> {
+    x.tensor.cumsum(batch_axis(axis, x.batched))
 }

@@ -1,8 +1,10 @@
 //! Gather, index_select and scatter-add: each saves its index (input 1) and its reverse rule is the
-//! transpose of another; forward rules apply the op to the tangent.
+//! transpose of another; forward rules apply the op to the tangent; batching rules give the source and
+//! the index the batch dimension.
 
 use super::SavedValues;
 use crate::Tensor;
+use crate::vmap::{BatchValue, batch_axis, expand_n};
 use nabla_core::{Backend, Result};
 
 fn zeros_with_axis<B: Backend>(g: &Tensor<B>, axis: usize, size: usize) -> Result<Tensor<B>> {
@@ -67,4 +69,51 @@ pub(super) fn scatter_add_jvp<B: Backend>(
         Some(ts) => Ok(Some(dst.scatter_add(axis as isize, index, ts)?)),
         None => Ok(Some(dst)),
     }
+}
+
+/// Batching: source and index both with the batch dimension, gathered along the shifted axis.
+pub(super) fn gather_batch<B: Backend>(
+    axis: usize,
+    operands: &[BatchValue<B>],
+    batch: usize,
+) -> Result<Tensor<B>> {
+    let lead = operands.iter().any(|v| v.batched);
+    let [src, index] = expand_n(operands, batch)?;
+    src.gather(batch_axis(axis, lead), &index)
+}
+
+/// Batching: a shared 1-D index selects along the shifted axis; a batched one (one index vector per
+/// example) becomes a gather along it.
+pub(super) fn index_select_batch<B: Backend>(
+    axis: usize,
+    operands: &[BatchValue<B>],
+    batch: usize,
+) -> Result<Tensor<B>> {
+    let (x, index) = (&operands[0], &operands[1]);
+    if !index.batched {
+        return x
+            .tensor
+            .index_select(batch_axis(axis, x.batched), &index.tensor);
+    }
+    let x = x.expanded(batch)?;
+    let count = index.tensor.shape()[1];
+    let mut index_shape = vec![1; x.rank()];
+    index_shape[0] = batch;
+    index_shape[axis + 1] = count;
+    let mut target = x.shape().to_vec();
+    target[axis + 1] = count;
+    let index = index.tensor.reshape(index_shape)?.broadcast_to(target)?;
+    x.gather((axis + 1) as isize, &index)
+}
+
+/// Batching: destination, index and source all with the batch dimension, scattered along the
+/// shifted axis.
+pub(super) fn scatter_add_batch<B: Backend>(
+    axis: usize,
+    operands: &[BatchValue<B>],
+    batch: usize,
+) -> Result<Tensor<B>> {
+    let lead = operands.iter().any(|v| v.batched);
+    let [dst, index, src] = expand_n(operands, batch)?;
+    dst.scatter_add(batch_axis(axis, lead), &index, &src)
 }
