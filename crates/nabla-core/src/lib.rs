@@ -53,7 +53,7 @@ pub use ops::{
     ArgReduceOp, BinaryOp, CompareOp, Conv2dParams, Distribution, Pool2dParams, Precision,
     ReduceOp, UnaryOp,
 };
-pub use primitive::{ExtensionCall, IdentityWords, Primitive, PrimitiveKind};
+pub use primitive::{ExtensionCall, IdentityWords, Outputs, Primitive, PrimitiveKind};
 pub use profile::{KernelTime, Profile, format_profile};
 pub use random::{Fill, InOrder, random_host};
 pub use rng::{Generator, RngKey, philox4x32_10};

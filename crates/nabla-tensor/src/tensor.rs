@@ -2,7 +2,7 @@
 
 use crate::autograd::{Node, Op};
 use nabla_core::{
-    Backend, DType, Element, Error, HostData, Layout, Primitive, Result, Scalar, Shape,
+    Backend, DType, Element, Error, HostData, Layout, Outputs, Primitive, Result, Scalar, Shape,
 };
 use std::any::Any;
 use std::sync::Arc;
@@ -69,7 +69,8 @@ impl<B: Backend> Tensor<B> {
         inputs: &[&Tensor<B>],
         dims: &[usize],
     ) -> Result<Tensor<B>> {
-        let [storage] = Tensor::dispatch_outputs(backend, &primitive, inputs)?;
+        let storage =
+            Tensor::dispatch_outputs(backend, &primitive, inputs)?.into_one(primitive.name())?;
         Tensor::from_output_dims(storage, dims, backend)
             .record_checked(|| Op::Primitive(primitive), inputs)
     }
@@ -83,7 +84,8 @@ impl<B: Backend> Tensor<B> {
         input: &Tensor<B>,
         dims: &[usize],
     ) -> Result<(Tensor<B>, Tensor<B>)> {
-        let [values, positions] = Tensor::dispatch_outputs(backend, &primitive, &[input])?;
+        let (values, positions) =
+            Tensor::dispatch_outputs(backend, &primitive, &[input])?.into_two(primitive.name())?;
         Ok((
             Tensor::from_output_dims(values, dims, backend),
             Tensor::from_output_dims(positions, dims, backend),
@@ -96,31 +98,23 @@ impl<B: Backend> Tensor<B> {
         (&self.storage, &self.layout)
     }
 
-    /// The `N` output buffers of `primitive` run on `inputs`; an error naming the primitive when it
-    /// returns another number.
-    fn dispatch_outputs<const N: usize>(
+    /// The output buffers of `primitive` run on `inputs`.
+    fn dispatch_outputs(
         backend: &B,
         primitive: &Primitive,
         inputs: &[&Tensor<B>],
-    ) -> Result<[B::Storage; N]> {
+    ) -> Result<Outputs<B::Storage>> {
         // The common arities on the stack: this is every eager op's path.
-        let outputs = match inputs {
-            [] => primitive.dispatch(backend, &[])?,
-            [a] => primitive.dispatch(backend, &[a.view()])?,
-            [a, b] => primitive.dispatch(backend, &[a.view(), b.view()])?,
-            [a, b, c] => primitive.dispatch(backend, &[a.view(), b.view(), c.view()])?,
+        match inputs {
+            [] => primitive.dispatch_outputs(backend, &[]),
+            [a] => primitive.dispatch_outputs(backend, &[a.view()]),
+            [a, b] => primitive.dispatch_outputs(backend, &[a.view(), b.view()]),
+            [a, b, c] => primitive.dispatch_outputs(backend, &[a.view(), b.view(), c.view()]),
             many => {
                 let views: Vec<(&B::Storage, &Layout)> = many.iter().map(|t| t.view()).collect();
-                primitive.dispatch(backend, &views)?
+                primitive.dispatch_outputs(backend, &views)
             }
-        };
-        let count = outputs.len();
-        outputs.try_into().map_err(|_| {
-            Error::invalid(
-                "dispatch",
-                format!("{} returned {count} outputs, not {N}", primitive.name()),
-            )
-        })
+        }
     }
 
     /// Wraps a freshly computed contiguous buffer with the dimensions `dims` (kernel outputs shaped like

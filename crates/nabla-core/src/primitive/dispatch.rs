@@ -22,6 +22,16 @@ impl Primitive {
         backend: &B,
         inputs: &[(&B::Storage, &Layout)],
     ) -> Result<Vec<B::Storage>> {
+        Ok(self.dispatch_outputs(backend, inputs)?.into_vec())
+    }
+
+    /// [`Primitive::dispatch`] with the output buffers held inline ([`Outputs`]): eager ops take this
+    /// path, which allocates nothing beyond the buffers themselves.
+    pub fn dispatch_outputs<B: Backend>(
+        &self,
+        backend: &B,
+        inputs: &[(&B::Storage, &Layout)],
+    ) -> Result<Outputs<B::Storage>> {
         let b = backend;
         self.check_arity(inputs.len())?;
         // Arity was checked above; `arg` keeps the indexing panic-free all the same.
@@ -30,8 +40,8 @@ impl Primitive {
                 Error::invalid("dispatch", format!("{} has no input {k}", self.name()))
             })
         };
-        let one = |s: B::Storage| vec![s];
-        let two = |(s, t): (B::Storage, B::Storage)| vec![s, t];
+        let one = Outputs::One;
+        let two = |(s, t): (B::Storage, B::Storage)| Outputs::Two(s, t);
         Ok(match self {
             Primitive::Constant(data) => one(b.upload(data.clone())?),
             Primitive::Full { value, len, dtype } => one(b.full(*len, *value, *dtype)?),
@@ -136,5 +146,48 @@ impl Primitive {
                 one(b.fused(kernel, owned, shape, None)?)
             }
         })
+    }
+}
+
+/// The output buffers of one primitive: one, or two for sort, top-k and max pooling (values and
+/// positions), held inline.
+#[derive(Debug)]
+pub enum Outputs<S> {
+    /// The one output of most primitives.
+    One(S),
+    /// Values and positions.
+    Two(S, S),
+}
+
+impl<S> Outputs<S> {
+    /// The buffers in order.
+    pub fn into_vec(self) -> Vec<S> {
+        match self {
+            Outputs::One(s) => vec![s],
+            Outputs::Two(s, t) => vec![s, t],
+        }
+    }
+
+    /// The buffer of a one-output primitive; an error naming `op` for two.
+    pub fn into_one(self, op: &str) -> Result<S> {
+        match self {
+            Outputs::One(s) => Ok(s),
+            Outputs::Two(..) => Err(Self::count_error(op, 2, 1)),
+        }
+    }
+
+    /// The buffers of a two-output primitive; an error naming `op` for one.
+    pub fn into_two(self, op: &str) -> Result<(S, S)> {
+        match self {
+            Outputs::Two(s, t) => Ok((s, t)),
+            Outputs::One(_) => Err(Self::count_error(op, 1, 2)),
+        }
+    }
+
+    fn count_error(op: &str, got: usize, wanted: usize) -> Error {
+        Error::invalid(
+            "dispatch",
+            format!("{op} returned {got} outputs, not {wanted}"),
+        )
     }
 }

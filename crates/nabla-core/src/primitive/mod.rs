@@ -15,6 +15,7 @@ mod dispatch;
 mod identity;
 mod specs;
 
+pub use dispatch::Outputs;
 pub use identity::IdentityWords;
 
 use crate::{
