@@ -11,6 +11,8 @@
 #[allow(dead_code)]
 #[path = "../../nabla/examples/bench_support/mod.rs"]
 mod bench_support;
+#[path = "support/mod.rs"]
+mod support;
 
 use nabla_core::{DType, Result};
 use nabla_cpu::CpuBackend;
@@ -21,19 +23,9 @@ type T = Tensor<CpuBackend>;
 /// Right-hand-side columns of the solve workload.
 const SOLVE_RHS: usize = 32;
 
-/// Uniform values in [-1, 1) from a fixed xorshift generator.
+/// Uniform values in [-1, 1) from the shared xorshift generator, in `dtype`.
 fn random(seed: u64, shape: &[usize], dtype: DType, cpu: &CpuBackend) -> Result<T> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let n = shape.iter().product();
-    let v: Vec<f64> = (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        })
-        .collect();
-    Tensor::from_vec(v, shape.to_vec(), cpu)?.cast(dtype)
+    support::uniform(seed, shape, cpu)?.cast(dtype)
 }
 
 /// The input of each op: well conditioned for solve, symmetric positive definite for cholesky and

@@ -13,6 +13,7 @@ use faer::perm::PermRef;
 use faer::{MatMut, MatRef, Par};
 use nabla_core::num_complex::{Complex32, Complex64};
 use nabla_core::{Element, Error, HostAllocator, HostData, HostView, Result};
+use rayon::prelude::*;
 
 /// The element types the kernels run on: real and complex floats.
 pub(crate) trait Field:
@@ -362,8 +363,8 @@ pub(crate) fn logabsdet(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<H
 /// Runs `one(i, par, out_i)` for every matrix `i` of the batch, where `out_i` is the `len` output
 /// elements of matrix `i`, and returns all outputs. `flops` estimates the work per matrix.
 ///
-/// A batch whose total work reaches `BATCH_FLOPS` is split over threads, each running faer
-/// sequentially on its matrices (no synchronisation inside a factorisation). One matrix is offered
+/// A batch whose total work reaches `BATCH_FLOPS` is split over the threads of rayon's pool (the CPU
+/// backend's), each running faer sequentially on its matrices (no synchronisation inside a factorisation). One matrix is offered
 /// faer's rayon parallelism from `ONE_MATRIX_FLOPS` on; on the 2-core machines we measure on it made
 /// eigh of n = 256 and 512 and many-column triangular solves faster, while the LU and Cholesky
 /// factorisations themselves stayed faster sequential, so their kernels pass `Par::Seq` to faer.
@@ -389,7 +390,9 @@ where
         (0..batch).try_for_each(|i| one(i, Par::Seq, &mut []))?;
         return Ok(out);
     }
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // The pool the work would run on (not `available_parallelism`, which reads the cgroup's files
+    // on every call: about 10 µs, more than a small matrix's whole factorization).
+    let threads = rayon::current_num_threads();
     if batch == 1 {
         let par = if flops >= ONE_MATRIX_FLOPS && threads > 1 {
             Par::rayon(0)
@@ -407,25 +410,13 @@ where
         return Ok(out);
     }
     let per = batch.div_ceil(threads);
-    let results: Vec<Result<()>> = std::thread::scope(|s| {
-        let handles: Vec<_> = out
-            .chunks_mut(per * len)
-            .enumerate()
-            .map(|(c, chunk)| {
-                let one = &one;
-                s.spawn(move || {
-                    chunk
-                        .chunks_mut(len)
-                        .enumerate()
-                        .try_for_each(|(j, o)| one(c * per + j, Par::Seq, o))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    });
-    results.into_iter().collect::<Result<()>>()?;
+    out.par_chunks_mut(per * len)
+        .enumerate()
+        .try_for_each(|(c, chunk)| {
+            chunk
+                .chunks_mut(len)
+                .enumerate()
+                .try_for_each(|(j, o)| one(c * per + j, Par::Seq, o))
+        })?;
     Ok(out)
 }
