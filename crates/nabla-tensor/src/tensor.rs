@@ -70,7 +70,7 @@ impl<B: Backend> Tensor<B> {
         dims: &[usize],
     ) -> Result<Tensor<B>> {
         let storage =
-            Tensor::dispatch_outputs(backend, &primitive, inputs)?.into_one(primitive.name())?;
+            Tensor::dispatch_outputs(backend, &primitive, inputs)?.into_one(&primitive)?;
         Tensor::from_output_dims(storage, dims, backend)
             .record_checked(|| Op::Primitive(primitive), inputs)
     }
@@ -85,7 +85,7 @@ impl<B: Backend> Tensor<B> {
         dims: &[usize],
     ) -> Result<(Tensor<B>, Tensor<B>)> {
         let (values, positions) =
-            Tensor::dispatch_outputs(backend, &primitive, &[input])?.into_two(primitive.name())?;
+            Tensor::dispatch_outputs(backend, &primitive, &[input])?.into_two(&primitive)?;
         Ok((
             Tensor::from_output_dims(values, dims, backend),
             Tensor::from_output_dims(positions, dims, backend),

@@ -168,26 +168,26 @@ impl<S> Outputs<S> {
         }
     }
 
-    /// The buffer of a one-output primitive; an error naming `op` for two.
-    pub fn into_one(self, op: &str) -> Result<S> {
+    /// The buffer of a one-output primitive; an error naming `primitive` (the one that ran) for two.
+    pub fn into_one(self, primitive: &Primitive) -> Result<S> {
         match self {
             Outputs::One(s) => Ok(s),
-            Outputs::Two(..) => Err(Self::count_error(op, 2, 1)),
+            Outputs::Two(..) => Err(Self::count_error(primitive, 2, 1)),
         }
     }
 
-    /// The buffers of a two-output primitive; an error naming `op` for one.
-    pub fn into_two(self, op: &str) -> Result<(S, S)> {
+    /// The buffers of a two-output primitive; an error naming `primitive` (the one that ran) for one.
+    pub fn into_two(self, primitive: &Primitive) -> Result<(S, S)> {
         match self {
             Outputs::Two(s, t) => Ok((s, t)),
-            Outputs::One(_) => Err(Self::count_error(op, 1, 2)),
+            Outputs::One(_) => Err(Self::count_error(primitive, 1, 2)),
         }
     }
 
-    fn count_error(op: &str, got: usize, wanted: usize) -> Error {
+    fn count_error(primitive: &Primitive, got: usize, wanted: usize) -> Error {
         Error::invalid(
             "dispatch",
-            format!("{op} returned {got} outputs, not {wanted}"),
+            format!("{} returned {got} outputs, not {wanted}", primitive.name()),
         )
     }
 }
