@@ -364,10 +364,11 @@ pub(crate) fn logabsdet(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<H
 /// elements of matrix `i`, and returns all outputs. `flops` estimates the work per matrix.
 ///
 /// A batch whose total work reaches `BATCH_FLOPS` is split over the threads of rayon's pool (the CPU
-/// backend's), each running faer sequentially on its matrices (no synchronisation inside a factorisation). One matrix is offered
-/// faer's rayon parallelism from `ONE_MATRIX_FLOPS` on; on the 2-core machines we measure on it made
-/// eigh of n = 256 and 512 and many-column triangular solves faster, while the LU and Cholesky
-/// factorisations themselves stayed faster sequential, so their kernels pass `Par::Seq` to faer.
+/// backend's), each running faer sequentially on its matrices (no synchronisation inside a
+/// factorisation). One matrix is offered faer's rayon parallelism from `ONE_MATRIX_FLOPS` on; on the
+/// 2-core machines we measure on it made eigh of n = 256 and 512 and many-column triangular solves
+/// faster, while the LU and Cholesky factorisations themselves stayed faster sequential, so their
+/// kernels pass `Par::Seq` to faer.
 pub(crate) fn per_matrix<T, F>(
     alloc: &dyn HostAllocator,
     batch: usize,

@@ -8,7 +8,7 @@
 
 use super::{indexing, linalg, movement, reduce};
 use crate::trace::ValueInfo;
-use crate::vmap::{BatchValue, batch_axis, expand_all};
+use crate::vmap::{BatchValue, any_batched, batch_axis, expand_all};
 use crate::{Precision, Tensor};
 use nabla_core::{ArgReduceOp, Backend, ExtensionCall, Primitive, Result};
 
@@ -21,7 +21,7 @@ pub(crate) fn batch<B: Backend>(
     batch: usize,
     backend: &B,
 ) -> Result<Vec<BatchValue<B>>> {
-    let lead = operands.iter().any(|v| v.batched);
+    let lead = any_batched(operands);
     let shift = |axis: usize| batch_axis(axis, lead);
     let x = |i: usize| &operands[i].tensor;
     let one = |t: Tensor<B>| Ok(vec![BatchValue::new(t, lead)]);
@@ -114,7 +114,7 @@ fn extension<B: Backend>(
     batch: usize,
 ) -> Result<Tensor<B>> {
     let op = &call.0;
-    if !operands.iter().any(|v| v.batched) || op.maps_leading_dims() {
+    if !any_batched(operands) || op.maps_leading_dims() {
         let inputs = expand_all(operands, batch)?;
         return Tensor::apply_extension(op.clone(), &inputs.iter().collect::<Vec<_>>());
     }

@@ -4,7 +4,7 @@
 
 use super::SavedValues;
 use crate::Tensor;
-use crate::vmap::{BatchValue, batch_axis, expand_n};
+use crate::vmap::{BatchValue, any_batched, batch_axis, expand_n};
 use nabla_core::{Backend, Result};
 
 fn zeros_with_axis<B: Backend>(g: &Tensor<B>, axis: usize, size: usize) -> Result<Tensor<B>> {
@@ -77,7 +77,7 @@ pub(super) fn gather_batch<B: Backend>(
     operands: &[BatchValue<B>],
     batch: usize,
 ) -> Result<Tensor<B>> {
-    let lead = operands.iter().any(|v| v.batched);
+    let lead = any_batched(operands);
     let [src, index] = expand_n(operands, batch)?;
     src.gather(batch_axis(axis, lead), &index)
 }
@@ -113,7 +113,7 @@ pub(super) fn scatter_add_batch<B: Backend>(
     operands: &[BatchValue<B>],
     batch: usize,
 ) -> Result<Tensor<B>> {
-    let lead = operands.iter().any(|v| v.batched);
+    let lead = any_batched(operands);
     let [dst, index, src] = expand_n(operands, batch)?;
     dst.scatter_add(batch_axis(axis, lead), &index, &src)
 }

@@ -6,7 +6,7 @@
 use super::SavedValues;
 use crate::Tensor;
 use crate::autograd::View;
-use crate::vmap::{BatchValue, batch_axis, expand_all};
+use crate::vmap::{BatchValue, any_batched, batch_axis, expand_all};
 use nabla_core::{Backend, DType, Result, Scalar};
 
 /// The cotangent of a view's input: the transposed movement of `g`, back to the input's shape.
@@ -173,7 +173,7 @@ pub(super) fn concat_batch<B: Backend>(
     operands: &[BatchValue<B>],
     batch: usize,
 ) -> Result<Tensor<B>> {
-    let lead = operands.iter().any(|v| v.batched);
+    let lead = any_batched(operands);
     let parts = expand_all(operands, batch)?;
     Tensor::cat(&parts.iter().collect::<Vec<_>>(), batch_axis(axis, lead))
 }

@@ -63,13 +63,18 @@ pub(crate) fn batch_axis(axis: usize, batched: bool) -> isize {
     (axis + usize::from(batched)) as isize
 }
 
+/// Whether any operand has the batch dimension (then the op's output has it too).
+pub(crate) fn any_batched<B: Backend>(operands: &[BatchValue<B>]) -> bool {
+    operands.iter().any(|v| v.batched)
+}
+
 /// Every operand with the batch dimension (unbatched ones broadcast along it) when any operand has
 /// it; otherwise the operands as they are.
 pub(crate) fn expand_all<B: Backend>(
     operands: &[BatchValue<B>],
     batch: usize,
 ) -> Result<Vec<Tensor<B>>> {
-    let lead = operands.iter().any(|v| v.batched);
+    let lead = any_batched(operands);
     operands
         .iter()
         .map(|v| {
