@@ -6,6 +6,7 @@ Run from the repository root:
 
     python3 scripts/bench_linalg_ad.py                               # f64 and f32, 1 and 2 threads
     python3 scripts/bench_linalg_ad.py --dtypes f64 --threads 1 --sizes 2,4,8 --rounds 2 --json out.json
+    python3 scripts/bench_linalg_ad.py --sizes 1000x4                 # a batch of 1,000 4 x 4 matrices
 
 Workloads (the suite tenferro-rs publishes as `linalg_jvp_vjp`; the same as
 crates/nabla-linalg/examples/bench_linalg_ad.rs), each a scalar loss of an n x n matrix A:
@@ -15,6 +16,9 @@ crates/nabla-linalg/examples/bench_linalg_ad.rs), each a scalar loss of an n x n
 - qr: sum(Q) + sum(R) of the reduced QR factorization of A = X;
 - solve: sum(solve(A, b)) with one right-hand side b [n, 1], A = X + n I;
 - svd: sum of the singular values of A = X.
+
+A size n is one n x n matrix; BxN is a batch of B matrices N x N (A is [B, N, N]; the loss sums over
+the batch). The default sizes are 2, 4, 8, 256, 512 and 1000x4.
 
 Modes: vjp, the gradient of the loss with respect to A (forward and reverse pass); jvp, the
 derivative of the loss along a direction T (symmetrised for eigh). nabla: eager (Tensor::var, then
@@ -72,31 +76,46 @@ def uniform(seed: int, shape: tuple) -> "np.ndarray":
     return out.reshape(shape)
 
 
-def draws(n: int) -> dict:
-    """X, T, W and b of size n, from the cache folder the parent process fills (NABLA_BENCH_INPUTS;
+def parse_size(text: str) -> tuple:
+    """(batch, n) of a size: "n" is (None, n), "BxN" is (B, N)."""
+    batch, _, n = text.rpartition("x")
+    return (int(batch) if batch else None, int(n))
+
+
+def shape(size: str, cols: int) -> tuple:
+    """One operand's shape with `cols` columns: (n, cols) or (B, n, cols)."""
+    batch, n = parse_size(size)
+    return (n, cols) if batch is None else (batch, n, cols)
+
+
+def draws(size: str) -> dict:
+    """X, T, W and b of one size, from the cache folder the parent process fills (NABLA_BENCH_INPUTS;
     the xorshift loop in Python takes about a second per 512 x 512 draw)."""
     import numpy as np
 
     folder = os.environ.get("NABLA_BENCH_INPUTS")
-    path = os.path.join(folder, f"draws_{n}.npz") if folder else None
+    path = os.path.join(folder, f"draws_{size}.npz") if folder else None
     if path and os.path.exists(path):
         with np.load(path) as cached:
             return dict(cached)
-    made = {"x": uniform(1, (n, n)), "t": uniform(2, (n, n)), "w": uniform(3, (n, n)), "b": uniform(4, (n, 1))}
+    n = parse_size(size)[1]
+    square = shape(size, n)
+    made = {"x": uniform(1, square), "t": uniform(2, square), "w": uniform(3, square), "b": uniform(4, shape(size, 1))}
     if path:
         np.savez(path, **made)
     return made
 
 
-def inputs(workload: str, n: int, dtype: str):
+def inputs(workload: str, size: str, dtype: str):
     """(A, T, b, W) as NumPy arrays of `dtype`, made as the Rust side makes them."""
     import numpy as np
 
-    d = draws(n)
+    d = draws(size)
     x, t = d["x"], d["t"]
+    n = parse_size(size)[1]
     eye = np.eye(n)
     if workload == "eigh":
-        a, t = x @ x.T / n + eye, (t + t.T) * 0.5
+        a, t = x @ x.swapaxes(-1, -2) / n + eye, (t + t.swapaxes(-1, -2)) * 0.5
     elif workload == "solve":
         a = x + eye * n
     else:
@@ -105,8 +124,9 @@ def inputs(workload: str, n: int, dtype: str):
     return tuple(v.astype(np_dtype) for v in (a, t, d["b"], d["w"]))
 
 
-def repeats_for(n: int, repeats: int) -> int:
-    return repeats * 20 if n <= 8 else repeats
+def repeats_for(size: str, repeats: int) -> int:
+    batch, n = parse_size(size)
+    return repeats * 20 if n <= 8 and batch is None else repeats
 
 
 def losses(ops: dict, b) -> dict:
@@ -130,14 +150,14 @@ def losses(ops: dict, b) -> dict:
     }
 
 
-def time_cases(workload: str, n: int, cases: dict, w, repeats: int) -> dict:
+def time_cases(workload: str, size: str, cases: dict, w, repeats: int) -> dict:
     """{case: {"s", "check"}} for each mode's function in `cases`: its median time and its check value
     (sum(grad * W) for vjp, the directional derivative for jvp)."""
     out = {}
     for mode, run in cases.items():
         value = run()
         check = float((value * w).sum()) if mode == "vjp" else float(value)
-        out[f"{workload}_{mode}_{n}"] = {"s": median_time(run, repeats_for(n, repeats)), "check": check}
+        out[f"{workload}_{mode}_{size}"] = {"s": median_time(run, repeats_for(size, repeats)), "check": check}
     return out
 
 
@@ -157,12 +177,12 @@ def torch_worker(dtype: str, threads: int, sizes: list, workloads: list, repeats
 
     out = {}
     for workload in workloads:
-        for n in sizes:
-            a, t, b, w = (torch.from_numpy(v) for v in inputs(workload, n, dtype))
+        for size in sizes:
+            a, t, b, w = (torch.from_numpy(v) for v in inputs(workload, size, dtype))
             f = losses(ops, b)[workload]
             g = grad(f)
             cases = {"vjp": lambda: g(a), "jvp": lambda: jvp(f, (a,), (t,))[1]}
-            out.update(time_cases(workload, n, cases, w, repeats))
+            out.update(time_cases(workload, size, cases, w, repeats))
     return {"version": torch.__version__, "results": out}
 
 
@@ -174,7 +194,8 @@ def jax_worker(dtype: str, threads: int, sizes: list, workloads: list, repeats: 
 
     ops = {
         "eigvalsh": jnp.linalg.eigvalsh,
-        "lu": jax.scipy.linalg.lu,
+        # jax.scipy.linalg.lu takes one matrix: vectorised (vmap) over a batch.
+        "lu": jnp.vectorize(jax.scipy.linalg.lu, signature="(m,n)->(m,m),(m,k),(k,n)"),
         "qr": jnp.linalg.qr,
         "solve": jnp.linalg.solve,
         "svdvals": lambda a: jnp.linalg.svd(a, compute_uv=False),
@@ -182,8 +203,8 @@ def jax_worker(dtype: str, threads: int, sizes: list, workloads: list, repeats: 
 
     out = {}
     for workload in workloads:
-        for n in sizes:
-            a, t, b, w = (jnp.asarray(v) for v in inputs(workload, n, dtype))
+        for size in sizes:
+            a, t, b, w = (jnp.asarray(v) for v in inputs(workload, size, dtype))
             f = losses(ops, b)[workload]
             vjp_fn = jax.jit(jax.grad(f)).lower(a).compile()
             jvp_fn = jax.jit(lambda a, t, f=f: jax.jvp(f, (a,), (t,))[1]).lower(a, t).compile()
@@ -191,7 +212,7 @@ def jax_worker(dtype: str, threads: int, sizes: list, workloads: list, repeats: 
                 "vjp": lambda vjp_fn=vjp_fn: jax.block_until_ready(vjp_fn(a)),
                 "jvp": lambda jvp_fn=jvp_fn: jax.block_until_ready(jvp_fn(a, t)),
             }
-            out.update(time_cases(workload, n, cases, w, repeats))
+            out.update(time_cases(workload, size, cases, w, repeats))
     return {"version": jax.__version__, "results": out}
 
 
@@ -259,28 +280,34 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of the frameworks (default 3)")
     ap.add_argument("--dtypes", default="f64,f32")
     ap.add_argument("--threads", default="1,2", help="thread counts, comma-separated (default 1,2)")
-    ap.add_argument("--sizes", default="2,4,8,256,512")
+    ap.add_argument("--sizes", default="2,4,8,256,512,1000x4")
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--skip-build", action="store_true")
     ap.add_argument("--json", help="also write every table to this file")
     ap.add_argument("--worker", choices=("torch", "jax"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = args.sizes.split(",")
     workloads = args.workloads.split(",")
     if args.worker:
         worker = {"torch": torch_worker, "jax": jax_worker}[args.worker]
         print(json.dumps(worker(args.dtypes, int(args.threads), sizes, workloads, args.repeats)))
         return
-    if args.repeats < 1 or args.rounds < 1 or min(sizes) < 1 or not set(workloads) <= set(WORKLOADS):
-        ap.error("--repeats, --rounds and --sizes must be positive and --workloads among " + ",".join(WORKLOADS))
+    try:
+        valid_sizes = all(b is None or b > 0 for b, _ in map(parse_size, sizes)) and min(
+            n for _, n in map(parse_size, sizes)
+        ) > 0
+    except ValueError:
+        valid_sizes = False
+    if args.repeats < 1 or args.rounds < 1 or not valid_sizes or not set(workloads) <= set(WORKLOADS):
+        ap.error("--repeats, --rounds and --sizes (n or BxN) must be positive and --workloads among " + ",".join(WORKLOADS))
     if not args.skip_build:
         build = ["cargo", "build", "--release", "-p", "nabla-linalg", "--example", "bench_linalg_ad"]
         subprocess.run(build, cwd=REPO, check=True)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cpus, python {platform.python_version()}")
     cache = tempfile.TemporaryDirectory()
     os.environ["NABLA_BENCH_INPUTS"] = cache.name
-    for n in sizes:
-        draws(n)
+    for size in sizes:
+        draws(size)
     results = {}
     for dtype in args.dtypes.split(","):
         for threads in [int(t) for t in args.threads.split(",")]:

@@ -18,7 +18,7 @@ impl Fill for Parallel {
                 *v = f(base + j as u64);
             }
         };
-        if len >= PARALLEL_THRESHOLD {
+        if crate::splits(len, PARALLEL_THRESHOLD) {
             out.par_chunks_mut(CHUNK).enumerate().for_each(fill);
         } else {
             out.chunks_mut(CHUNK).enumerate().for_each(fill);

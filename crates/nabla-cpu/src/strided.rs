@@ -121,7 +121,7 @@ impl<const K: usize> RowPlan<K> {
         if n > 0 {
             let spare = &mut out.spare_capacity_mut()[..n];
             let len = self.inner_len;
-            if n >= PARALLEL_THRESHOLD && len > CHUNK {
+            if crate::splits(n, PARALLEL_THRESHOLD) && len > CHUNK {
                 // Few long rows: split each row into pieces, each a task of its own.
                 spare
                     .par_chunks_mut(len)
@@ -139,7 +139,7 @@ impl<const K: usize> RowPlan<K> {
                             fill(chunk, offs);
                         });
                     });
-            } else if n >= PARALLEL_THRESHOLD && rows > 1 {
+            } else if crate::splits(n, PARALLEL_THRESHOLD) && rows > 1 {
                 let rows_per_task = (CHUNK / len).max(1);
                 spare
                     .par_chunks_mut(rows_per_task * len)
@@ -185,7 +185,7 @@ pub(crate) fn output_vec<U>(n: usize) -> Vec<U> {
 pub(crate) fn filled_vec<T: Copy + Send + Sync>(n: usize, value: T) -> Vec<T> {
     let mut out: Vec<T> = output_vec(n);
     let spare = &mut out.spare_capacity_mut()[..n];
-    if n >= PARALLEL_THRESHOLD {
+    if crate::splits(n, PARALLEL_THRESHOLD) {
         spare
             .par_chunks_mut(CHUNK)
             .for_each(|c| c.fill(MaybeUninit::new(value)));
@@ -229,7 +229,7 @@ where
     let n = src.len();
     let mut out: Vec<U> = output_vec(n);
     let spare = &mut out.spare_capacity_mut()[..n];
-    if n >= PARALLEL_THRESHOLD {
+    if crate::splits(n, PARALLEL_THRESHOLD) {
         spare
             .par_chunks_mut(CHUNK)
             .zip(src.par_chunks(CHUNK))
@@ -254,7 +254,7 @@ where
     debug_assert_eq!(n, b.len());
     let mut out: Vec<U> = output_vec(n);
     let spare = &mut out.spare_capacity_mut()[..n];
-    if n >= PARALLEL_THRESHOLD {
+    if crate::splits(n, PARALLEL_THRESHOLD) {
         spare
             .par_chunks_mut(CHUNK)
             .zip(a.par_chunks(CHUNK).zip(b.par_chunks(CHUNK)))
@@ -574,7 +574,7 @@ fn transpose_tiles<T: Copy + Send + Sync>(
         .flat_map(|p| p.chunks_mut(TILE * cols))
         .enumerate()
         .collect();
-    if n >= PARALLEL_THRESHOLD {
+    if crate::splits(n, PARALLEL_THRESHOLD) {
         bands.into_par_iter().for_each(|(i, band)| work(i, band));
     } else {
         bands.into_iter().for_each(|(i, band)| work(i, band));

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p nabla-linalg --example bench_linalg_ad -- \
-//!     [--repeats 30] [--dtype f64|f32] [--sizes 2,4,8,256,512] [--workloads eigh,lu,qr,solve,svd]
+//!     [--repeats 30] [--dtype f64|f32] [--sizes 2,4,8,256,512,1000x4] [--workloads eigh,lu,qr,solve,svd]
 //! ```
 //!
 //! Workloads (the suite tenferro-rs publishes as `linalg_jvp_vjp`), each a scalar loss of an `n x n`
@@ -14,6 +14,9 @@
 //! - `qr`: `sum(Q) + sum(R)` of the reduced QR factorization of `A = X`;
 //! - `solve`: `sum(solve(A, b))` with one right-hand side `b` `[n, 1]`, `A = X + n I`;
 //! - `svd`: the sum of the singular values of `A = X`.
+//!
+//! A size `n` is one `n x n` matrix; `BxN` is a batch of `B` matrices `N x N` (`A` is `[B, N, N]`,
+//! the loss sums over the batch).
 //!
 //! Two modes each: `vjp`, the gradient of the loss (forward and reverse pass), and `jvp`, the
 //! derivative of the loss along a direction `T` (symmetrised for `eigh`). Two ways each: `eager`
@@ -52,9 +55,56 @@ struct Inputs {
     w: T,
 }
 
-fn inputs(workload: &str, n: usize, dtype: DType, cpu: &CpuBackend) -> Result<Inputs> {
-    let x = uniform(1, &[n, n], cpu)?;
-    let t = uniform(2, &[n, n], cpu)?;
+/// A matrix size from the command line: `n`, or a batch `BxN`.
+#[derive(Clone, Copy)]
+struct Size {
+    batch: Option<usize>,
+    n: usize,
+}
+
+impl Size {
+    fn parse(text: &str) -> Option<Size> {
+        let positive = |s: &str| s.parse().ok().filter(|&v: &usize| v > 0);
+        match text.split_once('x') {
+            Some((b, n)) => Some(Size {
+                batch: Some(positive(b)?),
+                n: positive(n)?,
+            }),
+            None => Some(Size {
+                batch: None,
+                n: positive(text)?,
+            }),
+        }
+    }
+
+    /// The shape of one operand with `cols` columns: `[n, cols]` or `[B, n, cols]`.
+    fn shape(self, cols: usize) -> Vec<usize> {
+        let mut shape: Vec<usize> = self.batch.into_iter().collect();
+        shape.extend([self.n, cols]);
+        shape
+    }
+
+    /// Small cases run twenty times as often (their times are microseconds).
+    fn repeats(self, repeats: usize) -> usize {
+        if self.n <= 8 && self.batch.is_none() {
+            repeats * 20
+        } else {
+            repeats
+        }
+    }
+
+    fn label(self) -> String {
+        match self.batch {
+            Some(b) => format!("{b}x{}", self.n),
+            None => self.n.to_string(),
+        }
+    }
+}
+
+fn inputs(workload: &str, size: Size, dtype: DType, cpu: &CpuBackend) -> Result<Inputs> {
+    let n = size.n;
+    let x = uniform(1, &size.shape(n), cpu)?;
+    let t = uniform(2, &size.shape(n), cpu)?;
     let eye = Tensor::eye(n, DType::F64, cpu)?;
     let (a, t) = match workload {
         "eigh" => (
@@ -67,8 +117,8 @@ fn inputs(workload: &str, n: usize, dtype: DType, cpu: &CpuBackend) -> Result<In
     Ok(Inputs {
         a: a.contiguous()?.cast(dtype)?,
         t: t.contiguous()?.cast(dtype)?,
-        b: uniform(4, &[n, 1], cpu)?.cast(dtype)?,
-        w: uniform(3, &[n, n], cpu)?.cast(dtype)?,
+        b: uniform(4, &size.shape(1), cpu)?.cast(dtype)?,
+        w: uniform(3, &size.shape(n), cpu)?.cast(dtype)?,
     })
 }
 
@@ -118,10 +168,10 @@ fn item(t: &T) -> Result<f64> {
 }
 
 /// Times one case eagerly and compiled; returns `(eager_s, compiled_s, check)`.
-fn case(workload: &str, mode: &str, n: usize, dtype: DType, repeats: usize) -> Result<[f64; 3]> {
+fn case(workload: &str, mode: &str, size: Size, dtype: DType, repeats: usize) -> Result<[f64; 3]> {
     let cpu = CpuBackend::new();
-    let inp = inputs(workload, n, dtype, &cpu)?;
-    let repeats = if n <= 8 { repeats * 20 } else { repeats };
+    let inp = inputs(workload, size, dtype, &cpu)?;
+    let repeats = size.repeats(repeats);
     let eager = || -> Result<T> {
         let x = Tensor::var("a", inp.a.clone())?;
         derivative(workload, mode, &x, &inp.t, &inp.b)
@@ -158,7 +208,10 @@ fn case(workload: &str, mode: &str, n: usize, dtype: DType, repeats: usize) -> R
     if (compiled_check - check).abs() > 1e-6 * check.abs().max(1.0) {
         return Err(Error::invalid(
             "bench_linalg_ad",
-            format!("{workload} {mode} {n}: compiled {compiled_check} != eager {check}"),
+            format!(
+                "{workload} {mode} {}: compiled {compiled_check} != eager {check}",
+                size.label()
+            ),
         ));
     }
     let compiled_s = bench_support::time(repeats, || {
@@ -169,17 +222,20 @@ fn case(workload: &str, mode: &str, n: usize, dtype: DType, repeats: usize) -> R
 }
 
 /// The command line: `(repeats, dtype, sizes, workloads)`.
-fn arguments() -> (usize, DType, Vec<usize>, Vec<String>) {
+fn arguments() -> (usize, DType, Vec<Size>, Vec<String>) {
     let usage = || -> ! {
         eprintln!(
-            "usage: bench_linalg_ad [--repeats N] [--dtype f64|f32] [--sizes 2,4,8,256,512] \
+            "usage: bench_linalg_ad [--repeats N] [--dtype f64|f32] [--sizes 2,4,8,256,512,1000x4] \
              [--workloads {}]",
             WORKLOADS.join(",")
         );
         std::process::exit(2)
     };
     let (mut repeats, mut dtype) = (30usize, DType::F64);
-    let mut sizes = vec![2, 4, 8, 256, 512];
+    let mut sizes: Vec<Size> = ["2", "4", "8", "256", "512", "1000x4"]
+        .into_iter()
+        .filter_map(Size::parse)
+        .collect();
     let mut workloads: Vec<String> = WORKLOADS.iter().map(|w| w.to_string()).collect();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -202,7 +258,7 @@ fn arguments() -> (usize, DType, Vec<usize>, Vec<String>) {
             "--sizes" => {
                 sizes = value
                     .split(',')
-                    .map(|s| s.parse().ok().filter(|&n| n > 0).unwrap_or_else(|| usage()))
+                    .map(|s| Size::parse(s).unwrap_or_else(|| usage()))
                     .collect()
             }
             "--workloads" => {
@@ -219,12 +275,15 @@ fn arguments() -> (usize, DType, Vec<usize>, Vec<String>) {
 
 fn main() -> Result<()> {
     let (repeats, dtype, sizes, workloads) = arguments();
+    // This thread joins the kernels' pool (as a training program's main thread does), so that an op
+    // split over two threads starts on it rather than being handed over.
+    nabla_cpu::init_thread_pool(None)?;
     let mut json = Vec::new();
     for workload in &workloads {
         for mode in ["vjp", "jvp"] {
-            for &n in &sizes {
-                let [eager, compiled, check] = case(workload, mode, n, dtype, repeats)?;
-                let key = format!("{workload}_{mode}_{n}");
+            for &size in &sizes {
+                let [eager, compiled, check] = case(workload, mode, size, dtype, repeats)?;
+                let key = format!("{workload}_{mode}_{}", size.label());
                 eprintln!(
                     "{key:16} eager {:10.4} ms  compiled {:10.4} ms  check {check:.10e}",
                     eager * 1e3,

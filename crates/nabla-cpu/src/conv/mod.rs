@@ -311,7 +311,7 @@ fn unfold_images<T: Float>(
 /// or `None` when the units should be spread over threads instead.
 fn unit_par(units: usize, m: usize, k: usize, n: usize) -> Option<Par> {
     let flops = units.saturating_mul(m).saturating_mul(k).saturating_mul(n);
-    if units > 1 && units >= rayon::current_num_threads() && flops >= PAR_FLOPS {
+    if units > 1 && units >= rayon::current_num_threads() && crate::splits(flops, PAR_FLOPS) {
         None
     } else {
         Some(par_for(m, k, n))
@@ -698,7 +698,7 @@ fn weight_grad<T: Float>(x: &[T], lx: &Layout, dy: &[T], ldy: &Layout, g: &Geom)
     let groups = g.p.groups;
     let threads = rayon::current_num_threads();
     let mut dw = vec![T::zero(); len];
-    let big = g.n * g.o * taps * pix >= PAR_FLOPS;
+    let big = crate::splits(g.n * g.o * taps * pix, PAR_FLOPS);
     if big && groups > 1 && groups >= threads {
         // Groups own disjoint blocks of the gradient.
         dw.par_chunks_mut(og * taps).enumerate().for_each_init(

@@ -480,7 +480,7 @@ impl<'a, T: Real + CastFrom> Plan<'a, T> {
     /// Fills the outputs (all of them, or one task's chunk of each per thread).
     fn drive(&self, outs: Vec<Dst<'_, T>>) -> Result<()> {
         let n = outs.first().map_or(0, Dst::len);
-        if n < PARALLEL_THRESHOLD {
+        if !crate::splits(n, PARALLEL_THRESHOLD) {
             return self.run_chunk(0, outs);
         }
         let mut tasks: Vec<Vec<Dst<'_, T>>> = (0..n.div_ceil(CHUNK))

@@ -65,7 +65,7 @@ pub(super) fn map_slices<T: Copy + Send + Sync>(
     let n = src.len();
     let mut out: Vec<T> = output_vec(n);
     let spare = &mut out.spare_capacity_mut()[..n];
-    if n >= EXPENSIVE_PARALLEL_THRESHOLD {
+    if crate::splits(n, EXPENSIVE_PARALLEL_THRESHOLD) {
         let chunk = CHUNK.min(n.div_ceil(rayon::current_num_threads()));
         spare
             .par_chunks_mut(chunk)

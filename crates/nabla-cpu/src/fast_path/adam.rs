@@ -110,7 +110,7 @@ pub(crate) fn run<T: Real>(step: &AdamUpdate, results: &mut [&mut [T]], reads: &
         .zip(maxes.drain(..))
         .map(|((((p, g), m), v), max)| (p, g, m, v, max))
         .collect();
-    if n < PARALLEL_THRESHOLD {
+    if !crate::splits(n, PARALLEL_THRESHOLD) {
         tasks.into_iter().for_each(run_task);
     } else {
         tasks.into_par_iter().for_each(run_task);

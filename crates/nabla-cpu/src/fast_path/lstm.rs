@@ -226,12 +226,28 @@ fn forward<T: LayerFloat>(
         }
         // SAFETY: the projection above wrote every block.
         let gates = unsafe { assume_init_mut(&mut acts[t * 4 * nh..(t + 1) * 4 * nh]) };
-        gates
-            .par_chunks_mut(4 * h)
-            .zip(h_out.par_chunks_mut(h).zip(c_out.par_chunks_mut(h)))
-            .zip(gh.par_chunks(4 * h).zip(c_prev.par_chunks(h)))
-            .with_min_len(ROWS_PER_TASK)
-            .for_each(|((g, (ho, co)), (gh, c))| cell_row(g, [gh, bias], c, ho, co));
+        type Row<'a, T> = (
+            (
+                &'a mut [T],
+                (&'a mut [MaybeUninit<T>], &'a mut [MaybeUninit<T>]),
+            ),
+            (&'a [T], &'a [T]),
+        );
+        let row = |((g, (ho, co)), (gh, c)): Row<'_, T>| cell_row(g, [gh, bias], c, ho, co);
+        if crate::pool_is_parallel() {
+            gates
+                .par_chunks_mut(4 * h)
+                .zip(h_out.par_chunks_mut(h).zip(c_out.par_chunks_mut(h)))
+                .zip(gh.par_chunks(4 * h).zip(c_prev.par_chunks(h)))
+                .with_min_len(ROWS_PER_TASK)
+                .for_each(row);
+        } else {
+            gates
+                .chunks_mut(4 * h)
+                .zip(h_out.chunks_mut(h).zip(c_out.chunks_mut(h)))
+                .zip(gh.chunks(4 * h).zip(c_prev.chunks(h)))
+                .for_each(row);
+        }
     }
     // SAFETY: the steps above wrote every one of the `len` elements.
     unsafe { out.set_len(len) };
@@ -287,22 +303,30 @@ fn backward<T: LayerFloat>(
         };
         let at = t - chunk.start;
         let dg = &mut dg_chunk[at * 4 * nh..(at + 1) * 4 * nh];
-        dg.par_chunks_mut(4 * h)
-            .zip(dc_next.par_chunks_mut(h))
-            .enumerate()
-            .with_min_len(ROWS_PER_TASK)
-            .for_each(|(b, (dg, dc))| {
-                let r = b * h..(b + 1) * h;
-                let row = RowIn {
-                    acts: &block(acts, t, 4 * nh)[b * 4 * h..(b + 1) * 4 * h],
-                    c: &c_prev[r.clone()],
-                    c_new: &block(cs, t, nh)[r.clone()],
-                    dh_out: &block(cot_h, t, nh)[r.clone()],
-                    dh_next: &dh_next[r.clone()],
-                    dc_out: &block(cot_c, t, nh)[r],
-                };
-                cell_vjp_row(&row, dg, dc)
-            });
+        let row_vjp = |(b, (dg, dc)): (usize, (&mut [T], &mut [T]))| {
+            let r = b * h..(b + 1) * h;
+            let row = RowIn {
+                acts: &block(acts, t, 4 * nh)[b * 4 * h..(b + 1) * 4 * h],
+                c: &c_prev[r.clone()],
+                c_new: &block(cs, t, nh)[r.clone()],
+                dh_out: &block(cot_h, t, nh)[r.clone()],
+                dh_next: &dh_next[r.clone()],
+                dc_out: &block(cot_c, t, nh)[r],
+            };
+            cell_vjp_row(&row, dg, dc)
+        };
+        if crate::pool_is_parallel() {
+            dg.par_chunks_mut(4 * h)
+                .zip(dc_next.par_chunks_mut(h))
+                .enumerate()
+                .with_min_len(ROWS_PER_TASK)
+                .for_each(row_vjp);
+        } else {
+            dg.chunks_mut(4 * h)
+                .zip(dc_next.chunks_mut(h))
+                .enumerate()
+                .for_each(row_vjp);
+        }
         if n > 0 {
             crate::host_gemm(
                 "fused.lstm_layer_vjp",

@@ -44,7 +44,7 @@ fn run<T: Gate>(mask: &[T], value: &[T], alloc: &dyn HostAllocator) -> Vec<T> {
     let n = mask.len();
     let mut out: Vec<T> = alloc.vec(n);
     let dst = &mut out.spare_capacity_mut()[..n];
-    if n >= 2 * CHUNK {
+    if crate::splits(n, 2 * CHUNK) {
         dst.par_chunks_mut(CHUNK).enumerate().for_each(|(t, o)| {
             let r = t * CHUNK..t * CHUNK + o.len();
             gate(&mask[r.clone()], &value[r], o);

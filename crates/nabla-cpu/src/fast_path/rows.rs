@@ -289,7 +289,7 @@ fn run_rows<T: RowFloat>(
 ) {
     debug_assert!(n > 0 && a.len().is_multiple_of(n) && out.len() == a.len());
     let rows_per_task = TASK_ELEMENTS.div_ceil(n);
-    if a.len() <= TASK_ELEMENTS || a.len() / n <= rows_per_task {
+    if !crate::pool_is_parallel() || a.len() <= TASK_ELEMENTS || a.len() / n <= rows_per_task {
         rows_task(kernel, n, a, b, out);
         return;
     }

@@ -44,7 +44,7 @@ pub(super) fn matmul_int<T: Arith>(
             }
         }
     };
-    if d.batch * d.m * d.n * d.k >= PARALLEL_THRESHOLD {
+    if crate::splits(d.batch * d.m * d.n * d.k, PARALLEL_THRESHOLD) {
         out.par_chunks_mut(d.n)
             .enumerate()
             .for_each(|(r, dst)| row(r, dst));

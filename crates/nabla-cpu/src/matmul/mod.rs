@@ -356,7 +356,7 @@ fn gemm_blocks<T: ComplexField>(
 
 /// Faer parallelism for one product of `m x k` by `k x n` that runs alone.
 pub(crate) fn par_for(m: usize, k: usize, n: usize) -> Par {
-    if m.saturating_mul(k).saturating_mul(n) >= PAR_MATRIX_FLOPS {
+    if crate::splits(m.saturating_mul(k).saturating_mul(n), PAR_MATRIX_FLOPS) {
         Par::rayon(0)
     } else {
         Par::Seq
@@ -410,7 +410,7 @@ pub(crate) fn for_each_product<U: Send>(
         for (i, dst) in out.chunks_mut(per).enumerate() {
             one(i, dst, par_for(d.m, d.k, d.n));
         }
-    } else if d.batch * d.m * d.k * d.n >= PAR_MATRIX_FLOPS {
+    } else if crate::splits(d.batch * d.m * d.k * d.n, PAR_MATRIX_FLOPS) {
         out.par_chunks_mut(per)
             .enumerate()
             .for_each(|(i, dst)| one(i, dst, Par::Seq));

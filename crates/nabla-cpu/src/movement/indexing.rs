@@ -51,12 +51,28 @@ fn check_indices(
 ) -> Result<()> {
     let bad = match li.contiguous_range() {
         Some(r) => idx[r].iter().copied().find(|&i| !valid(i)),
-        None => li.offsets().map(|o| idx[o]).find(|&i| !valid(i)),
+        None => distinct_entries(li)
+            .offsets()
+            .map(|o| idx[o])
+            .find(|&i| !valid(i)),
     };
     match bad {
         Some(index) => Err(Error::IndexOutOfBounds { op, index, size }),
         None => Ok(()),
     }
+}
+
+/// `li` with its broadcast axes (stride 0) cut to one entry: the same index values, each once (a
+/// permutation's `[n, 1]` index broadcast to `[n, n]` is checked in `n` reads, not `n²`).
+fn distinct_entries(li: &Layout) -> Layout {
+    let shape = li
+        .shape()
+        .iter()
+        .zip(li.strides())
+        .map(|(&d, &s)| if s == 0 { d.min(1) } else { d })
+        .collect();
+    Layout::from_parts(shape, li.strides().to_vec(), li.offset())
+        .expect("cutting broadcast axes of a valid layout leaves a valid layout")
 }
 
 /// Checks `-n..n` bounds for gather, index_select and scatter_add.
@@ -215,7 +231,7 @@ fn select_blocks<T: Element>(
         write_slice(dst, &x[s..s + inner]);
     };
     Ok(build(total, |out| {
-        if total >= PARALLEL_THRESHOLD {
+        if crate::splits(total, PARALLEL_THRESHOLD) {
             let per_task = (CHUNK / inner).max(1);
             out.par_chunks_mut(per_task * inner)
                 .enumerate()
@@ -411,7 +427,7 @@ fn scatter_onto_constant_lines<T: Accumulate>(
     // Every line is filled before its indices are read, so the buffer is whole even after a bad index.
     let mut valid = true;
     let out = build(ld.numel(), |out| {
-        valid = if out.len() >= PARALLEL_THRESHOLD && plan.rows() > 1 {
+        valid = if crate::splits(out.len(), PARALLEL_THRESHOLD) && plan.rows() > 1 {
             let per_task = (CHUNK / n).max(1);
             out.par_chunks_mut(per_task * n)
                 .enumerate()
@@ -483,7 +499,7 @@ fn scatter_checked<T: Accumulate>(s: Scatter<'_, T>) -> Result<Vec<T>> {
             }
         })
     };
-    if rows * len >= PARALLEL_THRESHOLD && rows > 1 {
+    if crate::splits(rows * len, PARALLEL_THRESHOLD) && rows > 1 {
         let per_task = (CHUNK / len.max(1)).max(1);
         (0..rows.div_ceil(per_task))
             .into_par_iter()
@@ -521,7 +537,7 @@ pub(crate) fn one_hot(
             }
         };
         build(total, |out| {
-            if total >= PARALLEL_THRESHOLD {
+            if crate::splits(total, PARALLEL_THRESHOLD) {
                 let per_task = (CHUNK / classes).max(1);
                 out.par_chunks_mut(per_task * classes)
                     .zip(values.par_chunks(per_task))

@@ -123,7 +123,7 @@ fn pad_typed<T: Element>(
                 v.write(value);
             }
         };
-        if n >= PARALLEL_THRESHOLD {
+        if crate::splits(n, PARALLEL_THRESHOLD) {
             out.par_chunks_mut(CHUNK).for_each(fill);
         } else {
             fill(out);
@@ -196,7 +196,7 @@ pub(crate) fn concat(parts: &[(&CpuStorage, &Layout)], axis: usize) -> Result<Cp
                 // SAFETY: the slabs are disjoint boxes of the row-major output, each injective.
                 unsafe { copy_into(&shared, &slabs[p], srcs[p], parts[p].1) }
             };
-            if n >= PARALLEL_THRESHOLD && parts.len() > 1 {
+            if crate::splits(n, PARALLEL_THRESHOLD) && parts.len() > 1 {
                 (0..parts.len()).into_par_iter().for_each(copy_part);
             } else {
                 (0..parts.len()).for_each(copy_part);

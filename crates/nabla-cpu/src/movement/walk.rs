@@ -137,7 +137,7 @@ pub(crate) unsafe fn copy_into<T: Copy + Send + Sync>(
             }
         })
     };
-    if rows * len < PARALLEL_THRESHOLD {
+    if !crate::splits(rows * len, PARALLEL_THRESHOLD) {
         copy(0, rows, 0..len);
     } else if len > CHUNK {
         // Long rows: one task per segment of one row.
@@ -207,7 +207,7 @@ unsafe fn copy_tiles<T: Copy + Send + Sync>(
         }
     };
     let tasks = planes.len() * bands;
-    if rows * cols * planes.len() >= PARALLEL_THRESHOLD {
+    if crate::splits(rows * cols * planes.len(), PARALLEL_THRESHOLD) {
         (0..tasks).into_par_iter().for_each(task);
     } else {
         (0..tasks).for_each(task);
@@ -261,7 +261,7 @@ pub(crate) fn for_each_lane<S>(
             }
         })
     };
-    if work >= PARALLEL_THRESHOLD && lanes > 1 {
+    if crate::splits(work, PARALLEL_THRESHOLD) && lanes > 1 {
         let tasks = (rayon::current_num_threads() * 4).min(lanes);
         let per_task = lanes.div_ceil(tasks);
         (0..lanes.div_ceil(per_task)).into_par_iter().for_each(|t| {

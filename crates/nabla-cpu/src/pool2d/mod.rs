@@ -402,7 +402,7 @@ fn pool_typed<T: Element + PartialOrd + GatheredPool + PairPool>(
     };
     let outcome = if plane_out == 0 {
         Ok(())
-    } else if vals.len() >= PARALLEL_OUTPUTS {
+    } else if crate::splits(vals.len(), PARALLEL_OUTPUTS) {
         // At least `PARALLEL_OUTPUTS` outputs per task: small planes are many.
         vals.par_chunks_mut(plane_out)
             .zip(idx.par_chunks_mut(plane_out))

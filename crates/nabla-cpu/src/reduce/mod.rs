@@ -116,7 +116,7 @@ where
             )),
         };
     }
-    let par = split.n_out * split.n_red() >= PARALLEL_THRESHOLD;
+    let par = crate::splits(split.n_out * split.n_red(), PARALLEL_THRESHOLD);
     Ok(walk::reduce_split(x, &split, f, par))
 }
 

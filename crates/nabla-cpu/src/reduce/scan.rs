@@ -37,7 +37,7 @@ where
     strides.remove(axis);
     let kept = RowPlan::new([&Layout::from_parts(dims, strides, layout.offset())?]);
     let n_out = kept.rows() * kept.inner_len;
-    let par = n_out * n >= PARALLEL_THRESHOLD;
+    let par = crate::splits(n_out * n, PARALLEL_THRESHOLD);
     let ks = kept.inner_strides[0];
     if kept.inner_len > 1 && ks.unsigned_abs() < s.unsigned_abs() {
         // Several outputs side by side: scan whole rows of the tile along the axis.
@@ -162,7 +162,7 @@ pub(super) fn cumsum_typed<T: Arith>(x: &[T], layout: &Layout, axis: usize) -> V
             add_assign(&mut rest[..inner], &done[(i - 1) * inner..]);
         }
     };
-    if v.len() >= PARALLEL_THRESHOLD && v.len() > block {
+    if crate::splits(v.len(), PARALLEL_THRESHOLD) && v.len() > block {
         v.par_chunks_mut(block).for_each(scan);
     } else {
         v.chunks_mut(block).for_each(scan);

@@ -70,7 +70,7 @@ where
             band_with_transposed(rows, cols, m, n, (first + k) * TILE, band, &mut tile, f);
         }
     };
-    if m * n >= PARALLEL_THRESHOLD {
+    if crate::splits(m * n, PARALLEL_THRESHOLD) {
         let bands = (CHUNK / (TILE * n)).max(1);
         spare
             .par_chunks_mut(bands * TILE * n)
@@ -170,7 +170,7 @@ pub fn host_transpose<T: Copy + Send + Sync>(
             }
         }
     };
-    if len >= PARALLEL_THRESHOLD {
+    if crate::splits(len, PARALLEL_THRESHOLD) {
         spare
             .par_chunks_mut(TILE * rows)
             .enumerate()

@@ -8,6 +8,7 @@ use crate::kernels::{
 };
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt::factor::{self as llt, LltError};
+use faer::linalg::lu::partial_pivoting::factor::{lu_in_place, lu_in_place_scratch};
 use faer::linalg::triangular_solve as tri;
 use faer::{Mat, MatMut, MatRef, Par, Side};
 use nabla_core::num_complex::Complex64;
@@ -174,16 +175,43 @@ fn lu_typed<T: Field>(a: &HostView<'_>, alloc: &dyn HostAllocator) -> Result<Hos
     let k = m.min(n);
     let ea = elems::<T>(OP, a)?;
     let flops = (m * n * k) as f64;
-    let out = per_matrix(alloc, batch, m * m + m * k + k * n, flops, |i, _par, o| {
-        let lu = matrix(ea, i, m, n).partial_piv_lu();
+    let out = per_matrix(alloc, batch, m * m + m * k + k * n, flops, |i, par, o| {
+        // Factored in place on a column-major copy, with the parallelism `per_matrix` chose (faer's
+        // `partial_piv_lu` uses its global setting, which hands even a 2 x 2 to the thread pool,
+        // and splits L and U into fresh matrices).
+        let mut lu = matrix(ea, i, m, n).to_owned();
+        let (mut fwd, mut inv) = (vec![0usize; m], vec![0usize; m]);
+        let params = Default::default();
+        let mut stack = MemBuffer::new(lu_in_place_scratch::<usize, T>(m, n, par, params));
+        lu_in_place(
+            lu.as_mut(),
+            &mut fwd,
+            &mut inv,
+            par,
+            MemStack::new(&mut stack),
+            params,
+        );
         let (p, rest) = o.split_at_mut(m * m);
         let (l, u) = rest.split_at_mut(m * k);
-        // Row r of P A is row fwd[r] of A, so A = P' L U with P'[fwd[r], r] = 1 (p is zeros).
-        for (r, &f) in lu.P().arrays().0.iter().enumerate() {
-            p[f * m + r] = T::from_parts(1.0, 0.0);
+        let one = T::from_parts(1.0, 0.0);
+        // Row r of P A is row fwd[r] of A, so A = P' L U with P'[fwd[r], r] = 1 (`o` is zeros).
+        for (r, &f) in fwd.iter().enumerate() {
+            p[f * m + r] = one;
         }
-        write_row_major(l, lu.L());
-        write_row_major(u, lu.U());
+        // L (m x k): unit diagonal, the factor below it; U (k x n): on and above the diagonal.
+        for r in 0..m {
+            for c in 0..k.min(r) {
+                l[r * k + c] = lu[(r, c)];
+            }
+            if r < k {
+                l[r * k + r] = one;
+            }
+        }
+        for r in 0..k {
+            for c in r..n {
+                u[r * n + c] = lu[(r, c)];
+            }
+        }
         check_finite(OP, o)
     })?;
     Ok(T::into_host(out))

@@ -251,6 +251,26 @@ fn lu_parts<B: Backend>(args: &RuleArgs<'_, B>) -> Result<LuParts<B>> {
     })
 }
 
+/// The row each row of the permutation matrix `p` picks, `[..., m, 1]` (`I64`): `(P X)ᵢ = X_{perm i}`.
+fn permutation_rows<B: Backend>(p: &Tensor<B>) -> Result<Tensor<B>> {
+    let p = if p.dtype().is_complex() {
+        p.real()?
+    } else {
+        p.clone()
+    };
+    p.argmax(-1, true)
+}
+
+/// `P X` for a permutation matrix `P`, as a gather of `X`'s rows: `O(m n)` instead of a product's
+/// `O(m² n)` (at 512 x 512 the product cost more than the rest of the rule's products together).
+fn permute_rows<B: Backend>(p: &Tensor<B>, x: &Tensor<B>) -> Result<Tensor<B>> {
+    if p.dim(-1)? == 0 {
+        // No rows to permute (and no maximum of an empty row to take).
+        return Ok(x.clone());
+    }
+    x.gather(-2, &permutation_rows(p)?)
+}
+
 pub(crate) fn lu_forward<B: Backend>(
     args: &RuleArgs<'_, B>,
     t: &[Option<Tensor<B>>],
@@ -264,7 +284,7 @@ pub(crate) fn lu_forward<B: Backend>(
         k,
     } = lu_parts(args)?;
     // F = L̃⁻¹ Pᵀ dA Ũ⁻¹ (m x n); dL = (L̃ tril(F, -1))[:, :k], dU = (triu(F) Ũ)[:k, :].
-    let y = tri_solve(&l, &p.t()?.matmul_full(da)?, LOWER.unit())?;
+    let y = tri_solve(&l, &permute_rows(&p.t()?, da)?, LOWER.unit())?;
     let f = tri_solve_right(&u, &y, UPPER)?;
     let dl = l.matmul_full(&f.tril(-1)?)?.narrow(-1, 0, k)?;
     let du = f.triu(0)?.matmul_full(&u)?.narrow(-2, 0, k)?;
@@ -301,7 +321,7 @@ pub(crate) fn lu_reverse<B: Backend>(
         .add(&gu.matmul_full(&u.t()?)?.triu(0)?)?;
     let z = tri_solve(&l, &mid, LOWER.unit().transposed())?;
     let w = tri_solve_right(&u, &z, UPPER.transposed())?;
-    Ok(vec![Some(p.matmul_full(&w)?)])
+    Ok(vec![Some(permute_rows(&p, &w)?)])
 }
 
 // --- qr: A = Q R (m >= n, reduced) ---

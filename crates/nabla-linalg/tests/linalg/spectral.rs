@@ -348,6 +348,13 @@ pub(super) fn rule_cases() -> Vec<(&'static str, OpFn, OpFn, T)> {
             tensor(5, &[2, 4, 3]),
         ),
         (
+            // Large enough that an eager svdvals differentiates through the full SVD.
+            "svdvals 26 x 25",
+            nabla_linalg::svdvals,
+            nabla_linalg::svdvals,
+            tensor(12, &[26, 25]),
+        ),
+        (
             "matrix_exp",
             nabla_linalg::matrix_exp,
             nabla_linalg::matrix_exp,
@@ -432,7 +439,7 @@ fn forward_and_reverse_rules_satisfy_the_adjoint_identity() {
 #[test]
 fn second_derivatives_match_differences_of_gradients() {
     let ad = ad();
-    let cases: [(&str, OpFn, T); 3] = [
+    let cases: [(&str, OpFn, T); 4] = [
         ("matrix_exp", nabla_linalg::matrix_exp, tensor(30, &[3, 3])),
         (
             "eigh",
@@ -443,6 +450,11 @@ fn second_derivatives_match_differences_of_gradients() {
             tensor(31, &[3, 3]),
         ),
         ("svdvals", nabla_linalg::svdvals, tensor(32, &[4, 3])),
+        (
+            "svdvals 25 x 24",
+            nabla_linalg::svdvals,
+            tensor(35, &[25, 24]),
+        ),
     ];
     for (name, f, input) in cases {
         let w = tensor(33, f(&input).unwrap().shape());
